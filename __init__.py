@@ -1,0 +1,1 @@
+"""telamalloc: a static scratchpad allocator for machine-learning accelerators."""

@@ -1,0 +1,1 @@
+"""IR dialects of telamalloc: the scratchpad dialect models on-chip memory allocation."""

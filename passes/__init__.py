@@ -1,0 +1,1 @@
+"""Compiler passes: liveness analysis, planning and lowering of scratchpad allocations."""
