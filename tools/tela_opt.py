@@ -1,0 +1,300 @@
+"""`tela-opt`: xDSL's optimizer driver with telamalloc's dialects and passes.
+
+Everything `xdsl-opt` accepts works here (`-p/--passes`, `--split-input-file`,
+`--verify-diagnostics`, `--print-op-generic`, `-o`, ...), with MLIR's conventions for
+errors instead of Python tracebacks:
+
+- a user error (bad syntax, failed verification, failed pass, unknown pass or pass
+  option, unreadable input or output file) prints one line on stderr,
+  `file:line:col: error: message` where the location is known, and the exit status is 1;
+- with `--split-input-file`, every chunk is processed and each failing chunk reports its
+  own error; line numbers count from the top of the whole file;
+- with `--verify-diagnostics`, the same one-line diagnostics (parse errors included) are
+  written to the output in place of the chunk's IR and the exit status is 0, so that
+  FileCheck can check them;
+- every parsed op records its source position as a `FileLineColLoc` (as `mlir-opt`
+  does; printed only with `--print-debuginfo`), so verifier failures and pass failures
+  raised as `PassFailedAtOp` point at the op's line even after passes ran;
+- files with any extension are read as MLIR unless `-f/--frontend` says otherwise.
+
+Internal errors (bugs) are not hidden: they still raise with a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    ShrinkException,
+    VerifyException,
+)
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.universe import TELAMALLOC_UNIVERSE
+
+TOOL_NAME = "tela-opt"
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line without a traceback."""
+
+
+@dataclasses.dataclass
+class Diagnostic(Exception):
+    """A located error: `location: error: message` (location may be just the file)."""
+
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: error: {self.message}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _op_location(op: Operation, fallback: str) -> str:
+    location = op.location
+    if isinstance(location, FileLineColLoc):
+        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
+    return fallback
+
+
+class _LocatingParser(Parser):
+    """The MLIR parser, recording each op's source position as its location."""
+
+    def __init__(self, ctx, text: str, name: str, line_offset: int):  # noqa: ANN001
+        super().__init__(ctx, text, name)
+        self._line_offset = line_offset
+        self._file_name = StringAttr(name)
+
+    def parse_operation(self) -> Operation:
+        start = dataclasses.replace(self._current_token.span, line_offset=self._line_offset)
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            position = start.get_location()
+            op.location = FileLineColLoc(
+                self._file_name, IntAttr(position.line), IntAttr(position.col)
+            )
+        return op
+
+
+class TelaOptMain(xDSLOptMain):
+    """xDSLOptMain with telamalloc registered and one-line, located diagnostics."""
+
+    def __init__(self, args: Sequence[str] | None = None):
+        self._current_pass: ModulePass | None = None
+        super().__init__(
+            description=(
+                "telamalloc optimizer driver: xdsl-opt with the scratchpad dialect and "
+                "the telamalloc passes"
+            ),
+            args=args,
+        )
+
+    # --- registration -----------------------------------------------------------------
+
+    def register_all_dialects(self) -> None:
+        """xDSL's dialects and every `xdsl.universe` plugin, ours included.
+
+        Our universe normally arrives through the entry point; register it directly only
+        when it did not (e.g. running from a source tree that is not installed), so the
+        dialect is never registered twice.
+        """
+        super().register_all_dialects()
+        registered = set(self.ctx.registered_dialect_names)
+        for name, factory in TELAMALLOC_UNIVERSE.all_dialects.items():
+            if name not in registered:
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in TELAMALLOC_UNIVERSE.all_passes.items():
+            self.available_passes.setdefault(name, factory)
+
+    # --- pipeline ---------------------------------------------------------------------
+
+    def setup_pipeline(self) -> None:
+        try:
+            pass_names = [spec.name for spec in parse_pipeline(self.args.passes)]
+        except ArgSpecParseError as error:
+            raise UserError(f"invalid pass pipeline '{self.args.passes}': "
+                            f"{_one_line(str(error).splitlines()[-1])}") from None
+        unknown = [name for name in pass_names if name not in self.available_passes]
+        if unknown:
+            raise UserError(
+                f"unknown pass '{unknown[0]}'; run '{TOOL_NAME} --help' to list the "
+                "available passes"
+            )
+        try:
+            super().setup_pipeline()
+        except ValueError as error:
+            raise UserError(f"invalid pass pipeline '{self.args.passes}': "
+                            f"{_one_line(str(error))}") from None
+        self.pipeline = dataclasses.replace(
+            self.pipeline, callback=self._locating_callback(self.pipeline.callback)
+        )
+
+    def _locating_callback(
+        self, callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None
+    ) -> Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]:
+        """Wraps xDSL's between-passes callback to locate verification failures."""
+
+        def locating_callback(
+            previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
+        ) -> None:
+            self._current_pass = following
+            if callback is None:
+                return
+            try:
+                callback(previous, module, following)
+            except DiagnosticException as error:
+                after = "" if previous is None else f" (after pass '{previous.name}')"
+                raise self._verification_diagnostic(module, error, after) from None
+
+        return locating_callback
+
+    def _verification_diagnostic(
+        self, module: ModuleOp, error: Exception, suffix: str
+    ) -> Diagnostic:
+        """Finds the first op that fails to verify on its own (innermost first)."""
+        for op in module.walk(region_first=True):
+            try:
+                op.verify(verify_nested_ops=False)
+            except DiagnosticException as op_error:
+                return Diagnostic(
+                    _op_location(op, self.get_input_name()),
+                    f"'{op.name}' op {_one_line(str(op_error))}{suffix}",
+                )
+        return Diagnostic(self.get_input_name(), _one_line(str(error)) + suffix)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        self._current_pass = None
+        try:
+            self.pipeline.apply(self.ctx, prog)
+        except DiagnosticException as error:
+            failing = self._current_pass
+            prefix = "" if failing is None else f"pass '{failing.name}' failed: "
+            location = self.get_input_name()
+            if isinstance(error, PassFailedAtOp):
+                location = _op_location(error.op, location)
+                prefix += f"'{error.op.name}' op "
+            raise Diagnostic(location, prefix + _one_line(str(error))) from None
+
+    # --- input ------------------------------------------------------------------------
+
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input as bytes; any extension without a frontend of its own reads as MLIR."""
+        stream, extension = super().get_input_stream()
+        if extension not in self.available_frontends:
+            extension = "mlir"
+        return stream, extension
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        if file_extension != "mlir":
+            return super().parse_chunk(chunk, file_extension, start_offset)
+        raw = chunk.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise Diagnostic(
+                self.get_input_name(),
+                f"input is not UTF-8 text (byte '0x{raw[error.start]:02x}' at offset "
+                f"'{error.start}'); pass an MLIR text file",
+            ) from None
+        parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
+        try:
+            return parser.parse_module(not self.args.no_implicit_module)
+        except ParseError as error:
+            span = dataclasses.replace(error.span, line_offset=start_offset)
+            raise _parse_diagnostic(span, error.msg) from None
+        except VerifyException as error:
+            # An attribute or type whose own verifier rejected it while being built.
+            span = dataclasses.replace(parser._current_token.span, line_offset=start_offset)
+            raise _parse_diagnostic(span, str(error)) from None
+
+    # --- driver -----------------------------------------------------------------------
+
+    def run(self) -> int:  # type: ignore[override]
+        """Processes every chunk; returns the exit status (0 ok, 1 some chunk failed)."""
+        try:
+            chunks, file_extension = self.prepare_input()
+        except OSError as error:
+            raise UserError(
+                f"cannot open input file '{self.args.input_file}': {error.strerror}"
+            ) from None
+        try:
+            output = self.prepare_output()
+        except OSError as error:
+            raise UserError(
+                f"cannot open output file '{self.args.output_file}': {error.strerror}"
+            ) from None
+
+        failed = False
+        try:
+            for index, (chunk, line_offset) in enumerate(chunks):
+                if index > 0:
+                    output.write("// -----\n")
+                try:
+                    module = self.parse_chunk(chunk, file_extension, line_offset)
+                    if module is not None:
+                        self.apply_passes(module)
+                        output.write(self.output_resulting_program(module))
+                except Diagnostic as diagnostic:
+                    if self.args.verify_diagnostics or self.args.parsing_diagnostics:
+                        output.write(f"{diagnostic}\n")
+                    else:
+                        failed = True
+                        print(diagnostic, file=sys.stderr)
+                finally:
+                    chunk.close()
+                output.flush()
+        except ShrinkException:
+            print("Success, can shrink")
+            return 0
+        finally:
+            if output is not sys.stdout:
+                output.close()
+        if self.args.shrink:
+            print("Failure, can't shrink")
+            return 1
+        return 1 if failed else 0
+
+
+def _parse_diagnostic(span, message: str) -> Diagnostic:  # noqa: ANN001
+    position = span.get_location()
+    return Diagnostic(f"{position.file}:{position.line}:{position.col}", _one_line(message))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs tela-opt on `argv` (default: the command line); returns the exit status."""
+    try:
+        return TelaOptMain(args=argv).run()
+    except UserError as error:
+        print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
+        return 1
+    except Diagnostic as diagnostic:
+        print(diagnostic, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
