@@ -374,6 +374,25 @@ def _require_identity_layout(type_: MemRefType[Attribute], what: str) -> None:
         )
 
 
+def _verify_offset_alignment(
+    offset: int, declared_alignment: int | None, memref_type: MemRefType[Attribute]
+) -> None:
+    """The offset is a multiple of the declared alignment, else of the element width."""
+    if declared_alignment is not None:
+        if offset % declared_alignment:
+            raise VerifyException(
+                f"offset '{offset}' must be a multiple of the alignment "
+                f"'{declared_alignment}'"
+            )
+        return
+    element_width = element_byte_width(memref_type.element_type)
+    if offset % element_width:
+        raise VerifyException(
+            f"offset '{offset}' must be a multiple of '{element_width}', the byte width "
+            f"of '{memref_type.element_type}' (or declare a smaller 'align')"
+        )
+
+
 def _optional_int(attribute: IntegerAttr | None) -> int | None:
     return None if attribute is None else attribute.value.data
 
@@ -510,13 +529,7 @@ class AllocOp(IRDLOperation):
             return
         if offset < 0:
             raise VerifyException(f"offset '{offset}' must not be negative (bytes)")
-        required_alignment = self.effective_alignment()
-        if offset % required_alignment:
-            raise VerifyException(
-                f"offset '{offset}' is not a multiple of the alignment "
-                f"'{required_alignment}'; the planner must place the buffer at an "
-                "aligned offset"
-            )
+        _verify_offset_alignment(offset, alignment, memref_type)
         if offset + self.byte_size() > INT64_MAX:
             raise VerifyException(
                 f"offset '{offset}' plus size '{self.byte_size()}' does not fit in 64 bits"
@@ -832,12 +845,7 @@ class ViewOp(IRDLOperation):
         alignment = _optional_int(self.alignment)
         if alignment is not None:
             _verify_alignment(alignment)
-        else:
-            alignment = element_byte_width(result_type.element_type)
-        if offset % alignment:
-            raise VerifyException(
-                f"offset '{offset}' is not a multiple of the alignment '{alignment}'"
-            )
+        _verify_offset_alignment(offset, alignment, result_type)
         view_bytes = memref_byte_size(result_type)
         arena_bytes = arena_type.get_shape()[0]
         if offset + view_bytes > arena_bytes:
