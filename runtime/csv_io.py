@@ -1,0 +1,214 @@
+"""Problems and solutions as CSV files, in MiniMalloc's format.
+
+Reading: a header row is required; columns are found by name, in any order:
+- ``id,lower,upper,size``: the buffer is live for ``lower <= t < upper`` (half-open);
+- or ``id,begin,end,size`` with ``end`` INCLUSIVE (as XLA, TFLite and IREE dump them):
+  ``upper = end + 1``;
+- optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer).
+Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
+``CsvError`` whose message starts with ``file:line:``.
+
+Writing: the columns of the input (or MiniMalloc's four) plus ``offset``, ids unchanged,
+written to a temporary file in the same directory and moved into place with ``os.replace``,
+so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from telamalloc.runtime.problem import INT64_MAX, Buffer, Problem, ProblemError
+
+HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
+INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
+OPTIONAL_COLUMNS = ("alignment", "offset")
+KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class CsvError(ProblemError):
+    """A CSV file that is not a valid problem; the message starts with ``file:line:``."""
+
+
+@dataclass(frozen=True)
+class CsvTable:
+    problem: Problem
+    columns: tuple[str, ...]  # the header of the file, in file order
+
+
+def _fail(path: str, line: int, message: str) -> CsvError:
+    return CsvError(f"{path}:{line}: {message}")
+
+
+def _decode(path: str, data: bytes) -> str:
+    if b"\x00" in data:
+        line = data[: data.index(b"\x00")].count(b"\n") + 1
+        raise _fail(path, line, "binary data (a NUL byte); expected a CSV text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise _fail(path, line, f"not UTF-8 text (byte '0x{data[error.start]:02x}'); save the file as UTF-8") from None
+
+
+def _choose_columns(path: str, header: list[str]) -> tuple[str, str]:
+    """Return the names of the lifetime columns, or fail naming what is wrong."""
+    for position, name in enumerate(header):
+        if name not in KNOWN_COLUMNS:
+            expected = ", ".join(f"'{column}'" for column in sorted(KNOWN_COLUMNS))
+            raise _fail(path, 1, f"unknown column '{name}' (column {position + 1}); expected only {expected}")
+        if header.count(name) > 1:
+            raise _fail(path, 1, f"column '{name}' appears twice")
+    half_open = "lower" in header or "upper" in header
+    inclusive = "begin" in header or "end" in header
+    if half_open and inclusive:
+        raise _fail(path, 1, "mixes 'lower'/'upper' with 'begin'/'end'; use one lifetime convention")
+    required = INCLUSIVE_COLUMNS if inclusive else HALF_OPEN_COLUMNS
+    missing = [name for name in required if name not in header]
+    if missing:
+        names = ", ".join(f"'{name}'" for name in missing)
+        raise _fail(path, 1, f"missing column {names}; the header needs '{','.join(required)}'")
+    return (required[1], required[2])
+
+
+def _integer(path: str, line: int, column: str, text: str) -> int:
+    if not _INTEGER.fullmatch(text.strip()):
+        raise _fail(path, line, f"'{column}' is '{text}', expected an integer")
+    value = int(text.strip(), 10)
+    if value < 0:
+        raise _fail(path, line, f"'{column}' is negative ('{value}')")
+    if value > INT64_MAX:
+        raise _fail(path, line, f"'{column}' is '{value}', beyond the 64-bit limit '{INT64_MAX}'")
+    return value
+
+
+def read_csv(path: str | os.PathLike) -> CsvTable:
+    """Read a problem (capacity None) and the file's header; raise CsvError on any defect."""
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except OSError as error:
+        raise CsvError(f"{name}: cannot read: {error.strerror or error}") from None
+    text = _decode(name, data)
+    rows = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(rows, None)
+    except csv.Error as error:
+        raise _fail(name, 1, f"malformed CSV: {error}") from None
+    if header is None or not any(cell.strip() for cell in header):
+        raise _fail(name, 1, f"empty file; expected a header '{','.join(HALF_OPEN_COLUMNS)}'")
+    header = [cell.strip() for cell in header]
+    lower_name, upper_name = _choose_columns(name, header)
+    position = {column: index for index, column in enumerate(header)}
+
+    buffers: list[Buffer] = []
+    seen: dict[str, int] = {}
+    try:
+        for row in rows:
+            line = rows.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(header):
+                raise _fail(name, line, f"has '{len(row)}' fields but the header has '{len(header)}'")
+            buffers.append(_buffer(name, line, row, position, lower_name, upper_name, seen))
+    except csv.Error as error:
+        raise _fail(name, rows.line_num, f"malformed CSV: {error}") from None
+    return CsvTable(Problem(buffers), tuple(header))
+
+
+def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
+    identifier = row[position["id"]].strip()
+    if not identifier:
+        raise _fail(path, line, "empty 'id'")
+    if identifier in seen:
+        raise _fail(path, line, f"duplicate id '{identifier}' (first on line {seen[identifier]})")
+    seen[identifier] = line
+    values = {column: _integer(path, line, column, row[index]) for column, index in position.items() if column != "id"}
+    start = values[lower_name]
+    end = values[upper_name]
+    if upper_name == "end":
+        if end < start:
+            raise _fail(path, line, f"'end' '{end}' < 'begin' '{start}'; 'end' is inclusive")
+        end += 1
+        if end > INT64_MAX:
+            raise _fail(path, line, f"'end' is '{end - 1}', too large to convert to a half-open lifetime")
+    elif end <= start:
+        raise _fail(path, line, f"'upper' '{end}' <= 'lower' '{start}'; lifetimes are half-open [lower, upper)")
+    alignment = values.get("alignment", 1)
+    if alignment < 1 or alignment & (alignment - 1):
+        raise _fail(path, line, f"'alignment' is '{alignment}', expected a power of two")
+    offset = values.get("offset")
+    if offset is not None and offset + values["size"] > INT64_MAX:
+        raise _fail(path, line, f"'offset' + 'size' is '{offset + values['size']}', beyond the 64-bit limit")
+    return Buffer(identifier, start, end, values["size"], alignment, offset)
+
+
+def read_problem(path: str | os.PathLike, capacity: int | None = None) -> Problem:
+    """Read a problem from a CSV file (see the module docstring); raise CsvError on defects."""
+    problem = read_csv(path).problem
+    return Problem(problem.buffers, capacity)
+
+
+def write_solution(
+    path: str | os.PathLike,
+    problem: Problem,
+    offsets: Sequence[int],
+    columns: Sequence[str] | None = None,
+) -> None:
+    """Write ``problem`` with one offset per buffer, atomically.
+
+    ``columns`` is the input header (from ``read_csv``); by default MiniMalloc's
+    ``id,lower,upper,size`` plus ``alignment`` when any buffer has one. An ``offset`` column
+    is appended when missing. ``begin``/``end`` columns are written inclusive again.
+    """
+    if len(offsets) != len(problem.buffers):
+        raise ValueError(f"expected one offset per buffer ('{len(problem.buffers)}') but got '{len(offsets)}'")
+    if columns is None:
+        columns = list(HALF_OPEN_COLUMNS)
+        if any(buffer.alignment != 1 for buffer in problem.buffers):
+            columns.append("alignment")
+    columns = list(columns)
+    unknown = [column for column in columns if column not in KNOWN_COLUMNS]
+    if unknown:
+        raise ValueError(f"unknown column '{unknown[0]}'")
+    if "offset" not in columns:
+        columns.append("offset")
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for buffer, offset in zip(problem.buffers, offsets):
+        values = {
+            "id": buffer.id,
+            "lower": buffer.start,
+            "upper": buffer.end,
+            "begin": buffer.start,
+            "end": buffer.end - 1,
+            "size": buffer.size,
+            "alignment": buffer.alignment,
+            "offset": offset,
+        }
+        writer.writerow([values[column] for column in columns])
+    _write_atomically(os.fspath(path), out.getvalue())
+
+
+def _write_atomically(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

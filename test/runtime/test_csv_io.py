@@ -1,0 +1,112 @@
+"""CSV reading (MiniMalloc's format, every error class with file:line) and atomic writing."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from telamalloc.runtime.csv_io import CsvError, read_csv, read_problem, write_solution
+from telamalloc.runtime.problem import Buffer, ProblemError
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
+
+
+def write(tmp_path, text, name="p.csv"):
+    path = tmp_path / name
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def test_reads_the_minimalloc_example():
+    problem = read_problem(EXAMPLE, capacity=12)
+    assert problem.capacity == 12
+    assert problem.buffers[0] == Buffer("b1", 0, 3, 4)
+    assert [b.id for b in problem.buffers] == ["b1", "b2", "b3", "b4", "b5"]
+
+
+def test_columns_by_name_in_any_order_with_optional_columns(tmp_path):
+    path = write(tmp_path, "size,upper,id,lower,alignment,offset\n8,5,x,1,4,16\n\n")
+    table = read_csv(path)
+    assert table.columns == ("size", "upper", "id", "lower", "alignment", "offset")
+    assert table.problem.buffers == (Buffer("x", 1, 5, 8, 4, 16),)
+
+
+def test_inclusive_begin_end_converts_to_half_open(tmp_path):
+    path = write(tmp_path, "id,begin,end,size\na,0,0,4\nb,1,3,4\n")
+    assert read_problem(path).buffers == (Buffer("a", 0, 1, 4), Buffer("b", 1, 4, 4))
+
+
+def test_csv_error_is_a_problem_error():
+    assert issubclass(CsvError, ProblemError)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "p.csv:1: empty file; expected a header 'id,lower,upper,size'"),
+        ("id,lower,size\n", "p.csv:1: missing column 'upper'; the header needs 'id,lower,upper,size'"),
+        ("id,begin,size\n", "p.csv:1: missing column 'end'; the header needs 'id,begin,end,size'"),
+        ("id,lower,upper,size,colour\n", "p.csv:1: unknown column 'colour' (column 5)"),
+        ("id,lower,upper,size,size\n", "p.csv:1: column 'size' appears twice"),
+        ("id,lower,upper,begin,size\n", "p.csv:1: mixes 'lower'/'upper' with 'begin'/'end'"),
+        ("id,lower,upper,size\na,0,2,4\nb,0,x,4\n", "p.csv:3: 'upper' is 'x', expected an integer"),
+        ("id,lower,upper,size\na,0,2,1_000\n", "p.csv:2: 'size' is '1_000', expected an integer"),
+        ("id,lower,upper,size\na,0,2,4.5\n", "p.csv:2: 'size' is '4.5', expected an integer"),
+        ("id,lower,upper,size\na,0,2,-4\n", "p.csv:2: 'size' is negative ('-4')"),
+        ("id,lower,upper,size\na,3,3,4\n", "p.csv:2: 'upper' '3' <= 'lower' '3'; lifetimes are half-open"),
+        ("id,begin,end,size\na,3,2,4\n", "p.csv:2: 'end' '2' < 'begin' '3'; 'end' is inclusive"),
+        ("id,lower,upper,size,alignment\na,0,2,4,6\n", "p.csv:2: 'alignment' is '6', expected a power of two"),
+        ("id,lower,upper,size,alignment\na,0,2,4,0\n", "p.csv:2: 'alignment' is '0', expected a power of two"),
+        ("id,lower,upper,size\na,0,2,4\n\na,1,2,4\n", "p.csv:4: duplicate id 'a' (first on line 2)"),
+        ("id,lower,upper,size\na,0,2,9223372036854775808\n", "p.csv:2: 'size' is '9223372036854775808', beyond the 64-bit limit"),
+        ("id,lower,upper,size,offset\na,0,2,8,9223372036854775800\n", "p.csv:2: 'offset' + 'size' is '9223372036854775808', beyond the 64-bit limit"),
+        ("id,begin,end,size\na,0,9223372036854775807,4\n", "p.csv:2: 'end' is '9223372036854775807', too large"),
+        ("id,lower,upper,size\na,0,2\n", "p.csv:2: has '3' fields but the header has '4'"),
+        ("id,lower,upper,size\n,0,2,4\n", "p.csv:2: empty 'id'"),
+        (b"id,lower,upper,size\na,0,2,4\n\xff\xfe,1,2,3\n", "p.csv:3: not UTF-8 text (byte '0xff')"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00", "p.csv:1: binary data (a NUL byte)"),
+    ],
+)
+def test_errors_name_file_and_line(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(CsvError) as error:
+        read_problem(path)
+    assert str(error.value).startswith(str(tmp_path / "p.csv") + message[len("p.csv"):])
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(CsvError, match="cannot read"):
+        read_problem(tmp_path / "nope.csv")
+
+
+def test_round_trip_keeps_columns_ids_and_order(tmp_path):
+    path = write(tmp_path, "size,id,begin,end,alignment\n8,x,1,4,4\n2,007,0,0,1\n")
+    table = read_csv(path)
+    out = tmp_path / "out.csv"
+    write_solution(out, table.problem, [4, 0], table.columns)
+    assert out.read_text() == "size,id,begin,end,alignment,offset\n8,x,1,4,4,4\n2,007,0,0,1,0\n"
+    again = read_csv(out)
+    assert [b.id for b in again.problem.buffers] == ["x", "007"]
+    assert [b.offset for b in again.problem.buffers] == [4, 0]
+    assert [b.end for b in again.problem.buffers] == [5, 1]
+
+
+def test_default_columns_add_alignment_only_when_used(tmp_path):
+    out = tmp_path / "out.csv"
+    write_solution(out, read_problem(EXAMPLE), [8, 8, 4, 4, 0])
+    assert out.read_text().splitlines()[:2] == ["id,lower,upper,size,offset", "b1,0,3,4,8"]
+    write_solution(out, read_problem(EXAMPLE).__class__([Buffer("a", 0, 1, 4, 8)]), [0])
+    assert out.read_text() == "id,lower,upper,size,alignment,offset\na,0,1,4,8,0\n"
+
+
+def test_write_is_atomic_and_leaves_no_temporary(tmp_path):
+    out = tmp_path / "out.csv"
+    out.write_text("old contents\n")
+    with pytest.raises(ValueError, match="one offset per buffer"):
+        write_solution(out, read_problem(EXAMPLE), [0])
+    assert out.read_text() == "old contents\n"
+    write_solution(out, read_problem(EXAMPLE), [8, 8, 4, 4, 0])
+    assert sorted(os.listdir(tmp_path)) == ["out.csv"]
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
