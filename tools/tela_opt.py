@@ -22,14 +22,17 @@ Internal errors (bugs) are not hidden: they still raise with a traceback.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO
+from typing import IO, NoReturn
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.lexer import Span
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import (
     ArgSpecParseError,
@@ -45,6 +48,7 @@ from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 TOOL_NAME = "tela-opt"
+PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
 
 
 class UserError(Exception):
@@ -76,7 +80,7 @@ def _op_location(op: Operation, fallback: str) -> str:
 class _LocatingParser(Parser):
     """The MLIR parser, recording each op's source position as its location."""
 
-    def __init__(self, ctx, text: str, name: str, line_offset: int):  # noqa: ANN001
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int):
         super().__init__(ctx, text, name)
         self._line_offset = line_offset
         self._file_name = StringAttr(name)
@@ -125,14 +129,24 @@ class TelaOptMain(xDSLOptMain):
         for name, factory in TELAMALLOC_UNIVERSE.all_passes.items():
             self.available_passes.setdefault(name, factory)
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """xdsl-opt's arguments; usage errors become one-line `UserError`s."""
+        super().register_all_arguments(arg_parser)
+        arg_parser.prog = TOOL_NAME
+
+        def usage_error(message: str) -> NoReturn:
+            raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
+
+        arg_parser.error = usage_error  # type: ignore[method-assign]
+
     # --- pipeline ---------------------------------------------------------------------
 
     def setup_pipeline(self) -> None:
         try:
             pass_names = [spec.name for spec in parse_pipeline(self.args.passes)]
         except ArgSpecParseError as error:
-            raise UserError(f"invalid pass pipeline '{self.args.passes}': "
-                            f"{_one_line(str(error).splitlines()[-1])}") from None
+            reason = _one_line(str(error).splitlines()[-1])
+            raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
         unknown = [name for name in pass_names if name not in self.available_passes]
         if unknown:
             raise UserError(
@@ -142,15 +156,13 @@ class TelaOptMain(xDSLOptMain):
         try:
             super().setup_pipeline()
         except ValueError as error:
-            raise UserError(f"invalid pass pipeline '{self.args.passes}': "
-                            f"{_one_line(str(error))}") from None
+            reason = _one_line(str(error))
+            raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
         self.pipeline = dataclasses.replace(
             self.pipeline, callback=self._locating_callback(self.pipeline.callback)
         )
 
-    def _locating_callback(
-        self, callback: Callable[[ModulePass | None, ModuleOp, ModulePass | None], None] | None
-    ) -> Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]:
+    def _locating_callback(self, callback: PipelineCallback | None) -> PipelineCallback:
         """Wraps xDSL's between-passes callback to locate verification failures."""
 
         def locating_callback(
@@ -279,7 +291,7 @@ class TelaOptMain(xDSLOptMain):
         return 1 if failed else 0
 
 
-def _parse_diagnostic(span, message: str) -> Diagnostic:  # noqa: ANN001
+def _parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
     position = span.get_location()
     return Diagnostic(f"{position.file}:{position.line}:{position.col}", _one_line(message))
 

@@ -103,6 +103,13 @@ def test_malformed_pipeline_and_unknown_option(write):
     )
 
 
+def test_usage_error_is_one_line(write):
+    assert_one_line_error(
+        run_tool(write(VALID), "--no-such-flag"),
+        "tela-opt: error: unrecognized arguments: --no-such-flag; run 'tela-opt --help' for usage",
+    )
+
+
 def test_missing_input_file(tmp_path: Path):
     missing = tmp_path / "missing.mlir"
     assert_one_line_error(
