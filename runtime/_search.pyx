@@ -1,1 +1,673 @@
-def ping(): return 1
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The exact allocator search kernel: TelaMalloc's search with canonical placements.
+
+Contract: ``search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit, cancel)``
+returns a :class:`SearchResult` with ``status`` (``STATUS_OK``, ``STATUS_INFEASIBLE``,
+``STATUS_TIMEOUT``), ``offsets`` (int64 array, only when OK), ``nodes``, ``backtracks``,
+``restarts`` and ``cancelled``. Lifetimes are half-open ``[start, end)``; ``fixed[i] = -1``
+marks a free buffer, otherwise its pinned offset (the caller has checked pins).
+
+The search (each rule below is switched by the ``Params`` field named in brackets)
+---------------------------------------------------------------------------------
+A node is a partial layout: a set of placed buffers, plus, for every unplaced buffer ``e``,
+``floor(e)``, the highest top (offset + size) of the placed buffers whose lifetimes overlap
+``e``'s. As in TelaMalloc (Maas et al., ASPLOS 2023) a buffer always goes to the lowest
+position its placed neighbours allow, and placing it raises the floors of its time-overlapping
+neighbours (constraint propagation); a neighbour whose floor rises so far that it can no
+longer fit below the capacity, or a pinned buffer whose floor rises above its pin, makes the
+node a dead end. Every unplaced buffer has a position ``pos(e)``:
+
+    pos(e) = alignup(max(floor(e), lim(e)), align(e))    for a free buffer
+    pos(e) = fixed(e)                                    for a pinned one (dead if below)
+
+A child places one unplaced buffer at ``pos``. The branching is over *which* buffer comes
+next; the position is forced.
+
+Completeness ("gravity"). Push a solution down: move any free buffer to the lowest aligned
+offset at or above the tops of the overlapping buffers below it. This terminates and keeps
+the layout valid; in the result (a *stable* layout) every free buffer rests on a top or at 0.
+Sort a stable layout by (offset, rank); placing the buffers in that order puts each one
+exactly at ``pos``, because everything below it was placed before it. So the tree holds
+every stable layout, and pinned buffers simply take their turn in that order.
+
+[canonical] (MiniMalloc, Moffitt ASPLOS 2023: canonical solutions). Only sequences in that
+sorted order are explored: with ``L`` the offset and ``r`` the rank of the last placed buffer,
+``lim(e) = L`` if ``rank(e) > r`` else ``L + 1``. This removes all permutations that build the
+same layout. Off: ``lim = 0``, any order is explored.
+
+[section_inference] (MiniMalloc: section inference). The timeline is cut into sections at
+the event points. Unplaced buffers live in a section all overlap there, so they stack above
+the lowest position any of them can take: ``min pos + unplaced bytes <= capacity`` in every
+section, or the node is dead. At the root this is the LOAD bound.
+
+[dominance] (our rule, in the spirit of MiniMalloc's dominance check). Let ``mtop`` be the
+lowest ``pos(e) + size(e)`` over unplaced free buffers ``e``. A child placing a buffer ``d``
+with ``pos(d) >= mtop`` is skipped. Sound: in any stable solution below that child every
+remaining buffer sits at or above ``pos(d) >= pos(e) + size(e)``, so ``e`` can be moved down to
+``pos(e)`` (its placed neighbours end at or below it; pins included, as they are remaining
+buffers too); pushing that layout down gives a solution whose first buffer sits at or below
+``pos(e) < pos(d)``, i.e. in another child. Repeating the argument strictly lowers the first
+position, so some unpruned child holds a solution.
+
+[decomposition] (TelaMalloc, MiniMalloc: partitions). The buffers are split at every time
+point no lifetime crosses; the groups share no constraint and are solved one after another.
+Limit owned here: only this static split is done. Dynamic splitting after placements is
+not sound together with the canonical order (the order ties groups through ``L``) and is
+not implemented.
+
+[contention_heuristic] (TelaMalloc). Children are tried by increasing ``pos``, ties by rank.
+The rank orders buffers by the load of the most contended section they live in, then size,
+then lifetime length. Off: by size, then lifetime length.
+
+[restarts] (a portfolio, as in MiniMalloc's follow-ups and SAT solvers). Runs with node
+budgets growing geometrically cycle over orderings (contention, size, area, lifetime,
+seeded shuffles). A run that ends within its budget is a complete search, so its answer is
+a proof; budgets grow without bound, so the search stays complete. Off: one unbounded run.
+
+[backjumping] (TelaMalloc: on repeated failure, jump further back). Inside budgeted runs of
+the portfolio only, a subtree that exhausts its own share of the budget is abandoned and the
+search resumes at the decision above it; the buffer that kept failing is promoted in the
+next run's ordering. Because such a run skips parts of the tree its failure proves nothing:
+it only ends the run early. The final, unbudgeted proof never jumps, which keeps the search
+complete. Off: budgeted runs are plain chronological backtracking.
+
+Limits owned here: the worst case is exponential (the problem is NP-hard); memory is
+O(n + overlapping pairs + sections). No Python object is touched in the search loop, which
+runs without the GIL; the clock and the cancel flag are read every 1024 nodes and Python
+signals every ~100 ms.
+"""
+
+import numpy as np
+
+cimport cython
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc
+from libc.string cimport memset
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals()
+    void PyErr_Clear()
+
+STATUS_OK = 0
+STATUS_INFEASIBLE = 1
+STATUS_TIMEOUT = 2
+
+cdef enum:
+    R_OK = 0
+    R_INFEASIBLE = 1
+    R_TIMEOUT = 2
+    R_BUDGET = 3
+
+cdef int64_t INF = 0x7FFFFFFFFFFFFFFF
+
+
+class SearchResult:
+    """What one call of :func:`search` found; plain attributes, no behaviour."""
+
+    __slots__ = ("status", "offsets", "nodes", "backtracks", "restarts", "cancelled")
+
+    def __init__(self, status, offsets, nodes, backtracks, restarts, cancelled):
+        self.status = status  # STATUS_OK, STATUS_INFEASIBLE or STATUS_TIMEOUT
+        self.offsets = offsets  # int64 array of n offsets when OK, else None
+        self.nodes = nodes  # search nodes expanded, over all groups and runs
+        self.backtracks = backtracks  # decisions undone
+        self.restarts = restarts  # portfolio runs started after the first one
+        self.cancelled = cancelled  # stopped by the cancel flag or Ctrl-C
+
+    def __repr__(self):
+        return (f"SearchResult(status={self.status}, nodes={self.nodes}, "
+                f"backtracks={self.backtracks}, restarts={self.restarts}, "
+                f"cancelled={self.cancelled})")
+
+
+ctypedef struct Frame:
+    int64_t start      # first candidate of this node in the candidate stack
+    int64_t count      # number of candidates
+    int64_t next       # next candidate to try
+    int64_t trail      # trail height before this node's current child was placed
+    int64_t placed     # buffer placed by the current child, -1 if none
+    int64_t last_off   # L: offset of the last placed buffer on the path to this node
+    int64_t last_rank  # r: its rank (-1 at the root)
+    int64_t budget_end # backjumping: node count at which this subtree is abandoned
+
+
+ctypedef struct Ctx:
+    # the group, in local indices 0..m-1
+    int64_t m
+    int64_t ns
+    int64_t capacity
+    int64_t* size
+    int64_t* amask      # alignment - 1
+    int64_t* fixed      # -1 when free
+    int64_t* rank
+    int64_t* sb         # first section of the buffer
+    int64_t* se         # one past its last section
+    int64_t* nptr       # CSR of time-overlapping neighbours
+    int64_t* nbr
+    int has_pinned
+    # switches
+    int canonical
+    int section_inference
+    int dominance
+    int backjumping
+    # state
+    int64_t* floor
+    int64_t* off
+    uint8_t* placed
+    int64_t* pos
+    int64_t* total      # unplaced bytes per section
+    int64_t* low        # scratch: lowest pos per section
+    int64_t* trail_idx
+    int64_t* trail_old
+    Frame* frames
+    int64_t* cand
+    int64_t* candpos
+    int64_t cand_cap
+    int jumped          # a budgeted run abandoned a subtree: its failure proves nothing
+    int64_t* fail_count # per buffer: how often it was the last placed before a dead end
+    # limits and counters
+    int64_t nodes
+    int64_t backtracks
+    int64_t budget      # nodes allowed in this run, -1 unlimited
+    double deadline     # monotonic seconds, <= 0 none
+    double next_signal_check
+    uint8_t* cancel
+    int cancelled
+    int timed_out
+
+
+cdef inline double _now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef int _check_limits(Ctx* c) noexcept nogil:
+    """Return 1 when the search must stop (time, cancel flag, signal)."""
+    cdef double now
+    if c.cancel != NULL and c.cancel[0] != 0:
+        c.cancelled = 1
+        return 1
+    now = _now()
+    if c.deadline > 0 and now >= c.deadline:
+        c.timed_out = 1
+        return 1
+    if now >= c.next_signal_check:
+        c.next_signal_check = now + 0.1
+        with gil:
+            if PyErr_CheckSignals() != 0:
+                PyErr_Clear()
+                c.cancelled = 1
+                return 1
+    return 0
+
+
+cdef void _place(Ctx* c, int64_t i, int64_t p, int64_t* trail_top) noexcept nogil:
+    cdef int64_t top = p + c.size[i]
+    cdef int64_t k, j, s
+    c.placed[i] = 1
+    c.off[i] = p
+    for k in range(c.nptr[i], c.nptr[i + 1]):
+        j = c.nbr[k]
+        if c.placed[j] or c.floor[j] >= top:
+            continue
+        c.trail_idx[trail_top[0]] = j
+        c.trail_old[trail_top[0]] = c.floor[j]
+        trail_top[0] += 1
+        c.floor[j] = top
+    for s in range(c.sb[i], c.se[i]):
+        c.total[s] -= c.size[i]
+
+
+cdef void _unplace(Ctx* c, int64_t i, int64_t mark, int64_t* trail_top) noexcept nogil:
+    cdef int64_t s
+    while trail_top[0] > mark:
+        trail_top[0] -= 1
+        c.floor[c.trail_idx[trail_top[0]]] = c.trail_old[trail_top[0]]
+    for s in range(c.sb[i], c.se[i]):
+        c.total[s] += c.size[i]
+    c.placed[i] = 0
+
+
+cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
+    cdef int64_t new_cap
+    cdef int64_t* grown
+    if need <= c.cand_cap:
+        return 0
+    new_cap = c.cand_cap * 2
+    if new_cap < need:
+        new_cap = need
+    grown = <int64_t*>realloc(c.cand, new_cap * sizeof(int64_t))
+    if grown == NULL:
+        return -1
+    c.cand = grown
+    grown = <int64_t*>realloc(c.candpos, new_cap * sizeof(int64_t))
+    if grown == NULL:
+        return -1
+    c.candpos = grown
+    c.cand_cap = new_cap
+    return 0
+
+
+cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
+    """Fill frame ``d`` with the children of the current node; return their number.
+
+    Returns 0 for a dead end and -1 when memory runs out.
+    """
+    cdef Frame* f = &c.frames[d]
+    cdef int64_t L = f.last_off
+    cdef int64_t r = f.last_rank
+    cdef int64_t mtop = INF
+    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, key_r, item
+    cdef int64_t m = c.m
+    cdef int64_t cap = c.capacity
+    cdef int ok
+    f.count = 0
+    f.next = 0
+    # positions and forced dead ends
+    for k in range(m):
+        if c.placed[k]:
+            continue
+        base = c.floor[k]
+        if c.canonical:
+            if c.rank[k] > r:
+                if L > base:
+                    base = L
+            elif L + 1 > base:
+                base = L + 1
+        if c.fixed[k] >= 0:
+            if base > c.fixed[k]:
+                return 0
+            c.pos[k] = c.fixed[k]
+            continue
+        p = (base + c.amask[k]) & ~c.amask[k]
+        top = p + c.size[k]
+        if top > cap:
+            return 0
+        if top < mtop:
+            mtop = top
+        c.pos[k] = p
+    # per-section inference: unplaced buffers of a section stack above their lowest pos
+    if c.section_inference:
+        for s in range(c.ns):
+            c.low[s] = INF
+        for k in range(m):
+            if c.placed[k]:
+                continue
+            p = c.pos[k]
+            for s in range(c.sb[k], c.se[k]):
+                if p < c.low[s]:
+                    c.low[s] = p
+        for s in range(c.ns):
+            if c.total[s] > 0 and c.low[s] > cap - c.total[s]:
+                return 0
+    # the children, by (pos, rank)
+    start = f.start
+    if _grow_candidates(c, start + m) != 0:
+        return -1
+    count = 0
+    for k in range(m):
+        if c.placed[k]:
+            continue
+        p = c.pos[k]
+        if c.dominance and p >= mtop:
+            continue
+        if c.has_pinned and c.fixed[k] < 0:
+            top = p + c.size[k]
+            ok = 1
+            for q in range(c.nptr[k], c.nptr[k + 1]):
+                j = c.nbr[q]
+                if not c.placed[j] and c.fixed[j] >= 0 and c.fixed[j] < top:
+                    ok = 0
+                    break
+            if not ok:
+                continue
+        # insertion into the sorted run
+        q = start + count
+        while q > start:
+            item = c.cand[q - 1]
+            key_p = c.candpos[q - 1]
+            if key_p < p or (key_p == p and c.rank[item] < c.rank[k]):
+                break
+            c.cand[q] = item
+            c.candpos[q] = key_p
+            q -= 1
+        c.cand[q] = k
+        c.candpos[q] = p
+        count += 1
+    f.count = count
+    f.next = 0
+    return count
+
+
+cdef int _run(Ctx* c) noexcept nogil:
+    """One depth-first search over the group from an empty layout."""
+    cdef int64_t d = 0
+    cdef int64_t trail_top = 0
+    cdef int64_t i, p, got
+    cdef int expand = 1
+    cdef int64_t run_start = c.nodes
+    cdef Frame* f
+    c.jumped = 0
+    c.frames[0].start = 0
+    c.frames[0].last_off = 0
+    c.frames[0].last_rank = -1
+    c.frames[0].placed = -1
+    c.frames[0].budget_end = -1
+    while True:
+        f = &c.frames[d]
+        if expand:
+            expand = 0
+            c.nodes += 1
+            if (c.nodes & 1023) == 0 and _check_limits(c):
+                return R_TIMEOUT
+            if c.budget >= 0 and c.nodes - run_start > c.budget:
+                return R_BUDGET
+            if d == c.m:
+                return R_OK
+            got = _expand(c, d)
+            if got < 0:
+                return R_TIMEOUT
+            if got == 0 and d > 0:
+                c.fail_count[c.frames[d - 1].placed] += 1
+            f.budget_end = -1
+            if c.backjumping and c.budget >= 0 and d > 0:
+                # a subtree may use a sixteenth of the run's budget before it is abandoned
+                f.budget_end = c.nodes + (c.budget >> 4) + 64
+        elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
+            f.next = f.count  # abandon this subtree: it keeps failing
+            c.jumped = 1
+        if f.next < f.count:
+            i = c.cand[f.start + f.next]
+            p = c.candpos[f.start + f.next]
+            f.next += 1
+            f.trail = trail_top
+            f.placed = i
+            _place(c, i, p, &trail_top)
+            c.frames[d + 1].start = f.start + f.count
+            c.frames[d + 1].last_off = p
+            c.frames[d + 1].last_rank = c.rank[i]
+            c.frames[d + 1].placed = -1
+            d += 1
+            expand = 1
+            continue
+        if d == 0:
+            return R_BUDGET if c.jumped else R_INFEASIBLE
+        d -= 1
+        f = &c.frames[d]
+        _unplace(c, f.placed, f.trail, &trail_top)
+        f.placed = -1
+        c.backtracks += 1
+
+
+def _hash_ties(n, seed):
+    """A deterministic pseudo-random key per index (splitmix64 of index and seed)."""
+    x = (np.arange(n, dtype=np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
+    with np.errstate(over="ignore"):
+        x = x + np.uint64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        x = x ^ (x >> np.uint64(31))
+    return x
+
+
+def _orderings(sizes, lengths, contention, params):
+    """The portfolio: a list of rank arrays (rank[i] = position of buffer i)."""
+    n = len(sizes)
+    index = np.arange(n)
+    keys = []
+    if params.contention_heuristic:
+        keys.append((index, -lengths, -sizes, -contention))
+    keys.append((index, -lengths, -sizes))
+    keys.append((index, -sizes, -(sizes * lengths)))
+    keys.append((index, -sizes, -lengths))
+    keys.append((index, _hash_ties(n, params.seed)))
+    keys.append((index, _hash_ties(n, params.seed + 1), -sizes))
+    ranks = []
+    for key in keys:
+        if params.seed:
+            key = (_hash_ties(n, params.seed + 7),) + key[1:]
+        order = np.lexsort(key)
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)
+        ranks.append(rank)
+    return ranks
+
+
+def _groups(starts, ends):
+    """Split buffer indices at the time points no lifetime crosses, in time order."""
+    order = np.argsort(starts, kind="stable")
+    groups = []
+    current = []
+    reach = None
+    for i in order:
+        i = int(i)
+        if reach is not None and starts[i] >= reach:
+            groups.append(current)
+            current = []
+            reach = None
+        current.append(i)
+        reach = ends[i] if reach is None else max(reach, int(ends[i]))
+    if current:
+        groups.append(current)
+    return groups
+
+
+cdef class _Group:
+    """The arrays of one independent group, kept alive while its search runs."""
+    cdef object arrays
+    cdef Ctx ctx
+    cdef public object index
+
+    def __cinit__(self):
+        self.ctx.frames = NULL
+        self.ctx.cand = NULL
+        self.ctx.candpos = NULL
+
+    def __dealloc__(self):
+        if self.ctx.frames != NULL:
+            free(self.ctx.frames)
+        if self.ctx.cand != NULL:
+            free(self.ctx.cand)
+        if self.ctx.candpos != NULL:
+            free(self.ctx.candpos)
+
+
+cdef int64_t* _ptr(object array):
+    cdef int64_t[::1] view = array
+    if view.shape[0] == 0:
+        return NULL
+    return &view[0]
+
+
+cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capacity, params):
+    cdef _Group g = _Group()
+    cdef Ctx* c = &g.ctx
+    cdef int64_t m = len(index)
+    cdef uint8_t[::1] placed_view
+    g.index = index
+    st = starts[index]
+    en = ends[index]
+    sz = sizes[index]
+    fx = np.ascontiguousarray(fixed[index])
+    cuts = np.unique(np.concatenate((st, en)))
+    sb = np.searchsorted(cuts, st).astype(np.int64)
+    se = np.searchsorted(cuts, en).astype(np.int64)
+    ns = max(len(cuts) - 1, 1)
+    delta = np.zeros(ns + 1, dtype=np.int64)
+    np.add.at(delta, sb, sz)
+    np.add.at(delta, se, -sz)
+    total = np.ascontiguousarray(np.cumsum(delta)[:ns])
+    # neighbours: pairs with overlapping lifetimes (sweep over starts)
+    order = np.argsort(st, kind="stable")
+    pairs_a = []
+    pairs_b = []
+    active = []
+    for i in order:
+        i = int(i)
+        active = [j for j in active if en[j] > st[i]]
+        for j in active:
+            pairs_a.append(i)
+            pairs_b.append(j)
+        active.append(i)
+    a = np.array(pairs_a + pairs_b, dtype=np.int64)
+    b = np.array(pairs_b + pairs_a, dtype=np.int64)
+    by = np.lexsort((b, a))
+    nbr = np.ascontiguousarray(b[by])
+    nptr = np.zeros(m + 1, dtype=np.int64)
+    np.add.at(nptr, a + 1, 1)
+    nptr = np.cumsum(nptr).astype(np.int64)
+    # section contention for the heuristic
+    load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
+    ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
+    amask = np.ascontiguousarray(aligns[index] - 1)
+    arrays = dict(
+        size=np.ascontiguousarray(sz), amask=amask, fixed=fx, sb=sb, se=se, nptr=nptr,
+        nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
+        floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
+        placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
+        total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
+        trail_idx=np.zeros(len(a) + 1, dtype=np.int64),
+        trail_old=np.zeros(len(a) + 1, dtype=np.int64),
+        rank=ranks[0].copy(), fail_count=np.zeros(m, dtype=np.int64),
+    )
+    g.arrays = (arrays, ranks)
+    c.m = m
+    c.ns = ns
+    c.capacity = capacity
+    c.size = _ptr(arrays["size"])
+    c.amask = _ptr(arrays["amask"])
+    c.fixed = _ptr(arrays["fixed"])
+    c.rank = _ptr(arrays["rank"])
+    c.sb = _ptr(arrays["sb"])
+    c.se = _ptr(arrays["se"])
+    c.nptr = _ptr(arrays["nptr"])
+    c.nbr = _ptr(arrays["nbr"])
+    c.has_pinned = int((fx >= 0).any())
+    c.canonical = int(bool(params.canonical))
+    c.section_inference = int(bool(params.section_inference))
+    c.dominance = int(bool(params.dominance))
+    c.backjumping = int(bool(params.backjumping))
+    c.floor = _ptr(arrays["floor"])
+    c.off = _ptr(arrays["off"])
+    placed_view = arrays["placed"]
+    c.placed = &placed_view[0]
+    c.pos = _ptr(arrays["pos"])
+    c.total = _ptr(arrays["total"])
+    c.low = _ptr(arrays["low"])
+    c.trail_idx = _ptr(arrays["trail_idx"])
+    c.trail_old = _ptr(arrays["trail_old"])
+    c.fail_count = _ptr(arrays["fail_count"])
+    c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
+    c.cand_cap = 4 * (m + 1)
+    c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
+    c.candpos = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
+    if c.frames == NULL or c.cand == NULL or c.candpos == NULL:
+        raise MemoryError()
+    c.nodes = 0
+    c.backtracks = 0
+    c.cancelled = 0
+    c.timed_out = 0
+    return g
+
+
+cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
+    cdef int64_t k
+    for k in range(c.m):
+        c.floor[k] = 0
+        c.placed[k] = 0
+    for k in range(c.ns):
+        c.total[k] = total0[k]
+
+
+cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts):
+    """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
+    cdef Ctx* c = &g.ctx
+    cdef int result
+    cdef int64_t budget = 2000
+    cdef int64_t run = 0
+    cdef int64_t k
+    arrays, ranks = g.arrays
+    rank = arrays["rank"]
+    total0 = arrays["total0"]
+    cdef int64_t* total0_ptr = _ptr(total0)
+    c.deadline = deadline
+    c.cancel = cancel
+    c.next_signal_check = _now() + 0.1
+    if c.m == 0:
+        return R_OK
+    while True:
+        if params.restarts:
+            base = ranks[run % len(ranks)]
+            if run >= len(ranks) and c.backjumping:
+                # promote the buffers that kept failing (TelaMalloc's priority bump)
+                fails = arrays["fail_count"]
+                order = np.lexsort((base, -fails))
+                rank[order] = np.arange(c.m, dtype=np.int64)
+            else:
+                rank[:] = base
+            c.budget = budget
+        else:
+            rank[:] = ranks[0]
+            c.budget = -1
+        _reset(c, total0_ptr)
+        with nogil:
+            result = _run(c)
+        if result != R_BUDGET:
+            return result
+        run += 1
+        restarts[0] += 1
+        if run % len(ranks) == 0:
+            budget = budget * 2
+
+
+def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None):
+    """Find offsets for all buffers within ``capacity``, or prove there are none.
+
+    See the module docstring for the algorithm, its switches and its limits.
+    """
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    sizes = np.ascontiguousarray(sizes, dtype=np.int64)
+    aligns = np.ascontiguousarray(aligns, dtype=np.int64)
+    fixed = np.ascontiguousarray(fixed, dtype=np.int64)
+    n = len(starts)
+    for name, array in (("ends", ends), ("sizes", sizes), ("aligns", aligns), ("fixed", fixed)):
+        if array.ndim != 1 or len(array) != n:
+            raise ValueError(f"'{name}' must be a one-dimensional array of {n} entries like 'starts'")
+    cdef uint8_t[::1] cancel_view
+    cdef uint8_t* cancel_ptr = NULL
+    if cancel is not None:
+        cancel_view = cancel
+        cancel_ptr = &cancel_view[0]
+    cdef double deadline = 0.0
+    if time_limit is not None and time_limit > 0:
+        deadline = _now() + float(time_limit)
+    cdef int64_t restarts = 0
+    cdef int64_t nodes = 0
+    cdef int64_t backtracks = 0
+    cdef int result = R_OK
+    cdef int cancelled = 0
+    cdef _Group g
+    offsets = np.zeros(n, dtype=np.int64)
+    if params.decomposition:
+        groups = _groups(starts, ends)
+    else:
+        groups = [list(range(n))] if n else []
+    for members in groups:
+        index = np.array(members, dtype=np.int64)
+        g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params)
+        result = _solve_group(g, params, deadline, cancel_ptr, &restarts)
+        nodes += g.ctx.nodes
+        backtracks += g.ctx.backtracks
+        if g.ctx.cancelled:
+            cancelled = 1
+        if result != R_OK:
+            break
+        offsets[index] = g.arrays[0]["off"]
+    if result == R_OK:
+        return SearchResult(STATUS_OK, offsets, nodes, backtracks, restarts, False)
+    if result == R_INFEASIBLE:
+        return SearchResult(STATUS_INFEASIBLE, None, nodes, backtracks, restarts, False)
+    return SearchResult(STATUS_TIMEOUT, None, nodes, backtracks, restarts, bool(cancelled))

@@ -1,0 +1,291 @@
+"""Tests of the exact search kernel (runtime/_search.pyx).
+
+The kernel is checked against an independent brute-force oracle written here: it tries
+every order of the buffers and puts each one on top of its placed time-overlapping
+neighbours (aligned up), pins at their pin. Pushing any valid layout down until every
+buffer rests on a neighbour or at 0 gives a layout that one of those orders builds, so the
+oracle is exact on the small problems it is used for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from telamalloc.runtime._search import (
+    STATUS_INFEASIBLE,
+    STATUS_OK,
+    STATUS_TIMEOUT,
+    search,
+)
+from telamalloc.runtime.problem import Params
+
+TOGGLES = (
+    "canonical",
+    "section_inference",
+    "dominance",
+    "decomposition",
+    "contention_heuristic",
+    "backjumping",
+    "restarts",
+)
+
+
+def run(starts, ends, sizes, capacity, aligns=None, fixed=None, params=Params(), **kwargs):
+    n = len(starts)
+    aligns = [1] * n if aligns is None else aligns
+    fixed = [-1] * n if fixed is None else fixed
+    arrays = [np.array(values, dtype=np.int64) for values in (starts, ends, sizes, aligns, fixed)]
+    return search(*arrays, capacity, params, kwargs.get("time_limit", 0.0), kwargs.get("cancel"))
+
+
+def layout_errors(starts, ends, sizes, capacity, aligns, fixed, offsets) -> list[str]:
+    """Every rule a layout breaks; written apart from the kernel, shares no code with it."""
+    n = len(starts)
+    errors = []
+    for i in range(n):
+        offset = int(offsets[i])
+        if offset < 0 or offset + sizes[i] > capacity:
+            errors.append(f"buffer {i} at {offset} leaves the capacity")
+        if offset % aligns[i]:
+            errors.append(f"buffer {i} at {offset} is not aligned to {aligns[i]}")
+        if fixed[i] >= 0 and offset != fixed[i]:
+            errors.append(f"buffer {i} moved from its pin {fixed[i]} to {offset}")
+        for j in range(i):
+            time_overlap = starts[i] < ends[j] and starts[j] < ends[i]
+            space_overlap = offset < offsets[j] + sizes[j] and offsets[j] < offset + sizes[i]
+            if time_overlap and space_overlap:
+                errors.append(f"buffers {j} and {i} overlap")
+    return errors
+
+
+def oracle(starts, ends, sizes, capacity, aligns, fixed):
+    """A layout found by trying every placement order, or None when none exists."""
+    n = len(starts)
+    neighbours = [
+        [j for j in range(n) if j != i and starts[i] < ends[j] and starts[j] < ends[i]]
+        for i in range(n)
+    ]
+    for order in itertools.permutations(range(n)):
+        offsets = [None] * n
+        for i in order:
+            tops = [offsets[j] + sizes[j] for j in neighbours[i] if offsets[j] is not None]
+            floor = max(tops, default=0)
+            if fixed[i] >= 0:
+                if floor > fixed[i]:
+                    break
+                offsets[i] = fixed[i]
+            else:
+                offsets[i] = -(-floor // aligns[i]) * aligns[i]
+            if offsets[i] + sizes[i] > capacity:
+                break
+        else:
+            if not layout_errors(starts, ends, sizes, capacity, aligns, fixed, offsets):
+                return offsets
+    return None
+
+
+def load(starts, ends, sizes) -> int:
+    points = sorted(set(starts))
+    return max(
+        (sum(s for a, b, s in zip(starts, ends, sizes) if a <= t < b) for t in points), default=0
+    )
+
+
+def random_problem(rng: np.random.Generator):
+    """A small problem: n <= 6 buffers, some aligned, some pinned, capacity near LOAD."""
+    while True:
+        n = int(rng.integers(1, 7))
+        starts = [int(x) for x in rng.integers(0, 6, n)]
+        ends = [s + int(rng.integers(1, 5)) for s in starts]
+        sizes = [int(x) for x in rng.choice([1, 2, 3, 4, 5, 8], n)]
+        aligns = [int(x) for x in rng.choice([1, 1, 1, 2, 4], n)]
+        capacity = load(starts, ends, sizes) + int(rng.integers(-1, 4))
+        fixed = [-1] * n
+        for i in range(n):
+            if rng.random() < 0.15:
+                slots = (capacity - sizes[i]) // aligns[i]
+                if slots >= 0:
+                    fixed[i] = int(rng.integers(0, slots + 1)) * aligns[i]
+        pinned = [i for i in range(n) if fixed[i] >= 0]
+        clash = any(
+            starts[i] < ends[j] and starts[j] < ends[i]
+            and fixed[i] < fixed[j] + sizes[j] and fixed[j] < fixed[i] + sizes[i]
+            for i, j in itertools.combinations(pinned, 2)
+        )
+        if capacity > 0 and not clash:
+            return starts, ends, sizes, capacity, aligns, fixed
+
+
+def check_against_oracle(problem, params: Params) -> None:
+    starts, ends, sizes, capacity, aligns, fixed = problem
+    expected = oracle(*problem)
+    result = run(starts, ends, sizes, capacity, aligns, fixed, params)
+    if expected is None:
+        assert result.status == STATUS_INFEASIBLE, (problem, params)
+        assert result.offsets is None
+        return
+    assert result.status == STATUS_OK, (problem, params)
+    assert layout_errors(*problem, result.offsets) == [], (problem, params)
+
+
+# -- hand-checked cases -------------------------------------------------------------------
+
+
+def test_touching_lifetimes_share_bytes():
+    result = run([0, 1], [1, 2], [4, 4], 4)
+    assert result.status == STATUS_OK
+    assert list(result.offsets) == [0, 0]
+
+
+def test_overlapping_buffers_are_stacked():
+    # three buffers live at time 1 need 4 + 4 + 4 = 12 bytes
+    result = run([0, 0, 1], [2, 2, 2], [4, 4, 4], 12)
+    assert result.status == STATUS_OK
+    assert sorted(result.offsets) == [0, 4, 8]
+    assert run([0, 0, 1], [2, 2, 2], [4, 4, 4], 11).status == STATUS_INFEASIBLE
+
+
+def test_alignment_is_kept_and_can_make_a_problem_infeasible():
+    # two 3-byte buffers aligned to 4: offsets 0 and 4, peak 7; LOAD 6 fits in 6 but no layout does
+    result = run([0, 0], [1, 1], [3, 3], 7, aligns=[4, 4])
+    assert result.status == STATUS_OK
+    assert sorted(result.offsets) == [0, 4]
+    assert run([0, 0], [1, 1], [3, 3], 6, aligns=[4, 4]).status == STATUS_INFEASIBLE
+
+
+def test_pinned_buffer_is_an_obstacle_not_a_floor():
+    # a 1-byte pin at offset 2 splits [0, 8): the 2-byte buffer fits below it, the 4-byte
+    # buffer aligned to 4 only above it
+    result = run([0, 0, 0], [2, 2, 2], [1, 2, 4], 8, aligns=[1, 1, 4], fixed=[2, -1, -1])
+    assert result.status == STATUS_OK
+    assert list(result.offsets) == [2, 0, 4]
+
+
+def test_pin_makes_a_problem_infeasible_below_load():
+    # LOAD 3 == capacity, but the 2-byte buffer cannot go around the pin at offset 1
+    assert run([0, 0], [2, 2], [1, 2], 3, fixed=[1, -1]).status == STATUS_INFEASIBLE
+
+
+def test_perfect_packing_of_staircase():
+    # LOAD 6 == capacity: the layout must be perfect at every point
+    starts = [0, 0, 1, 2, 3]
+    ends = [2, 1, 3, 4, 4]
+    sizes = [2, 4, 4, 2, 4]
+    assert load(starts, ends, sizes) == 6
+    result = run(starts, ends, sizes, 6)
+    assert result.status == STATUS_OK
+    assert layout_errors(starts, ends, sizes, 6, [1] * 5, [-1] * 5, result.offsets) == []
+    assert run(starts, ends, sizes, 5).status == STATUS_INFEASIBLE
+
+
+def test_sizes_near_int64_range():
+    big = 10**11
+    starts, ends, sizes = [0, 0, 1, 2], [2, 1, 3, 3], [big, 3 * big, 2 * big, big]
+    result = run(starts, ends, sizes, 4 * big)
+    assert result.status == STATUS_OK
+    assert layout_errors(starts, ends, sizes, 4 * big, [1] * 4, [-1] * 4, result.offsets) == []
+    assert run(starts, ends, sizes, 4 * big - 1).status == STATUS_INFEASIBLE
+
+
+def test_empty_problem():
+    result = run([], [], [], 0)
+    assert result.status == STATUS_OK
+    assert len(result.offsets) == 0
+
+
+def test_deterministic():
+    rng = np.random.default_rng(7)
+    n = 40
+    starts = [int(x) for x in rng.integers(0, 30, n)]
+    ends = [s + int(rng.integers(1, 10)) for s in starts]
+    sizes = [int(x) for x in rng.integers(1, 50, n)]
+    capacity = load(starts, ends, sizes) + 5
+    first = run(starts, ends, sizes, capacity)
+    second = run(starts, ends, sizes, capacity)
+    assert first.status == second.status == STATUS_OK
+    assert list(first.offsets) == list(second.offsets)
+    assert first.nodes == second.nodes
+
+
+# -- cross-checks against the oracle ------------------------------------------------------
+
+
+def test_matches_oracle_on_random_problems():
+    rng = np.random.default_rng(2024)
+    outcomes = set()
+    for _ in range(300):
+        problem = random_problem(rng)
+        check_against_oracle(problem, Params())
+        outcomes.add(oracle(*problem) is None)
+    assert outcomes == {True, False}  # both feasible and infeasible problems were seen
+
+
+@pytest.mark.parametrize("mask", range(2 ** len(TOGGLES)))
+def test_every_toggle_combination_is_sound_and_complete(mask):
+    settings = {name: bool(mask >> bit & 1) for bit, name in enumerate(TOGGLES)}
+    params = Params(**settings, seed=mask % 3)
+    rng = np.random.default_rng(mask)
+    for _ in range(12):
+        check_against_oracle(random_problem(rng), params)
+
+
+def test_budgeted_runs_with_backjumping_stay_complete():
+    # bigger problems make the portfolio restart and jump; the answer must still be proved
+    rng = np.random.default_rng(11)
+    for _ in range(5):
+        n = 30
+        starts = [int(x) for x in rng.integers(0, 20, n)]
+        ends = [s + int(rng.integers(1, 8)) for s in starts]
+        sizes = [int(x) for x in rng.choice([1, 2, 3, 5, 8, 13], n)]
+        aligns, fixed = [1] * n, [-1] * n
+        capacity = load(starts, ends, sizes)
+        result = run(starts, ends, sizes, capacity, params=Params(decomposition=False))
+        assert result.status in (STATUS_OK, STATUS_INFEASIBLE)
+        if result.status == STATUS_OK:
+            assert layout_errors(starts, ends, sizes, capacity, aligns, fixed, result.offsets) == []
+        plain = run(starts, ends, sizes, capacity,
+                    params=Params(decomposition=False, restarts=False, backjumping=False))
+        assert plain.status == result.status
+
+
+# -- limits ---------------------------------------------------------------------------------
+
+# eleven 1-byte buffers all live at once in 10 bytes: without inference and symmetry breaking
+# the search tries every order of them before it gives up
+HOPELESS = dict(starts=[0] * 11, ends=[1] * 11, sizes=[1] * 11, capacity=10)
+BLIND = Params(canonical=False, section_inference=False, dominance=False, restarts=False)
+
+
+def test_time_limit_is_honoured():
+    began = time.perf_counter()
+    result = run(**HOPELESS, params=BLIND, time_limit=0.2)
+    elapsed = time.perf_counter() - began
+    assert result.status == STATUS_TIMEOUT
+    assert result.offsets is None
+    assert not result.cancelled
+    assert 0.15 < elapsed < 1.0
+    assert result.nodes > 1000
+
+
+def test_cancel_flag_from_another_thread():
+    cancel = np.zeros(1, dtype=np.uint8)
+    timer = threading.Timer(0.1, lambda: cancel.__setitem__(0, 1))
+    began = time.perf_counter()
+    timer.start()
+    result = run(**HOPELESS, params=BLIND, cancel=cancel)
+    elapsed = time.perf_counter() - began
+    timer.join()
+    assert result.status == STATUS_TIMEOUT
+    assert result.cancelled
+    assert elapsed < 1.0
+
+
+def test_section_inference_proves_load_overflow_at_once():
+    result = run(**HOPELESS, params=Params())
+    assert result.status == STATUS_INFEASIBLE
+    assert result.nodes <= 2
