@@ -519,6 +519,11 @@ class AllocOp(IRDLOperation):
             )
         if bound is not None and bound < 0:
             raise VerifyException(f"bound '{bound}' must not be negative (bytes)")
+        if not dynamic_dims and memref_byte_size(memref_type) > INT64_MAX:
+            raise VerifyException(
+                f"result type '{memref_type}' needs '{memref_byte_size(memref_type)}' "
+                "bytes, which does not fit in 64 bits"
+            )
 
         alignment = _optional_int(self.alignment)
         if alignment is not None:
@@ -759,6 +764,8 @@ class ArenaOp(IRDLOperation):
                 f"arena size '{size}' must be positive (bytes); an empty plan needs "
                 "no arena"
             )
+        if size > INT64_MAX:
+            raise VerifyException(f"arena size '{size}' does not fit in 64 bits")
         alignment = _optional_int(self.alignment)
         if alignment is not None:
             _verify_alignment(alignment)

@@ -81,6 +81,11 @@
 %a = scratchpad.alloc() offset 9223372036854775800 : memref<16xi8, #scratchpad.space>
 
 // -----
+// Sizes are 64-bit: 2^62 x 4 bytes = 2^64 bytes does not fit.
+// CHECK: :[[# @LINE + 1]]:1: error: 'scratchpad.alloc' op result type 'memref<4611686018427387904xf32, #scratchpad.space>' needs '18446744073709551616' bytes, which does not fit in 64 bits
+%a = scratchpad.alloc() : memref<4611686018427387904xf32, #scratchpad.space>
+
+// -----
 // The properties are i64 integers in the generic form too.
 // CHECK: :[[# @LINE + 1]]:1: error: 'scratchpad.alloc' op Expected attribute i64 but got i32
 %a = "scratchpad.alloc"() <{alignment = 4 : i32}> : () -> memref<16xf32, #scratchpad.space>

@@ -33,6 +33,11 @@
 %arena = scratchpad.arena : memref<0xi8, #scratchpad.space>
 
 // -----
+// Arena sizes are 64-bit: 2^63 bytes does not fit.
+// CHECK: :[[# @LINE + 1]]:1: error: 'scratchpad.arena' op arena size '9223372036854775808' does not fit in 64 bits
+%arena = scratchpad.arena : memref<9223372036854775808xi8, #scratchpad.space>
+
+// -----
 // Arena alignment 12 is not a power of two.
 // CHECK: :[[# @LINE + 1]]:1: error: 'scratchpad.arena' op alignment '12' must be a power of two (1, 2, 4, 8, ...)
 %arena = scratchpad.arena align 12 : memref<64xi8, #scratchpad.space>
