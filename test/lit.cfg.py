@@ -34,5 +34,6 @@ for tool, command in _TOOLS.items():
         (rf"(?<![\w./-]){tool}(?![\w./-])", command)
     )
 
-# Keep the environment's PYTHONPATH (an uninstalled checkout may rely on it).
-config.environment["PYTHONPATH"] = os.environ.get("PYTHONPATH", "")  # noqa: F821
+# Keep the environment's PYTHONPATH, if any (an uninstalled checkout may rely on it).
+if "PYTHONPATH" in os.environ:
+    config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
