@@ -1,1 +1,42 @@
-"""telamalloc: a static scratchpad allocator for machine-learning accelerators."""
+"""telamalloc: a static scratchpad allocator for machine-learning accelerators.
+
+The public API is plain data in, plain data out::
+
+    import telamalloc
+    problem = telamalloc.read_problem("examples/input.12.csv", capacity=12)
+    solution = telamalloc.solve(problem)
+    assert solution.ok and telamalloc.validate(problem, solution.offsets) == []
+"""
+
+from telamalloc.runtime.api import solve
+from telamalloc.runtime.csv_io import CsvError, read_problem, write_solution
+from telamalloc.runtime.problem import (
+    Buffer,
+    Mode,
+    Overload,
+    Params,
+    Problem,
+    ProblemError,
+    Solution,
+    Stats,
+    Status,
+)
+from telamalloc.runtime.validate import compute_load, validate
+
+__all__ = [
+    "Buffer",
+    "CsvError",
+    "Mode",
+    "Overload",
+    "Params",
+    "Problem",
+    "ProblemError",
+    "Solution",
+    "Stats",
+    "Status",
+    "compute_load",
+    "read_problem",
+    "solve",
+    "validate",
+    "write_solution",
+]

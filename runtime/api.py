@@ -1,0 +1,583 @@
+"""The Python API: ``solve(problem, ...) -> Solution``.
+
+Data flows one way: check the problem (user errors raise ``ProblemError``), drop zero-size
+buffers, prove the easy infeasibilities (pins, LOAD), run the chosen algorithm, check every
+layout claimed valid with the independent validator, and summarize.
+
+Algorithms
+- ``telamalloc``: the exact search kernel (``runtime/_search.pyx``). Its OK answers are
+  re-checked by ``validate``; its INFEASIBLE answers are proofs, explained by a small core
+  of buffers that cannot fit together; on TIMEOUT the better greedy layout is attached.
+- ``best-fit`` / ``first-fit``: the greedy baselines (``runtime/_greedy.pyx``). Greedy proves
+  nothing: when its layout exceeds the capacity the status is TIMEOUT (not INFEASIBLE),
+  with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
+  need no search: LOAD above the capacity, or pins that conflict.
+
+Modes
+- fit: any layout with ``peak <= capacity``.
+- minimize: the smallest peak. Lower bound: LOAD (or the highest pinned top); upper bound:
+  the best greedy peak (and the capacity, when given). The search first tries LOAD, where
+  most instances pack, then bisects with fit calls; every INFEASIBLE raises the lower bound,
+  every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The time limit
+  is shared by all calls (each gets half of what is left; after a timeout the next call
+  tries a capacity closer to the best peak); when it runs out the best layout so far is
+  returned (status OK, ``optimal`` False).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from telamalloc.runtime import _greedy
+from telamalloc.runtime.problem import (
+    INT64_MAX,
+    Mode,
+    Overload,
+    Params,
+    Problem,
+    ProblemError,
+    Solution,
+    Stats,
+    Status,
+)
+from telamalloc.runtime.validate import compute_load, validate
+
+INT64_MIN = -(2**63)
+ALGORITHMS = ("telamalloc", "best-fit", "first-fit")
+GREEDY_ALGORITHMS = ("best-fit", "first-fit")
+
+# The core search (deletion filter) gets at most this many seconds, and at most this
+# fraction of the time left under a time limit.
+CORE_BUDGET_SECONDS = 2.0
+CORE_BUDGET_FRACTION = 0.2
+# Under a time limit, each fit call of minimize mode gets this share of the time left, so a
+# capacity that times out leaves time to try easier ones.
+MINIMIZE_CALL_SHARE = 0.5
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_problem(problem: Problem) -> None:
+    """Raise ProblemError for anything the kernels cannot take as stated."""
+    if not isinstance(problem, Problem):
+        raise ProblemError(f"expected a Problem, got '{type(problem).__name__}'")
+    seen: set[Hashable] = set()
+    stacked = 0
+    highest_pin = 0
+    for buffer in problem.buffers:
+        name = f"buffer '{buffer.id}'"
+        try:
+            duplicate = buffer.id in seen
+            seen.add(buffer.id)
+        except TypeError:
+            raise ProblemError(f"{name} has an unhashable id; use a string or an integer") from None
+        if duplicate:
+            raise ProblemError(f"{name} appears twice; give every buffer a unique id")
+        for field_name in ("start", "end", "size", "alignment"):
+            value = getattr(buffer, field_name)
+            if not _is_int(value):
+                raise ProblemError(f"{name} has {field_name} '{value!r}'; expected an integer")
+        if buffer.offset is not None and not _is_int(buffer.offset):
+            raise ProblemError(f"{name} has offset '{buffer.offset!r}'; expected an integer or None")
+        start, end, size, alignment = int(buffer.start), int(buffer.end), int(buffer.size), int(buffer.alignment)
+        if start < INT64_MIN or end > INT64_MAX:
+            raise ProblemError(f"{name} has lifetime [{start}, {end}) beyond 64-bit program points")
+        if end <= start:
+            raise ProblemError(f"{name} has end '{end}' <= start '{start}'; lifetimes are half-open [start, end)")
+        if end - start > INT64_MAX:
+            raise ProblemError(f"{name} lives '{end - start}' program points, beyond the 64-bit limit")
+        if size < 0:
+            raise ProblemError(f"{name} has negative size '{size}'")
+        if alignment < 1 or alignment & (alignment - 1) or alignment > 2**62:
+            raise ProblemError(f"{name} has alignment '{alignment}'; expected a power of two up to 2^62")
+        if buffer.offset is not None:
+            offset = int(buffer.offset)
+            if offset < 0:
+                raise ProblemError(f"{name} is pinned at negative offset '{offset}'")
+            if offset + size > INT64_MAX:
+                raise ProblemError(f"{name} pinned at '{offset}' ends beyond the 64-bit limit '{INT64_MAX}'")
+            highest_pin = max(highest_pin, offset + size)
+        stacked += size + alignment - 1
+    if stacked + highest_pin > INT64_MAX:
+        raise ProblemError(
+            f"the buffers need up to '{stacked + highest_pin}' bytes stacked, beyond the 64-bit "
+            f"limit '{INT64_MAX}'; use larger units (e.g. KiB) for the sizes"
+        )
+
+
+def _check_capacity(capacity: object) -> int | None:
+    if capacity is None:
+        return None
+    if not _is_int(capacity):
+        raise ProblemError(f"capacity '{capacity!r}' is not an integer number of bytes")
+    if not 0 <= int(capacity) <= INT64_MAX:
+        raise ProblemError(f"capacity '{capacity}' must be between '0' and '{INT64_MAX}' bytes")
+    return int(capacity)
+
+
+def _check_mode(mode: str | Mode) -> Mode:
+    if isinstance(mode, Mode):
+        return mode
+    try:
+        return Mode(mode)
+    except ValueError:
+        raise ProblemError(f"unknown mode '{mode}'; use 'fit' or 'minimize'") from None
+
+
+def _check_cancel(cancel: object) -> np.ndarray | None:
+    if cancel is None:
+        return None
+    if not isinstance(cancel, np.ndarray) or cancel.dtype != np.uint8 or cancel.shape != (1,):
+        raise ProblemError("cancel must be None or a numpy uint8 array of length 1")
+    return cancel
+
+
+@dataclass
+class _Counters:
+    nodes: int = 0
+    backtracks: int = 0
+    restarts: int = 0
+    cancelled: bool = False
+
+    def add(self, result) -> None:
+        self.nodes += int(result.nodes)
+        self.backtracks += int(result.backtracks)
+        self.restarts += int(result.restarts)
+        self.cancelled = self.cancelled or bool(result.cancelled)
+
+
+@dataclass
+class _Instance:
+    """The buffers with a positive size, as kernel arrays; plus what the solve shares."""
+
+    problem: Problem
+    live: np.ndarray  # indices into problem.buffers of the positive-size buffers
+    starts: np.ndarray
+    ends: np.ndarray
+    sizes: np.ndarray
+    aligns: np.ndarray
+    fixed: np.ndarray
+    params: Params
+    cancel: np.ndarray | None
+    deadline: float | None  # time.monotonic() value, None without a time limit
+    counters: _Counters = field(default_factory=_Counters)
+
+    def remaining(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def cancelled(self) -> bool:
+        return self.cancel is not None and bool(self.cancel[0])
+
+    def full_offsets(self, live_offsets: Sequence[int]) -> tuple[int, ...]:
+        """Offsets for every buffer: zero-size buffers keep their pin or take 0."""
+        offsets = [b.offset if b.offset is not None else 0 for b in self.problem.buffers]
+        for index, offset in zip(self.live.tolist(), list(live_offsets)):
+            offsets[index] = int(offset)
+        return tuple(offsets)
+
+
+def _make_instance(problem: Problem, params: Params, cancel, deadline) -> _Instance:
+    live = [i for i, b in enumerate(problem.buffers) if b.size > 0]
+    buffers = [problem.buffers[i] for i in live]
+
+    def column(values):
+        return np.array(values, dtype=np.int64)
+
+    return _Instance(
+        problem=problem,
+        live=column(live),
+        starts=column([int(b.start) for b in buffers]),
+        ends=column([int(b.end) for b in buffers]),
+        sizes=column([int(b.size) for b in buffers]),
+        aligns=column([int(b.alignment) for b in buffers]),
+        fixed=column([-1 if b.offset is None else int(b.offset) for b in buffers]),
+        params=params,
+        cancel=cancel,
+        deadline=deadline,
+    )
+
+
+def _peak(problem: Problem, offsets: Sequence[int]) -> int:
+    return max((offset + b.size for b, offset in zip(problem.buffers, offsets)), default=0)
+
+
+@dataclass
+class _Outcome:
+    """What one fit attempt or a whole mode found, before it becomes a Solution."""
+
+    status: Status
+    offsets: tuple[int, ...] | None = None
+    message: str = ""
+    fallback: bool = False
+    overload: Overload | None = None
+    core: tuple[Hashable, ...] | None = None
+    optimal: bool = False
+    capacity: int | None = None
+
+
+def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
+    """INFEASIBLE when pins alone rule out every layout: misaligned, beyond the capacity,
+    or two pinned buffers that are live together and share bytes."""
+    problem = instance.problem
+    pinned = [i for i, b in enumerate(problem.buffers) if b.offset is not None]
+    for index in pinned:
+        buffer = problem.buffers[index]
+        if buffer.offset % buffer.alignment:
+            return _Outcome(
+                Status.INFEASIBLE,
+                message=f"buffer '{buffer.id}' is pinned at offset '{buffer.offset}', which is not aligned to '{buffer.alignment}'; fix the pin or the alignment",
+                core=(buffer.id,),
+            )
+        if capacity is not None and buffer.offset + buffer.size > capacity:
+            return _Outcome(
+                Status.INFEASIBLE,
+                message=f"buffer '{buffer.id}' is pinned at [{buffer.offset}, {buffer.offset + buffer.size}) beyond capacity '{capacity}'; raise the capacity or move the pin",
+                core=(buffer.id,),
+            )
+    pinned = sorted((i for i in pinned if problem.buffers[i].size > 0), key=lambda i: (problem.buffers[i].start, i))
+    for position, first in enumerate(pinned):
+        a = problem.buffers[first]
+        for second in pinned[position + 1 :]:
+            b = problem.buffers[second]
+            if b.start >= a.end:
+                break
+            if a.offset < b.offset + b.size and b.offset < a.offset + a.size:
+                ids = tuple(problem.buffers[i].id for i in sorted((first, second)))
+                return _Outcome(
+                    Status.INFEASIBLE,
+                    message=(
+                        f"pinned buffers '{a.id}' [{a.offset}, {a.offset + a.size}) and '{b.id}' "
+                        f"[{b.offset}, {b.offset + b.size}) are live together at time '{max(a.start, b.start)}' "
+                        f"and share bytes; move one of the pins"
+                    ),
+                    core=ids,
+                )
+    return None
+
+
+def _overload(problem: Problem, load: tuple, capacity: int) -> _Outcome:
+    bytes_needed, at_time, ids = load
+    shown = ", ".join(f"'{i}'" for i in ids[:8]) + (f" and {len(ids) - 8} more" if len(ids) > 8 else "")
+    return _Outcome(
+        Status.INFEASIBLE,
+        message=f"buffers need '{bytes_needed}' bytes at time '{at_time}' but capacity is '{capacity}' (live: {shown}); raise the capacity to at least '{bytes_needed}'",
+        overload=Overload(at_time, bytes_needed, capacity, ids),
+    )
+
+
+def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[int, ...], str]:
+    """The greedy layout with the lowest peak (ties: the first algorithm listed)."""
+    best = None
+    for algorithm in algorithms:
+        live_offsets = _greedy.greedy(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed, algorithm)
+        offsets = instance.full_offsets(live_offsets.tolist())
+        if best is None or _peak(instance.problem, offsets) < _peak(instance.problem, best[0]):
+            best = (offsets, algorithm)
+    return best
+
+
+def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time_limit: float | None):
+    """One kernel call on ``members`` (positions into the live arrays; None: all).
+
+    Returns the SearchResult, or None when the time or the cancel flag left no room to call.
+    """
+    from telamalloc.runtime._search import STATUS_OK, search  # noqa: F401  (imported lazily: optional at import)
+
+    if instance.cancelled():
+        instance.counters.cancelled = True
+        return None
+    if time_limit is not None and time_limit <= 0:
+        return None
+    pick = slice(None) if members is None else members
+    result = search(
+        instance.starts[pick],
+        instance.ends[pick],
+        instance.sizes[pick],
+        instance.aligns[pick],
+        instance.fixed[pick],
+        capacity,
+        instance.params,
+        0.0 if time_limit is None else max(time_limit, 1e-6),
+        instance.cancel,
+    )
+    instance.counters.add(result)
+    return result
+
+
+def _status_of(result) -> Status:
+    from telamalloc.runtime._search import STATUS_INFEASIBLE, STATUS_OK
+
+    if result is None:
+        return Status.TIMEOUT
+    if result.status == STATUS_OK:
+        return Status.OK
+    if result.status == STATUS_INFEASIBLE:
+        return Status.INFEASIBLE
+    return Status.TIMEOUT
+
+
+def _checked(instance: _Instance, live_offsets, capacity: int) -> tuple[int, ...]:
+    """The full layout from a kernel answer, re-checked: a kernel bug must not leak out as OK."""
+    offsets = instance.full_offsets(live_offsets.tolist())
+    violations = validate(instance.problem, offsets, capacity)
+    if violations:
+        raise AssertionError(f"internal error: the search kernel returned an invalid layout: {violations[0]}")
+    return offsets
+
+
+def _checked_greedy(instance: _Instance, offsets: tuple[int, ...], capacity: int | None) -> tuple[int, ...]:
+    violations = validate(instance.problem, offsets, capacity)
+    if violations:
+        raise AssertionError(f"internal error: greedy placement returned an invalid layout: {violations[0]}")
+    return offsets
+
+
+def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Hashable, ...] | None:
+    """A small set of buffers that provably cannot fit together within ``capacity``.
+
+    A deletion filter (drop one buffer at a time, keep the drop when the rest is still
+    INFEASIBLE) starting from the buffers around the most contended program point, growing
+    that region until it is infeasible on its own. Bounded: at most CORE_BUDGET_SECONDS, and
+    CORE_BUDGET_FRACTION of the time left. When the budget runs out the current set is still
+    a proof, but may not be minimal; it is returned only if smaller than all buffers.
+    """
+    remaining = instance.remaining()
+    budget = CORE_BUDGET_SECONDS if remaining is None else min(CORE_BUDGET_SECONDS, CORE_BUDGET_FRACTION * remaining)
+    stop = time.monotonic() + budget
+    count = len(instance.starts)
+
+    def infeasible(members: np.ndarray, share: float) -> bool:
+        left = stop - time.monotonic()
+        result = _search(instance, members, capacity, min(left, max(share * left, 0.01)))
+        return result is not None and _status_of(result) is Status.INFEASIBLE
+
+    everything = np.arange(count, dtype=np.int64)
+    current = everything
+    if load_time is not None:
+        low, high = load_time, load_time + 1
+        for _ in range(4):
+            members = np.flatnonzero((instance.starts < high) & (instance.ends > low)).astype(np.int64)
+            if len(members) == count:
+                break
+            if infeasible(members, 0.25):
+                current = members
+                break
+            low, high = int(instance.starts[members].min()), int(instance.ends[members].max())
+
+    order = sorted(current.tolist(), key=lambda i: (int(instance.sizes[i]), i))
+    complete = True
+    kept = set(current.tolist())
+    for candidate in order:
+        if time.monotonic() >= stop or instance.cancelled():
+            complete = False
+            break
+        trial = np.array(sorted(kept - {candidate}), dtype=np.int64)
+        if len(trial) and infeasible(trial, 0.25):
+            kept.discard(candidate)
+    if not complete and len(kept) == count:
+        return None
+    live = instance.live.tolist()
+    return tuple(instance.problem.buffers[live[i]].id for i in sorted(kept))
+
+
+def _fit_search(instance: _Instance, capacity: int, load_time: int | None) -> _Outcome:
+    """Exact fit at ``capacity`` (pins and LOAD already checked)."""
+    result = _search(instance, None, capacity, instance.remaining())
+    status = _status_of(result)
+    if status is Status.OK:
+        return _Outcome(Status.OK, _checked(instance, result.offsets, capacity), capacity=capacity)
+    if status is Status.INFEASIBLE:
+        core = _core(instance, capacity, load_time)
+        shown = "" if core is None else f"; these {len(core)} buffers cannot fit together: " + ", ".join(f"'{i}'" for i in core[:12]) + (" ..." if len(core) > 12 else "")
+        return _Outcome(
+            Status.INFEASIBLE,
+            message=f"no layout fits in capacity '{capacity}' although LOAD fits (fragmentation is unavoidable){shown}",
+            core=core,
+        )
+    return _Outcome(Status.TIMEOUT)
+
+
+def _fallback(instance: _Instance, capacity: int, why: str, algorithms=GREEDY_ALGORITHMS) -> _Outcome:
+    """After a TIMEOUT: the better greedy layout, which may or may not fit."""
+    offsets, algorithm = _best_greedy(instance, algorithms)
+    peak = _peak(instance.problem, offsets)
+    if peak <= capacity:
+        return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{why}; {algorithm} found a layout within capacity '{capacity}'", capacity=capacity)
+    return _Outcome(
+        Status.TIMEOUT,
+        offsets,
+        message=f"{why}; the {algorithm} fallback (peak '{peak}') does not fit in capacity '{capacity}'",
+        fallback=True,
+        capacity=capacity,
+    )
+
+
+def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple) -> _Outcome:
+    pins = _pin_conflict(instance, capacity)
+    if pins is not None:
+        return pins
+    if load[0] > capacity:
+        return _overload(instance.problem, load, capacity)
+    if algorithm in GREEDY_ALGORITHMS:
+        offsets, _ = _best_greedy(instance, [algorithm])
+        peak = _peak(instance.problem, offsets)
+        if peak <= capacity:
+            return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), capacity=capacity)
+        return _Outcome(
+            Status.TIMEOUT,
+            offsets,
+            message=f"{algorithm} found no layout within capacity '{capacity}' (peak '{peak}'); greedy proves nothing, try algorithm 'telamalloc'",
+            fallback=True,
+            capacity=capacity,
+        )
+    outcome = _fit_search(instance, capacity, load[1])
+    if outcome.status is not Status.TIMEOUT:
+        return outcome
+    why = "cancelled" if instance.counters.cancelled else "the search timed out"
+    return _fallback(instance, capacity, why)
+
+
+def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: tuple) -> _Outcome:
+    problem = instance.problem
+    pins = _pin_conflict(instance, capacity)
+    if pins is not None:
+        return pins
+    pinned_top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0)
+    lower = max(load[0], pinned_top)
+    if capacity is not None and load[0] > capacity:
+        return _overload(problem, load, capacity)
+
+    greedy_algorithms = GREEDY_ALGORITHMS if algorithm == "telamalloc" else (algorithm,)
+    best, greedy_name = _best_greedy(instance, greedy_algorithms)
+    best_peak = _peak(problem, best)
+    if algorithm in GREEDY_ALGORITHMS:
+        if capacity is not None and best_peak > capacity:
+            return _Outcome(
+                Status.TIMEOUT,
+                best,
+                message=f"{algorithm} found no layout within capacity '{capacity}' (peak '{best_peak}'); greedy proves nothing, try algorithm 'telamalloc'",
+                fallback=True,
+                capacity=capacity,
+            )
+        optimal = best_peak == lower
+        return _Outcome(Status.OK, _checked_greedy(instance, best, capacity), optimal=optimal, capacity=best_peak if optimal else capacity,
+                        message="" if optimal else f"greedy peak '{best_peak}', lower bound '{lower}' (greedy proves no optimality)")
+
+    if capacity is not None and best_peak > capacity:
+        outcome = _fit_search(instance, capacity, load[1])
+        if outcome.status is Status.INFEASIBLE:
+            return outcome
+        if outcome.status is Status.TIMEOUT:
+            why = "cancelled" if instance.counters.cancelled else "the search timed out"
+            return _fallback(instance, capacity, why)
+        best, best_peak = outcome.offsets, _peak(problem, outcome.offsets)
+
+    low, high = lower, best_peak
+    attempt = low  # LOAD first: most instances pack at LOAD
+    while low < high:
+        remaining = instance.remaining()
+        result = _search(instance, None, attempt, None if remaining is None else remaining * MINIMIZE_CALL_SHARE)
+        status = _status_of(result)
+        if status is Status.TIMEOUT:
+            # Anytime behaviour: a capacity closer to the best peak is easier; try it next.
+            remaining = instance.remaining()
+            if instance.cancelled() or remaining is None or remaining <= 0.01 or attempt + 1 >= high:
+                break
+            attempt = attempt + 1 + (high - attempt - 1) // 2
+            continue
+        if status is Status.OK:
+            best = _checked(instance, result.offsets, attempt)
+            high = _peak(problem, best)
+        else:
+            low = attempt + 1
+        attempt = low + (high - 1 - low) // 2
+    optimal = low >= high
+    if optimal:
+        message = f"minimal peak '{high}'" + (" (LOAD)" if high == load[0] else f" (proved: '{high - 1}' bytes do not fit)")
+        return _Outcome(Status.OK, best, optimal=True, capacity=high, message=message)
+    why = "cancelled" if instance.counters.cancelled else "time limit reached"
+    return _Outcome(
+        Status.OK,
+        best,
+        capacity=capacity,
+        message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)",
+    )
+
+
+def solve(
+    problem: Problem,
+    capacity: int | None = None,
+    mode: str | Mode = "fit",
+    time_limit: float | None = None,
+    algorithm: str = "telamalloc",
+    params: Params | None = None,
+    cancel: np.ndarray | None = None,
+) -> Solution:
+    """Place every buffer of ``problem``; see the module docstring for modes and algorithms.
+
+    ``capacity`` defaults to ``problem.capacity`` (required in fit mode; an upper bound in
+    minimize mode). ``time_limit`` is in seconds for the whole call (None: no limit).
+    ``cancel`` is a numpy uint8 array of length 1; setting it non-zero from another thread
+    or a signal handler stops the search, which then returns like a timeout.
+    Raises ProblemError for problems that cannot be solved as stated.
+    """
+    started = time.perf_counter()
+    mode = _check_mode(mode)
+    if algorithm not in ALGORITHMS:
+        raise ProblemError(f"unknown algorithm '{algorithm}'; use 'telamalloc', 'best-fit' or 'first-fit'")
+    if params is None:
+        params = Params()
+    if not isinstance(params, Params):
+        raise ProblemError(f"params must be a Params, got '{type(params).__name__}'")
+    if time_limit is not None and (not isinstance(time_limit, (int, float)) or time_limit < 0 or time_limit != time_limit):
+        raise ProblemError(f"time limit '{time_limit}' must be a number of seconds >= 0 or None")
+    cancel = _check_cancel(cancel)
+    _check_problem(problem)
+    capacity = _check_capacity(problem.capacity if capacity is None else capacity)
+    if mode is Mode.FIT and capacity is None:
+        raise ProblemError("fit mode needs a capacity; pass capacity=... or use mode='minimize'")
+
+    deadline = None if time_limit is None else time.monotonic() + float(time_limit)
+    instance = _make_instance(problem, params, cancel, deadline)
+    load = compute_load(problem)
+    if mode is Mode.FIT:
+        outcome = _fit(instance, capacity, algorithm, load)
+    else:
+        outcome = _minimize(instance, capacity, algorithm, load)
+    return _solution(instance, outcome, load[0], algorithm, mode, time.perf_counter() - started)
+
+
+def _solution(instance: _Instance, outcome: _Outcome, load: int, algorithm: str, mode: Mode, seconds: float) -> Solution:
+    counters = instance.counters
+    stats = Stats(counters.nodes, counters.backtracks, seconds, counters.restarts, counters.cancelled)
+    peak = None if outcome.offsets is None else _peak(instance.problem, outcome.offsets)
+    summary = _summary(outcome.status, peak, load, seconds, algorithm)
+    message = summary if not outcome.message else f"{summary}: {outcome.message}"
+    return Solution(
+        status=outcome.status,
+        offsets=outcome.offsets,
+        peak=peak,
+        load=load,
+        capacity=outcome.capacity,
+        algorithm=algorithm,
+        mode=mode,
+        stats=stats,
+        optimal=outcome.optimal,
+        fallback=outcome.fallback,
+        overload=outcome.overload,
+        core=outcome.core,
+        message=message,
+    )
+
+
+def _summary(status: Status, peak: int | None, load: int, seconds: float, algorithm: str) -> str:
+    if status is Status.INFEASIBLE:
+        return f"INFEASIBLE ({algorithm}, {seconds:.3f} s)"
+    fragmentation = "" if peak is None or load == 0 else f", fragmentation {100 * (peak - load) / load:.2f}%"
+    return f"{status.value}: peak '{peak}', LOAD '{load}'{fragmentation} ({algorithm}, {seconds:.3f} s)"
