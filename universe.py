@@ -13,7 +13,15 @@ def _scratchpad():
     return Scratchpad
 
 
+def _test_print_liveness():
+    from telamalloc.passes.test_print_liveness import TestPrintLivenessPass
+
+    return TestPrintLivenessPass
+
+
 TELAMALLOC_UNIVERSE = Universe(
     all_dialects={"scratchpad": _scratchpad},
-    all_passes={},
+    all_passes={
+        "test-print-liveness": _test_print_liveness,
+    },
 )

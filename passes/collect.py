@@ -1,0 +1,279 @@
+"""Collect: which allocations a plan covers, and the allocation problem of each function.
+
+Reads the IR, never changes it. For every `func.func` with a body this builds the plain
+data the kernel takes (`telamalloc.Problem`), keeping the link from each buffer back to
+its op so the planning pass can write the answer into the IR afterwards.
+
+Which allocations are planned:
+- with a `#scratchpad.target` on the function or an enclosing op: every
+  `scratchpad.alloc`, `memref.alloc` and `memref.alloca` whose memref is in the
+  scratchpad memory space (`#scratchpad.space`, or a space named after the target);
+- without a target: the same when the module holds any scratchpad memref, otherwise
+  every `memref.alloc` / `memref.alloca` without a memory space, so plain upstream memref
+  IR (e.g. from MLIR's bufferization) plans with nothing but a capacity.
+
+Sizes and alignments:
+- a static shape takes `memref_byte_size` bytes; a dynamic one its declared bound: the
+  `bound` of a `scratchpad.alloc`, the `scratchpad.bound` attribute of a `memref.alloc`;
+- the alignment is the op's declared one, else the larger of the element width and the
+  default alignment (the `alignment` option, else the target's);
+- an offset already recorded (a `scratchpad.alloc` with `offset`, a `memref.alloc` with
+  `scratchpad.offset`) pins the buffer there: planning twice keeps the first answer, and
+  hand-placed buffers stay where they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StringAttr,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Operation
+from xdsl.utils.exceptions import VerifyException
+
+from telamalloc.dialects.scratchpad import (
+    AllocOp,
+    PassFailedAtOp,
+    ScratchpadSpaceAttr,
+    TargetAttr,
+    element_byte_width,
+    find_target,
+    memref_byte_size,
+)
+from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
+from telamalloc.runtime.problem import Buffer, Problem
+
+ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
+
+# Discardable attributes the passes read and write.
+BUFFER_ATTR = "scratchpad.buffer"  # on allocs and lowered views: the buffer's id (a string)
+LIFETIME_ATTR = "scratchpad.lifetime"  # on allocs: array<i64: start, end>, half-open
+OFFSET_ATTR = "scratchpad.offset"  # on memref.alloc / memref.alloca: the byte offset (i64)
+BOUND_ATTR = "scratchpad.bound"  # on a dynamic memref.alloc / alloca: the most bytes it needs
+PEAK_ATTR = "scratchpad.peak"  # on a planned func: max(offset + size), the arena's size
+LOAD_ATTR = "scratchpad.load"  # on a planned func: the most bytes live at one point
+ARENA_ALIGNMENT_ATTR = "scratchpad.alignment"  # on a planned func: the arena's alignment
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The memory a plan covers: the scratchpad (of `target`, if any) or main memory."""
+
+    target: TargetAttr | None
+    main_memory: bool  # plan memrefs without a memory space (upstream IR, no target)
+
+    def covers(self, op: Operation) -> bool:
+        if op.name not in ALLOCATION_OPS or not op.results:
+            return False
+        type_ = op.results[0].type
+        if not isinstance(type_, MemRefType):
+            return False
+        if self.main_memory:
+            return isinstance(type_.memory_space, NoneAttr)
+        return isinstance(type_.memory_space, ScratchpadSpaceAttr)
+
+
+def module_has_scratchpad_memrefs(module: ModuleOp) -> bool:
+    """True when any allocation in `module` is in a scratchpad memory space."""
+    for op in module.walk():
+        if op.name in ALLOCATION_OPS and op.results:
+            type_ = op.results[0].type
+            if isinstance(type_, MemRefType) and isinstance(type_.memory_space, ScratchpadSpaceAttr):
+                return True
+    return False
+
+
+def functions(module: ModuleOp) -> Iterator[FuncOp]:
+    """The functions with a body, in program order (nested modules included)."""
+    for op in module.walk():
+        if isinstance(op, FuncOp) and op.body.blocks:
+            yield op
+
+
+def function_target(func: FuncOp) -> TargetAttr | None:
+    try:
+        return find_target(func)
+    except VerifyException as error:
+        raise PassFailedAtOp(func, str(error)) from None
+
+
+def selection_for(func: FuncOp, module_has_scratchpad: bool) -> Selection:
+    target = function_target(func)
+    return Selection(target, main_memory=target is None and not module_has_scratchpad)
+
+
+@dataclass(frozen=True)
+class PlannedBuffer:
+    """One buffer of a function's problem, tied to its allocating op."""
+
+    lifetime: Lifetime
+    id: str
+    size: int  # bytes reserved (the bound for a dynamic shape)
+    alignment: int  # bytes, a power of two
+    pinned: int | None  # an offset recorded earlier, kept as is
+
+    @property
+    def op(self) -> Operation:
+        return self.lifetime.op
+
+    def as_buffer(self) -> Buffer:
+        return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, self.pinned)
+
+
+@dataclass(frozen=True)
+class FunctionProblem:
+    """The allocation problem of one function."""
+
+    func: FuncOp
+    liveness: FunctionLiveness
+    buffers: tuple[PlannedBuffer, ...]
+    capacity: int | None
+    memory_space: Attribute | None  # the memory space all buffers share (None: no buffer)
+
+    @property
+    def name(self) -> str:
+        return self.func.sym_name.data
+
+    def problem(self) -> Problem:
+        return Problem([buffer.as_buffer() for buffer in self.buffers], self.capacity)
+
+
+def collect_function(
+    func: FuncOp,
+    selection: Selection,
+    capacity: int | None,
+    default_alignment: int | None,
+) -> FunctionProblem:
+    """The problem of `func`; `capacity` / `default_alignment` None: the target's."""
+    target = selection.target
+    if capacity is None and target is not None:
+        capacity = target.capacity.data
+    if default_alignment is None:
+        default_alignment = 1 if target is None else target.alignment.data
+    liveness = analyze_function(func, selection.covers)
+    ids = buffer_ids(liveness)
+    buffers = tuple(
+        _planned_buffer(lifetime, buffer_id, default_alignment, target)
+        for lifetime, buffer_id in zip(liveness.lifetimes, ids)
+    )
+    memory_space = _shared_memory_space(func, buffers)
+    return FunctionProblem(func, liveness, buffers, capacity, memory_space)
+
+
+def buffer_ids(liveness: FunctionLiveness) -> list[str]:
+    """Deterministic, unique ids: a recorded id, else the SSA name, else `#<point>`.
+
+    A repeated name gets `#<point>` appended (`#` cannot appear in an SSA name).
+    """
+    ids: list[str] = []
+    used: set[str] = set()
+    for lifetime in liveness.lifetimes:
+        recorded = lifetime.op.attributes.get(BUFFER_ATTR)
+        if isinstance(recorded, StringAttr) and recorded.data:
+            name = recorded.data
+        else:
+            name = lifetime.value.name_hint or ""
+        if not name or name in used:
+            name = f"{name}#{lifetime.start}"
+        used.add(name)
+        ids.append(name)
+    return ids
+
+
+def _planned_buffer(
+    lifetime: Lifetime, buffer_id: str, default_alignment: int, target: TargetAttr | None
+) -> PlannedBuffer:
+    op = lifetime.op
+    memref_type = op.results[0].type
+    assert isinstance(memref_type, MemRefType)
+    space = memref_type.memory_space
+    if target is not None and isinstance(space, ScratchpadSpaceAttr):
+        space_name = space.space_name.data
+        if space_name and space_name != target.target_name.data:
+            raise PassFailedAtOp(
+                op,
+                f"buffer '{buffer_id}' is in memory space '{space}' but the target memory "
+                f"is '{target.target_name.data}'; use '#scratchpad.space' or "
+                f"'#scratchpad.space<\"{target.target_name.data}\">'",
+            )
+    if lifetime.escapes and lifetime.loop is not None:
+        raise PassFailedAtOp(
+            op,
+            f"buffer '{buffer_id}' is allocated inside '{lifetime.loop.name}' and escapes "
+            "it (returned, stored or yielded), so every iteration would need its own "
+            "bytes; allocate it before the loop",
+        )
+    try:
+        if isinstance(op, AllocOp):
+            return PlannedBuffer(
+                lifetime,
+                buffer_id,
+                op.byte_size(),
+                op.effective_alignment(default_alignment),
+                None if op.offset is None else op.offset.value.data,
+            )
+        return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment)
+    except VerifyException as error:
+        raise PassFailedAtOp(op, f"buffer '{buffer_id}': {error}") from None
+
+
+def _memref_buffer(
+    lifetime: Lifetime, buffer_id: str, memref_type: MemRefType[Attribute], default_alignment: int
+) -> PlannedBuffer:
+    op = lifetime.op
+    if not isinstance(memref_type.layout, NoneAttr):
+        raise PassFailedAtOp(
+            op,
+            f"buffer '{buffer_id}' has the layout '{memref_type.layout}'; the planner "
+            "places contiguous buffers only: allocate it with the identity layout",
+        )
+    width = element_byte_width(memref_type.element_type)
+    if DYNAMIC_INDEX in memref_type.get_shape():
+        bound = op.attributes.get(BOUND_ATTR)
+        if not isinstance(bound, IntegerAttr) or bound.value.data < 0:
+            raise PassFailedAtOp(
+                op,
+                f"buffer '{buffer_id}' of dynamic type '{memref_type}' needs a declared "
+                f"upper bound; add the attribute '{BOUND_ATTR} = <bytes> : i64'",
+            )
+        size = bound.value.data
+    else:
+        size = memref_byte_size(memref_type)
+    declared = op.properties.get("alignment")
+    if isinstance(declared, IntegerAttr):
+        alignment = declared.value.data
+    else:
+        alignment = max(width, default_alignment)
+    pinned = op.attributes.get(OFFSET_ATTR)
+    return PlannedBuffer(
+        lifetime,
+        buffer_id,
+        size,
+        alignment,
+        pinned.value.data if isinstance(pinned, IntegerAttr) else None,
+    )
+
+
+def _shared_memory_space(func: FuncOp, buffers: tuple[PlannedBuffer, ...]) -> Attribute | None:
+    spaces: list[Attribute] = []
+    for buffer in buffers:
+        memref_type = buffer.op.results[0].type
+        assert isinstance(memref_type, MemRefType)
+        if memref_type.memory_space not in spaces:
+            spaces.append(memref_type.memory_space)
+    if len(spaces) > 1:
+        spelled = " and ".join(f"'{space}'" for space in spaces[:2])
+        raise PassFailedAtOp(
+            func,
+            f"the buffers of '@{func.sym_name.data}' use the memory spaces {spelled} for "
+            "one memory; spell its memory space one way",
+        )
+    return spaces[0] if spaces else None

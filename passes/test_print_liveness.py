@@ -1,0 +1,89 @@
+"""`test-print-liveness`: prints program points and buffer lifetimes, for FileCheck.
+
+The analysis' test pass, in the spirit of MLIR's `test-print-liveness`. It covers the
+same allocations as `tela-plan` (see `telamalloc.passes.collect`) and leaves the IR
+unchanged. For each function with a body it prints, before the module:
+
+```
+// liveness of @f: 4 program points, 2 buffers
+//   #0 scratchpad.alloc
+//   #1 scratchpad.alloc
+//   #2 scratchpad.kernel
+//   #3 func.return
+//   buffer 'a' [0, 3) at #0 scratchpad.alloc
+//   buffer 'b' [1, 4) at #1 scratchpad.alloc, escapes
+```
+
+Nested ops are indented by two spaces per level. Lifetimes are half-open.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from telamalloc.passes.collect import (
+    buffer_ids,
+    functions,
+    module_has_scratchpad_memrefs,
+    selection_for,
+)
+from telamalloc.passes.liveness import FunctionLiveness, analyze_function
+
+
+def format_liveness(liveness: FunctionLiveness) -> str:
+    """The text `test-print-liveness` prints for one function."""
+    func = liveness.func
+    lines = [
+        f"// liveness of @{func.sym_name.data}: {len(liveness.points)} program points, "
+        f"{_plural(len(liveness.lifetimes), 'buffer')}"
+    ]
+    for point, op in enumerate(liveness.points):
+        lines.append(f"//   {'  ' * _depth(op, func)}#{point} {op.name}")
+    for lifetime, buffer_id in zip(liveness.lifetimes, buffer_ids(liveness)):
+        notes = ""
+        if lifetime.escapes:
+            notes += ", escapes"
+        if lifetime.deallocs:
+            notes += f", {_plural(len(lifetime.deallocs), 'dealloc')}"
+        lines.append(
+            f"//   buffer '{buffer_id}' [{lifetime.start}, {lifetime.end}) at "
+            f"#{lifetime.start} {lifetime.op.name}{notes}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _depth(op: Operation, func: Operation) -> int:
+    depth = 0
+    parent = op.parent_op()
+    while parent is not None and parent is not func:
+        depth += 1
+        parent = parent.parent_op()
+    return depth
+
+
+@dataclass(frozen=True)
+class TestPrintLivenessPass(ModulePass):
+    """Prints the program points and buffer lifetimes of every function."""
+
+    name = "test-print-liveness"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        print_liveness(op, sys.stdout)
+
+
+def print_liveness(module: ModuleOp, stream: TextIO) -> None:
+    has_scratchpad = module_has_scratchpad_memrefs(module)
+    for func in functions(module):
+        selection = selection_for(func, has_scratchpad)
+        stream.write(format_liveness(analyze_function(func, selection.covers)))
