@@ -1,0 +1,218 @@
+"""`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
+
+    tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
+    tela-run --verify prog.mlir [--capacity BYTES]
+
+Runs function `NAME` (default `@main`, else the only function with a body) and prints
+its outputs: every result, then every main-memory argument the program wrote, each as
+`name: type` followed by its values (numpy formatting, 6 fixed decimals for floats).
+With `--output-dir D` the outputs are written to `D/<name>.npy` instead.
+
+Inputs: one `.npy` file per argument, in order (`--inputs` may repeat; commas separate
+files). Without `--inputs`, arguments get deterministic pseudo-random values from
+`numpy.random.default_rng([seed, index])` with `--seed` (default 0): floats uniform in
+[-1, 1), signed integers in [-8, 8), unsigned integers and `index` in [0, 8), `i1` coin flips.
+
+`--verify` plans and lowers the program with the telamalloc pipeline (for the target's
+capacity; without a target for `--capacity`, or in minimize mode), runs it before and
+after planning, and reports shadow-memory violations and outputs that differ bit for bit.
+
+Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame) and
+exit with status 1; a failed verification also exits with 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from telamalloc.runtime.interpreter import (
+    DEFAULT_SEED,
+    InterpreterError,
+    Output,
+    make_context,
+    op_location,
+    run_program,
+    verify_program,
+)
+from telamalloc.tools.tela_opt import Diagnostic, _LocatingParser, _one_line, _parse_diagnostic
+
+TOOL_NAME = "tela-run"
+
+
+class UserError(Exception):
+    """An error the user can fix; printed as one line without a traceback."""
+
+
+def _argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=TOOL_NAME,
+        description="Run a scratchpad/memref program on the reference interpreter.",
+    )
+    parser.add_argument("input", help="the MLIR program ('-' reads standard input)")
+    parser.add_argument("--entry", metavar="NAME", help="the function to run (default: main)")
+    parser.add_argument(
+        "--inputs",
+        metavar="A.npy,B.npy",
+        action="append",
+        default=[],
+        help="one .npy file per argument, in order (default: seeded pseudo-random values)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="seed of the random inputs (default: 0)"
+    )
+    parser.add_argument("--output-dir", metavar="D", help="write each output to D/<name>.npy")
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="plan and lower the program, run it before and after, compare every output",
+    )
+    parser.add_argument(
+        "--capacity",
+        type=int,
+        metavar="BYTES",
+        help="scratchpad capacity for programs without a #scratchpad.target",
+    )
+    parser.add_argument(
+        "--no-shadow", action="store_true", help="do not check reads against shadow memory"
+    )
+
+    def usage_error(message: str) -> NoReturn:
+        raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
+
+    parser.error = usage_error  # type: ignore[method-assign]
+    return parser
+
+
+def parse_program(text: str, name: str) -> ModuleOp:
+    """Parses and verifies `text`; user errors become one-line `Diagnostic`s."""
+    parser = _LocatingParser(make_context(), text, name, 0)
+    try:
+        module = parser.parse_module()
+    except ParseError as error:
+        raise _parse_diagnostic(error.span, error.msg) from None
+    except VerifyException as error:
+        raise _parse_diagnostic(parser._current_token.span, str(error)) from None
+    try:
+        module.verify()
+    except VerifyException as error:
+        raise Diagnostic(name, f"the program does not verify: {_one_line(str(error))}") from None
+    return module
+
+
+def _read_program(path: str) -> tuple[str, str]:
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        return Path(path).read_text(encoding="utf-8"), path
+    except OSError as error:
+        raise UserError(f"cannot open input file '{path}': {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"input file '{path}' is not UTF-8 text; pass an MLIR text file") from None
+
+
+def _load_inputs(specs: Sequence[str]) -> list[np.ndarray] | None:
+    paths = [path for spec in specs for path in spec.split(",") if path]
+    if not specs:
+        return None
+    arrays = []
+    for path in paths:
+        try:
+            arrays.append(np.load(path, allow_pickle=False))
+        except OSError as error:
+            reason = error.strerror or _one_line(str(error))
+            raise UserError(f"cannot read input '{path}': {reason}") from None
+        except ValueError as error:
+            raise UserError(f"cannot read input '{path}': {_one_line(str(error))}") from None
+    return arrays
+
+
+def format_output(output: Output) -> str:
+    with np.printoptions(
+        precision=6, floatmode="fixed", suppress=True, threshold=sys.maxsize, linewidth=100
+    ):
+        return f"{output.name}: {output.type}\n{np.array2string(output.value)}"
+
+
+def _shown(outputs: Sequence[Output]) -> list[Output]:
+    return [output for output in outputs if output.written]
+
+
+def _write_outputs(outputs: Sequence[Output], directory: str) -> list[str]:
+    target = Path(directory)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UserError(f"cannot create output directory '{directory}': {error.strerror}") from None
+    written = []
+    for output in outputs:
+        path = target / f"{output.name.lstrip('%')}.npy"
+        try:
+            np.save(path, output.value, allow_pickle=False)
+        except OSError as error:
+            raise UserError(f"cannot write output '{path}': {error.strerror}") from None
+        written.append(f"wrote {path}")
+    return written
+
+
+def run(argv: Sequence[str] | None) -> int:
+    args = _argument_parser().parse_args(argv)
+    if args.capacity is not None and args.capacity <= 0:
+        raise UserError(f"capacity '{args.capacity}' must be a positive number of bytes")
+    text, name = _read_program(args.input)
+    module = parse_program(text, name)
+    inputs = _load_inputs(args.inputs)
+    try:
+        if args.verify:
+            report = verify_program(
+                module,
+                args.capacity,
+                entry=args.entry,
+                inputs=inputs,
+                seed=args.seed,
+                shadow=not args.no_shadow,
+            )
+            print("\n".join(report.lines()))
+            return 0 if report.ok else 1
+        result = run_program(
+            module,
+            entry=args.entry,
+            inputs=inputs,
+            seed=args.seed,
+            capacity=args.capacity,
+            shadow=not args.no_shadow,
+        )
+    except InterpreterError as error:
+        raise Diagnostic(op_location(error.op, name), error.message) from None
+    outputs = _shown(result.outputs)
+    if args.output_dir is not None:
+        lines = _write_outputs(outputs, args.output_dir)
+    else:
+        lines = [format_output(output) for output in outputs]
+    if not outputs:
+        lines = [f"'@{result.entry}' has no outputs"]
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs tela-run on `argv` (default: the command line); returns the exit status."""
+    try:
+        return run(argv)
+    except UserError as error:
+        print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
+        return 1
+    except Diagnostic as diagnostic:
+        print(diagnostic, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
