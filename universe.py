@@ -19,9 +19,30 @@ def _test_print_liveness():
     return TestPrintLivenessPass
 
 
+def _tela_plan():
+    from telamalloc.passes.tela_plan import TelaPlanPass
+
+    return TelaPlanPass
+
+
+def _tela_lower():
+    from telamalloc.passes.tela_lower import TelaLowerPass
+
+    return TelaLowerPass
+
+
+def _tela_pipeline():
+    from telamalloc.passes.tela_pipeline import TelaPipelinePass
+
+    return TelaPipelinePass
+
+
 TELAMALLOC_UNIVERSE = Universe(
     all_dialects={"scratchpad": _scratchpad},
     all_passes={
+        "tela-lower": _tela_lower,
+        "tela-pipeline": _tela_pipeline,
+        "tela-plan": _tela_plan,
         "test-print-liveness": _test_print_liveness,
     },
 )

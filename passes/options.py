@@ -1,0 +1,156 @@
+"""The options `tela-plan` and `tela-pipeline` share, checked when the pass is built.
+
+An invalid option is a `ValueError` whose message names the option, quotes the value and
+lists what is accepted; `tela-opt` prints it as a one-line usage error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Self, TextIO
+
+from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import ArgSpec
+from xdsl.utils.exceptions import PassFailedException
+
+from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
+from telamalloc.runtime.api import ALGORITHMS
+from telamalloc.runtime.problem import Mode
+
+MODES = tuple(mode.value for mode in Mode)
+
+_EXPECTED = {
+    "capacity": "a positive number of bytes, e.g. 'capacity=1048576'",
+    "alignment": "a power of two in bytes, e.g. 'alignment=64'",
+    "time-limit": "a number of seconds >= 0, e.g. 'time-limit=2.5'",
+    "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
+    "report": "'true' or 'false'",
+    "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
+    "mode": " or ".join(f"'{mode}'" for mode in MODES),
+    "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
+}
+
+
+def check_options(
+    *,
+    capacity: object = None,
+    alignment: object = None,
+    mode: object = "fit",
+    time_limit: object = None,
+    algorithm: object = "telamalloc",
+    dump_problem: object = None,
+    report_file: object = None,
+) -> None:
+    """Raises ValueError, naming the option and what it accepts, for any invalid value."""
+    if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
+        raise ValueError(f"invalid capacity '{capacity}'; expected {_accepted('capacity')}")
+    if alignment is not None and (
+        not _is_int(alignment) or not is_power_of_two(alignment) or alignment > 2**62
+    ):
+        raise ValueError(f"invalid alignment '{alignment}'; expected {_accepted('alignment')}")
+    if mode not in MODES:
+        raise ValueError(f"unknown mode '{mode}'; expected {_accepted('mode')}")
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm '{algorithm}'; expected {_accepted('algorithm')}")
+    if time_limit is not None and (
+        isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
+    ):
+        raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
+    for option, path in (("dump-problem", dump_problem), ("report-file", report_file)):
+        if path is not None and (not isinstance(path, str) or not path):
+            raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+
+
+def _accepted(option: str) -> str:
+    return _EXPECTED[option]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class PlanningOptions(ModulePass):
+    """Options of the planning passes; subclasses give the pass name and `apply`."""
+
+    capacity: int | None = None
+    """Scratchpad bytes available; default: the capacity of the `#scratchpad.target`."""
+
+    alignment: int | None = None
+    """Default alignment in bytes of buffers that declare none; default: the target's (or 1)."""
+
+    mode: str = "fit"
+    """'fit': any layout within the capacity; 'minimize': the smallest peak."""
+
+    time_limit: float | None = None
+    """Seconds the solver may spend on each function; default: no limit."""
+
+    algorithm: str = "telamalloc"
+    """'telamalloc' (exact search), 'best-fit' or 'first-fit' (greedy baselines)."""
+
+    dump_problem: str | None = None
+    """Write each function's problem as a MiniMalloc CSV here, before solving (for replay)."""
+
+    report: bool = False
+    """Print per function: buffers, LOAD, peak, fragmentation, solve time (to stderr)."""
+
+    report_file: str | None = None
+    """Write the report to this file instead of stderr (implies `report`)."""
+
+    def __post_init__(self) -> None:
+        check_options(
+            capacity=self.capacity,
+            alignment=self.alignment,
+            mode=self.mode,
+            time_limit=self.time_limit,
+            algorithm=self.algorithm,
+            dump_problem=self.dump_problem,
+            report_file=self.report_file,
+        )
+
+    @contextlib.contextmanager
+    def report_stream(self) -> Iterator[TextIO | None]:
+        """Where the report goes: None (no report), stderr, or the `report-file`."""
+        if self.report_file is None:
+            yield sys.stderr if self.report else None
+            return
+        try:
+            stream = open(self.report_file, "w", encoding="utf-8")
+        except OSError as error:
+            raise PassFailedException(
+                f"cannot write the report to '{self.report_file}': {error.strerror}; pass "
+                "a writable 'report-file' path"
+            ) from None
+        with stream:
+            yield stream
+
+    @classmethod
+    def from_spec(cls, spec: ArgSpec) -> Self:
+        """Builds the pass from `name{option=value ...}`, with diagnostics listing what is accepted."""
+        arguments = dict(spec.parameters)
+        for key, values in arguments.items():
+            option = key.replace("_", "-")
+            if option not in _EXPECTED:
+                known = ", ".join(f"'{name}'" for name in _EXPECTED)
+                raise ValueError(f"unknown option '{key}' of '{spec.name}'; the options are {known}")
+            if option == "report" and len(values) == 0:
+                arguments[key] = (True,)
+                continue
+            if len(values) != 1:
+                raise ValueError(f"option '{option}' takes one value, got '{values}'; expected {_accepted(option)}")
+            value = values[0]
+            if option == "time-limit" and _is_int(value):
+                arguments[key] = (float(value),)
+                continue
+            if option in ("capacity", "alignment") and not _is_int(value):
+                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
+            if option == "time-limit" and not isinstance(value, float):
+                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
+            if option in ("mode", "algorithm", "dump-problem", "report-file") and not isinstance(value, str):
+                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
+            if option == "report" and not isinstance(value, bool):
+                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
+        return super().from_spec(ArgSpec(spec.name, arguments))

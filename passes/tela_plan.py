@@ -1,0 +1,292 @@
+"""`tela-plan`: gives every scratchpad buffer a byte offset, with TelaMalloc.
+
+Collect, solve, apply:
+1. collect (`telamalloc.passes.collect`): for every function with a body, the buffers it
+   plans, their lifetimes (`telamalloc.passes.liveness`), sizes and alignments;
+2. solve: `telamalloc.solve` on each function's problem, on its own; `dump-problem`
+   writes each problem as a MiniMalloc CSV first, so a failing compile can be replayed
+   with `tela-alloc`;
+3. apply, only once every function has a plan: each `scratchpad.alloc` gets its `offset`
+   property, each `memref.alloc` / `memref.alloca` a `scratchpad.offset` attribute; every
+   planned alloc gets `scratchpad.buffer` (its id) and `scratchpad.lifetime`
+   (`array<i64: start, end>`, half-open); the function gets `scratchpad.peak`,
+   `scratchpad.load` and `scratchpad.alignment` (the arena's alignment: the largest buffer
+   alignment).
+
+A function without a plan (capacity exceeded at some point, no layout found, time limit
+reached, dynamic shape without a bound, ...) fails the pass with a diagnostic on the
+function, and the IR is left unchanged: no function is changed unless all are planned.
+
+The capacity comes from the `capacity` option, else the `#scratchpad.target` of the
+function or module; minimize mode needs none. `time-limit` applies to each function.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.utils.exceptions import PassFailedException
+
+from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp
+from telamalloc.passes.collect import (
+    ARENA_ALIGNMENT_ATTR,
+    BUFFER_ATTR,
+    LIFETIME_ATTR,
+    LOAD_ATTR,
+    OFFSET_ATTR,
+    PEAK_ATTR,
+    FunctionProblem,
+    collect_function,
+    functions,
+    module_has_scratchpad_memrefs,
+    selection_for,
+)
+from telamalloc.passes.options import PlanningOptions, check_options
+from telamalloc.runtime.api import solve
+from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
+
+MAX_LISTED_BUFFERS = 8  # diagnostics list at most this many buffer ids
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    """One function's problem and the kernel's answer (status OK unless the plan failed)."""
+
+    problem: FunctionProblem
+    solution: Solution
+
+    @property
+    def name(self) -> str:
+        return self.problem.name
+
+
+def plan_module(
+    module: ModuleOp,
+    *,
+    capacity: int | None = None,
+    alignment: int | None = None,
+    mode: str = "fit",
+    time_limit: float | None = None,
+    algorithm: str = "telamalloc",
+    dump_problem: str | None = None,
+    report: TextIO | None = None,
+) -> tuple[FunctionPlan, ...]:
+    """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    Returns one `FunctionPlan` per function with buffers, in program order. Raises
+    `PassFailedAtOp` (on the function or the offending op) when a function cannot be
+    planned, leaving the IR unchanged; `report` receives one line per function.
+    """
+    check_options(
+        capacity=capacity,
+        alignment=alignment,
+        mode=mode,
+        time_limit=time_limit,
+        algorithm=algorithm,
+        dump_problem=dump_problem,
+    )
+    problems = collect_module(module, capacity, alignment)
+    dump_paths = _dump_paths(dump_problem, problems)
+    plans: list[FunctionPlan] = []
+    for function_problem in problems:
+        if dump_paths:
+            _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
+        plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if report is not None:
+            report.write(format_report_line(plan) + "\n")
+        _require_success(plan, time_limit)
+        plans.append(plan)
+    for plan in plans:
+        record_plan(plan)
+    return tuple(plans)
+
+
+def collect_module(
+    module: ModuleOp, capacity: int | None = None, alignment: int | None = None
+) -> list[FunctionProblem]:
+    """The problems of every function with at least one buffer, in program order."""
+    has_scratchpad = module_has_scratchpad_memrefs(module)
+    problems: list[FunctionProblem] = []
+    for func in functions(module):
+        function_problem = collect_function(func, selection_for(func, has_scratchpad), capacity, alignment)
+        if function_problem.buffers:
+            problems.append(function_problem)
+    return problems
+
+
+def solve_function(
+    function_problem: FunctionProblem, mode: str, time_limit: float | None, algorithm: str
+) -> FunctionPlan:
+    func = function_problem.func
+    if Mode(mode) is Mode.FIT and function_problem.capacity is None:
+        raise PassFailedAtOp(
+            func,
+            f"no capacity to plan '@{function_problem.name}' for; add "
+            "'scratchpad.target = #scratchpad.target<\"<name>\", capacity = <bytes>>' to "
+            "the module or function, or pass 'capacity=<bytes>'",
+        )
+    try:
+        solution = solve(
+            function_problem.problem(),
+            capacity=function_problem.capacity,
+            mode=mode,
+            time_limit=time_limit,
+            algorithm=algorithm,
+        )
+    except ProblemError as error:
+        raise PassFailedAtOp(func, f"cannot plan '@{function_problem.name}': {error}") from None
+    return FunctionPlan(function_problem, solution)
+
+
+def _require_success(plan: FunctionPlan, time_limit: float | None) -> None:
+    solution = plan.solution
+    if solution.ok and solution.offsets is not None:
+        return
+    function_problem = plan.problem
+    name = function_problem.name
+    func = function_problem.func
+    capacity = solution.capacity if solution.capacity is not None else function_problem.capacity
+    if solution.overload is not None:
+        overload = solution.overload
+        points = function_problem.liveness.points
+        where = f"program point #{overload.time}"
+        if 0 <= overload.time < len(points):
+            where += f" ('{points[overload.time].name}')"
+        raise PassFailedAtOp(
+            func,
+            f"cannot plan '@{name}': buffers need '{overload.bytes_needed}' bytes at {where} "
+            f"but capacity is '{overload.capacity}'; live there: "
+            f"{_listed(overload.buffer_ids)}; raise the capacity or shorten these lifetimes",
+        )
+    if solution.status is Status.INFEASIBLE and solution.core:
+        raise PassFailedAtOp(
+            func,
+            f"cannot plan '@{name}': buffers {_listed(solution.core)} cannot share "
+            f"'{capacity}' bytes although at most '{solution.load}' bytes are live at "
+            "once; raise the capacity (mode=minimize finds the smallest that fits)",
+        )
+    if solution.status is Status.INFEASIBLE:
+        raise PassFailedAtOp(
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}"
+        )
+    limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
+    raise PassFailedAtOp(
+        func,
+        f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({solution.message}); "
+        "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
+    )
+
+
+def _listed(ids: Sequence[object]) -> str:
+    shown = ", ".join(f"'{buffer_id}'" for buffer_id in ids[:MAX_LISTED_BUFFERS])
+    if len(ids) > MAX_LISTED_BUFFERS:
+        shown += f" and {len(ids) - MAX_LISTED_BUFFERS} more"
+    return shown
+
+
+def record_plan(plan: FunctionPlan) -> None:
+    """Writes the offsets, ids, lifetimes, peak and LOAD of a successful plan into the IR."""
+    solution = plan.solution
+    assert solution.offsets is not None and solution.peak is not None
+    arena_alignment = 1
+    for buffer, offset in zip(plan.problem.buffers, solution.offsets):
+        op = buffer.op
+        if isinstance(op, AllocOp):
+            op.properties["offset"] = IntegerAttr(offset, i64)
+        else:
+            op.attributes[OFFSET_ATTR] = IntegerAttr(offset, i64)
+        op.attributes[BUFFER_ATTR] = StringAttr(buffer.id)
+        op.attributes[LIFETIME_ATTR] = DenseArrayBase.from_list(
+            i64, (buffer.lifetime.start, buffer.lifetime.end)
+        )
+        arena_alignment = max(arena_alignment, buffer.alignment)
+    func = plan.problem.func
+    func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
+    func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)
+    func.attributes[ARENA_ALIGNMENT_ATTR] = IntegerAttr(arena_alignment, i64)
+
+
+def format_report_line(plan: FunctionPlan) -> str:
+    """`@f: 3 buffers, LOAD 768 B, peak 1024 B, fragmentation 33.33%, ...` (one line)."""
+    solution = plan.solution
+    peak = "none" if solution.peak is None else f"{solution.peak} B"
+    fragmentation = solution.fragmentation
+    fragmentation_text = "n/a" if fragmentation is None else f"{100 * fragmentation:.2f}%"
+    capacity = plan.problem.capacity
+    capacity_text = "none" if capacity is None else f"{capacity} B"
+    optimal = ", optimal" if solution.optimal else ""
+    return (
+        f"tela-plan: @{plan.name}: {len(plan.problem.buffers)} buffers, LOAD {solution.load} B, "
+        f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
+        f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
+        f"solve {solution.stats.seconds:.3f} s"
+    )
+
+
+def _dump_paths(path: str | None, problems: Sequence[FunctionProblem]) -> dict[str, str]:
+    """One CSV per function: `path` itself for one function, `stem.<function>.csv` for several."""
+    if path is None:
+        return {}
+    if len(problems) == 1:
+        return {problems[0].name: path}
+    stem, extension = os.path.splitext(path)
+    return {problem.name: f"{stem}.{problem.name}{extension or '.csv'}" for problem in problems}
+
+
+def _write_problem_csv(path: str, problem: Problem) -> None:
+    """MiniMalloc's `id,lower,upper,size` plus `alignment`, and `offset` when all are pinned.
+
+    The CSV format pins every buffer or none: when only some are pinned, the pins are not
+    written and the replay solves the unpinned problem.
+    """
+    columns = ["id", "lower", "upper", "size", "alignment"]
+    pinned = all(buffer.offset is not None for buffer in problem.buffers)
+    if pinned:
+        columns.append("offset")
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for buffer in problem.buffers:
+        row = [buffer.id, buffer.start, buffer.end, buffer.size, buffer.alignment]
+        if pinned:
+            row.append(buffer.offset)
+        writer.writerow(row)
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as stream:
+            stream.write(out.getvalue())
+    except OSError as error:
+        raise PassFailedException(
+            f"cannot write the problem to '{path}': {error.strerror}; pass a writable "
+            "'dump-problem' path"
+        ) from None
+
+
+@dataclass(frozen=True)
+class TelaPlanPass(PlanningOptions):
+    """Plans the scratchpad buffers of every function with TelaMalloc (see module doc)."""
+
+    name = "tela-plan"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.plan(op)
+
+    def plan(self, module: ModuleOp) -> tuple[FunctionPlan, ...]:
+        with self.report_stream() as report:
+            return plan_module(
+                module,
+                capacity=self.capacity,
+                alignment=self.alignment,
+                mode=self.mode,
+                time_limit=self.time_limit,
+                algorithm=self.algorithm,
+                dump_problem=self.dump_problem,
+                report=report,
+            )
