@@ -50,7 +50,6 @@ from xdsl.dialects import arith, builtin, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
-    BoolAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -90,6 +89,7 @@ from telamalloc.runtime.kernels import KernelError, run_kernel
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
 PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offset
+ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
 DEFAULT_SEED = 0
 ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
 MAX_VIOLATIONS = 20  # violations kept per run when collecting instead of raising
@@ -417,6 +417,8 @@ def _is_arena(op: Operation) -> bool:
         return True
     if not isinstance(op, memref.AllocOp | memref.AllocaOp):
         return False
+    if ARENA_MARK in op.attributes:
+        return True
     type_ = _memref_type(op.memref)
     if type_.element_type != builtin.i8 or len(type_.get_shape()) != 1:
         return False
@@ -434,9 +436,9 @@ def _memory_key(type_: MemRefType[Attribute]) -> str | None:
 
 
 def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
-    if isinstance(attribute, BoolAttr):
-        return bool(attribute.value.data)
     if isinstance(attribute, IntegerAttr):
+        if attribute.type == builtin.i1:
+            return bool(attribute.value.data)
         return attribute.value.data
     if isinstance(attribute, FloatAttr):
         return attribute.value.data
@@ -1260,30 +1262,25 @@ PlanFunction = Callable[[ModuleOp, int | None], None]
 
 
 def plan_and_lower(module: ModuleOp, capacity: int | None) -> None:
-    """Plans and lowers `module` in place with the telamalloc passes.
+    """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
-    A module that names a `#scratchpad.target` is planned for its capacity (or
-    `capacity` when given); one without a target for `capacity`, or in minimize mode
-    when `capacity` is None.
+    A function under a `#scratchpad.target` is planned for the target's capacity, or
+    for `capacity` when given; a module without any target for `capacity`, or in
+    minimize mode when `capacity` is None. Planning failures raise `InterpreterError`.
     """
-    try:
-        from telamalloc.passes import TelaPipelinePass
-    except ImportError:
-        raise InterpreterError(
-            "the planning passes ('tela-pipeline') are not available in this installation"
-        ) from None
     from xdsl.utils.exceptions import DiagnosticException
 
-    options: dict[str, Any] = {}
-    if capacity is not None:
-        options["capacity"] = capacity
+    from telamalloc.passes import TelaPipelinePass
+
+    has_target = any(
+        scratchpad.find_target(op) is not None for op in module.walk() if isinstance(op, func.FuncOp)
+    )
+    mode = "minimize" if capacity is None and not has_target else "fit"
     try:
-        TelaPipelinePass(**options).apply(make_context(), module)
+        TelaPipelinePass(capacity=capacity, mode=mode).run(module)
     except DiagnosticException as error:
-        op = getattr(error, "op", None)
-        raise InterpreterError(
-            f"planning failed: {' '.join(str(error).split())}", op if isinstance(op, Operation) else None
-        ) from None
+        op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
+        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op) from None
 
 
 def verify_program(

@@ -3,6 +3,7 @@
 Tools resolve to the Python that runs lit (the one running pytest, through
 test/test_lit.py), so one virtual environment supplies telamalloc, xDSL and FileCheck:
 - `tela-opt`  -> `python -m telamalloc.tools.tela_opt`
+- `tela-run`  -> `python -m telamalloc.tools.tela_run`
 - `xdsl-opt`  -> `python -m xdsl.tools.xdsl_opt` (sees our dialect through the entry point)
 - `filecheck` -> `python -m filecheck` (the Python `filecheck` package as FileCheck)
 """
@@ -25,6 +26,7 @@ config.test_exec_root = os.path.join(  # noqa: F821
 python = shlex.quote(sys.executable)
 _TOOLS = {
     "tela-opt": f"{python} -m telamalloc.tools.tela_opt",
+    "tela-run": f"{python} -m telamalloc.tools.tela_run",
     "xdsl-opt": f"{python} -m xdsl.tools.xdsl_opt",
     "filecheck": f"{python} -m filecheck",
 }

@@ -5,7 +5,8 @@
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every main-memory argument the program wrote, each as
-`name: type` followed by its values (numpy formatting, 6 fixed decimals for floats).
+`name: type` followed by one line per innermost row (`[i,j] v0 v1 ...`, floats with 6
+fixed decimals).
 With `--output-dir D` the outputs are written to `D/<name>.npy` instead.
 
 Inputs: one `.npy` file per argument, in order (`--inputs` may repeat; commas separate
@@ -24,6 +25,7 @@ exit with status 1; a failed verification also exits with 1.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -134,11 +136,30 @@ def _load_inputs(specs: Sequence[str]) -> list[np.ndarray] | None:
     return arrays
 
 
+def _format_value(value: np.generic) -> str:
+    if isinstance(value, np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, np.floating):
+        return f"{float(value):.6f}"
+    return str(int(value))
+
+
 def format_output(output: Output) -> str:
-    with np.printoptions(
-        precision=6, floatmode="fixed", suppress=True, threshold=sys.maxsize, linewidth=100
-    ):
-        return f"{output.name}: {output.type}\n{np.array2string(output.value)}"
+    """`name: type`, then one line per innermost row, prefixed by its leading indices.
+
+    Floats print with 6 fixed decimals, integers in full, `i1` as true/false; rows never
+    wrap, so FileCheck lines stay stable.
+    """
+    array = output.value
+    lines = [f"{output.name}: {output.type}"]
+    if array.ndim == 0:
+        lines.append(f"  {_format_value(array[()])}")
+        return "\n".join(lines)
+    for index in np.ndindex(*array.shape[:-1]):
+        row = " ".join(_format_value(value) for value in array[index])
+        prefix = f"[{','.join(str(i) for i in index)}] " if index else ""
+        lines.append(f"  {prefix}{row}")
+    return "\n".join(lines)
 
 
 def _shown(outputs: Sequence[Output]) -> list[Output]:
@@ -206,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs tela-run on `argv` (default: the command line); returns the exit status."""
     try:
         return run(argv)
+    except BrokenPipeError:
+        # The reader (e.g. `head`) went away; do not report a traceback for it.
+        sys.stdout = open(os.devnull, "w")
+        return 1
     except UserError as error:
         print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
         return 1
