@@ -166,6 +166,11 @@ def _require_success(plan: FunctionPlan, time_limit: float | None) -> None:
             f"but capacity is '{overload.capacity}'; live there: "
             f"{_listed(overload.buffer_ids)}; raise the capacity or shorten these lifetimes",
         )
+    pinned = {buffer.id for buffer in function_problem.buffers if buffer.pinned is not None}
+    if solution.status is Status.INFEASIBLE and solution.core and pinned.intersection(solution.core):
+        raise PassFailedAtOp(
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {_reason(solution)}"
+        )
     if solution.status is Status.INFEASIBLE and solution.core:
         raise PassFailedAtOp(
             func,
@@ -177,12 +182,20 @@ def _require_success(plan: FunctionPlan, time_limit: float | None) -> None:
         raise PassFailedAtOp(
             func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}"
         )
+    if solution.algorithm != "telamalloc":
+        raise PassFailedAtOp(func, f"no plan for '@{name}' in '{capacity}' bytes: {_reason(solution)}")
     limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
     raise PassFailedAtOp(
         func,
         f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({solution.message}); "
         "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
     )
+
+
+def _reason(solution: Solution) -> str:
+    """The kernel's explanation without its status summary (`STATUS (algorithm, time): `)."""
+    summary, separator, reason = solution.message.partition("): ")
+    return reason if separator and reason else solution.message
 
 
 def _listed(ids: Sequence[object]) -> str:
