@@ -238,7 +238,8 @@ def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ..
 
 
 def _shape_text(shape: Sequence[int]) -> str:
-    return "x".join(str(dim) for dim in shape) if shape else "scalar"
+    """A shape as MLIR writes it, quoted: `'4x16'` (`'scalar'` for rank 0)."""
+    return "'" + ("x".join(str(dim) for dim in shape) if shape else "scalar") + "'"
 
 
 # --------------------------------------------------------------------------------------
@@ -1007,7 +1008,10 @@ def run_program(
 ) -> RunResult:
     """Runs function `entry` of `module` on `inputs` (default: `random_inputs(seed)`).
 
-    `capacity` sizes the scratchpad when the program names no `#scratchpad.target`.
+    An input must have its argument's shape; its dtype must cast safely to the element
+    type (`numpy.can_cast(..., "safe")`), except that any float dtype is accepted for a
+    float argument (rounded to it). `capacity` sizes the scratchpad when the program
+    names no `#scratchpad.target`.
     With `honor_offsets=False`, `scratchpad.alloc` ops get private storage even when
     they carry a planned offset. `shadow=False` turns the shadow-memory read check off;
     `collect_violations=True` records violations in the result and keeps running instead
@@ -1088,7 +1092,8 @@ def _argument_value(
             function,
         )
     if array.dtype != dtype:
-        if not np.can_cast(array.dtype, dtype, "same_kind"):
+        both_float = array.dtype.kind == "f" and dtype.kind == "f"
+        if not (np.can_cast(array.dtype, dtype, "safe") or both_float):
             raise InterpreterError(
                 f"input #{index} has dtype '{array.dtype}' but argument "
                 f"{argument_name(function, index)} of '@{function.sym_name.data}' is "
