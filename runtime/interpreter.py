@@ -24,7 +24,7 @@ buffers, the op and the byte range: with a correct plan a buffer only ever reads
 bytes. Accesses outside a storage, a view past its arena's end, or an index out of a
 memref's bounds are `InterpreterError`s.
 
-Limits. Only the ops of func, scf, arith (xDSL's set plus float ops rounded to their
+Limits. Only the ops of func, scf, cf (br, cond_br), arith (xDSL's set plus float ops rounded to their
 type and the float/int casts), memref (alloc, alloca, dealloc, load, store, copy, view,
 subview, cast, memory_space_cast, collapse/expand_shape with static shapes, dim, rank,
 get_global) and scratchpad run; element types are i1/i8/i16/i32/i64 (signless or signed
@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, func, memref, scf
+from xdsl.dialects import arith, builtin, cf, func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -77,6 +77,7 @@ from xdsl.interpreter import (
 )
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.builtin import BuiltinFunctions
+from xdsl.interpreters.cf import CfFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -1044,6 +1045,7 @@ def run_program(
     interpreter.register_implementations(BuiltinFunctions())
     interpreter.register_implementations(FuncFunctions())
     interpreter.register_implementations(ScfFunctions())
+    interpreter.register_implementations(CfFunctions())
     interpreter.register_implementations(ArithFunctions())
     interpreter.register_implementations(ArithExtraFunctions(), override=True)
     interpreter.register_implementations(MemRefFunctions(machine))
@@ -1189,7 +1191,7 @@ class VerifyReport:
         lines = [
             f"verify: '@{self.entry}' planned into {self.arena_bytes} bytes ({capacity})",
         ]
-        lines += [f"verify: error: {violation.location}: {violation.message}" for violation in self.violations]
+        lines += [f"{violation.location}: error: {violation.message}" for violation in self.violations]
         lines += [f"verify: error: {mismatch}" for mismatch in self.mismatches]
         verdict = "ok" if self.ok else "FAILED"
         lines.append(
@@ -1313,7 +1315,9 @@ def verify_program(
 def make_context() -> Context:
     """A context with the dialects the interpreter runs, and the scratchpad dialect."""
     context = Context()
-    for dialect in (builtin.Builtin, func.Func, arith.Arith, memref.MemRef, scf.Scf, scratchpad.Scratchpad):
+    for dialect in (
+        builtin.Builtin, func.Func, arith.Arith, cf.Cf, memref.MemRef, scf.Scf, scratchpad.Scratchpad
+    ):
         context.load_dialect(dialect)
     return context
 

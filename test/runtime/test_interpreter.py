@@ -201,6 +201,46 @@ func.func @main(%n: index, %x: f32) -> (f32, index) {
     assert values["result1"] == 10 and values["result1"].dtype == np.int64
 
 
+def test_control_flow_scf_if_while_and_cf_branches():
+    # Counts the positive entries of %v with scf.while + scf.if, then doubles the count
+    # through a cf.cond_br diamond.
+    program = """
+func.func @main(%v: memref<6xi32>) -> i32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c6 = arith.constant 6 : index
+  %zero = arith.constant 0 : i32
+  %one = arith.constant 1 : i32
+  %end, %count = scf.while (%i = %c0, %n = %zero) : (index, i32) -> (index, i32) {
+    %more = arith.cmpi slt, %i, %c6 : index
+    scf.condition(%more) %i, %n : index, i32
+  } do {
+  ^bb0(%i: index, %n: i32):
+    %x = memref.load %v[%i] : memref<6xi32>
+    %positive = arith.cmpi sgt, %x, %zero : i32
+    %next = scf.if %positive -> (i32) {
+      %m = arith.addi %n, %one : i32
+      scf.yield %m : i32
+    } else {
+      scf.yield %n : i32
+    }
+    %j = arith.addi %i, %c1 : index
+    scf.yield %j, %next : index, i32
+  }
+  %any = arith.cmpi sgt, %count, %zero : i32
+  cf.cond_br %any, ^double, ^done(%count : i32)
+^double:
+  %twice = arith.addi %count, %count : i32
+  cf.br ^done(%twice : i32)
+^done(%result: i32):
+  func.return %result : i32
+}
+"""
+    v = np.array([3, -1, 0, 7, 2, -5], np.int32)
+    result = run_program(parse(program), inputs=[v])
+    assert int(outputs(result)["result0"]) == 2 * int((v > 0).sum())
+
+
 # --------------------------------------------------------------------------------------
 # Inputs and entry points
 
