@@ -39,9 +39,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -60,6 +60,11 @@ ONCE_REGION_OPS = frozenset(
 
 ESCAPING_OPS = frozenset({"func.return", "memref.extract_aligned_pointer_as_index"})
 """Ops through which a buffer leaves what the analysis can follow."""
+
+
+def is_memref(type_: Attribute) -> bool:
+    """True for ranked and unranked memrefs (the types that can alias a buffer)."""
+    return isinstance(type_, MemRefType | UnrankedMemRefType)
 
 
 def is_loop(op: Operation) -> bool:
@@ -152,8 +157,8 @@ def _aliases_through(op: Operation, operand_index: int) -> Iterator[SSAValue]:
         entry = region.blocks.first
         if entry is None:
             continue
-        yield from (arg for arg in entry.args if isinstance(arg.type, MemRefType))
-    yield from (result for result in op.results if isinstance(result.type, MemRefType))
+        yield from (arg for arg in entry.args if is_memref(arg.type))
+    yield from (result for result in op.results if is_memref(result.type))
 
 
 def _yielded_aliases(terminator: Operation, operand_index: int) -> tuple[SSAValue, ...] | None:
@@ -163,7 +168,7 @@ def _yielded_aliases(terminator: Operation, operand_index: int) -> tuple[SSAValu
         return None
     if len(terminator.operands) == len(parent.results):
         return (parent.results[operand_index],)
-    return tuple(result for result in parent.results if isinstance(result.type, MemRefType))
+    return tuple(result for result in parent.results if is_memref(result.type))
 
 
 def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
