@@ -90,6 +90,7 @@ from telamalloc.runtime.kernels import KernelError, run_kernel
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
 PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offset
+PLANNED_BOUND_ATTR = "scratchpad.bound"  # a dynamic memref.alloc's most bytes
 ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
 DEFAULT_SEED = 0
 ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
@@ -259,11 +260,11 @@ class Violation:
 class Machine:
     """The virtual accelerator of one run."""
 
-    capacity: int | None  # bytes of each scratchpad memory; None: as large as needed
+    capacity: int | None  # bytes of each scratchpad memory; None: no limit
+    memory_size: int  # bytes allocated for each memory (enough for what the program places)
     honor_offsets: bool  # place `scratchpad.alloc` ops that carry an offset at that offset
     shadow: bool  # check reads against shadow memory
     collect: bool  # collect violations (up to MAX_VIOLATIONS) instead of raising the first
-    scratchpad_size: int  # bytes of each scratchpad memory
     buffer_names: list[str] = field(default_factory=list)
     _buffer_ids: dict[str, int] = field(default_factory=dict)
     memories: dict[str | None, Storage] = field(default_factory=dict)
@@ -279,6 +280,10 @@ class Machine:
             self.buffer_names.append(name)
         return self._buffer_ids[name]
 
+    def limit(self, memory: Storage) -> int:
+        """The bytes placements may use in `memory`: the capacity, if any."""
+        return memory.size if self.capacity is None else self.capacity
+
     def memory(self, key: str | None) -> Storage:
         """The memory planned buffers of a memory space live in (None: main memory)."""
         if key not in self.memories:
@@ -286,7 +291,7 @@ class Machine:
                 label = "planned main-memory arena"
             else:
                 label = f'scratchpad "{key}"' if key else "scratchpad"
-            self.memories[key] = Storage.zeros(label, self.scratchpad_size)
+            self.memories[key] = Storage.zeros(label, self.memory_size)
         return self.memories[key]
 
     # --- shadow memory -----------------------------------------------------------------
@@ -323,9 +328,7 @@ class Machine:
         if element_address is not None:
             addresses = element_address + np.flatnonzero(owners == writer)
         else:
-            element_index, byte = first[:-1], first[-1]
             addresses = self._addresses(value)[owners == writer]
-            del element_index, byte
         low, high = int(addresses.min()), int(addresses.max()) + 1
         reader = self.buffer_names[value.buffer]
         where = f"bytes [{low}, {high}) of the {value.storage.name}"
@@ -338,7 +341,7 @@ class Machine:
             message = (
                 f"'{op.name}' reads {where} through buffer '{reader}' ({what}) but buffer "
                 f"'{self.buffer_names[writer]}' wrote them last; the two buffers overlap "
-                "while both are live"
+                "while both are live, check their planned offsets"
             )
         violation = ShadowViolation(message, op)
         if not self.collect:
@@ -649,11 +652,13 @@ def place_arena(
     if op not in machine.arena_bases:
         top = machine.arena_top.get(key, 0)
         base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        if base + size > memory.size:
+        limit = machine.limit(memory)
+        assert base + size <= memory.size or base + size > limit, "memory sized too small"
+        if base + size > limit:
             raise InterpreterError(
                 f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
-                f"past the '{memory.size}'-byte {memory.name}; plan for a capacity of at most "
-                f"'{memory.size}' bytes",
+                f"past the '{limit}'-byte {memory.name}; plan for a capacity of at most "
+                f"'{limit}' bytes",
                 op,
             )
         machine.arena_bases[op] = base
@@ -671,10 +676,11 @@ def place_planned(
 ) -> Storage:
     """The memory of a planned (not yet lowered) buffer at byte `offset`."""
     memory = machine.memory(key)
-    if offset < 0 or offset + size > memory.size:
+    limit = min(machine.limit(memory), memory.size)
+    if offset < 0 or offset + size > limit:
         raise InterpreterError(
             f"buffer '{name}' of '{size}' bytes at offset '{offset}' ends at byte "
-            f"'{offset + size}', outside the '{memory.size}'-byte {memory.name}",
+            f"'{offset + size}', outside the '{limit}'-byte {memory.name}",
             op,
         )
     top = machine.arena_top.get(key, 0)
@@ -957,30 +963,43 @@ def _argument_shape(function: func.FuncOp, index: int, type_: Attribute) -> tupl
     )
 
 
-def _scratchpad_size(module: ModuleOp, function: func.FuncOp, capacity: int | None) -> tuple[int, int | None]:
-    """(bytes of each scratchpad memory, the capacity in force or None)."""
+def _capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | None:
+    """The target's capacity, else `capacity` (None: no limit)."""
     target = scratchpad.find_target(function)
-    if target is not None:
-        capacity = target.capacity.data
-    if capacity is not None:
-        return capacity, capacity
-    needed = 0
+    return target.capacity.data if target is not None else capacity
+
+
+def _memory_size(module: ModuleOp) -> int:
+    """Bytes that hold every arena and planned buffer of `module` (each memory gets this).
+
+    Memories are sized by what the program places rather than by the capacity, so a
+    target with a huge capacity costs nothing; the capacity is enforced on placement.
+    """
+    arenas = 0
     planned_top = 0
     for op in module.walk():
         if isinstance(op, scratchpad.ArenaOp):
-            needed += -(-op.byte_size // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+            arenas += -(-op.byte_size // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
         elif isinstance(op, memref.AllocOp | memref.AllocaOp) and _is_arena(op):
             size = _memref_type(op.memref).get_shape()[0]
-            needed += -(-max(size, 0) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+            arenas += -(-max(size, 0) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
         elif isinstance(op, scratchpad.AllocOp) and op.offset is not None:
             planned_top = max(planned_top, op.offset.value.data + op.byte_size())
         elif isinstance(op, memref.AllocOp | memref.AllocaOp):
             offset = op.attributes.get(PLANNED_OFFSET_ATTR)
             type_ = _memref_type(op.memref)
-            if isinstance(offset, IntegerAttr) and DYNAMIC_INDEX not in type_.get_shape():
+            if not isinstance(offset, IntegerAttr):
+                continue
+            bound = op.attributes.get(PLANNED_BOUND_ATTR)
+            if DYNAMIC_INDEX not in type_.get_shape():
                 size = math.prod(type_.get_shape()) * numpy_dtype(type_.element_type).itemsize
-                planned_top = max(planned_top, offset.value.data + size)
-    return planned_top + needed + ARENA_ALIGNMENT, None
+            elif isinstance(bound, IntegerAttr):
+                size = bound.value.data
+            else:
+                continue  # place_planned reports the missing bound
+            planned_top = max(planned_top, offset.value.data + size)
+    top = -(-planned_top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+    return top + arenas
 
 
 class _OpStack(Interpreter.Listener):
@@ -1028,13 +1047,12 @@ def run_program(
             f"'@{name}' takes {len(argument_types)} arguments but {len(inputs)} inputs are given",
             function,
         )
-    size, capacity = _scratchpad_size(module, function, capacity)
     machine = Machine(
-        capacity=capacity,
+        capacity=_capacity_in_force(function, capacity),
+        memory_size=_memory_size(module),
         honor_offsets=honor_offsets,
         shadow=shadow,
         collect=collect_violations,
-        scratchpad_size=size,
     )
     arguments = [
         _argument_value(machine, function, index, type_, np.asarray(array))

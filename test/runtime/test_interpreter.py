@@ -301,7 +301,7 @@ def test_overlapping_live_views_are_reported_with_both_buffers_the_op_and_the_by
     assert str(caught.value) == (
         "'scratchpad.kernel' reads bytes [0, 64) of the scratchpad through buffer 'a' "
         '(input #0 of kernel "matmul") but buffer \'b\' wrote them last; the two buffers '
-        "overlap while both are live"
+        "overlap while both are live, check their planned offsets"
     )
     assert isinstance(caught.value.op, scratchpad.KernelOp)
 
@@ -378,6 +378,13 @@ def test_an_arena_larger_than_the_target_capacity_is_an_error():
     module = parse(lowered_by_hand(0, 64, 128, arena=192).replace("capacity = 4096", "capacity = 128"))
     with pytest.raises(InterpreterError, match="arena of '192' bytes placed at byte '0' ends at byte '192', past the '128'-byte scratchpad"):
         run_program(module, inputs=inputs_4x4())
+
+
+def test_a_huge_target_capacity_costs_no_memory():
+    # Memories are sized by what the program places (192 bytes), not by the capacity.
+    module = parse(lowered_by_hand(0, 64, 128).replace("capacity = 4096", f"capacity = {1 << 50}"))
+    result = run_program(module, inputs=inputs_4x4())
+    assert result.arena_bytes == 192
 
 
 def test_kernel_errors_name_the_op():

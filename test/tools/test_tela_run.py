@@ -133,7 +133,7 @@ def test_a_layout_that_overlaps_live_buffers_fails_with_a_located_error(tmp_path
     assert err == (
         f"{path}:9:5: error: 'scratchpad.kernel' reads bytes [0, 24) of the scratchpad "
         "through buffer 'a' (input #0 of kernel \"add\") but buffer 'one' wrote them last; "
-        "the two buffers overlap while both are live\n"
+        "the two buffers overlap while both are live, check their planned offsets\n"
     )
     # Without the shadow check the program runs, and computes the wrong answer.
     status, out, _ = run([path, "--no-shadow"], capsys)
