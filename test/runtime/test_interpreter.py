@@ -241,6 +241,44 @@ func.func @main(%v: memref<6xi32>) -> i32 {
     assert int(outputs(result)["result0"]) == 2 * int((v > 0).sum())
 
 
+DYNAMIC = f"""
+builtin.module attributes {{scratchpad.target = {TARGET}}} {{
+  func.func @main(%n: index, %out: memref<8xf32>) {{
+    %t = scratchpad.alloc(%n) bound 32 : memref<?xf32, {SP}>
+    scratchpad.kernel "fill" outs(%t : memref<?xf32, {SP}>) params {{value = 2.5 : f32}}
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    scf.for %i = %c0 to %n step %c1 {{
+      %v = memref.load %t[%i] : memref<?xf32, {SP}>
+      memref.store %v, %out[%i] : memref<8xf32>
+    }}
+    func.return
+  }}
+}}
+"""
+
+
+def test_dynamic_buffers_take_their_size_at_run_time_within_the_bound():
+    result = run_program(parse(DYNAMIC), inputs=[np.array(3), np.zeros(8, np.float32)])
+    np.testing.assert_array_equal(outputs(result)["%out"], [2.5, 2.5, 2.5, 0, 0, 0, 0, 0])
+    assert verify_program(parse(DYNAMIC), inputs=[np.array(8), np.zeros(8, np.float32)]).ok
+    with pytest.raises(InterpreterError, match="dynamic shape '9' needs '36' bytes but the declared bound is '32'; raise the 'bound'"):
+        run_program(parse(DYNAMIC), inputs=[np.array(9), np.zeros(8, np.float32)])
+
+
+def test_globals_are_initialized_main_memory():
+    program = """
+"memref.global"() <{sym_name = "table", sym_visibility = "private", type = memref<3xi32>, initial_value = dense<[4, 5, 6]> : tensor<3xi32>, constant}> : () -> ()
+func.func @main(%out: memref<3xi32>) {
+  %g = memref.get_global @table : memref<3xi32>
+  "memref.copy"(%g, %out) : (memref<3xi32>, memref<3xi32>) -> ()
+  func.return
+}
+"""
+    result = run_program(parse(program))
+    np.testing.assert_array_equal(outputs(result)["%out"], [4, 5, 6])
+
+
 # --------------------------------------------------------------------------------------
 # Inputs and entry points
 
