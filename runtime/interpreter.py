@@ -40,7 +40,7 @@ every output (results and main-memory arguments) bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,7 +63,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    NoneAttr,
     Signedness,
     StringAttr,
     UnitAttr,
@@ -964,9 +963,12 @@ def _argument_shape(function: func.FuncOp, index: int, type_: Attribute) -> tupl
 
 
 def _capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | None:
-    """The target's capacity, else `capacity` (None: no limit)."""
+    """`capacity` if given (it overrides the target, as the pass option does), else the
+    capacity of the function's `#scratchpad.target`, else None (no limit)."""
+    if capacity is not None:
+        return capacity
     target = scratchpad.find_target(function)
-    return target.capacity.data if target is not None else capacity
+    return target.capacity.data if target is not None else None
 
 
 def _memory_size(module: ModuleOp) -> int:
@@ -1030,8 +1032,9 @@ def run_program(
 
     An input must have its argument's shape; its dtype must cast safely to the element
     type (`numpy.can_cast(..., "safe")`), except that any float dtype is accepted for a
-    float argument (rounded to it). `capacity` sizes the scratchpad when the program
-    names no `#scratchpad.target`.
+    float argument (rounded to it). `capacity` limits the scratchpad, overriding the
+    capacity of the `#scratchpad.target` as the planning passes' option does; without
+    either, the scratchpad has no limit.
     With `honor_offsets=False`, `scratchpad.alloc` ops get private storage even when
     they carry a planned offset. `shadow=False` turns the shadow-memory read check off;
     `collect_violations=True` records violations in the result and keeps running instead
@@ -1263,9 +1266,7 @@ def verify_lowered(
     function = find_entry(original, entry)
     if inputs is None:
         inputs = random_inputs(function, seed)
-    target = scratchpad.find_target(find_entry(lowered, entry))
-    if target is not None:
-        capacity = target.capacity.data
+    capacity = _capacity_in_force(find_entry(lowered, entry), capacity)
     reference = run_program(
         original, entry=entry, inputs=inputs, capacity=capacity, honor_offsets=False
     )
@@ -1289,9 +1290,8 @@ PlanFunction = Callable[[ModuleOp, int | None], None]
 def plan_and_lower(module: ModuleOp, capacity: int | None) -> None:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
-    A function under a `#scratchpad.target` is planned for the target's capacity, or
-    for `capacity` when given; a module without any target for `capacity`, or in
-    minimize mode when `capacity` is None. Planning failures raise `InterpreterError`.
+    `capacity`, when given, overrides every `#scratchpad.target`'s capacity; a module
+    without targets and without `capacity` is planned in minimize mode. Planning failures raise `InterpreterError`.
     """
     from xdsl.utils.exceptions import DiagnosticException
 

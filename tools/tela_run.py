@@ -14,9 +14,9 @@ files). Without `--inputs`, arguments get deterministic pseudo-random values fro
 `numpy.random.default_rng([seed, index])` with `--seed` (default 0): floats uniform in
 [-1, 1), signed integers in [-8, 8), unsigned integers and `index` in [0, 8), `i1` coin flips.
 
-`--verify` plans and lowers the program with the telamalloc pipeline (for the target's
-capacity; without a target for `--capacity`, or in minimize mode), runs it before and
-after planning, and reports shadow-memory violations and outputs that differ bit for bit.
+`--verify` plans and lowers the program with the telamalloc pipeline (for `--capacity`,
+else the target's capacity, else in minimize mode), runs it before and after planning,
+and reports shadow-memory violations and outputs that differ bit for bit.
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame) and
 exit with status 1; a failed verification also exits with 1.
@@ -80,7 +80,8 @@ def _argument_parser() -> argparse.ArgumentParser:
         "--capacity",
         type=int,
         metavar="BYTES",
-        help="scratchpad capacity for programs without a #scratchpad.target",
+        help="scratchpad capacity in bytes (overrides the #scratchpad.target's; without "
+        "either, --verify plans in minimize mode)",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"

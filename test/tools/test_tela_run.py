@@ -125,6 +125,16 @@ def test_verify_examples_need_no_flags(name, capsys):
     assert out.splitlines()[-1].startswith("verify: ok: ")
 
 
+def test_capacity_overrides_the_target_when_verifying(capsys):
+    conv = EXAMPLES / "conv_relu_pool.mlir"  # LOAD 2240 bytes, target capacity 65536
+    status, out, _ = run(["--verify", conv, "--capacity", "4000"], capsys)
+    assert status == 0 and out.splitlines()[0].endswith("(capacity 4000)")
+    status, out, err = run(["--verify", conv, "--capacity", "2000"], capsys)
+    assert status == 1 and out == ""
+    assert err.startswith(f"{conv}:18:3: error: planning failed: ")
+    assert "capacity is '2000'" in err and err.count("\n") == 1
+
+
 def test_a_layout_that_overlaps_live_buffers_fails_with_a_located_error(tmp_path, capsys):
     path = tmp_path / "broken.mlir"
     path.write_text(BROKEN_LOWERED)
