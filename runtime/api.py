@@ -5,7 +5,9 @@ buffers, prove the easy infeasibilities (pins, LOAD), run the chosen algorithm, 
 layout claimed valid with the independent validator, and summarize.
 
 Algorithms
-- ``telamalloc``: the exact search kernel (``runtime/_search.pyx``). Its OK answers are
+- ``telamalloc``: the exact search kernel (``runtime/_search.pyx``), in fit mode after a
+  cheap portfolio step: when best-fit or first-fit already fits, no search runs
+  (``greedy_first``; minimize mode starts from the greedy peak anyway). Its OK answers are
   re-checked by ``validate``; its INFEASIBLE answers are proofs, explained by a small core
   of buffers that cannot fit together; on TIMEOUT the better greedy layout is attached.
 - ``best-fit`` / ``first-fit``: the greedy baselines (``runtime/_greedy.pyx``). Greedy proves
@@ -418,7 +420,7 @@ def _fallback(instance: _Instance, capacity: int, why: str, algorithms=GREEDY_AL
     )
 
 
-def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple) -> _Outcome:
+def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy_first: bool) -> _Outcome:
     pins = _pin_conflict(instance, capacity)
     if pins is not None:
         return pins
@@ -436,6 +438,10 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple) -> _Ou
             fallback=True,
             capacity=capacity,
         )
+    if greedy_first:
+        offsets, greedy_name = _best_greedy(instance, GREEDY_ALGORITHMS)
+        if _peak(instance.problem, offsets) <= capacity:
+            return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{greedy_name} fits, no search needed", capacity=capacity)
     outcome = _fit_search(instance, capacity, load[1])
     if outcome.status is not Status.TIMEOUT:
         return outcome
@@ -518,6 +524,7 @@ def solve(
     algorithm: str = "telamalloc",
     params: Params | None = None,
     cancel: np.ndarray | None = None,
+    greedy_first: bool = True,
 ) -> Solution:
     """Place every buffer of ``problem``; see the module docstring for modes and algorithms.
 
@@ -525,6 +532,9 @@ def solve(
     minimize mode). ``time_limit`` is in seconds for the whole call (None: no limit).
     ``cancel`` is a numpy uint8 array of length 1; setting it non-zero from another thread
     or a signal handler stops the search, which then returns like a timeout.
+    ``greedy_first`` (fit mode, algorithm telamalloc): try the greedy baselines before the
+    exact search and return their layout when it fits (they take O(n log n + k log d) time,
+    the search may take exponential time even on easy large problems); False: search only.
     Raises ProblemError for problems that cannot be solved as stated.
     """
     started = time.perf_counter()
@@ -547,7 +557,7 @@ def solve(
     instance = _make_instance(problem, params, cancel, deadline)
     load = compute_load(problem)
     if mode is Mode.FIT:
-        outcome = _fit(instance, capacity, algorithm, load)
+        outcome = _fit(instance, capacity, algorithm, load, greedy_first)
     else:
         outcome = _minimize(instance, capacity, algorithm, load)
     return _solution(instance, outcome, load[0], algorithm, mode, time.perf_counter() - started)
