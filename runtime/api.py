@@ -62,6 +62,8 @@ MINIMIZE_CALL_SHARE = 0.5
 
 
 def _is_int(value: object) -> bool:
+    if type(value) is int:  # the common case, checked first: this runs per field per buffer
+        return True
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
@@ -73,37 +75,37 @@ def _check_problem(problem: Problem) -> None:
     stacked = 0
     highest_pin = 0
     for buffer in problem.buffers:
-        name = f"buffer '{buffer.id}'"
         try:
             duplicate = buffer.id in seen
             seen.add(buffer.id)
         except TypeError:
-            raise ProblemError(f"{name} has an unhashable id; use a string or an integer") from None
+            raise ProblemError(f"buffer '{buffer.id}' has an unhashable id; use a string or an integer") from None
         if duplicate:
-            raise ProblemError(f"{name} appears twice; give every buffer a unique id")
-        for field_name in ("start", "end", "size", "alignment"):
-            value = getattr(buffer, field_name)
-            if not _is_int(value):
-                raise ProblemError(f"{name} has {field_name} '{value!r}'; expected an integer")
+            raise ProblemError(f"buffer '{buffer.id}' appears twice; give every buffer a unique id")
+        if not (_is_int(buffer.start) and _is_int(buffer.end) and _is_int(buffer.size) and _is_int(buffer.alignment)):
+            for field_name in ("start", "end", "size", "alignment"):
+                value = getattr(buffer, field_name)
+                if not _is_int(value):
+                    raise ProblemError(f"buffer '{buffer.id}' has {field_name} '{value!r}'; expected an integer")
         if buffer.offset is not None and not _is_int(buffer.offset):
-            raise ProblemError(f"{name} has offset '{buffer.offset!r}'; expected an integer or None")
+            raise ProblemError(f"buffer '{buffer.id}' has offset '{buffer.offset!r}'; expected an integer or None")
         start, end, size, alignment = int(buffer.start), int(buffer.end), int(buffer.size), int(buffer.alignment)
         if start < INT64_MIN or end > INT64_MAX:
-            raise ProblemError(f"{name} has lifetime [{start}, {end}) beyond 64-bit program points")
+            raise ProblemError(f"buffer '{buffer.id}' has lifetime [{start}, {end}) beyond 64-bit program points")
         if end <= start:
-            raise ProblemError(f"{name} has end '{end}' <= start '{start}'; lifetimes are half-open [start, end)")
+            raise ProblemError(f"buffer '{buffer.id}' has end '{end}' <= start '{start}'; lifetimes are half-open [start, end)")
         if end - start > INT64_MAX:
-            raise ProblemError(f"{name} lives '{end - start}' program points, beyond the 64-bit limit")
+            raise ProblemError(f"buffer '{buffer.id}' lives '{end - start}' program points, beyond the 64-bit limit")
         if size < 0:
-            raise ProblemError(f"{name} has negative size '{size}'")
+            raise ProblemError(f"buffer '{buffer.id}' has negative size '{size}'")
         if alignment < 1 or alignment & (alignment - 1) or alignment > 2**62:
-            raise ProblemError(f"{name} has alignment '{alignment}'; expected a power of two up to 2^62")
+            raise ProblemError(f"buffer '{buffer.id}' has alignment '{alignment}'; expected a power of two up to 2^62")
         if buffer.offset is not None:
             offset = int(buffer.offset)
             if offset < 0:
-                raise ProblemError(f"{name} is pinned at negative offset '{offset}'")
+                raise ProblemError(f"buffer '{buffer.id}' is pinned at negative offset '{offset}'")
             if offset + size > INT64_MAX:
-                raise ProblemError(f"{name} pinned at '{offset}' ends beyond the 64-bit limit '{INT64_MAX}'")
+                raise ProblemError(f"buffer '{buffer.id}' pinned at '{offset}' ends beyond the 64-bit limit '{INT64_MAX}'")
             highest_pin = max(highest_pin, offset + size)
         stacked += size + alignment - 1
     if stacked + highest_pin > INT64_MAX:
@@ -388,18 +390,18 @@ def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Ha
     return tuple(instance.problem.buffers[live[i]].id for i in sorted(kept))
 
 
-def _fit_search(instance: _Instance, capacity: int, load_time: int | None) -> _Outcome:
+def _fit_search(instance: _Instance, capacity: int, load: tuple) -> _Outcome:
     """Exact fit at ``capacity`` (pins and LOAD already checked)."""
     result = _search(instance, None, capacity, instance.remaining())
     status = _status_of(result)
     if status is Status.OK:
         return _Outcome(Status.OK, _checked(instance, result.offsets, capacity), capacity=capacity)
     if status is Status.INFEASIBLE:
-        core = _core(instance, capacity, load_time)
+        core = _core(instance, capacity, load[1])
         shown = "" if core is None else f"; these {len(core)} buffers cannot fit together: " + ", ".join(f"'{i}'" for i in core[:12]) + (" ..." if len(core) > 12 else "")
         return _Outcome(
             Status.INFEASIBLE,
-            message=f"no layout fits in capacity '{capacity}' although LOAD fits (fragmentation is unavoidable){shown}",
+            message=f"no layout fits in capacity '{capacity}' although LOAD '{load[0]}' does (fragmentation is unavoidable){shown}",
             core=core,
         )
     return _Outcome(Status.TIMEOUT)
@@ -442,7 +444,7 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
         offsets, greedy_name = _best_greedy(instance, GREEDY_ALGORITHMS)
         if _peak(instance.problem, offsets) <= capacity:
             return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{greedy_name} fits, no search needed", capacity=capacity)
-    outcome = _fit_search(instance, capacity, load[1])
+    outcome = _fit_search(instance, capacity, load)
     if outcome.status is not Status.TIMEOUT:
         return outcome
     why = "cancelled" if instance.counters.cancelled else "the search timed out"
@@ -476,7 +478,7 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
                         message="" if optimal else f"greedy peak '{best_peak}', lower bound '{lower}' (greedy proves no optimality)")
 
     if capacity is not None and best_peak > capacity:
-        outcome = _fit_search(instance, capacity, load[1])
+        outcome = _fit_search(instance, capacity, load)
         if outcome.status is Status.INFEASIBLE:
             return outcome
         if outcome.status is Status.TIMEOUT:

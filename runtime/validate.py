@@ -21,6 +21,8 @@ MAX_REPORTED_OVERLAPS = 100
 
 
 def _is_int(value: object) -> bool:
+    if type(value) is int:  # the common case first: this runs per field per buffer
+        return True
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -33,9 +35,9 @@ def _check_buffers(problem: Problem) -> list[str]:
         if buffer.id in seen:
             problems.append(f"{name} appears twice; give every buffer a unique id")
         seen.add(buffer.id)
-        fields = {"start": buffer.start, "end": buffer.end, "size": buffer.size, "alignment": buffer.alignment}
-        bad = [key for key, value in fields.items() if not _is_int(value)]
-        if bad:
+        if not (_is_int(buffer.start) and _is_int(buffer.end) and _is_int(buffer.size) and _is_int(buffer.alignment)):
+            fields = {"start": buffer.start, "end": buffer.end, "size": buffer.size, "alignment": buffer.alignment}
+            bad = [key for key, value in fields.items() if not _is_int(value)]
             problems.append(f"{name} has a non-integer {', '.join(repr(key) for key in bad)}")
             continue
         if buffer.end <= buffer.start:

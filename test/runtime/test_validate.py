@@ -114,3 +114,8 @@ def test_compute_load():
     assert compute_load(Problem([Buffer("x", 0, 5, 8), Buffer("y", 5, 9, 6)])) == (8, 0, ("x",))
     assert compute_load(Problem([Buffer("z", 0, 5, 0)])) == (0, None, ())
     assert compute_load(Problem([])) == (0, None, ())
+
+
+def test_offsets_beyond_64_bits():
+    problem = Problem([Buffer("a", 0, 1, 8)])
+    assert validate(problem, [2**63 - 4]) == ["buffer 'a' ends at '9223372036854775812', beyond 64-bit offsets"]
