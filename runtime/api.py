@@ -28,6 +28,7 @@ Modes
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ MINIMIZE_CALL_SHARE = 0.5
 def _is_int(value: object) -> bool:
     if type(value) is int:  # the common case, checked first: this runs per field per buffer
         return True
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy ints too
 
 
 def _check_problem(problem: Problem) -> None:

@@ -12,6 +12,7 @@ live buffers in the worst case (list insertion), O(n log n) comparisons in pract
 from __future__ import annotations
 
 import bisect
+import numbers
 from collections.abc import Hashable, Sequence
 
 from telamalloc.runtime.problem import INT64_MAX, Problem
@@ -23,7 +24,7 @@ MAX_REPORTED_OVERLAPS = 100
 def _is_int(value: object) -> bool:
     if type(value) is int:  # the common case first: this runs per field per buffer
         return True
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)  # numpy ints too
 
 
 def _check_buffers(problem: Problem) -> list[str]:

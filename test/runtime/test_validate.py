@@ -119,3 +119,11 @@ def test_compute_load():
 def test_offsets_beyond_64_bits():
     problem = Problem([Buffer("a", 0, 1, 8)])
     assert validate(problem, [2**63 - 4]) == ["buffer 'a' ends at '9223372036854775812', beyond 64-bit offsets"]
+
+
+def test_numpy_integers_are_integers_and_booleans_are_not():
+    import numpy as np
+
+    problem = Problem([Buffer("a", np.int64(0), np.int32(3), np.int64(4)), Buffer("b", 0, 3, 4, alignment=np.int64(4))], capacity=8)
+    assert validate(problem, [np.int64(0), 4]) == []
+    assert validate(problem, [True, 4]) == ["buffer 'a' has a non-integer offset 'True'"]
