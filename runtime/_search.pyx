@@ -80,7 +80,7 @@ signals every ~100 ms.
 import numpy as np
 
 cimport cython
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
@@ -130,6 +130,13 @@ ctypedef struct Frame:
     int64_t last_off   # L: offset of the last placed buffer on the path to this node
     int64_t last_rank  # r: its rank (-1 at the root)
     int64_t budget_end # backjumping: node count at which this subtree is abandoned
+    int64_t act_lo     # time window of the component this node branches on
+    int64_t act_hi
+    int64_t rep        # a buffer of that component
+    int64_t btrail     # base-trail height before this node's current child was placed
+    uint64_t key1      # the node's state key (see _expand), for the table of failed states
+    uint64_t key2
+    int64_t jumps      # c.jumps when the node was expanded
 
 
 ctypedef struct Ctx:
@@ -163,9 +170,34 @@ ctypedef struct Ctx:
     Frame* frames
     int64_t* cand
     int64_t* candpos
+    int64_t* candkey
+    int64_t* cut        # start time of each section
     int64_t cand_cap
-    int jumped          # a budgeted run abandoned a subtree: its failure proves nothing
+    int64_t jumps       # subtrees abandoned by backjumping in this run: they prove nothing
+    uint64_t* memo      # table of failed states: pairs of 64-bit keys, direct-mapped
+    uint64_t memo_mask  # number of slots - 1
+    uint64_t salt       # distinguishes groups sharing the table
     int64_t* fail_count # per buffer: how often it was the last placed before a dead end
+    # dynamic decomposition: every unplaced buffer has the base (L, r) of its component's
+    # last placement, and the depth of the node that made it (-1: the root)
+    int dynamic
+    int64_t* st
+    int64_t* en
+    int64_t* by_start
+    int64_t* bL
+    int64_t* bR
+    int64_t* bD
+    int64_t* btrail
+    int64_t btrail_cap
+    int64_t btop
+    int64_t* comp        # scratch: component of each unplaced buffer
+    int64_t* comp_lo
+    int64_t* comp_hi
+    int64_t* comp_mtop
+    int64_t* comp_rep
+    int64_t* lowarg      # scratch: the highest stack top of each section
+    int64_t* porder      # all buffers, by decreasing pos (placed ones anywhere)
+    int64_t cause        # a dead end: a buffer of the component that failed, -1: this node
     # limits and counters
     int64_t nodes
     int64_t backtracks
@@ -246,72 +278,167 @@ cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
     if grown == NULL:
         return -1
     c.candpos = grown
+    grown = <int64_t*>realloc(c.candkey, new_cap * sizeof(int64_t))
+    if grown == NULL:
+        return -1
+    c.candkey = grown
     c.cand_cap = new_cap
     return 0
+
+
+cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
+    x ^= x >> 30
+    x *= 0xBF58476D1CE4E5B9ULL
+    x ^= x >> 27
+    x *= 0x94D049BB133111EBULL
+    x ^= x >> 31
+    return x
 
 
 cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     """Fill frame ``d`` with the children of the current node; return their number.
 
-    Returns 0 for a dead end and -1 when memory runs out.
+    Returns 0 for a dead end (``c.cause`` names a buffer of the component that failed, or
+    -1 when this node itself fails) and -1 when memory runs out.
     """
     cdef Frame* f = &c.frames[d]
-    cdef int64_t L = f.last_off
-    cdef int64_t r = f.last_rank
-    cdef int64_t mtop = INF
-    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, key_r, item
+    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r
     cdef int64_t m = c.m
     cdef int64_t cap = c.capacity
+    cdef int64_t ncomp = 0
+    cdef int64_t reach = -INF
+    cdef int64_t act, cid, limit, key
     cdef int ok
+    cdef uint64_t key1 = c.salt
+    cdef uint64_t key2 = ~c.salt
+    cdef uint64_t h, slot
     f.count = 0
     f.next = 0
+    c.cause = -1
+    # components of the unplaced buffers: maximal time windows their lifetimes connect
+    for q in range(m):
+        k = c.by_start[q]
+        if c.placed[k]:
+            continue
+        if not c.dynamic:
+            if ncomp == 0:
+                c.comp_lo[0] = -INF
+                c.comp_hi[0] = INF
+                c.comp_mtop[0] = INF
+                c.comp_rep[0] = k
+                ncomp = 1
+            c.comp[k] = 0
+            continue
+        if ncomp == 0 or c.st[k] >= reach:
+            c.comp_lo[ncomp] = c.st[k]
+            c.comp_hi[ncomp] = c.en[k]
+            c.comp_mtop[ncomp] = INF
+            c.comp_rep[ncomp] = k
+            reach = c.en[k]
+            ncomp += 1
+        elif c.en[k] > reach:
+            reach = c.en[k]
+            c.comp_hi[ncomp - 1] = reach
+        c.comp[k] = ncomp - 1
     # positions and forced dead ends
     for k in range(m):
         if c.placed[k]:
             continue
         base = c.floor[k]
         if c.canonical:
-            if c.rank[k] > r:
+            L = c.bL[k]
+            if c.rank[k] > c.bR[k]:
                 if L > base:
                     base = L
             elif L + 1 > base:
                 base = L + 1
         if c.fixed[k] >= 0:
             if base > c.fixed[k]:
+                c.cause = k
                 return 0
-            c.pos[k] = c.fixed[k]
-            continue
-        p = (base + c.amask[k]) & ~c.amask[k]
-        top = p + c.size[k]
-        if top > cap:
-            return 0
-        if top < mtop:
-            mtop = top
+            p = c.fixed[k]
+        else:
+            p = (base + c.amask[k]) & ~c.amask[k]
+            top = p + c.size[k]
+            if top > cap:
+                c.cause = k
+                return 0
+            cid = c.comp[k]
+            if top < c.comp_mtop[cid]:
+                c.comp_mtop[cid] = top
         c.pos[k] = p
-    # per-section inference: unplaced buffers of a section stack above their lowest pos
+        h = _mix(<uint64_t>p * 0x9E3779B97F4A7C15ULL + <uint64_t>k)
+        key1 += h
+        key2 += _mix(h ^ 0xD6E8FEB86659FD93ULL)
+    # failed states: whether a solution extends this node depends only on the unplaced
+    # buffers and their positions (each must end up at or above its pos), so an identical
+    # (set, positions) that failed before fails again (128-bit keys)
+    f.key1 = key1
+    f.key2 = key2
+    if c.dominance and c.memo != NULL:
+        slot = (key1 & c.memo_mask) * 2
+        if c.memo[slot] == key1 and c.memo[slot + 1] == key2:
+            return 0
+    # per-section inference: the unplaced buffers of a section all overlap there, so they
+    # stack; those with pos >= h need h + their bytes <= capacity, for every h. Walking the
+    # buffers by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain
+    # "floor + unplaced bytes" rule). ``low`` ends as the slack of each section.
     if c.section_inference:
+        # keep ``porder`` sorted by decreasing pos (insertion sort: it changes little)
+        for q in range(1, m):
+            item = c.porder[q]
+            key_p = c.pos[item] if not c.placed[item] else -1
+            j = q
+            while j > 0:
+                k = c.porder[j - 1]
+                if (c.pos[k] if not c.placed[k] else -1) >= key_p:
+                    break
+                c.porder[j] = k
+                j -= 1
+            c.porder[j] = item
         for s in range(c.ns):
-            c.low[s] = INF
-        for k in range(m):
+            c.low[s] = 0
+            c.lowarg[s] = -INF
+        for q in range(m):
+            k = c.porder[q]
             if c.placed[k]:
                 continue
             p = c.pos[k]
             for s in range(c.sb[k], c.se[k]):
-                if p < c.low[s]:
-                    c.low[s] = p
+                c.low[s] += c.size[k]
+                if p + c.low[s] > c.lowarg[s]:
+                    c.lowarg[s] = p + c.low[s]
+                    if c.lowarg[s] > cap:
+                        c.cause = k
+                        return 0
         for s in range(c.ns):
-            if c.total[s] > 0 and c.low[s] > cap - c.total[s]:
-                return 0
-    # the children, by (pos, rank)
+            if c.total[s] == 0:
+                c.low[s] = INF
+            else:
+                c.low[s] = cap - c.lowarg[s]  # the slack of the section
+    # the component to branch on: the leftmost one
+    act = 0
+    f.act_lo = c.comp_lo[act]
+    f.act_hi = c.comp_hi[act]
+    f.rep = c.comp_rep[act]
+    # a child at p lifts every buffer of the component to p or above: sections that would
+    # then overflow rule the child out before it is expanded (canonical order only)
+    limit = INF
+    if c.canonical and c.section_inference:
+        for s in range(c.ns):
+            if c.total[s] > 0 and c.cut[s] >= f.act_lo and c.cut[s] < f.act_hi:
+                if cap - c.total[s] < limit:
+                    limit = cap - c.total[s]
+    # the children, by (key, pos, rank)
     start = f.start
     if _grow_candidates(c, start + m) != 0:
         return -1
     count = 0
     for k in range(m):
-        if c.placed[k]:
+        if c.placed[k] or c.comp[k] != act:
             continue
         p = c.pos[k]
-        if c.dominance and p >= mtop:
+        if c.dominance and p >= c.comp_mtop[act]:
             continue
         if c.has_pinned and c.fixed[k] < 0:
             top = p + c.size[k]
@@ -323,40 +450,120 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                     break
             if not ok:
                 continue
+        if p > limit:
+            ok = 1
+            for s in range(c.ns):
+                if c.cut[s] < f.act_lo or c.cut[s] >= f.act_hi or c.total[s] == 0:
+                    continue
+                if cap - c.total[s] >= p:
+                    continue
+                if s >= c.sb[k] and s < c.se[k] and c.total[s] == c.size[k]:
+                    continue
+                ok = 0
+                break
+            if not ok:
+                continue
+        key = p
+        if _CHILD_ORDER == 1 and c.section_inference:
+            key = INF
+            for s in range(c.sb[k], c.se[k]):
+                if c.low[s] < key:
+                    key = c.low[s]
         # insertion into the sorted run
         q = start + count
         while q > start:
             item = c.cand[q - 1]
             key_p = c.candpos[q - 1]
-            if key_p < p or (key_p == p and c.rank[item] < c.rank[k]):
+            if c.candkey[q - 1] < key or (c.candkey[q - 1] == key and (key_p < p or (key_p == p and c.rank[item] < c.rank[k]))):
                 break
             c.cand[q] = item
             c.candpos[q] = key_p
+            c.candkey[q] = c.candkey[q - 1]
             q -= 1
         c.cand[q] = k
         c.candpos[q] = p
+        c.candkey[q] = key
         count += 1
     f.count = count
-    f.next = 0
+    if count == 0:
+        c.cause = f.rep
     return count
 
 
+cdef int _set_bases(Ctx* c, int64_t d, int64_t i, int64_t p) noexcept nogil:
+    """Give the unplaced buffers of the branching component the base of placing ``i``."""
+    cdef Frame* f = &c.frames[d]
+    cdef int64_t k
+    cdef int64_t* grown
+    if c.btop + 4 * c.m > c.btrail_cap:
+        grown = <int64_t*>realloc(c.btrail, (c.btrail_cap * 2 + 4 * c.m) * sizeof(int64_t))
+        if grown == NULL:
+            return -1
+        c.btrail = grown
+        c.btrail_cap = c.btrail_cap * 2 + 4 * c.m
+    for k in range(c.m):
+        if c.placed[k] or c.st[k] < f.act_lo or c.en[k] > f.act_hi:
+            continue
+        c.btrail[c.btop] = k
+        c.btrail[c.btop + 1] = c.bL[k]
+        c.btrail[c.btop + 2] = c.bR[k]
+        c.btrail[c.btop + 3] = c.bD[k]
+        c.btop += 4
+        c.bL[k] = p
+        c.bR[k] = c.rank[i]
+        c.bD[k] = d
+    return 0
+
+
+cdef void _undo(Ctx* c, int64_t d, int64_t* trail_top) noexcept nogil:
+    """Take back the child placed at depth ``d``."""
+    cdef Frame* f = &c.frames[d]
+    cdef int64_t k
+    _unplace(c, f.placed, f.trail, trail_top)
+    while c.btop > f.btrail:
+        c.btop -= 4
+        k = c.btrail[c.btop]
+        c.bL[k] = c.btrail[c.btop + 1]
+        c.bR[k] = c.btrail[c.btop + 2]
+        c.bD[k] = c.btrail[c.btop + 3]
+    f.placed = -1
+    c.backtracks += 1
+
+
+cdef inline void _remember_failure(Ctx* c, Frame* f) noexcept nogil:
+    cdef uint64_t slot
+    if c.jumps != f.jumps or not c.dominance or c.memo == NULL:
+        return
+    slot = (f.key1 & c.memo_mask) * 2
+    c.memo[slot] = f.key1
+    c.memo[slot + 1] = f.key2
+
+
 cdef int _run(Ctx* c) noexcept nogil:
-    """One depth-first search over the group from an empty layout."""
+    """One depth-first search over the group from an empty layout.
+
+    Failures jump back soundly across independent components: when a component fails and
+    nothing was placed in it since the node at depth ``bD + 1``, that node fails too.
+    """
     cdef int64_t d = 0
     cdef int64_t trail_top = 0
-    cdef int64_t i, p, got
+    cdef int64_t i, p, got, target, failed_at, k
     cdef int expand = 1
+    cdef int failed
     cdef int64_t run_start = c.nodes
     cdef Frame* f
-    c.jumped = 0
+    c.jumps = 0
+    c.btop = 0
+    for k in range(c.m):
+        c.bL[k] = 0
+        c.bR[k] = -1
+        c.bD[k] = -1
     c.frames[0].start = 0
-    c.frames[0].last_off = 0
-    c.frames[0].last_rank = -1
     c.frames[0].placed = -1
     c.frames[0].budget_end = -1
     while True:
         f = &c.frames[d]
+        failed = 0
         if expand:
             expand = 0
             c.nodes += 1
@@ -369,36 +576,63 @@ cdef int _run(Ctx* c) noexcept nogil:
             got = _expand(c, d)
             if got < 0:
                 return R_TIMEOUT
-            if got == 0 and d > 0:
-                c.fail_count[c.frames[d - 1].placed] += 1
             f.budget_end = -1
-            if c.backjumping and c.budget >= 0 and d > 0:
+            f.jumps = c.jumps
+            if got == 0:
+                failed = 1
+                target = d if c.cause < 0 else c.bD[c.cause] + 1
+                if d > 0:
+                    c.fail_count[c.frames[d - 1].placed] += 1
+            elif c.backjumping and c.budget >= 0 and d > 0:
                 # a subtree may use a sixteenth of the run's budget before it is abandoned
                 f.budget_end = c.nodes + (c.budget >> 4) + 64
         elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
             f.next = f.count  # abandon this subtree: it keeps failing
-            c.jumped = 1
-        if f.next < f.count:
-            i = c.cand[f.start + f.next]
-            p = c.candpos[f.start + f.next]
-            f.next += 1
-            f.trail = trail_top
-            f.placed = i
-            _place(c, i, p, &trail_top)
-            c.frames[d + 1].start = f.start + f.count
-            c.frames[d + 1].last_off = p
-            c.frames[d + 1].last_rank = c.rank[i]
-            c.frames[d + 1].placed = -1
-            d += 1
-            expand = 1
-            continue
+            c.jumps += 1
+        if not failed:
+            if f.next < f.count:
+                i = c.cand[f.start + f.next]
+                p = c.candpos[f.start + f.next]
+                f.next += 1
+                f.trail = trail_top
+                f.btrail = c.btop
+                f.placed = i
+                if _set_bases(c, d, i, p) != 0:
+                    return R_TIMEOUT
+                _place(c, i, p, &trail_top)
+                c.frames[d + 1].start = f.start + f.count
+                c.frames[d + 1].placed = -1
+                d += 1
+                expand = 1
+                continue
+            # every child failed: the branching component has no layout from here
+            target = c.bD[f.rep] + 1
+            _remember_failure(c, f)
+        # the node at depth target fails as well; take back everything placed below it
+        failed_at = d
+        if target > d:
+            target = d
+        while d > target:
+            d -= 1
+            _undo(c, d, &trail_top)
+        if d < failed_at:
+            _remember_failure(c, &c.frames[d])
         if d == 0:
-            return R_BUDGET if c.jumped else R_INFEASIBLE
+            return R_BUDGET if c.jumps else R_INFEASIBLE
         d -= 1
-        f = &c.frames[d]
-        _unplace(c, f.placed, f.trail, &trail_top)
-        f.placed = -1
-        c.backtracks += 1
+        _undo(c, d, &trail_top)
+
+
+cdef int _CHILD_ORDER = 0
+
+
+def _set_child_order(value):
+    global _CHILD_ORDER
+    _CHILD_ORDER = value
+
+
+DYNAMIC_DECOMPOSITION_LIMIT = 4096  # groups above this size are not split dynamically
+_FIRST_ORDERING = 0  # experiments only: which portfolio ordering an unrestarted run uses
 
 
 def _hash_ties(n, seed):
@@ -464,6 +698,8 @@ cdef class _Group:
         self.ctx.frames = NULL
         self.ctx.cand = NULL
         self.ctx.candpos = NULL
+        self.ctx.candkey = NULL
+        self.ctx.btrail = NULL
 
     def __dealloc__(self):
         if self.ctx.frames != NULL:
@@ -472,6 +708,10 @@ cdef class _Group:
             free(self.ctx.cand)
         if self.ctx.candpos != NULL:
             free(self.ctx.candpos)
+        if self.ctx.candkey != NULL:
+            free(self.ctx.candkey)
+        if self.ctx.btrail != NULL:
+            free(self.ctx.btrail)
 
 
 cdef int64_t* _ptr(object array):
@@ -531,6 +771,15 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         trail_idx=np.zeros(len(a) + 1, dtype=np.int64),
         trail_old=np.zeros(len(a) + 1, dtype=np.int64),
         rank=ranks[0].copy(), fail_count=np.zeros(m, dtype=np.int64),
+        st=np.ascontiguousarray(st), en=np.ascontiguousarray(en),
+        by_start=np.ascontiguousarray(order.astype(np.int64)),
+        bL=np.zeros(m, dtype=np.int64), bR=np.zeros(m, dtype=np.int64),
+        bD=np.zeros(m, dtype=np.int64), comp=np.zeros(m, dtype=np.int64),
+        comp_lo=np.zeros(m, dtype=np.int64), comp_hi=np.zeros(m, dtype=np.int64),
+        comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
+        lowarg=np.zeros(ns, dtype=np.int64),
+        cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
+        porder=np.arange(m, dtype=np.int64),
     )
     g.arrays = (arrays, ranks)
     c.m = m
@@ -559,11 +808,33 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.trail_idx = _ptr(arrays["trail_idx"])
     c.trail_old = _ptr(arrays["trail_old"])
     c.fail_count = _ptr(arrays["fail_count"])
+    # dynamic decomposition keeps a trail of bases that can grow quadratically: big groups
+    # go without it
+    c.dynamic = int(bool(params.decomposition) and m <= DYNAMIC_DECOMPOSITION_LIMIT)
+    c.st = _ptr(arrays["st"])
+    c.en = _ptr(arrays["en"])
+    c.by_start = _ptr(arrays["by_start"])
+    c.bL = _ptr(arrays["bL"])
+    c.bR = _ptr(arrays["bR"])
+    c.bD = _ptr(arrays["bD"])
+    c.comp = _ptr(arrays["comp"])
+    c.comp_lo = _ptr(arrays["comp_lo"])
+    c.comp_hi = _ptr(arrays["comp_hi"])
+    c.comp_mtop = _ptr(arrays["comp_mtop"])
+    c.comp_rep = _ptr(arrays["comp_rep"])
+    c.lowarg = _ptr(arrays["lowarg"])
+    c.cut = _ptr(arrays["cut"])
+    c.porder = _ptr(arrays["porder"])
+    c.btrail_cap = 16 * (m + 1)
+    c.btrail = <int64_t*>malloc(c.btrail_cap * sizeof(int64_t))
+    if c.btrail == NULL:
+        raise MemoryError()
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
     c.cand_cap = 4 * (m + 1)
     c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
     c.candpos = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    if c.frames == NULL or c.cand == NULL or c.candpos == NULL:
+    c.candkey = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
+    if c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.candkey == NULL:
         raise MemoryError()
     c.nodes = 0
     c.backtracks = 0
@@ -581,9 +852,13 @@ cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
         c.total[k] = total0[k]
 
 
-cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts):
+cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts,
+                      uint64_t[::1] memo, uint64_t salt):
     """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
     cdef Ctx* c = &g.ctx
+    c.memo = &memo[0]
+    c.memo_mask = memo.shape[0] // 2 - 1
+    c.salt = _mix(salt * 0x9E3779B97F4A7C15ULL + 1)
     cdef int result
     cdef int64_t budget = 2000
     cdef int64_t run = 0
@@ -609,7 +884,7 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
                 rank[:] = base
             c.budget = budget
         else:
-            rank[:] = ranks[0]
+            rank[:] = ranks[_FIRST_ORDERING % len(ranks)]
             c.budget = -1
         _reset(c, total0_ptr)
         with nogil:
@@ -651,6 +926,9 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     cdef int cancelled = 0
     cdef _Group g
     offsets = np.zeros(n, dtype=np.int64)
+    # the table of failed states: 2**20 slots (16 MiB) for real problems, small for tiny ones
+    memo = np.zeros(2 * (1 << (20 if n > 64 else 10)), dtype=np.uint64)
+    cdef uint64_t salt = 0
     if params.decomposition:
         groups = _groups(starts, ends)
     else:
@@ -658,7 +936,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     for members in groups:
         index = np.array(members, dtype=np.int64)
         g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params)
-        result = _solve_group(g, params, deadline, cancel_ptr, &restarts)
+        result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt)
+        salt += 0x10000
         nodes += g.ctx.nodes
         backtracks += g.ctx.backtracks
         if g.ctx.cancelled:
