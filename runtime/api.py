@@ -172,6 +172,7 @@ class _Instance:
     cancel: np.ndarray | None
     deadline: float | None  # time.monotonic() value, None without a time limit
     counters: _Counters = field(default_factory=_Counters)
+    greedy_layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # computed once per algorithm
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -280,8 +281,10 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     """The greedy layout with the lowest peak (ties: the first algorithm listed)."""
     best = None
     for algorithm in algorithms:
-        live_offsets = _greedy.greedy(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed, algorithm)
-        offsets = instance.full_offsets(live_offsets.tolist())
+        if algorithm not in instance.greedy_layouts:
+            live_offsets = _greedy.greedy(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed, algorithm)
+            instance.greedy_layouts[algorithm] = instance.full_offsets(live_offsets.tolist())
+        offsets = instance.greedy_layouts[algorithm]
         if best is None or _peak(instance.problem, offsets) < _peak(instance.problem, best[0]):
             best = (offsets, algorithm)
     return best
