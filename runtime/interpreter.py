@@ -39,7 +39,9 @@ every output (results and main-memory arguments) bit for bit.
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,17 +76,48 @@ from xdsl.interpreter import (
     impl,
     register_impls,
 )
-from xdsl.interpreters.arith import ArithFunctions
-from xdsl.interpreters.builtin import BuiltinFunctions
-from xdsl.interpreters.cf import CfFunctions
-from xdsl.interpreters.func import FuncFunctions
-from xdsl.interpreters.scf import ScfFunctions
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.dialects import scratchpad
 from telamalloc.runtime.kernels import KernelError, run_kernel
+
+
+def _import_xdsl_interpreters() -> tuple[type[InterpreterFunctions], ...]:
+    """xDSL's interpreters for arith, builtin, cf, func and scf.
+
+    `xdsl/interpreters/__init__.py` imports every interpreter xDSL has (RISC-V, PDL,
+    linalg, ...), which doubles tela-run's start-up time. When nothing imported that
+    package yet, its five modules we need are loaded under a bare stand-in for the
+    package, which is then dropped from `sys.modules`: a later `import
+    xdsl.interpreters` runs the real `__init__` and finds these modules in place.
+    """
+    if "xdsl.interpreters" in sys.modules:
+        return _load_interpreter_classes()
+    spec = importlib.util.find_spec("xdsl.interpreters")
+    if spec is None or spec.submodule_search_locations is None:
+        return _load_interpreter_classes()
+    sys.modules["xdsl.interpreters"] = importlib.util.module_from_spec(spec)
+    try:
+        return _load_interpreter_classes()
+    finally:
+        del sys.modules["xdsl.interpreters"]
+
+
+def _load_interpreter_classes() -> tuple[type[InterpreterFunctions], ...]:
+    from xdsl.interpreters.arith import ArithFunctions
+    from xdsl.interpreters.builtin import BuiltinFunctions
+    from xdsl.interpreters.cf import CfFunctions
+    from xdsl.interpreters.func import FuncFunctions
+    from xdsl.interpreters.scf import ScfFunctions
+
+    return ArithFunctions, BuiltinFunctions, CfFunctions, FuncFunctions, ScfFunctions
+
+
+ArithFunctions, BuiltinFunctions, CfFunctions, FuncFunctions, ScfFunctions = (
+    _import_xdsl_interpreters()
+)
 
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer

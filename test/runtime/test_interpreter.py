@@ -4,6 +4,8 @@ Programs are parsed in-process; lowered IR is written by hand (scratchpad.arena 
 scratchpad.view, memref.alloc and memref.view) or produced by the telamalloc passes.
 """
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +87,22 @@ def inputs_4x4(seed: int = 7) -> list[np.ndarray]:
 
 # --------------------------------------------------------------------------------------
 # Running programs
+
+
+def test_importing_the_interpreter_leaves_xdsl_interpreters_importable():
+    # The interpreter loads five of xDSL's interpreter modules without the package's
+    # __init__ (start-up time); the real package must still import completely afterwards.
+    code = (
+        "import sys, telamalloc.runtime.interpreter as ours; "
+        "assert 'xdsl.interpreters' not in sys.modules; "
+        "assert 'xdsl.interpreters.riscv' not in sys.modules; "
+        "import xdsl.interpreters as package; "
+        "assert package.arith.ArithFunctions is ours.ArithFunctions; "
+        "assert callable(package.register_implementations); "
+        "import xdsl.interpreters.riscv; print('ok')"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.stdout.strip() == "ok", completed.stderr
 
 
 def test_unplanned_program_computes_relu_of_matmul():
