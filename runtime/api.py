@@ -566,6 +566,8 @@ def solve(
         outcome = _fit(instance, capacity, algorithm, load, greedy_first)
     else:
         outcome = _minimize(instance, capacity, algorithm, load)
+    if outcome.capacity is None:
+        outcome.capacity = capacity
     return _solution(instance, outcome, load[0], algorithm, mode, time.perf_counter() - started)
 
 
