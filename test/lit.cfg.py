@@ -39,3 +39,24 @@ for tool, command in _TOOLS.items():
 # Keep the environment's PYTHONPATH, if any (an uninstalled checkout may rely on it).
 if "PYTHONPATH" in os.environ:
     config.environment["PYTHONPATH"] = os.environ["PYTHONPATH"]  # noqa: F821
+
+# Upstream MLIR (the `mlir` extra): the `mlir-opt` feature marks tests that need its tools;
+# without them lit reports those tests as UNSUPPORTED.
+import importlib.util  # noqa: E402
+
+_mlir_spec = importlib.util.find_spec("mlir")
+_mlir_dirs = list(_mlir_spec.submodule_search_locations or []) if _mlir_spec else []
+config.substitutions.append(  # noqa: F821
+    (r"(?<![\w./-])tela-mlir(?![\w./-])", f"{python} -m telamalloc.interop")
+)
+if _mlir_dirs and os.path.isfile(os.path.join(_mlir_dirs[0], "bin", "mlir-opt")):
+    config.available_features.add("mlir-opt")  # noqa: F821
+    for _tool in ("mlir-opt", "mlir-runner"):
+        config.substitutions.append(  # noqa: F821
+            (rf"(?<![\w./-]){_tool}(?![\w./-])", shlex.quote(os.path.join(_mlir_dirs[0], "bin", _tool)))
+        )
+    config.substitutions.append(("%mlir_lib", shlex.quote(os.path.join(_mlir_dirs[0], "lib"))))  # noqa: F821
+    from telamalloc.interop.pipelines import LLVM_PIPELINE, LOOPS_PIPELINE  # noqa: E402
+
+    config.substitutions.append(("%loops_pipeline", shlex.quote(LOOPS_PIPELINE)))  # noqa: F821
+    config.substitutions.append(("%llvm_pipeline", shlex.quote(LLVM_PIPELINE)))  # noqa: F821

@@ -1,0 +1,58 @@
+"""Interop with upstream MLIR: embed telamalloc in MLIR-based compilers.
+
+Two layers:
+- `telamalloc.interop.generic` (no extra dependency): MLIR text in the generic op form
+  to and from xDSL modules, and `plan_generic(text, ...)`, text in, planned text out;
+- `telamalloc.interop.mlir_bindings` (the `mlir` extra): `plan_mlir_module(module, ...)`
+  takes an `mlir.ir.Module` and returns the planned module in the same MLIR context;
+  `to_xdsl` / `to_mlir` convert modules; `run_pipeline` and `run_jit` drive MLIR's own
+  passes and JIT.
+
+`LOOPS_PIPELINE` brings tensor-level linalg to the loops xDSL knows, `LLVM_PIPELINE` takes
+loops to LLVM for the JIT (`telamalloc.interop.pipelines`).
+
+From the command line, `python -m telamalloc.interop to-mlir FILE` writes any module xDSL
+reads (e.g. `tela-opt` output) in the generic form that `mlir-opt
+--allow-unregistered-dialect` parses, and `python -m telamalloc.interop from-mlir FILE`
+reads MLIR's generic form back into xDSL's custom form.
+"""
+
+from telamalloc.interop.generic import (
+    MEMORY_SPACE_PREFIX,
+    InteropError,
+    parse_generic,
+    plan_generic,
+    plan_xdsl_module,
+    print_generic,
+    xdsl_context,
+)
+from telamalloc.interop.mlir_bindings import (
+    have_mlir_bindings,
+    mlir_context,
+    parse_mlir,
+    plan_mlir_module,
+    run_jit,
+    run_pipeline,
+    to_mlir,
+    to_xdsl,
+)
+from telamalloc.interop.pipelines import LLVM_PIPELINE, LOOPS_PIPELINE
+
+__all__ = [
+    "LLVM_PIPELINE",
+    "LOOPS_PIPELINE",
+    "MEMORY_SPACE_PREFIX",
+    "InteropError",
+    "have_mlir_bindings",
+    "mlir_context",
+    "parse_generic",
+    "parse_mlir",
+    "plan_generic",
+    "plan_mlir_module",
+    "plan_xdsl_module",
+    "print_generic",
+    "run_jit",
+    "run_pipeline",
+    "to_mlir",
+    "to_xdsl",
+]

@@ -1,0 +1,251 @@
+"""Embedding telamalloc in compilers built on upstream MLIR's Python bindings.
+
+Needs the `mlir` extra (`pip install 'telamalloc[mlir]'`): the LLVM project's MLIR Python
+bindings (import name `mlir`). Modules cross between MLIR and xDSL in the generic op form
+(`telamalloc.interop.generic`); the planned module comes back in the caller's MLIR
+context, so the compiler keeps running its own passes on it::
+
+    from mlir import ir, passmanager
+    from telamalloc.interop import LOOPS_PIPELINE, plan_mlir_module
+
+    with ir.Context() as ctx:
+        module = ir.Module.parse(linalg_on_tensors_text)
+        passmanager.PassManager.parse(LOOPS_PIPELINE).run(module.operation)
+        planned = plan_mlir_module(module, mode="minimize")  # same context, verified
+        # planned: one `memref.alloc` arena per function, buffers as `memref.view`s
+
+Limits: only ops xDSL knows cross (see `telamalloc.interop.generic`); the JIT helper
+`run_jit` runs functions whose arguments are statically shaped memrefs in the default
+memory space and that return nothing (destination-passing style).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from telamalloc.interop.generic import InteropError, parse_generic, plan_xdsl_module, print_generic
+from telamalloc.interop.pipelines import LLVM_PIPELINE
+
+if TYPE_CHECKING:
+    from mlir import ir
+
+INSTALL_HINT = "install them with: pip install 'telamalloc[mlir]'"
+
+
+def have_mlir_bindings() -> bool:
+    """Whether the upstream MLIR Python bindings (module `mlir`) can be imported."""
+    try:
+        import mlir.ir  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _require_bindings() -> None:
+    if not have_mlir_bindings():
+        raise InteropError(f"the upstream MLIR Python bindings are not installed; {INSTALL_HINT}")
+
+
+def mlir_context(context: ir.Context | None = None) -> ir.Context:
+    """`context`, else the current MLIR context, else a new one; it allows our dialect.
+
+    Sets `allow_unregistered_dialects` (an attribute, not a constructor argument), which
+    the `scratchpad.*` attributes and ops need.
+    """
+    _require_bindings()
+    from mlir import ir
+
+    if context is None:
+        context = ir.Context.current or ir.Context()
+    context.allow_unregistered_dialects = True
+    return context
+
+
+def to_xdsl(module: ir.Module | ir.Operation | str, *, allow_unregistered: bool = False) -> ModuleOp:
+    """The xDSL module of an MLIR module (or of its text), through the generic form."""
+    if isinstance(module, str):
+        return parse_generic(module, allow_unregistered=allow_unregistered)
+    _require_bindings()
+    operation = getattr(module, "operation", module)
+    text = operation.get_asm(print_generic_op_form=True)
+    return parse_generic(text, source="<mlir module>", allow_unregistered=allow_unregistered)
+
+
+def to_mlir(module: ModuleOp, context: ir.Context | None = None) -> ir.Module:
+    """The MLIR module of an xDSL module, parsed and verified in `context` (see `mlir_context`).
+
+    Raises `InteropError` with MLIR's diagnostic when MLIR rejects the module.
+    """
+    return parse_mlir(print_generic(module), context)
+
+
+def parse_mlir(text: str, context: ir.Context | None = None) -> ir.Module:
+    """Parses `text` in `context` and verifies it; MLIR's diagnostics become `InteropError`."""
+    context = mlir_context(context)
+    from mlir import ir
+
+    with context:
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as error:
+            raise InteropError(f"upstream MLIR rejects the module: {_one_line(error)}") from None
+        if not module.operation.verify():
+            raise InteropError("upstream MLIR rejects the module: verification failed")
+    return module
+
+
+def plan_mlir_module(
+    module: ir.Module | str,
+    *,
+    context: ir.Context | None = None,
+    capacity: int | None = None,
+    alignment: int | None = None,
+    mode: str = "fit",
+    time_limit: float | None = None,
+    algorithm: str = "telamalloc",
+    lower: bool = True,
+    allow_unregistered: bool = False,
+) -> ir.Module:
+    """Plans an MLIR module with telamalloc; returns a new, verified MLIR module.
+
+    `module` is an `mlir.ir.Module` (left unchanged; the result lives in its context) or
+    MLIR text (the result lives in `context`, else the current context, else a new one).
+    Runs `tela-plan`, then `tela-lower` unless `lower=False`, with the options of
+    `telamalloc.passes.plan_module`: plain upstream memrefs without a
+    `#scratchpad.target` need no capacity in minimize mode. Raises `InteropError` when
+    the module cannot cross, `ValueError` for an invalid option and `PassFailedAtOp` (a
+    `PassFailedException`) when planning fails.
+    """
+    _require_bindings()
+    if not isinstance(module, str):
+        context = module.context
+    xdsl_module = to_xdsl(module, allow_unregistered=allow_unregistered)
+    plan_xdsl_module(
+        xdsl_module,
+        capacity=capacity,
+        alignment=alignment,
+        mode=mode,
+        time_limit=time_limit,
+        algorithm=algorithm,
+        lower=lower,
+    )
+    return to_mlir(xdsl_module, context)
+
+
+def run_pipeline(module: ir.Module, pipeline: str) -> None:
+    """Runs an MLIR pass pipeline on `module` in place; failures become `InteropError`."""
+    _require_bindings()
+    from mlir import ir, passmanager
+
+    with module.context:
+        try:
+            manager = passmanager.PassManager.parse(pipeline)
+        except ValueError as error:
+            raise InteropError(f"invalid MLIR pass pipeline: {_one_line(error)}") from None
+        try:
+            manager.run(module.operation)
+        except ir.MLIRError as error:
+            raise InteropError(f"MLIR pipeline failed: {_one_line(error)}") from None
+
+
+_DTYPES = {
+    "f16": np.float16,
+    "f32": np.float32,
+    "f64": np.float64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "index": np.int64,
+}
+
+
+def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None:
+    """Compiles `module` with MLIR's JIT and calls `@entry` on `arrays`, in place.
+
+    `module` is not changed (a copy is lowered with `LLVM_PIPELINE`). Each array must
+    have its argument's static shape and element type and be C-contiguous: outputs are
+    written into the arrays. The function must return nothing.
+    """
+    _require_bindings()
+    from mlir import execution_engine, ir
+    from mlir import runtime as mlir_runtime
+
+    with module.context:
+        lowered = ir.Module.parse(str(module))
+        function = _find_function(lowered, entry)
+        _check_jit_arguments(function, entry, arrays)
+        function.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        run_pipeline(lowered, LLVM_PIPELINE)
+        engine = execution_engine.ExecutionEngine(lowered, opt_level=2)
+        descriptors = [
+            ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(array)))
+            for array in arrays
+        ]
+        engine.invoke(entry, *descriptors)
+
+
+def _find_function(module: ir.Module, entry: str) -> ir.Operation:
+    from mlir import ir
+
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+            return op.operation
+    raise InteropError(f"no function '@{entry}' in the module; pass the name of a func.func")
+
+
+def _check_jit_arguments(function: ir.Operation, entry: str, arrays: Sequence[np.ndarray]) -> None:
+    from mlir import ir
+
+    function_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    if function_type.results:
+        raise InteropError(
+            f"'@{entry}' returns values; the JIT helper needs destination-passing style "
+            "(run MLIR's buffer-results-to-out-params)"
+        )
+    if len(function_type.inputs) != len(arrays):
+        raise InteropError(f"'@{entry}' takes {len(function_type.inputs)} arguments but {len(arrays)} arrays are given")
+    for index, (type_, array) in enumerate(zip(function_type.inputs, arrays, strict=True)):
+        if not ir.MemRefType.isinstance(type_):
+            raise InteropError(f"argument #{index} of '@{entry}' is '{type_}'; the JIT helper takes memrefs only")
+        memref_type = ir.MemRefType(type_)
+        if memref_type.memory_space is not None:
+            raise InteropError(
+                f"argument #{index} of '@{entry}' is in memory space '{memref_type.memory_space}'; "
+                "the JIT runs main-memory memrefs only"
+            )
+        expected_dtype = _DTYPES.get(str(memref_type.element_type))
+        if expected_dtype is None or array.dtype != expected_dtype:
+            raise InteropError(
+                f"argument #{index} of '@{entry}' has element type '{memref_type.element_type}' "
+                f"but the array has dtype '{array.dtype}'"
+            )
+        if tuple(memref_type.shape) != array.shape or not array.flags.c_contiguous:
+            raise InteropError(
+                f"argument #{index} of '@{entry}' has shape {tuple(memref_type.shape)} "
+                f"but the array has shape {array.shape} (C-contiguous: {array.flags.c_contiguous})"
+            )
+
+
+def _one_line(error: Exception) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith("Unable to parse") and not line.endswith(":")] or lines
+    return lines[0] if lines else type(error).__name__
+
+
+__all__ = [
+    "INSTALL_HINT",
+    "have_mlir_bindings",
+    "mlir_context",
+    "parse_mlir",
+    "plan_mlir_module",
+    "run_jit",
+    "run_pipeline",
+    "to_mlir",
+    "to_xdsl",
+]

@@ -1,0 +1,45 @@
+"""Upstream MLIR pass pipelines (for `PassManager.parse` or `mlir-opt --pass-pipeline`).
+
+They are plain strings, usable without the Python bindings (e.g. with `mlir-opt`).
+"""
+
+LOOPS_PIPELINE = (
+    "builtin.module("
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-results-to-out-params{modify-public-functions=true hoist-static-allocs=true},"
+    "convert-linalg-to-loops,"
+    "lower-affine,"
+    "canonicalize,"
+    "cse)"
+)
+"""Tensor-level linalg (named ops, `linalg.generic`, `tensor.empty`) to memrefs and
+scf loops of func/scf/arith/memref ops, which xDSL 0.74 and the telamalloc interpreter
+know:
+- `one-shot-bufferize` turns tensors into `memref.alloc`s (identity layouts, so that
+  function signatures stay plain memrefs);
+- `buffer-results-to-out-params` turns returned buffers into output arguments
+  (destination-passing style), and reuses the caller's buffer instead of an alloc;
+- `convert-linalg-to-loops` and `lower-affine` leave scf loops with arith index math.
+It inserts no deallocs: run telamalloc before MLIR's `buffer-deallocation-pipeline`, so
+that a buffer's last use ends its lifetime (the arena of `tela-lower` is freed at the
+function's return). Deallocs inserted by that pipeline sit at the end of the block and
+would make every temporary live to the end."""
+
+LLVM_PIPELINE = (
+    "builtin.module("
+    "convert-scf-to-cf,"
+    "expand-strided-metadata,"
+    "finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,"
+    "convert-func-to-llvm,"
+    "convert-cf-to-llvm,"
+    "reconcile-unrealized-casts)"
+)
+"""Loops over memrefs (before or after telamalloc) to the LLVM dialect, for the JIT
+(`mlir.execution_engine.ExecutionEngine`) or `mlir-runner`. `memref.view` of the arena
+becomes pointer arithmetic via `expand-strided-metadata`. Memrefs must be in the
+default memory space: LLVM lowering accepts no string memory space, so this pipeline is
+for main-memory IR (plain upstream memrefs planned without a `#scratchpad.target`)."""
+
+__all__ = ["LLVM_PIPELINE", "LOOPS_PIPELINE"]
