@@ -375,9 +375,57 @@ class Machine:
                 f"'{self.buffer_names[writer]}' wrote them last; the two buffers overlap "
                 "while both are live, check their planned offsets"
             )
-        violation = ShadowViolation(message, op)
+        self._violation(op, message)
+
+    def check_disjoint(
+        self,
+        op: Operation,
+        read: Sequence[tuple[MemRef, str]],
+        written: Sequence[tuple[MemRef, str]],
+    ) -> None:
+        """An op's outputs must not share bytes with its other operands.
+
+        A kernel or DMA engine streams: it may write an output while it still reads its
+        inputs, so an output that overlaps a *different* buffer among the operands is a
+        hazard (the planner's half-open lifetimes make both live at the op). The same
+        buffer as input and output (`ins(%a) outs(%a)`) is an explicit in-place update
+        and allowed.
+        """
+        if not self.shadow:
+            return
+        for index, (output, output_what) in enumerate(written):
+            for other, other_what in [*read, *written[:index]]:
+                if other.buffer == output.buffer:
+                    continue
+                overlap = self._overlap(output, other)
+                if overlap is None:
+                    continue
+                low, high = overlap
+                message = (
+                    f"'{op.name}' writes {output_what} (buffer '{self.buffer_names[output.buffer]}') "
+                    f"over bytes [{low}, {high}) of the {output.storage.name} that also hold "
+                    f"{other_what} (buffer '{self.buffer_names[other.buffer]}'); an op may "
+                    "write while it reads, so its operands must not share bytes, check their "
+                    "planned offsets"
+                )
+                self._violation(op, message)
+
+    def _overlap(self, first: MemRef, second: MemRef) -> tuple[int, int] | None:
+        """[low, high) spanning the bytes two views share, or None."""
+        if first.storage is not second.storage or 0 in first.shape or 0 in second.shape:
+            return None
+        first_low, first_high = first.byte_extent()
+        second_low, second_high = second.byte_extent()
+        if first_high <= second_low or second_high <= first_low:
+            return None
+        shared = np.intersect1d(self._addresses(first), self._addresses(second))
+        if shared.size == 0:
+            return None
+        return int(shared.min()), int(shared.max()) + 1
+
+    def _violation(self, op: Operation, message: str) -> None:
         if not self.collect:
-            raise violation
+            raise ShadowViolation(message, op)
         if len(self.violations) < MAX_VIOLATIONS:
             self.violations.append(Violation(message, op_location(op, "<input>")))
 
@@ -766,6 +814,7 @@ def copy_between(machine: Machine, op: Operation, source: MemRef, destination: M
             op,
         )
     machine.check_read(op, source, "source")
+    machine.check_disjoint(op, [(source, "source")], [(destination, "destination")])
     destination.array()[...] = source.array()
     machine.record_write(destination)
 
@@ -817,8 +866,12 @@ class ScratchpadFunctions(InterpreterFunctions):
         params: dict[str, Any] = {}
         if isinstance(op.params, DictionaryAttr):
             params = {key: _param_value(op, key, value) for key, value in op.params.data.items()}
-        for index, value in enumerate(ins):
-            self.machine.check_read(op, value, f'input #{index} of kernel "{op.kernel_name}"')
+        kernel = f'kernel "{op.kernel_name}"'
+        read = [(value, f"input #{index} of {kernel}") for index, value in enumerate(ins)]
+        written = [(value, f"output #{index} of {kernel}") for index, value in enumerate(outs)]
+        for value, what in read:
+            self.machine.check_read(op, value, what)
+        self.machine.check_disjoint(op, read, written)
         try:
             run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
         except KernelError as error:
