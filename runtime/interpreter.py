@@ -4,32 +4,43 @@ Memory model
 - Main memory: every entry-function argument is a separate numpy array; so is every
   allocation the program does not place in the scratchpad (a `memref.alloc` without a
   memory space, a `memref.get_global`).
-- Scratchpad: one byte array per scratchpad memory space, of the target's capacity
-  (`#scratchpad.target` on the module or entry function, else the `capacity` given to
-  `run_program`, else just large enough). Arenas (`scratchpad.arena`, or a 1-D `i8`
-  `memref.alloc` in `#scratchpad.space`) are placed in it one after another, and a
-  `scratchpad.alloc` that carries a planned `offset` lives at that offset. Every buffer
-  is a typed numpy view of those bytes (`MemRef`), so the kernels compute on the very
-  bytes the plan assigned.
-- Before planning (or with `honor_offsets=False`), each `scratchpad.alloc` gets private
-  storage of its own: the reference for the differential check.
+- Scratchpad: one byte array per scratchpad memory space. Arenas (`scratchpad.arena`, or
+  a 1-D `i8` `memref.alloc` that views are cut from, e.g. the one `tela-lower` emits)
+  are placed in it one after another, and an allocation that carries a planned offset
+  (`scratchpad.alloc ... offset N`, `memref.alloc {scratchpad.offset = N}`) lives at that
+  offset. Every buffer is a typed numpy view of those bytes (`MemRef`), so the kernels
+  compute on the very bytes the plan assigned. The capacity (`capacity` given to
+  `run_program`, else the `#scratchpad.target`'s, else none) is enforced when arenas and
+  planned buffers are placed; the byte array itself is only as large as the program
+  needs.
+- Before planning (or with `honor_offsets=False`), each allocation gets private storage
+  of its own: the reference for the differential check.
 
 Shadow memory. Every byte of every storage remembers the buffer that wrote it last.
 A buffer is an allocation (`scratchpad.alloc`, `memref.alloc`, an argument, a global) or
 a view (`scratchpad.view`, `memref.view`): a view's identity is its
 `scratchpad.buffer = "<id>"` attribute (the lowering pass tags each view so), else the
-view op itself. Subviews and casts keep their source's identity. A read of a byte whose
-last writer is another buffer (or that nobody wrote) is a `ShadowViolation` naming both
-buffers, the op and the byte range: with a correct plan a buffer only ever reads its own
-bytes. Accesses outside a storage, a view past its arena's end, or an index out of a
-memref's bounds are `InterpreterError`s.
+view op itself. Subviews and casts keep their source's identity. Two rules, each a
+`ShadowViolation` naming both buffers, the op and the byte range:
+- a read of a byte whose last writer is another buffer (or that nobody wrote): with a
+  correct plan a buffer only ever reads its own bytes;
+- an op (kernel, DMA, copy) whose output shares bytes with a different operand: an
+  accelerator may write outputs while it still reads inputs, and the planner's half-open
+  lifetimes make an op's operands live at the same point. The same buffer as input and
+  output is an explicit in-place update and allowed.
+Element loads and stores are checked element by element, so an element-wise loop that
+reads each element before writing the same element of an overlapping buffer is (rightly)
+not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
+a memref's bounds are `InterpreterError`s.
 
-Limits. Only the ops of func, scf, cf (br, cond_br), arith (xDSL's set plus float ops rounded to their
-type and the float/int casts), memref (alloc, alloca, dealloc, load, store, copy, view,
-subview, cast, memory_space_cast, collapse/expand_shape with static shapes, dim, rank,
-get_global) and scratchpad run; element types are i1/i8/i16/i32/i64 (signless or signed
-as signed, unsigned as unsigned), index (64-bit), f16, f32 and f64. Scalar float
-arithmetic follows IEEE rounding of the result type.
+Limits. Only the ops of func, scf, cf (br, cond_br), arith (xDSL's set plus float ops
+rounded to their type and the float/int casts), memref (alloc, alloca, dealloc, load,
+store, copy, view, subview, cast, memory_space_cast, collapse/expand_shape with static
+shapes, dim, rank, get_global) and scratchpad run; element types are i1/i8/i16/i32/i64
+(signless or signed as signed, unsigned as unsigned), index (64-bit), f16, f32 and f64.
+Scalar float arithmetic follows IEEE rounding of the result type. Kernels run atomically
+(inputs are read in full before outputs are written), which is why the second rule above
+exists: the interpreter itself cannot observe a streaming hazard.
 
 Verification (`verify_program`): plan and lower a copy of the program with the
 telamalloc passes, run the original (private storage per buffer) and the lowered program
