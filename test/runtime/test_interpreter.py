@@ -490,6 +490,22 @@ def test_planned_scratchpad_allocs_run_at_their_offsets():
     run_program(module, inputs=inputs_4x4(), honor_offsets=False)
 
 
+@pytest.mark.parametrize("name", ["conv_relu_pool", "upstream_loops"])
+def test_planned_but_not_lowered_programs_run_at_their_offsets(name):
+    # After tela-plan alone, scratchpad.alloc (offset) and memref.alloc
+    # (scratchpad.offset) buffers share one memory at their planned offsets.
+    original = example(name)
+    planned = original.clone()
+    plan_module(planned, mode="minimize")
+    before, after = run_program(original), run_program(planned)
+    assert [o.value.tobytes() for o in before.outputs] == [o.value.tobytes() for o in after.outputs]
+    assert 0 < after.arena_bytes == max(
+        _offset(op) + (op.byte_size() if isinstance(op, scratchpad.AllocOp)
+                       else scratchpad.memref_byte_size(op.results[0].type))
+        for op in _planned_buffers(planned).values()
+    )
+
+
 def test_verify_lowered_accepts_a_correct_hand_written_layout():
     report = verify_lowered(parse(UNPLANNED), parse(lowered_by_hand(0, 64, 128)))
     assert report.ok
