@@ -34,7 +34,7 @@ not flagged. Accesses outside a storage, a view past its arena's end, or an inde
 a memref's bounds are `InterpreterError`s.
 
 Limits. Only the ops of func, scf, cf (br, cond_br), arith (xDSL's set plus float ops
-rounded to their type and the float/int casts), memref (alloc, alloca, dealloc, load,
+rounded to their type, the float/int casts, trunci, extsi and extui), memref (alloc, alloca, dealloc, load,
 store, copy, view, subview, cast, memory_space_cast, collapse/expand_shape with static
 shapes, dim, rank, get_global) and scratchpad run; element types are i1/i8/i16/i32/i64
 (signless or signed as signed, unsigned as unsigned), index (64-bit), f16, f32 and f64.
@@ -189,6 +189,28 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         f"element type '{element_type}' is not supported by the interpreter; use i1, i8, "
         "i16, i32, i64, index, f16, f32 or f64"
     )
+
+
+def _integer_width(type_: Attribute) -> int:
+    if isinstance(type_, IndexType):
+        return 64
+    assert isinstance(type_, IntegerType)
+    return type_.width.data
+
+
+def _signed(value: int, width: int) -> int:
+    """`value` reduced to a signed `width`-bit integer (two's complement)."""
+    value = int(value) % (1 << width)
+    return value - (1 << width) if value >= 1 << (width - 1) else value
+
+
+def _wrapped(value: Any, dtype: np.dtype) -> Any:
+    """An integer reduced to the range of an integer `dtype` (two's complement), as the
+    bits of an `iN` value are the same whether read as signed or unsigned."""
+    if dtype.kind not in "iu" or isinstance(value, float):
+        return value
+    bits = 8 * dtype.itemsize
+    return _signed(value, bits) if dtype.kind == "i" else int(value) % (1 << bits)
 
 
 def _scalar(value: Any) -> int | float:
@@ -601,7 +623,9 @@ class MemRefFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
         element, value, *indices = args
         address = self.machine.element_address(op, value, indices)
-        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = element
+        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = _wrapped(
+            element, value.dtype
+        )
         self.machine.record_write_element(value, address)
         return ()
 
@@ -955,6 +979,19 @@ class ArithExtraFunctions(InterpreterFunctions):
         if not math.isfinite(args[0]):
             raise InterpreterError(f"'arith.fptosi' of '{args[0]}' has no integer value", op)
         return (int(args[0]),)
+
+    @impl(arith.TruncIOp)
+    def run_trunci(self, interpreter: Interpreter, op: arith.TruncIOp, args: PythonValues) -> PythonValues:
+        return (_signed(args[0], _integer_width(op.results[0].type)),)
+
+    @impl(arith.ExtSIOp)
+    def run_extsi(self, interpreter: Interpreter, op: arith.ExtSIOp, args: PythonValues) -> PythonValues:
+        return (args[0],)
+
+    @impl(arith.ExtUIOp)
+    def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues) -> PythonValues:
+        width = _integer_width(op.operands[0].type)
+        return (_signed(int(args[0]) % (1 << width), _integer_width(op.results[0].type)),)
 
     @impl(arith.ExtFOp)
     def run_extf(self, interpreter: Interpreter, op: arith.ExtFOp, args: PythonValues) -> PythonValues:

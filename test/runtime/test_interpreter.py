@@ -207,6 +207,28 @@ func.func @main(%out: memref<2xf32>, %out64: memref<1xf64>) {
     assert values["%out64"][0] == float(np.float32(np.float32(0.1) + np.float32(0.2)))
 
 
+def test_integer_truncation_and_extension_keep_two_s_complement_bits():
+    program = """
+func.func @main(%out: memref<3xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %big = arith.constant 200 : i32
+  %t = arith.trunci %big : i32 to i8
+  %s = arith.extsi %t : i8 to i32
+  %u = arith.extui %t : i8 to i32
+  %w = arith.trunci %u : i32 to i8
+  %back = arith.extsi %w : i8 to i32
+  memref.store %s, %out[%c0] : memref<3xi32>
+  memref.store %u, %out[%c1] : memref<3xi32>
+  memref.store %back, %out[%c2] : memref<3xi32>
+  func.return
+}
+"""
+    result = run_program(parse(program), inputs=[np.zeros(3, np.int32)])
+    assert outputs(result)["%out"].tolist() == [200 - 256, 200, 200 - 256]
+
+
 def test_scalar_arguments_and_function_results():
     program = """
 func.func @main(%n: index, %x: f32) -> (f32, index) {
