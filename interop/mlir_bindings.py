@@ -211,9 +211,9 @@ def _check_jit_arguments(function: ir.Operation, entry: str, arrays: Sequence[np
     if len(function_type.inputs) != len(arrays):
         raise InteropError(f"'@{entry}' takes {len(function_type.inputs)} arguments but {len(arrays)} arrays are given")
     for index, (type_, array) in enumerate(zip(function_type.inputs, arrays, strict=True)):
-        if not ir.MemRefType.isinstance(type_):
+        if not isinstance(type_, ir.MemRefType):
             raise InteropError(f"argument #{index} of '@{entry}' is '{type_}'; the JIT helper takes memrefs only")
-        memref_type = ir.MemRefType(type_)
+        memref_type = type_
         if memref_type.memory_space is not None:
             raise InteropError(
                 f"argument #{index} of '@{entry}' is in memory space '{memref_type.memory_space}'; "
