@@ -10,7 +10,8 @@ One translation is needed on the way. Upstream MLIR accepts as a memref memory s
 an integer, a string, a dictionary or an attribute of a *registered* dialect; our
 `#scratchpad.space` is not registered in MLIR (it arrives as an opaque attribute) and is
 rejected ("unsupported memory space Attribute"). So `print_generic` writes such a memory
-space as the string of its own syntax, `memref<16xf32, "#scratchpad.space<\\"l2\\">">`,
+space as the string of its own syntax, `memref<16xf32, "#scratchpad.space<\\22l2\\22>">`
+(`\\22` is the escaped quote),
 and `parse_generic` turns those strings back into the attribute. Every other attribute of
 ours (`#scratchpad.target` on a module or function, the `scratchpad.*` attributes the
 passes record) travels as it is: MLIR keeps it as an opaque attribute of an unregistered
