@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import re
+
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     ArrayAttr,

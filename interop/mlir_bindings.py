@@ -123,6 +123,8 @@ def plan_mlir_module(
     """
     _require_bindings()
     if not isinstance(module, str):
+        if context is not None and context != module.context:
+            raise ValueError("'context' differs from the module's context; pass one or the other")
         context = module.context
     xdsl_module = to_xdsl(module, allow_unregistered=allow_unregistered)
     plan_xdsl_module(

@@ -161,6 +161,8 @@ def test_plan_mlir_module_failure_leaves_the_input_and_raises():
         assert str(module) == before
         with pytest.raises(ValueError, match="unknown mode 'fastest'"):
             plan_mlir_module(module, mode="fastest")
+        with pytest.raises(ValueError, match="differs from the module's context"):
+            plan_mlir_module(module, context=ir.Context(), mode="minimize")
 
 
 def test_ops_xdsl_does_not_know_are_named_with_a_remedy(convnet_model):
