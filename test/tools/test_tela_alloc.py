@@ -1,0 +1,183 @@
+"""tela-alloc end to end through a subprocess: every exit status, no traceback, no partial output."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from telamalloc.tools.tela_alloc import main, parse_duration
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
+HARD = Path("/work/shared/benchmarks/challenging/A.1048576.csv")
+
+# Ten buffers that fit in no layout at their LOAD 7 (see test/runtime/test_api.py).
+CORE_CSV = """id,lower,upper,size
+b0,0,1,3
+b1,1,4,2
+b2,2,4,1
+b3,3,4,3
+b4,1,3,2
+b5,3,6,1
+b6,4,7,3
+b7,2,3,2
+b8,5,6,3
+b9,0,2,3
+"""
+
+
+def run(*arguments, timeout=60):
+    return subprocess.run(
+        [sys.executable, "-m", "telamalloc.tools.tela_alloc", *arguments], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def fields(stdout):
+    return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
+
+
+def test_solved_writes_and_validates(tmp_path):
+    out = tmp_path / "out.csv"
+    result = run("--capacity=12", f"--input={EXAMPLE}", f"--output={out}", "--validate")
+    assert result.returncode == 0, result.stderr
+    report = fields(result.stdout)
+    assert report["status"] == "OK" and report["peak"] == "12" and report["load"] == "12"
+    assert report["fragmentation"] == "0.00%" and "nodes" in report and "backtracks" in report
+    assert f"validated: {out} (5 buffers, capacity 12, no violations)" in result.stdout
+    lines = out.read_text().splitlines()
+    assert lines[0] == "id,lower,upper,size,offset"
+    assert [line.split(",")[0] for line in lines[1:]] == ["b1", "b2", "b3", "b4", "b5"]
+
+
+def test_overload_is_infeasible_and_writes_nothing(tmp_path):
+    out = tmp_path / "out.csv"
+    result = run("--capacity=11", f"--input={EXAMPLE}", f"--output={out}")
+    assert result.returncode == 1
+    assert fields(result.stdout)["overload"] == "time 0 needs 12 bytes > capacity 11; live: b1 b3 b5"
+    assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_infeasible_below_load_prints_the_core(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    result = run("--capacity=7", f"--input={problem}", f"--output={tmp_path / 'out.csv'}")
+    assert result.returncode == 1
+    assert fields(result.stdout)["core"] == "b0 b1 b2 b3 b4 b5 b6 b7 b8 b9"
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_greedy_failure_is_a_timeout(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    result = run("--capacity=7", f"--input={problem}", "--algorithm=best-fit", f"--output={tmp_path / 'out.csv'}")
+    assert result.returncode == 3
+    assert "greedy proves nothing" in result.stdout and "fallback: yes" in result.stdout
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_minimize_without_capacity(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    out = tmp_path / "out.csv"
+    result = run("--minimize", f"--input={problem}", f"--output={out}", "--validate")
+    assert result.returncode == 0, result.stderr
+    report = fields(result.stdout)
+    assert report["optimal"] == "yes" and report["peak"] == "8"
+    assert "capacity 8, no violations" in result.stdout
+
+
+def test_inclusive_columns_round_trip(tmp_path):
+    problem = tmp_path / "p.csv"
+    problem.write_text("id,begin,end,size\nx,0,4,8\ny,5,9,8\n")
+    out = tmp_path / "out.csv"
+    assert run("--capacity=8", f"--input={problem}", f"--output={out}", "--validate").returncode == 0
+    assert out.read_text() == "id,begin,end,size,offset\nx,0,4,8,0\ny,5,9,8,0\n"
+
+
+@pytest.mark.parametrize(
+    "arguments, text",
+    [
+        ([f"--input={EXAMPLE}"], "--capacity is required unless --minimize is given"),
+        (["--capacity=12"], "the following arguments are required: --input"),
+        ([f"--input={EXAMPLE}", "--capacity=12", "--timeout=soon"], "timeout 'soon' is not a duration"),
+        ([f"--input={EXAMPLE}", "--capacity=12", "--timeout=0s"], "must be positive"),
+        ([f"--input={EXAMPLE}", "--capacity=-3"], "capacity '-3' is not a number of bytes"),
+        ([f"--input={EXAMPLE}", "--capacity=12", "--algorithm=tetris"], "invalid choice: 'tetris'"),
+        (["--input=/nonexistent/p.csv", "--capacity=12"], "/nonexistent/p.csv: cannot read"),
+        ([f"--input={EXAMPLE}", "--capacity=12", "--output=/nonexistent/dir/out.csv"], "cannot write"),
+    ],
+)
+def test_usage_errors_are_one_line(arguments, text):
+    result = run(*arguments)
+    assert result.returncode == 2
+    assert result.stderr.startswith("tela-alloc: error: ") and text in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_bad_csv_reports_file_and_line(tmp_path):
+    problem = tmp_path / "bad.csv"
+    problem.write_text("id,lower,upper,size\na,0,2,4\nb,5,3,4\n")
+    result = run("--capacity=12", f"--input={problem}", f"--output={tmp_path / 'out.csv'}")
+    assert result.returncode == 2
+    assert result.stderr == f"tela-alloc: error: {problem}:3: 'upper' '3' <= 'lower' '5'; lifetimes are half-open [lower, upper)\n"
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_parse_duration():
+    assert parse_duration("10") == 10.0
+    assert parse_duration("10s") == 10.0
+    assert parse_duration("500ms") == 0.5
+    assert parse_duration("2m") == 120.0
+    assert parse_duration("1.5s") == 1.5
+
+
+def test_main_in_process(tmp_path, capsys):
+    assert main(["--capacity=12", f"--input={EXAMPLE}"]) == 0
+    assert "status: OK" in capsys.readouterr().out
+    assert main(["--help"]) == 0
+
+
+@pytest.mark.skipif(not HARD.exists(), reason="benchmark A not present")
+def test_search_timeout_exits_3_without_output(tmp_path):
+    out = tmp_path / "out.csv"
+    result = run("--capacity=1048576", f"--input={HARD}", "--timeout=300ms", f"--output={out}")
+    if result.returncode == 0:  # solved within the limit: then the layout must have been written
+        assert out.exists()
+        return
+    assert result.returncode == 3
+    assert fields(result.stdout)["status"] == "TIMEOUT" and not out.exists()
+
+
+@pytest.mark.skipif(not HARD.exists(), reason="benchmark A not present")
+def test_ctrl_c_stops_cleanly(tmp_path):
+    out = tmp_path / "out.csv"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "telamalloc.tools.tela_alloc", "--minimize", f"--input={HARD}", f"--output={out}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3.0)  # past start-up: the handler is installed before the search starts
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    if process.returncode == 0:  # finished before the signal
+        return
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    report = fields(stdout)
+    assert report["status"] == "OK" and report["optimal"] == "no" and "cancelled" in report["message"]
+    assert out.exists()  # minimize always has a valid layout (greedy's) to write
+
+
+def test_validate_catches_a_corrupted_output(tmp_path, monkeypatch, capsys):
+    """Fault injection: the writer puts every buffer at offset 0; --validate must notice."""
+    import telamalloc.tools.tela_alloc as cli
+
+    real_write = cli.write_solution
+    monkeypatch.setattr(cli, "write_solution", lambda path, problem, offsets, columns: real_write(path, problem, [0] * len(offsets), columns))
+    out = tmp_path / "out.csv"
+    assert main(["--capacity=12", f"--input={EXAMPLE}", f"--output={out}", "--validate"]) == 4
+    assert "tela-alloc: error: the written solution is invalid: buffers 'b" in capsys.readouterr().err
