@@ -1,0 +1,217 @@
+"""Summaries of a solve for people and for tools: text and JSON, no xDSL import.
+
+A `Report` describes one problem (a CSV file, or one function of a module) and its solution:
+the buffer count, capacity, LOAD, peak, fragmentation, status, the solver's statistics, and
+the most contended program point (where LOAD is reached) with the buffers live there,
+largest first. Both formats are deterministic for a given problem and solution except for
+the solve time: the `seconds` field and the solver's `message` (which quotes it);
+`build_report(..., timing=False)` leaves both out (for golden files).
+
+JSON layout (one object per problem; `format_json` writes `{"reports": [...]}`)::
+
+    {"name": "main", "status": "OK", "mode": "fit", "algorithm": "telamalloc",
+     "optimal": false, "fallback": false, "buffers": 3, "capacity": 1024, "load": 768,
+     "peak": 1024, "fragmentation": 0.333333, "seconds": 0.001, "nodes": 3,
+     "backtracks": 0, "restarts": 0, "cancelled": false,
+     "contended": {"time": 2, "bytes": 768,
+                   "buffers": [{"id": "b", "size": 512, "start": 1, "end": 4,
+                                "offset": 0}, ...]},
+     "message": "..."}
+
+Buffer ids are written as they are when they are JSON strings or integers, else as `str(id)`.
+`contended` is null when no buffer has a positive size; `offset` is null when the solution
+has no layout.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+from telamalloc.runtime.problem import Problem, Solution
+from telamalloc.runtime.validate import compute_load
+
+TEXT_LISTED_BUFFERS = 10  # the text format lists at most this many contended buffers
+FRAGMENTATION_DIGITS = 6  # JSON rounds fragmentation to this many decimals (deterministic text)
+
+
+@dataclass(frozen=True)
+class ContendedBuffer:
+    id: Hashable
+    size: int  # bytes
+    start: int  # half-open lifetime [start, end) in program points
+    end: int
+    offset: int | None  # bytes, None when the solution has no layout
+
+
+@dataclass(frozen=True)
+class ContendedPoint:
+    """The first program point where the live bytes reach LOAD."""
+
+    time: int  # program point
+    bytes_live: int  # = LOAD
+    buffers: tuple[ContendedBuffer, ...]  # live there, largest first (ties: problem order)
+
+
+@dataclass(frozen=True)
+class Report:
+    name: str  # the problem's name: a file or a function (`main` for `@main`)
+    status: str  # "OK", "INFEASIBLE" or "TIMEOUT"
+    mode: str  # "fit" or "minimize"
+    algorithm: str
+    optimal: bool
+    fallback: bool
+    buffers: int  # buffers in the problem, zero-size ones included
+    capacity: int | None  # bytes solved for
+    load: int  # bytes
+    peak: int | None  # bytes, None when no layout is known
+    fragmentation: float | None  # (peak - LOAD) / LOAD
+    seconds: float | None  # wall-clock seconds of the solve; None when built without timing
+    nodes: int
+    backtracks: int
+    restarts: int
+    cancelled: bool
+    contended: ContendedPoint | None
+    message: str | None  # the solver's one-line summary; None when built without timing
+
+
+def build_report(name: str, problem: Problem, solution: Solution, *, timing: bool = True) -> Report:
+    """The report of `solution` for `problem`; `timing=False` drops the solve time and message."""
+    return Report(
+        name=name,
+        status=solution.status.value,
+        mode=solution.mode.value,
+        algorithm=solution.algorithm,
+        optimal=solution.optimal,
+        fallback=solution.fallback,
+        buffers=len(problem.buffers),
+        capacity=solution.capacity,
+        load=solution.load,
+        peak=solution.peak,
+        fragmentation=solution.fragmentation,
+        seconds=solution.stats.seconds if timing else None,
+        nodes=solution.stats.nodes,
+        backtracks=solution.stats.backtracks,
+        restarts=solution.stats.restarts,
+        cancelled=solution.stats.cancelled,
+        contended=contended_point(problem, solution.offsets),
+        message=solution.message if timing else None,
+    )
+
+
+def contended_point(problem: Problem, offsets: Sequence[int] | None = None) -> ContendedPoint | None:
+    """Where LOAD is reached first and the buffers live there, largest first; None if LOAD is 0."""
+    load, time, ids = compute_load(problem)
+    if time is None:
+        return None
+    wanted = set(ids)
+    live = [
+        ContendedBuffer(b.id, b.size, b.start, b.end, None if offsets is None else int(offsets[index]))
+        for index, b in enumerate(problem.buffers)
+        if b.id in wanted
+    ]
+    live.sort(key=lambda buffer: -buffer.size)  # stable: ties keep problem order
+    return ContendedPoint(time, load, tuple(live))
+
+
+# --------------------------------------------------------------------------------------
+# JSON
+
+
+def _json_id(value: Hashable) -> str | int:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return str(value)
+
+
+def report_to_dict(report: Report) -> dict:
+    """A JSON-ready dict with the keys in a fixed order."""
+    contended = None
+    if report.contended is not None:
+        contended = {
+            "time": report.contended.time,
+            "bytes": report.contended.bytes_live,
+            "buffers": [
+                {"id": _json_id(b.id), "size": b.size, "start": b.start, "end": b.end, "offset": b.offset}
+                for b in report.contended.buffers
+            ],
+        }
+    fragmentation = None if report.fragmentation is None else round(report.fragmentation, FRAGMENTATION_DIGITS)
+    data = {
+        "name": report.name,
+        "status": report.status,
+        "mode": report.mode,
+        "algorithm": report.algorithm,
+        "optimal": report.optimal,
+        "fallback": report.fallback,
+        "buffers": report.buffers,
+        "capacity": report.capacity,
+        "load": report.load,
+        "peak": report.peak,
+        "fragmentation": fragmentation,
+        "seconds": None if report.seconds is None else round(report.seconds, 6),
+        "nodes": report.nodes,
+        "backtracks": report.backtracks,
+        "restarts": report.restarts,
+        "cancelled": report.cancelled,
+        "contended": contended,
+        "message": report.message,
+    }
+    if report.seconds is None:
+        del data["seconds"]
+    if report.message is None:
+        del data["message"]
+    return data
+
+
+def format_json(reports: Sequence[Report]) -> str:
+    """`{"reports": [...]}`, indented by 2, ending in a newline."""
+    return json.dumps({"reports": [report_to_dict(r) for r in reports]}, indent=2) + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# Text
+
+
+def _bytes(value: int | None) -> str:
+    return "-" if value is None else f"{value} B"
+
+
+def format_text(reports: Sequence[Report]) -> str:
+    """One block per report, separated by blank lines, ending in a newline."""
+    return "\n".join(_text_block(report) for report in reports)
+
+
+def _text_block(report: Report) -> str:
+    fragmentation = "-" if report.fragmentation is None else f"{100 * report.fragmentation:.2f}%"
+    status = report.status + (" (optimal)" if report.optimal else "") + (" (greedy fallback)" if report.fallback else "")
+    lines = [
+        f"{report.name}:",
+        f"  status:        {status}, {report.mode}, {report.algorithm}",
+        f"  buffers:       {report.buffers}",
+        f"  capacity:      {_bytes(report.capacity)}",
+        f"  LOAD:          {_bytes(report.load)}",
+        f"  peak:          {_bytes(report.peak)}",
+        f"  fragmentation: {fragmentation}",
+    ]
+    if report.seconds is not None:
+        lines.append(f"  solve time:    {report.seconds:.3f} s")
+    lines.append(
+        f"  search:        {report.nodes} nodes, {report.backtracks} backtracks, {report.restarts} restarts"
+        + (", cancelled" if report.cancelled else "")
+    )
+    if report.contended is None:
+        lines.append("  contended:     none (no buffer takes space)")
+    else:
+        point = report.contended
+        lines.append(f"  contended:     time {point.time}, {point.bytes_live} B live in {len(point.buffers)} buffers")
+        for b in point.buffers[:TEXT_LISTED_BUFFERS]:
+            where = "" if b.offset is None else f" at [{b.offset}, {b.offset + b.size})"
+            lines.append(f"    {b.id}: {b.size} B, live [{b.start}, {b.end}){where}")
+        hidden = len(point.buffers) - TEXT_LISTED_BUFFERS
+        if hidden > 0:
+            lines.append(f"    ... and {hidden} more")
+    if report.message is not None:
+        lines.append(f"  message:       {report.message}")
+    return "\n".join(lines) + "\n"
