@@ -6,6 +6,9 @@ test/test_lit.py), so one virtual environment supplies telamalloc, xDSL and File
 - `tela-run`  -> `python -m telamalloc.tools.tela_run`
 - `xdsl-opt`  -> `python -m xdsl.tools.xdsl_opt` (sees our dialect through the entry point)
 - `filecheck` -> `python -m filecheck` (the Python `filecheck` package as FileCheck)
+- `tela-mlir` -> `python -m telamalloc.interop` (generic-form exchange with upstream MLIR)
+- with the `mlir` extra (feature `mlir-opt`): `mlir-opt`, `mlir-runner`, `%mlir_lib` (their
+  runtime libraries), `%loops_pipeline` / `%llvm_pipeline` (`telamalloc.interop.pipelines`)
 """
 
 import os
