@@ -1,0 +1,640 @@
+"""ONNX models in: every intermediate tensor a scratchpad buffer, every node a kernel.
+
+`import_onnx(model)` turns an ONNX graph (the `onnx` package, with its shape inference)
+into one `func.func` of the scratchpad dialect, ready for the usual pipeline
+(`tela-opt model.mlir -p 'tela-pipeline{capacity=...}'`):
+
+- the model's inputs, its initializers (weights) and its outputs are main-memory memref
+  arguments of the function, in that order, named `<tensor>_in` and `<tensor>_out`;
+- an input or initializer is moved into the scratchpad (`scratchpad.alloc` +
+  `scratchpad.dma`) right before the first node that reads it;
+- every node becomes one `scratchpad.kernel`, in a topological order of the graph (the
+  file's order wherever it is one), writing a fresh `scratchpad.alloc` per output;
+- an output is moved out (`scratchpad.dma` to its `_out` argument) right after the node
+  that produces it; every scratchpad buffer gets a `scratchpad.dealloc` right after its
+  last use, so its lifetime is exactly from its first write to its last read.
+Scratchpad buffers keep their ONNX tensor names (made valid SSA names), which become the
+planner's buffer ids.
+
+Kernels. A node maps to a kernel of the reference interpreter (`runtime/kernels.py`) when
+its attributes are within what that kernel computes; then `tela-run` can execute it:
+
+=================== ============ =====================================================
+ONNX                kernel       when
+=================== ============ =====================================================
+Add Sub Mul Max     add sub ...  two inputs (numpy and ONNX broadcast alike)
+Relu, Identity      relu, copy   always
+MatMul              matmul       both inputs 2-D
+Conv                conv2d       2-D, group 1, dilations 1, equal strides, equal pads
+MaxPool             maxpool2d    square window, equal strides, no pads/dilations/ceil
+Transpose           transpose    always (perm -> permutation)
+ReduceSum           reduce-sum   one constant axis
+Softmax             softmax      opset >= 13, or the axis is the last one
+=================== ============ =====================================================
+
+Any other node (or one whose attributes fall outside the table) is still planned: it becomes
+`scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params. The
+interpreter cannot run those; `ImportedModel.planned_only` lists them per op type.
+
+Limits: shapes must be static after shape inference (symbolic dimensions can be bound with
+`dims`, e.g. `{"batch": 1}`); sequence, map, optional and sparse tensors are rejected;
+subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
+inner tensors are not planned. Initializer values are not carried into the IR (they are
+arguments, as weights are in a compiled model); a Constant node that fills its output with
+one value becomes `fill`, any other Constant an opaque `onnx.Constant` kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    BFloat16Type,
+    DenseArrayBase,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    Signedness,
+    StringAttr,
+    bf16,
+    f16,
+    f32,
+    f64,
+    i64,
+)
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from telamalloc.dialects.scratchpad import (
+    TARGET_ATTR_KEY,
+    AllocOp,
+    DeallocOp,
+    DmaOp,
+    KernelOp,
+    ScratchpadSpaceAttr,
+    TargetAttr,
+)
+
+
+class OnnxImportError(ValueError):
+    """A model that cannot be imported; the message is one line that says what to do."""
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    function: str = "main"  # the name of the generated func.func
+    capacity: int | None = None  # bytes: adds a #scratchpad.target to the module when given
+    alignment: int = 64  # the target's default alignment (only with a capacity)
+    target_name: str = "l1"
+    dims: Mapping[str, int] = field(default_factory=dict)  # values for symbolic input dimensions
+
+
+@dataclass(frozen=True)
+class ImportedModel:
+    module: ModuleOp
+    nodes: int  # kernels emitted (one per ONNX node)
+    buffers: int  # scratchpad allocations
+    loads: int  # dma into the scratchpad (inputs and initializers)
+    stores: int  # dma out of the scratchpad (outputs)
+    runnable: dict[str, str]  # ONNX op type -> interpreter kernel, for the mapped op types
+    planned_only: dict[str, int]  # ONNX op type -> nodes the interpreter cannot run
+    reasons: dict[str, str]  # ONNX op type -> why a known op type was not mapped (first seen)
+
+
+# --------------------------------------------------------------------------------------
+# Loading
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise OnnxImportError("importing ONNX models needs the onnx package; install it with: pip install 'telamalloc[onnx]'") from None
+    return onnx
+
+
+def load_model(path: str):
+    """Read and check an ONNX model file; OnnxImportError for anything that is not one."""
+    onnx = _onnx()
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read()
+    except OSError as error:
+        raise OnnxImportError(f"cannot read '{path}': {error.strerror}") from None
+    try:
+        model = onnx.ModelProto()
+        model.ParseFromString(data)
+    except Exception:  # protobuf raises DecodeError, or RuntimeWarning-like errors from the C++ parser
+        raise OnnxImportError(f"'{path}' is not an ONNX model (the protobuf does not parse); export the model with onnx.save") from None
+    if not model.HasField("graph") or not model.graph.node:
+        raise OnnxImportError(f"'{path}' is not an ONNX model or its graph has no nodes; export the model with onnx.save")
+    return model
+
+
+def _infer_shapes(model, dims: Mapping[str, int]):
+    onnx = _onnx()
+    _bind_dims(model, dims)
+    try:
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise OnnxImportError(f"ONNX shape inference failed: {first_line}") from None
+
+
+def _bind_dims(model, dims: Mapping[str, int]) -> None:
+    for value in model.graph.input:
+        if not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_param") and dim.dim_param in dims:
+                dim.dim_value = int(dims[dim.dim_param])
+
+
+# --------------------------------------------------------------------------------------
+# Types
+
+
+def _element_types() -> dict[int, Attribute]:
+    from onnx import TensorProto as T
+
+    return {
+        T.FLOAT: f32,
+        T.DOUBLE: f64,
+        T.FLOAT16: f16,
+        T.BFLOAT16: bf16,
+        T.INT8: IntegerType(8),
+        T.INT16: IntegerType(16),
+        T.INT32: IntegerType(32),
+        T.INT64: IntegerType(64),
+        T.UINT8: IntegerType(8, Signedness.UNSIGNED),
+        T.UINT16: IntegerType(16, Signedness.UNSIGNED),
+        T.UINT32: IntegerType(32, Signedness.UNSIGNED),
+        T.UINT64: IntegerType(64, Signedness.UNSIGNED),
+        T.BOOL: IntegerType(1),
+    }
+
+
+@dataclass(frozen=True)
+class _Tensor:
+    name: str
+    shape: tuple[int, ...]
+    element_type: Attribute
+
+    def memref(self, scratchpad: bool) -> MemRefType:
+        space = ScratchpadSpaceAttr() if scratchpad else NoneAttr()
+        return MemRefType(self.element_type, self.shape, NoneAttr(), space)
+
+
+def _tensor_types(model) -> dict[str, _Tensor]:
+    """Every typed tensor of the graph (inputs, outputs, value_info, initializers)."""
+    graph = model.graph
+    element_types = _element_types()
+    tensors: dict[str, _Tensor] = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensors[value.name] = _typed(value, element_types)
+    for initializer in graph.initializer:
+        element_type = element_types.get(initializer.data_type)
+        if element_type is None:
+            raise OnnxImportError(f"initializer '{initializer.name}' has unsupported element type '{initializer.data_type}'")
+        tensors[initializer.name] = _Tensor(initializer.name, tuple(int(d) for d in initializer.dims), element_type)
+    return tensors
+
+
+def _typed(value, element_types) -> _Tensor | None:
+    """The tensor's static type, or None when inference left it unknown (checked on use)."""
+    kind = value.type.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind != "tensor_type":
+        raise OnnxImportError(f"value '{value.name}' is a '{kind}'; only tensors are supported")
+    tensor_type = value.type.tensor_type
+    element_type = element_types.get(tensor_type.elem_type)
+    if element_type is None:
+        raise OnnxImportError(f"tensor '{value.name}' has unsupported element type '{tensor_type.elem_type}'")
+    if not tensor_type.HasField("shape"):
+        return None
+    shape = []
+    for dim in tensor_type.shape.dim:
+        if not dim.HasField("dim_value"):
+            return None
+        shape.append(int(dim.dim_value))
+    return _Tensor(value.name, tuple(shape), element_type)
+
+
+# --------------------------------------------------------------------------------------
+# Mapping nodes to kernels
+
+
+@dataclass(frozen=True)
+class _Kernel:
+    name: str
+    ins: tuple[str, ...]  # the tensors the kernel reads, in kernel order
+    params: dict[str, Attribute]
+
+
+class _NotMapped(Exception):
+    """The node's attributes fall outside the kernel: planned as an opaque kernel instead."""
+
+
+@dataclass
+class _Graph:
+    tensors: dict[str, _Tensor]
+    constants: dict[str, Any]  # initializer and Constant values, as numpy arrays (for axes inputs)
+    opset: int
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.tensors[name].shape
+
+
+def _attributes(node) -> dict[str, Any]:
+    from onnx import helper
+
+    return {attribute.name: helper.get_attribute_value(attribute) for attribute in node.attribute}
+
+
+def _inputs(node) -> list[str]:
+    return [name for name in node.input if name]
+
+
+def _map_elementwise(kernel: str):
+    def mapper(node, graph: _Graph) -> _Kernel:
+        ins = _inputs(node)
+        if len(ins) != 2:
+            raise _NotMapped(f"'{kernel}' takes two inputs, the node has {len(ins)}")
+        return _Kernel(kernel, tuple(ins), {})
+
+    return mapper
+
+
+def _map_unary(kernel: str):
+    def mapper(node, graph: _Graph) -> _Kernel:
+        return _Kernel(kernel, tuple(_inputs(node)), {})
+
+    return mapper
+
+
+def _map_matmul(node, graph: _Graph) -> _Kernel:
+    ins = _inputs(node)
+    if any(len(graph.shape(name)) != 2 for name in ins):
+        raise _NotMapped("'matmul' multiplies 2-D matrices only")
+    return _Kernel("matmul", tuple(ins), {})
+
+
+def _all_equal(values: Sequence[int], expected: int | None = None) -> bool:
+    return len(set(values)) <= 1 and (expected is None or not values or values[0] == expected)
+
+
+def _map_conv(node, graph: _Graph) -> _Kernel:
+    attributes = _attributes(node)
+    ins = _inputs(node)
+    if len(graph.shape(ins[0])) != 4:
+        raise _NotMapped("'conv2d' takes 4-D NCHW images only")
+    if attributes.get("group", 1) != 1:
+        raise _NotMapped("'conv2d' has no groups")
+    if not _all_equal(list(attributes.get("dilations", [1])), 1):
+        raise _NotMapped("'conv2d' has no dilations")
+    if attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
+        raise _NotMapped("'conv2d' takes explicit pads only")
+    pads = list(attributes.get("pads", [0]))
+    strides = list(attributes.get("strides", [1]))
+    if not _all_equal(pads) or not _all_equal(strides):
+        raise _NotMapped("'conv2d' takes the same pad on every side and the same stride on both axes")
+    return _Kernel("conv2d", tuple(ins), {"stride": _int(strides[0]), "padding": _int(pads[0])})
+
+
+def _map_maxpool(node, graph: _Graph) -> _Kernel:
+    attributes = _attributes(node)
+    if len([name for name in node.output if name]) != 1:
+        raise _NotMapped("'maxpool2d' has no indices output")
+    window = list(attributes.get("kernel_shape", []))
+    strides = list(attributes.get("strides", [1] * len(window)))
+    if len(window) != 2 or not _all_equal(window) or not _all_equal(strides):
+        raise _NotMapped("'maxpool2d' takes a square 2-D window with the same stride on both axes")
+    if not _all_equal(list(attributes.get("pads", [0])), 0) or not _all_equal(list(attributes.get("dilations", [1])), 1):
+        raise _NotMapped("'maxpool2d' has no pads or dilations")
+    if attributes.get("ceil_mode", 0) or attributes.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
+        raise _NotMapped("'maxpool2d' rounds output sizes down and takes no auto_pad")
+    return _Kernel("maxpool2d", tuple(_inputs(node)), {"window": _int(window[0]), "stride": _int(strides[0])})
+
+
+def _map_transpose(node, graph: _Graph) -> _Kernel:
+    ins = _inputs(node)
+    rank = len(graph.shape(ins[0]))
+    permutation = list(_attributes(node).get("perm", list(reversed(range(rank)))))
+    return _Kernel("transpose", tuple(ins), {"permutation": DenseArrayBase.from_list(i64, permutation)})
+
+
+def _map_reduce_sum(node, graph: _Graph) -> _Kernel:
+    attributes = _attributes(node)
+    ins = list(node.input)
+    if len(ins) > 1 and ins[1]:
+        if ins[1] not in graph.constants:
+            raise _NotMapped("'reduce-sum' needs constant axes")
+        axes = [int(axis) for axis in graph.constants[ins[1]].reshape(-1)]
+    else:
+        axes = list(attributes.get("axes", []))
+    if len(axes) != 1:
+        raise _NotMapped("'reduce-sum' sums over exactly one axis")
+    return _Kernel("reduce-sum", (ins[0],), {"axis": _int(axes[0])})
+
+
+def _map_softmax(node, graph: _Graph) -> _Kernel:
+    ins = _inputs(node)
+    rank = len(graph.shape(ins[0]))
+    default_axis = -1 if graph.opset >= 13 else 1
+    axis = int(_attributes(node).get("axis", default_axis))
+    if graph.opset < 13 and axis % max(rank, 1) != rank - 1:
+        raise _NotMapped("before opset 13 Softmax flattens to 2-D; 'softmax' matches it only on the last axis")
+    return _Kernel("softmax", tuple(ins), {"axis": _int(axis)})
+
+
+def _map_constant(node, graph: _Graph) -> _Kernel:
+    value = graph.constants.get(node.output[0])
+    if value is None or value.size == 0 or not (value == value.reshape(-1)[0]).all():
+        raise _NotMapped("'fill' writes one value; the Constant holds several")
+    scalar = value.reshape(-1)[0]
+    if value.dtype.kind == "f":
+        return _Kernel("fill", (), {"value": FloatAttr(float(scalar), f64)})
+    return _Kernel("fill", (), {"value": _int(int(scalar))})
+
+
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(int(value), i64)
+
+
+MAPPERS: dict[str, Callable[[Any, _Graph], _Kernel]] = {
+    "Add": _map_elementwise("add"),
+    "Sub": _map_elementwise("sub"),
+    "Mul": _map_elementwise("mul"),
+    "Max": _map_elementwise("max"),
+    "Relu": _map_unary("relu"),
+    "Identity": _map_unary("copy"),
+    "MatMul": _map_matmul,
+    "Conv": _map_conv,
+    "MaxPool": _map_maxpool,
+    "Transpose": _map_transpose,
+    "ReduceSum": _map_reduce_sum,
+    "Softmax": _map_softmax,
+    "Constant": _map_constant,
+}
+"""ONNX op types (default domain) the interpreter's kernels can compute, see the module doc."""
+
+
+def _opaque(node) -> _Kernel:
+    """`onnx.<OpType>` with the node's int, float, string and list attributes as params."""
+    params: dict[str, Attribute] = {}
+    for name, value in sorted(_attributes(node).items()):
+        attribute = _param(value)
+        if attribute is not None:
+            params[name] = attribute
+    domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
+    return _Kernel(f"onnx.{domain}{node.op_type}", tuple(_inputs(node)), params)
+
+
+def _param(value: Any) -> Attribute | None:
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, int):
+        return _int(value)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    if isinstance(value, bytes):
+        return StringAttr(value.decode("utf-8", "replace"))
+    if isinstance(value, list) and value and all(isinstance(v, int) for v in value):
+        return DenseArrayBase.from_list(i64, [int(v) for v in value])
+    if isinstance(value, list) and value and all(isinstance(v, float) for v in value):
+        return ArrayAttr([FloatAttr(v, f64) for v in value])
+    return None  # tensors, graphs, empty lists: not carried
+
+
+# --------------------------------------------------------------------------------------
+# Building the function
+
+
+_INVALID_NAME_CHARACTERS = re.compile(r"[^\w$.-]")
+
+
+class _Names:
+    """Valid, unique SSA names derived from ONNX tensor names (the planner's buffer ids)."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def make(self, name: str) -> str:
+        text = _INVALID_NAME_CHARACTERS.sub("_", name) or "t"
+        if not re.match(r"[A-Za-z_$.-]", text):
+            text = "t" + text
+        text = re.sub(r"_(\d+)$", r".\1", text)  # xDSL drops a `_<digits>` suffix from names
+        candidate, counter = text, 1
+        while candidate in self.used:
+            counter += 1
+            candidate = f"{text}.v{counter}"
+        self.used.add(candidate)
+        return candidate
+
+
+def _topological(nodes) -> list:
+    """The nodes in an order where producers come first; the file's order wherever it is one."""
+    produced_by = {name: index for index, node in enumerate(nodes) for name in node.output if name}
+    done: set[int] = set()
+    order: list = []
+    visiting: set[int] = set()
+
+    def visit(index: int) -> None:
+        if index in done:
+            return
+        if index in visiting:
+            raise OnnxImportError(f"the graph has a cycle through node '{nodes[index].name or nodes[index].op_type}'")
+        visiting.add(index)
+        for name in nodes[index].input:
+            producer = produced_by.get(name)
+            if producer is not None and producer != index:
+                visit(producer)
+        visiting.discard(index)
+        done.add(index)
+        order.append(nodes[index])
+
+    for index in range(len(nodes)):
+        visit(index)
+    return order
+
+
+def _node_label(node) -> str:
+    return f"node '{node.name}' ({node.op_type})" if node.name else f"a '{node.op_type}' node"
+
+
+def import_onnx(model_or_path, options: ImportOptions | None = None) -> ImportedModel:
+    """Import an ONNX model (a path or a ModelProto) as a scratchpad-dialect module.
+
+    Raises OnnxImportError (one line) for a file that is not an ONNX model, failed shape
+    inference, tensors without a static shape, or unsupported tensor types.
+    """
+    options = options or ImportOptions()
+    model = load_model(model_or_path) if isinstance(model_or_path, str) else model_or_path
+    onnx = _onnx()
+    from onnx import numpy_helper
+
+    for node in model.graph.node:
+        if not node.op_type:
+            raise OnnxImportError("a node has no op_type; the model is malformed")
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)  # the caller's model stays as it was (dims, node order)
+    ordered = _topological(list(copy.graph.node))  # shape inference needs producers first
+    del copy.graph.node[:]
+    copy.graph.node.extend(ordered)
+    model = _infer_shapes(copy, options.dims)
+    graph = model.graph
+    tensors = _tensor_types(model)
+    constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+            value = next((a for a in node.attribute if a.name == "value"), None)
+            if value is not None:
+                constants[node.output[0]] = numpy_helper.to_array(onnx.helper.get_attribute_value(value))
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())
+    context = _Graph(tensors, constants, opset)
+
+    nodes = list(graph.node)
+    kernels, runnable, planned_only, reasons = _map_nodes(nodes, context)
+    return _build(model, nodes, kernels, context, options, runnable, planned_only, reasons)
+
+
+def _map_nodes(nodes, context: _Graph):
+    kernels: list[_Kernel] = []
+    runnable: dict[str, str] = {}
+    planned_only: Counter[str] = Counter()
+    reasons: dict[str, str] = {}
+    for node in nodes:
+        for name in (*_inputs(node), *(o for o in node.output if o)):
+            if context.tensors.get(name) is None:
+                raise OnnxImportError(
+                    f"tensor '{name}' of {_node_label(node)} has no static shape after shape inference; "
+                    "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
+                )
+        mapper = MAPPERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        kernel = None
+        if mapper is not None:
+            try:
+                kernel = mapper(node, context)
+                runnable[node.op_type] = kernel.name
+            except _NotMapped as reason:
+                reasons.setdefault(node.op_type, str(reason))
+        if kernel is None:
+            kernel = _opaque(node)
+            planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
+        kernels.append(kernel)
+    return kernels, runnable, dict(sorted(planned_only.items())), reasons
+
+
+def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: ImportOptions, runnable, planned_only, reasons) -> ImportedModel:
+    graph = model.graph
+    initializer_names = [init.name for init in graph.initializer]
+    initializers = set(initializer_names)
+    outputs = [value.name for value in graph.output]
+    output_set = set(outputs)
+    produced = {name for node in nodes for name in node.output if name}
+
+    # Program order of reads: the position of every node that reads each tensor.
+    reads: dict[str, list[int]] = {}
+    for position, kernel in enumerate(kernels):
+        for name in kernel.ins:
+            reads.setdefault(name, []).append(position)
+    main_inputs = [v.name for v in graph.input if v.name not in initializers and v.name not in produced]
+    main_inputs = [name for name in main_inputs if name in reads or name in output_set]
+    used_initializers = [name for name in initializer_names if (name in reads or name in output_set) and name not in produced]
+    for name in outputs:
+        if context.tensors.get(name) is None:
+            raise OnnxImportError(f"output '{name}' has no static shape after shape inference; give the model's inputs static shapes")
+        if name not in produced and name not in main_inputs and name not in used_initializers:
+            raise OnnxImportError(f"output '{name}' is neither computed by a node nor an input of the model")
+
+    names = _Names()
+    arguments = [(name, "in") for name in main_inputs] + [(name, "in") for name in used_initializers] + [(name, "out") for name in outputs]
+    argument_types = [context.tensors[name].memref(scratchpad=False) for name, _ in arguments]
+    function = FuncOp(options.function, FunctionType.from_lists(argument_types, []))
+    block: Block = function.body.block
+    main_values: dict[tuple[str, str], SSAValue] = {}
+    for (name, direction), argument in zip(arguments, block.args):
+        argument.name_hint = names.make(f"{name}_{direction}")
+        main_values[(name, direction)] = argument
+    buffer_names = {name: names.make(name) for name in sorted(context.tensors) if name}
+
+    last_read = {name: positions[-1] for name, positions in reads.items()}
+    in_scratchpad: dict[str, SSAValue] = {}
+    counts = Counter()
+
+    def emit(op: Operation) -> Operation:
+        block.add_op(op)
+        return op
+
+    def allocate(name: str) -> SSAValue:
+        alloc = emit(AllocOp(context.tensors[name].memref(scratchpad=True)))
+        alloc.memref.name_hint = buffer_names[name]
+        in_scratchpad[name] = alloc.memref
+        counts["buffers"] += 1
+        return alloc.memref
+
+    def store_and_free(name: str, position: int) -> None:
+        """After `position`: move an output out, free what no later node reads."""
+        if name in output_set and name not in stored:
+            emit(DmaOp(in_scratchpad[name], main_values[(name, "out")]))
+            stored.add(name)
+            counts["stores"] += 1
+        if last_read.get(name, -1) <= position:
+            emit(DeallocOp(in_scratchpad.pop(name)))
+
+    stored: set[str] = set()
+    for name in main_inputs + used_initializers:  # outputs that are inputs: move through at once
+        if name in output_set and name not in reads:
+            allocate(name)
+            emit(DmaOp(main_values[(name, "in")], in_scratchpad[name]))
+            counts["loads"] += 1
+            store_and_free(name, -1)
+
+    for position, (node, kernel) in enumerate(zip(nodes, kernels)):
+        for name in kernel.ins:
+            if name not in in_scratchpad:
+                allocate(name)
+                emit(DmaOp(main_values[(name, "in")], in_scratchpad[name]))
+                counts["loads"] += 1
+        results = [name for name in node.output if name]
+        for name in results:
+            allocate(name)
+        emit(
+            KernelOp(
+                kernel.name,
+                [in_scratchpad[name] for name in kernel.ins],
+                [in_scratchpad[name] for name in results],
+                kernel.params or None,
+            )
+        )
+        for name in dict.fromkeys((*kernel.ins, *results)):
+            if name in in_scratchpad:
+                store_and_free(name, position)
+    emit(ReturnOp())
+
+    module = ModuleOp([function])
+    if options.capacity is not None:
+        module.attributes[TARGET_ATTR_KEY] = TargetAttr(options.target_name, options.capacity, options.alignment)
+    return ImportedModel(
+        module=module,
+        nodes=len(nodes),
+        buffers=counts["buffers"],
+        loads=counts["loads"],
+        stores=counts["stores"],
+        runnable=dict(sorted(runnable.items())),
+        planned_only=planned_only,
+        reasons=reasons,
+    )

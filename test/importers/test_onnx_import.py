@@ -1,0 +1,243 @@
+"""The ONNX importer on the example models and on small hand-made graphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import ModuleOp
+
+from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
+from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx
+from telamalloc.passes.tela_plan import collect_module, plan_module
+from telamalloc.runtime.interpreter import run_program, verify_program
+from telamalloc.runtime.validate import compute_load
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "onnx"
+
+
+def _ops(module: ModuleOp, kind) -> list:
+    return [op for op in module.walk() if isinstance(op, kind)]
+
+
+def _lifetimes(module: ModuleOp) -> dict[str, tuple[int, int, int]]:
+    problem = collect_module(module, capacity=1 << 30)[0].problem()
+    return {b.id: (b.start, b.end, b.size) for b in problem.buffers}
+
+
+# --------------------------------------------------------------------------------------
+# The example models
+
+
+@pytest.mark.parametrize(
+    "name, nodes, buffers, loads, planned_only",
+    [
+        # 3 x (MatMul, Add) + 2 Relu + Softmax = 9 nodes; x and 6 weights loaded; 9 results.
+        ("mlp", 9, 16, 7, {}),
+        # 2 x (Conv, Relu, MaxPool) + Flatten, MatMul, Add, Softmax = 10 nodes, 7 loads.
+        ("cnn", 10, 17, 7, {"Flatten": 1}),
+        # 18 nodes; x, 4 projections, scale, 2 x (gamma, beta), w1, b1, w2, b2 = 14 loads.
+        ("transformer_block", 18, 32, 14, {"LayerNormalization": 2}),
+    ],
+)
+def test_example_models_import_with_expected_counts(model_files, name, nodes, buffers, loads, planned_only):
+    imported = import_onnx(model_files[name])
+    module = imported.module
+    module.verify()
+    assert (imported.nodes, imported.buffers, imported.loads, imported.stores) == (nodes, buffers, loads, 1)
+    assert imported.planned_only == planned_only
+    assert len(_ops(module, KernelOp)) == nodes
+    assert len(_ops(module, AllocOp)) == buffers == len(_ops(module, DeallocOp))
+    assert buffers == nodes + loads  # every node writes one tensor; every load fills one buffer
+    assert len(_ops(module, DmaOp)) == loads + 1
+
+
+def test_committed_example_files_match_their_builders(builders):
+    for name, build in builders.MODELS.items():
+        assert (EXAMPLES / f"{name}.onnx").read_bytes() == build().SerializeToString(), name
+
+
+def test_mlp_lifetimes_follow_program_order(model_files):
+    lifetimes = _lifetimes(import_onnx(model_files["mlp"]).module)
+    # Program points: alloc x (0), dma (1), alloc w1 (2), dma (3), alloc mm1 (4), matmul (5),
+    # dealloc x (6): x lives [0, 7), 8 x 32 f32 = 1024 bytes.
+    assert lifetimes["x"] == (0, 7, 1024)
+    # w1 is loaded right before dense1 and freed after it (dealloc at 7): [2, 8), 32 x 64 x 4.
+    assert lifetimes["w1"] == (2, 8, 8192)
+    # mm1 is written by dense1 and last read by bias1; b1 is loaded only then (at 8).
+    assert lifetimes["mm1"][0] == 4 and lifetimes["b1"][0] == 8 and lifetimes["mm1"][1] > lifetimes["b1"][0]
+    # w2 is loaded only after layer 1 is done: it never meets w1.
+    assert lifetimes["w2"][0] >= lifetimes["w1"][1]
+    # probs is the last buffer: moved out, then freed.
+    assert lifetimes["probs"][1] == max(end for _, end, _ in lifetimes.values())
+
+
+def test_transformer_lifetimes_keep_x_for_the_residual(model_files):
+    lifetimes = _lifetimes(import_onnx(model_files["transformer_block"]).module)
+    # x is read by the three projections and by the first residual Add.
+    assert lifetimes["x"][1] > lifetimes["projected"][0]
+    assert lifetimes["scale"][2] == 4  # a rank-0 f32 initializer
+    assert lifetimes["scores"][2] == 16 * 16 * 4
+    # the attention matrix dies once the context is computed; norm1 lives across the FFN.
+    assert lifetimes["attention"][1] <= lifetimes["projected"][0]
+    assert lifetimes["norm1"][1] > lifetimes["ffn_out"][0]
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer_block"])
+def test_example_models_plan_at_capacity_load(model_files, name):
+    module = import_onnx(model_files[name]).module
+    load = compute_load(collect_module(module, capacity=1 << 30)[0].problem())[0]
+    (plan,) = plan_module(module, capacity=load)
+    assert plan.solution.ok and plan.solution.peak == load
+
+
+def test_imported_mlp_runs_like_the_onnx_reference(model_files, builders):
+    from onnx.reference import ReferenceEvaluator
+
+    model = builders.mlp()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 32)).astype(np.float32)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    weights = [numpy_helper.to_array(init) for init in model.graph.initializer]
+    module = import_onnx(model_files["mlp"]).module
+    inputs = [x, *weights, np.zeros((8, 10), np.float32)]
+    result = run_program(module, inputs=inputs)
+    probs = next(output.value for output in result.outputs if output.name == "%probs_out")
+    np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
+    report = verify_program(module, inputs=inputs)  # planned and lowered: bit-identical outputs
+    assert report.ok
+
+
+def test_imported_cnn_is_planned_but_not_run(model_files):
+    module = import_onnx(model_files["cnn"]).module
+    flatten = [op for op in _ops(module, KernelOp) if op.kernel_name == "onnx.Flatten"]
+    assert len(flatten) == 1
+    assert dict(flatten[0].params.data)["axis"].value.data == 1
+
+
+# --------------------------------------------------------------------------------------
+# Hand-made graphs
+
+
+def _model(nodes, inputs, outputs, initializers=(), value_info=(), opset=17):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers), value_info=list(value_info))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def _tensor(name, shape, element=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, element, shape)
+
+
+def test_unmapped_attributes_and_unknown_ops_are_planned_as_opaque_kernels():
+    model = _model(
+        [
+            helper.make_node("MatMul", ["a", "b"], ["c"]),  # 3-D: not the 2-D matmul kernel
+            helper.make_node("Gemm", ["c2", "w"], ["d"], transB=1),
+            helper.make_node("Reshape", ["c", "shape"], ["c2"]),
+        ],
+        [_tensor("a", [2, 3, 4]), _tensor("b", [2, 4, 5]), _tensor("w", [6, 15])],
+        [_tensor("d", [2, 6])],
+        [numpy_helper.from_array(np.array([2, 15], dtype=np.int64), "shape")],
+    )
+    imported = import_onnx(model)
+    imported.module.verify()
+    assert imported.planned_only == {"Gemm": 1, "MatMul": 1, "Reshape": 1}
+    assert imported.reasons == {"MatMul": "'matmul' multiplies 2-D matrices only"}
+    kernels = [op.kernel_name for op in _ops(imported.module, KernelOp)]
+    assert kernels == ["onnx.MatMul", "onnx.Reshape", "onnx.Gemm"]  # producers first
+    gemm = _ops(imported.module, KernelOp)[2]
+    assert dict(gemm.params.data)["transB"].value.data == 1
+    shape_buffer = [op for op in _ops(imported.module, AllocOp) if op.memref.name_hint == "shape"]
+    assert shape_buffer and shape_buffer[0].memref.type.element_type.width.data == 64
+
+
+def test_mapped_kernels_carry_their_params():
+    model = _model(
+        [
+            helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1], strides=[2, 2]),
+            helper.make_node("MaxPool", ["y"], ["p"], kernel_shape=[2, 2]),  # ONNX stride default 1
+            helper.make_node("ReduceSum", ["p", "axes"], ["s"], keepdims=0),
+            helper.make_node("Transpose", ["s"], ["t"]),
+        ],
+        [_tensor("x", [1, 2, 8, 8]), _tensor("w", [4, 2, 3, 3])],
+        [_tensor("t", None)],
+        [numpy_helper.from_array(np.array([3], dtype=np.int64), "axes")],
+    )
+    imported = import_onnx(model)
+    kernels = {op.kernel_name: {k: v for k, v in op.params.data.items()} for op in _ops(imported.module, KernelOp)}
+    assert kernels["conv2d"]["stride"].value.data == 2 and kernels["conv2d"]["padding"].value.data == 1
+    assert kernels["maxpool2d"]["window"].value.data == 2 and kernels["maxpool2d"]["stride"].value.data == 1
+    assert kernels["reduce-sum"]["axis"].value.data == 3
+    assert kernels["transpose"]["permutation"].get_values() == (2, 1, 0)
+    assert imported.planned_only == {}
+    # the axes initializer is read as a constant, never moved into the scratchpad
+    assert "axes" not in {op.memref.name_hint for op in _ops(imported.module, AllocOp)}
+
+
+def test_names_become_valid_unique_ssa_names():
+    model = _model(
+        [helper.make_node("Relu", ["in:0"], ["out_1"]), helper.make_node("Relu", ["out_1"], ["7"])],
+        [_tensor("in:0", [4])],
+        [_tensor("7", [4])],
+    )
+    module = import_onnx(model).module
+    names = [op.memref.name_hint for op in _ops(module, AllocOp)]
+    assert names == ["in.0", "out.1", "t7"]  # `_<digits>` would be dropped by xDSL: `.` instead
+    assert [a.name_hint for a in module.ops.first.body.block.args] == ["in_0_in", "t7_out"]
+
+
+def test_symbolic_dimensions_need_a_value():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_tensor("x", ["batch", 4])], [_tensor("y", ["batch", 4])])
+    with pytest.raises(OnnxImportError, match="tensor 'x' of a 'Relu' node has no static shape after shape inference"):
+        import_onnx(model)
+    imported = import_onnx(model, ImportOptions(dims={"batch": 3}))
+    assert [op.memref.type.get_shape() for op in _ops(imported.module, AllocOp)] == [(3, 4), (3, 4)]
+
+
+def test_custom_ops_without_shapes_are_reported():
+    model = _model(
+        [helper.make_node("Foo", ["x"], ["y"], domain="com.example")],
+        [_tensor("x", [4])],
+        [_tensor("y", None)],
+    )
+    model.opset_import.append(helper.make_opsetid("com.example", 1))
+    with pytest.raises(OnnxImportError, match="tensor 'y' .* has no static shape"):
+        import_onnx(model)
+    model.graph.output[0].CopyFrom(_tensor("y", [4]))
+    imported = import_onnx(model)
+    assert imported.planned_only == {"com.example.Foo": 1}
+    assert [op.kernel_name for op in _ops(imported.module, KernelOp)] == ["onnx.com.example.Foo"]
+
+
+def test_capacity_adds_a_target(model_files):
+    module = import_onnx(model_files["mlp"], ImportOptions(capacity=65536, alignment=32)).module
+    target = module.attributes["scratchpad.target"]
+    assert (target.capacity.data, target.alignment.data, target.target_name.data) == (65536, 32, "l1")
+
+
+def test_not_an_onnx_file(tmp_path):
+    path = tmp_path / "bad.onnx"
+    path.write_text("this is not a protobuf\n")
+    with pytest.raises(OnnxImportError, match="is not an ONNX model"):
+        import_onnx(str(path))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(OnnxImportError, match="cannot read .*No such file"):
+        import_onnx(str(tmp_path / "missing.onnx"))
+
+
+def test_shape_inference_errors_are_one_line():
+    model = _model(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])],
+        [_tensor("a", [2, 3]), _tensor("b", [4, 5])],
+        [_tensor("c", [2, 5])],
+    )
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model)
+    assert str(error.value).startswith("ONNX shape inference failed:") and "\n" not in str(error.value)

@@ -1,0 +1,167 @@
+"""`tela-import`: an ONNX model in, a scratchpad-dialect program out.
+
+    tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
+                [--target NAME]] [--function NAME] [--dim NAME=VALUE ...]
+
+Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
+to stdout; then plan it with the usual pipeline:
+
+    tela-opt model.mlir -p 'tela-pipeline{capacity=65536}'
+
+`--capacity` records a `#scratchpad.target` on the module (so the pipeline needs no
+option); `--dim batch=1` binds a symbolic input dimension before shape inference.
+
+On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
+are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
+tensor types) print one line on stderr and exit with status 1, writing no output file;
+a bad command line exits with status 2. The output file is written atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Sequence
+
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
+
+PROG = "tela-import"
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+INT64_MAX = 2**63 - 1
+
+
+class UsageError(Exception):
+    """A bad command line: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print the usage block and exit
+        raise UsageError(message)
+
+
+def _positive(what: str):
+    def parse(text: str) -> int:
+        if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) <= 0 or int(text) > INT64_MAX:
+            raise argparse.ArgumentTypeError(f"{what} '{text}' must be a positive number of bytes")
+        return int(text)
+
+    return parse
+
+
+def _dimension(text: str) -> tuple[str, int]:
+    name, separator, value = text.partition("=")
+    if not separator or not name or not re.fullmatch(r"[0-9]+", value.strip()) or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"dimension '{text}' must be NAME=VALUE with a positive VALUE, e.g. 'batch=1'")
+    return name, int(value)
+
+
+def _parser() -> _Parser:
+    parser = _Parser(prog=PROG, description="Import an ONNX model as a scratchpad-dialect program.")
+    parser.add_argument("model", help="the .onnx file")
+    parser.add_argument("-o", "--output", help="the .mlir file to write (default: stdout)")
+    parser.add_argument("--capacity", type=_positive("capacity"), help="scratchpad bytes: adds a #scratchpad.target")
+    parser.add_argument("--alignment", type=_positive("alignment"), help="the target's default alignment (default 64)")
+    parser.add_argument("--target", default="l1", help="the target memory's name (default l1)")
+    parser.add_argument("--function", default="main", help="the generated function's name (default main)")
+    parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE", help="bind a symbolic input dimension")
+    return parser
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" + ("" if number == 1 else "s")
+
+
+def render(imported: ImportedModel, source: str) -> str:
+    """The program text: a comment header, then the module in its custom form."""
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(imported.module)
+    runnable = ", ".join(f"{op} -> {kernel}" for op, kernel in imported.runnable.items()) or "none"
+    planned = ", ".join(f"{op} ({count})" for op, count in imported.planned_only.items()) or "none"
+    header = [
+        f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes, "
+        f"{imported.buffers} scratchpad buffers, {_count(imported.loads, 'load')}, {_count(imported.stores, 'store')}.",
+        f"// Interpreter kernels: {runnable}.",
+        f"// Planned only (no interpreter kernel): {planned}.",
+    ]
+    return "\n".join(header) + "\n" + stream.getvalue().rstrip("\n") + "\n"
+
+
+def notes(imported: ImportedModel) -> list[str]:
+    """One line per ONNX op type that the interpreter cannot run."""
+    lines = []
+    for op_type, count in imported.planned_only.items():
+        nodes = "node" if count == 1 else "nodes"
+        why = imported.reasons.get(op_type)
+        reason = f" ({why})" if why else " (no interpreter kernel)"
+        lines.append(
+            f"{PROG}: note: {count} '{op_type}' {nodes} planned as 'onnx.{op_type}'{reason}; tela-run cannot execute them"
+        )
+    return lines
+
+
+def _write(path: str, text: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(prefix=".tela-import-", suffix=".mlir", dir=directory)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        mask = os.umask(0o022)
+        os.umask(mask)
+        os.chmod(temporary, 0o666 & ~mask)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    arguments = _parser().parse_args(argv)
+    if arguments.capacity is None and arguments.alignment is not None:
+        raise UsageError("--alignment needs --capacity (both describe the target memory)")
+    options = ImportOptions(
+        function=arguments.function,
+        capacity=arguments.capacity,
+        alignment=64 if arguments.alignment is None else arguments.alignment,
+        target_name=arguments.target,
+        dims=dict(arguments.dim),
+    )
+    imported = import_onnx(arguments.model, options)
+    try:
+        imported.module.verify()
+    except VerifyException as error:  # an importer bug, not a user error: still one line
+        raise OnnxImportError(f"internal error: the imported program does not verify: {str(error).splitlines()[0]}") from None
+    text = render(imported, arguments.model)
+    for line in notes(imported):
+        print(line, file=sys.stderr)
+    if arguments.output:
+        _write(arguments.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _run(argv)
+    except UsageError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OnnxImportError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as error:
+        print(f"{PROG}: error: cannot write '{error.filename}': {error.strerror}", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as exit:  # --help
+        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
