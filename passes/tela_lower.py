@@ -68,6 +68,7 @@ from telamalloc.passes.collect import (
 from telamalloc.passes.liveness import trace_buffer
 
 ARENA_ATTR = "scratchpad.arena"  # unit attribute marking the arena's memref.alloc
+_INDEX = IndexType()
 
 
 @dataclass(frozen=True)
@@ -208,13 +209,19 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
     block = op.parent_block()
     assert block is not None
     _, deallocs, _ = trace_buffer(op.results[0])
-    shift = arith.ConstantOp(IntegerAttr(planned.offset, IndexType()))
+    # `create` skips the IRDL builders' argument checks: thousands of views stay cheap.
+    shift = arith.ConstantOp.create(
+        result_types=[_INDEX], properties={"value": IntegerAttr(planned.offset, _INDEX)}
+    )
     dynamic_sizes = op.dynamic_sizes if isinstance(op, AllocOp | memref.AllocOp | memref.AllocaOp) else ()
-    view = memref.ViewOp(arena, shift.result, tuple(dynamic_sizes), op.results[0].type)
-    view.attributes[BUFFER_ATTR] = StringAttr(planned.id)
+    view = memref.ViewOp.create(
+        operands=[arena, shift.results[0], *dynamic_sizes],
+        result_types=[op.results[0].type],
+        attributes={BUFFER_ATTR: StringAttr(planned.id)},
+    )
     view.result.name_hint = op.results[0].name_hint
     if view.result.name_hint:
-        shift.result.name_hint = f"{view.result.name_hint}_offset"
+        shift.results[0].name_hint = f"{view.result.name_hint}_offset"
     block.insert_op_before(shift, op)
     block.insert_op_before(view, op)
     op.results[0].replace_all_uses_with(view.result)
