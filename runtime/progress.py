@@ -1,0 +1,138 @@
+"""A live progress line on a terminal while a long solve runs; silent otherwise.
+
+`ProgressLine` is a context manager: while its block runs, a daemon thread rewrites one
+line of `stream` (carriage return, erase to the end of the line) every `interval`
+seconds, starting only after `delay` seconds so that quick solves print nothing. It does
+nothing at all when `stream` is not a terminal (pipes, files, CI logs). On exit the line is
+erased, so the caller's own output starts on a clean line.
+
+This works because the search kernel runs without the GIL: the thread gets to run while
+the main thread is inside the kernel, and Ctrl-C still reaches the main thread (the kernel
+polls for signals and stops cleanly, see `tela-alloc`).
+
+`solve_with_progress` wraps `telamalloc.solve`: it shows the elapsed time and the bounds
+known before the search starts (LOAD below; in minimize mode, the best greedy peak above,
+which the search may only improve). Limits: the kernel publishes neither its node count
+nor, in minimize mode, the best peak found so far while it runs; the line shows those only
+once the kernel offers a progress hook (a shared counter array it updates as it polls its
+cancel flag).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+from telamalloc.runtime.api import solve
+from telamalloc.runtime.problem import Mode, Problem, Solution
+from telamalloc.runtime.validate import compute_load
+
+ERASE_LINE = "\r\x1b[K"
+
+
+def is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+class ProgressLine:
+    """Rewrites `prefix: describe(elapsed)` on a terminal while the `with` block runs."""
+
+    def __init__(
+        self,
+        stream: TextIO,
+        prefix: str,
+        describe: Callable[[float], str],
+        *,
+        interval: float = 0.25,
+        delay: float = 0.5,
+        force: bool = False,  # draw even when `stream` is not a terminal (tests)
+    ):
+        self.stream = stream
+        self.prefix = prefix
+        self.describe = describe
+        self.interval = interval
+        self.delay = delay
+        self.enabled = force or is_terminal(stream)
+        self.shown = False  # a line was drawn and must be erased
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = 0.0
+
+    def __enter__(self) -> ProgressLine:
+        self._started = time.monotonic()
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, name="tela-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.shown:
+            self._write(ERASE_LINE)
+
+    def _run(self) -> None:
+        if self._stop.wait(self.delay):
+            return
+        while not self._stop.is_set():
+            elapsed = time.monotonic() - self._started
+            self._write(f"{ERASE_LINE}{self.prefix}: {self.describe(elapsed)}")
+            self.shown = True
+            self._stop.wait(self.interval)
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # the terminal went away: stop drawing, keep solving
+            self._stop.set()
+
+
+def describe_solve(problem: Problem, capacity: int | None, mode: Mode, greedy_peak: int | None) -> Callable[[float], str]:
+    """`12.3 s, LOAD 896 B, best so far <= 1024 B (greedy), Ctrl-C stops with the best so far`."""
+    load = compute_load(problem)[0]
+    if mode is Mode.MINIMIZE:
+        bound = "" if greedy_peak is None else f", best peak <= {greedy_peak} B (greedy)"
+        target = f"minimizing the peak of {len(problem.buffers)} buffers, LOAD {load} B{bound}"
+    else:
+        target = f"fitting {len(problem.buffers)} buffers in {capacity} B, LOAD {load} B"
+
+    def describe(elapsed: float) -> str:
+        return f"{elapsed:.1f} s, {target}; Ctrl-C stops with the best so far"
+
+    return describe
+
+
+def solve_with_progress(
+    problem: Problem,
+    *,
+    stream: TextIO | None = None,
+    prefix: str = "telamalloc",
+    interval: float = 0.25,
+    delay: float = 0.5,
+    force: bool = False,
+    **solve_arguments,
+) -> Solution:
+    """`telamalloc.solve(problem, **solve_arguments)` with a progress line on a terminal."""
+    stream = sys.stderr if stream is None else stream
+    if not (force or is_terminal(stream)):
+        return solve(problem, **solve_arguments)
+    try:
+        mode = Mode(solve_arguments.get("mode", Mode.FIT))
+    except ValueError:  # solve reports a bad mode as a ProblemError
+        return solve(problem, **solve_arguments)
+    capacity = solve_arguments.get("capacity") or problem.capacity
+    greedy_peak = None
+    if mode is Mode.MINIMIZE:
+        greedy = solve(problem, mode=Mode.MINIMIZE, algorithm="best-fit")  # O(n log n): a bound to show
+        greedy_peak = greedy.peak
+    describe = describe_solve(problem, capacity, mode, greedy_peak)
+    with ProgressLine(stream, prefix, describe, interval=interval, delay=delay, force=force):
+        return solve(problem, **solve_arguments)

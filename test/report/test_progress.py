@@ -1,0 +1,64 @@
+"""The progress line: drawn on terminals only, erased at the end, never in the way."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from telamalloc.runtime.api import solve
+from telamalloc.runtime.problem import Buffer, Mode, Problem
+from telamalloc.runtime.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _problem() -> Problem:
+    return Problem([Buffer("a", 0, 2, 8), Buffer("b", 1, 3, 8), Buffer("c", 2, 4, 16)], capacity=32)
+
+
+def test_progress_line_redraws_on_a_terminal_and_erases_itself():
+    stream = _Terminal()
+    with ProgressLine(stream, "tool", lambda elapsed: f"{elapsed:.1f} s", interval=0.01, delay=0.0):
+        time.sleep(0.1)
+    text = stream.getvalue()
+    assert text.startswith(f"{ERASE_LINE}tool: 0.")
+    assert text.count(ERASE_LINE) >= 3  # several redraws, then the final erase
+    assert text.endswith(ERASE_LINE)
+    assert "\n" not in text
+
+
+def test_progress_line_is_silent_when_not_a_terminal():
+    stream = io.StringIO()
+    with ProgressLine(stream, "tool", lambda elapsed: "x", interval=0.01, delay=0.0):
+        time.sleep(0.05)
+    assert stream.getvalue() == ""
+    assert not is_terminal(stream)
+
+
+def test_quick_work_prints_nothing_before_the_delay():
+    stream = _Terminal()
+    with ProgressLine(stream, "tool", lambda elapsed: "x", interval=0.01, delay=5.0):
+        pass
+    assert stream.getvalue() == ""
+
+
+def test_describe_solve_gives_the_bounds():
+    problem = _problem()
+    fit = describe_solve(problem, 32, Mode.FIT, None)(1.25)
+    assert fit == "1.2 s, fitting 3 buffers in 32 B, LOAD 24 B; Ctrl-C stops with the best so far"
+    minimize = describe_solve(problem, None, Mode.MINIMIZE, 32)(0.0)
+    assert "minimizing the peak of 3 buffers, LOAD 24 B, best peak <= 32 B (greedy)" in minimize
+
+
+def test_solve_with_progress_returns_what_solve_returns():
+    problem = _problem()
+    stream = _Terminal()
+    solution = solve_with_progress(problem, stream=stream, mode="minimize", delay=0.0, interval=0.001)
+    expected = solve(problem, mode="minimize")
+    assert (solution.status, solution.peak, solution.optimal) == (expected.status, expected.peak, expected.optimal)
+    assert "\n" not in stream.getvalue()
+    quiet = io.StringIO()
+    assert solve_with_progress(problem, stream=quiet).ok and quiet.getvalue() == ""
