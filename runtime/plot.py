@@ -46,6 +46,11 @@ def picture_format(path: str) -> str:
     return FORMATS[extension]
 
 
+def require_matplotlib() -> None:
+    """PlotError now, rather than after a long solve, when matplotlib is missing."""
+    _import_matplotlib()
+
+
 def _import_matplotlib():
     try:
         import matplotlib
