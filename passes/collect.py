@@ -10,7 +10,9 @@ Which allocations are planned:
   scratchpad memory space (`#scratchpad.space`, or a space named after the target);
 - without a target: the same when the module holds any scratchpad memref, otherwise
   every `memref.alloc` / `memref.alloca` without a memory space, so plain upstream memref
-  IR (e.g. from MLIR's bufferization) plans with nothing but a capacity.
+  IR (e.g. from MLIR's bufferization) plans with nothing but a capacity;
+- with the `memory-space=N` option: every `memref.alloc` / `memref.alloca` in the integer
+  memory space `N` (e.g. 3, GPU workgroup memory), whatever the target says.
 
 Sizes and alignments:
 - a static shape takes `memref_byte_size` bytes; a dynamic one its declared bound: the
@@ -69,6 +71,7 @@ class Selection:
 
     target: TargetAttr | None
     main_memory: bool  # plan memrefs without a memory space (upstream IR, no target)
+    integer_space: int | None = None  # plan memrefs in this integer memory space instead
 
     def covers(self, op: Operation) -> bool:
         if op.name not in ALLOCATION_OPS or not op.results:
@@ -76,6 +79,9 @@ class Selection:
         type_ = op.results[0].type
         if not isinstance(type_, MemRefType):
             return False
+        if self.integer_space is not None:
+            space = type_.memory_space
+            return isinstance(space, IntegerAttr) and space.value.data == self.integer_space
         if self.main_memory:
             return isinstance(type_.memory_space, NoneAttr)
         return isinstance(type_.memory_space, ScratchpadSpaceAttr)
@@ -105,9 +111,15 @@ def function_target(func: FuncOp) -> TargetAttr | None:
         raise PassFailedAtOp(func, str(error)) from None
 
 
-def selection_for(func: FuncOp, module_has_scratchpad: bool) -> Selection:
+def selection_for(
+    func: FuncOp, module_has_scratchpad: bool, memory_space: int | None = None
+) -> Selection:
     target = function_target(func)
-    return Selection(target, main_memory=target is None and not module_has_scratchpad)
+    return Selection(
+        target,
+        main_memory=target is None and not module_has_scratchpad,
+        integer_space=memory_space,
+    )
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,13 @@ MODES = tuple(mode.value for mode in Mode)
 _EXPECTED = {
     "capacity": "a positive number of bytes, e.g. 'capacity=1048576'",
     "alignment": "a power of two in bytes, e.g. 'alignment=64'",
+    "mode": " or ".join(f"'{mode}'" for mode in MODES),
+    "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
     "time-limit": "a number of seconds >= 0, e.g. 'time-limit=2.5'",
+    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3'",
     "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
     "report": "'true' or 'false'",
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
-    "mode": " or ".join(f"'{mode}'" for mode in MODES),
-    "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
 }
 
 
@@ -43,6 +44,7 @@ def check_options(
     algorithm: object = "telamalloc",
     dump_problem: object = None,
     report_file: object = None,
+    memory_space: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -59,6 +61,8 @@ def check_options(
         isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
     ):
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
+    if memory_space is not None and (not _is_int(memory_space) or memory_space < 0):
+        raise ValueError(f"invalid memory-space '{memory_space}'; expected {_accepted('memory-space')}")
     for option, path in (("dump-problem", dump_problem), ("report-file", report_file)):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
@@ -100,6 +104,9 @@ class PlanningOptions(ModulePass):
     report_file: str | None = None
     """Write the report to this file instead of stderr (implies `report`)."""
 
+    memory_space: int | None = None
+    """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -109,6 +116,7 @@ class PlanningOptions(ModulePass):
             algorithm=self.algorithm,
             dump_problem=self.dump_problem,
             report_file=self.report_file,
+            memory_space=self.memory_space,
         )
 
     @contextlib.contextmanager
@@ -145,7 +153,7 @@ class PlanningOptions(ModulePass):
             if option == "time-limit" and _is_int(value):
                 arguments[key] = (float(value),)
                 continue
-            if option in ("capacity", "alignment") and not _is_int(value):
+            if option in ("capacity", "alignment", "memory-space") and not _is_int(value):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "time-limit" and not isinstance(value, float):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")

@@ -42,6 +42,7 @@ class TelaPipelinePass(PlanningOptions):
             dump_problem=self.dump_problem,
             report=self.report,
             report_file=self.report_file,
+            memory_space=self.memory_space,
         )
         plans = plan_pass.plan(module)
         lower_module(module)

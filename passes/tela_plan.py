@@ -78,6 +78,7 @@ def plan_module(
     algorithm: str = "telamalloc",
     dump_problem: str | None = None,
     report: TextIO | None = None,
+    memory_space: int | None = None,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
 
@@ -92,8 +93,9 @@ def plan_module(
         time_limit=time_limit,
         algorithm=algorithm,
         dump_problem=dump_problem,
+        memory_space=memory_space,
     )
-    problems = collect_module(module, capacity, alignment)
+    problems = collect_module(module, capacity, alignment, memory_space)
     dump_paths = _dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
     for function_problem in problems:
@@ -110,13 +112,17 @@ def plan_module(
 
 
 def collect_module(
-    module: ModuleOp, capacity: int | None = None, alignment: int | None = None
+    module: ModuleOp,
+    capacity: int | None = None,
+    alignment: int | None = None,
+    memory_space: int | None = None,
 ) -> list[FunctionProblem]:
     """The problems of every function with at least one buffer, in program order."""
     has_scratchpad = module_has_scratchpad_memrefs(module)
     problems: list[FunctionProblem] = []
     for func in functions(module):
-        function_problem = collect_function(func, selection_for(func, has_scratchpad), capacity, alignment)
+        selection = selection_for(func, has_scratchpad, memory_space)
+        function_problem = collect_function(func, selection, capacity, alignment)
         if function_problem.buffers:
             problems.append(function_problem)
     return problems
@@ -302,4 +308,5 @@ class TelaPlanPass(PlanningOptions):
                 algorithm=self.algorithm,
                 dump_problem=self.dump_problem,
                 report=report,
+                memory_space=self.memory_space,
             )
