@@ -585,7 +585,7 @@ cdef int _run(Ctx* c) noexcept nogil:
                     c.fail_count[c.frames[d - 1].placed] += 1
             elif c.backjumping and c.budget >= 0 and d > 0:
                 # a subtree may use a sixteenth of the run's budget before it is abandoned
-                f.budget_end = c.nodes + (c.budget >> 4) + 64
+                f.budget_end = c.nodes + (c.budget >> _BJ_SHIFT) + 64
         elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
             f.next = f.count  # abandon this subtree: it keeps failing
             c.jumps += 1
@@ -624,6 +624,12 @@ cdef int _run(Ctx* c) noexcept nogil:
 
 
 cdef int _CHILD_ORDER = 0
+cdef int _BJ_SHIFT = 2
+
+
+def _set_bj_shift(value):
+    global _BJ_SHIFT
+    _BJ_SHIFT = value
 
 
 def _set_child_order(value):
@@ -646,18 +652,21 @@ def _hash_ties(n, seed):
     return x
 
 
+_START = None
+
+
 def _orderings(sizes, lengths, contention, params):
     """The portfolio: a list of rank arrays (rank[i] = position of buffer i)."""
     n = len(sizes)
     index = np.arange(n)
     keys = []
     if params.contention_heuristic:
-        keys.append((index, -lengths, -sizes, -contention))
+        keys.append((index, -sizes, -lengths, -contention))
     keys.append((index, -lengths, -sizes))
-    keys.append((index, -sizes, -(sizes * lengths)))
+    if params.contention_heuristic:
+        keys.append((index, -lengths, -sizes, -contention))
     keys.append((index, -sizes, -lengths))
-    keys.append((index, _hash_ties(n, params.seed)))
-    keys.append((index, _hash_ties(n, params.seed + 1), -sizes))
+    keys.append((index, -sizes, -(sizes * lengths)))
     ranks = []
     for key in keys:
         if params.seed:
@@ -760,6 +769,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     nptr = np.cumsum(nptr).astype(np.int64)
     # section contention for the heuristic
     load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
+    global _START
+    _START = st
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
     amask = np.ascontiguousarray(aligns[index] - 1)
     arrays = dict(
@@ -860,7 +871,6 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     c.memo_mask = memo.shape[0] // 2 - 1
     c.salt = _mix(salt * 0x9E3779B97F4A7C15ULL + 1)
     cdef int result
-    cdef int64_t budget = 2000
     cdef int64_t run = 0
     cdef int64_t k
     arrays, ranks = g.arrays
@@ -874,15 +884,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
         return R_OK
     while True:
         if params.restarts:
-            base = ranks[run % len(ranks)]
-            if run >= len(ranks) and c.backjumping:
-                # promote the buffers that kept failing (TelaMalloc's priority bump)
-                fails = arrays["fail_count"]
-                order = np.lexsort((base, -fails))
-                rank[order] = np.arange(c.m, dtype=np.int64)
-            else:
-                rank[:] = base
-            c.budget = budget
+            rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
+            c.budget = RESTART_BASE_NODES * _luby(run + 1)
         else:
             rank[:] = ranks[_FIRST_ORDERING % len(ranks)]
             c.budget = -1
@@ -893,8 +896,48 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             return result
         run += 1
         restarts[0] += 1
-        if run % len(ranks) == 0:
-            budget = budget * 2
+
+
+RESTART_BASE_NODES = 1000  # run k of the portfolio may expand 1000 * luby(k) nodes
+
+
+def _luby(i):
+    """The Luby sequence 1 1 2 1 1 2 4 1 1 2 ... (Luby, Sinclair, Zuckerman 1993), 1-based."""
+    k = 1
+    while (1 << k) - 1 < i:
+        k += 1
+    while True:
+        if i == (1 << k) - 1:
+            return 1 << (k - 1)
+        i -= (1 << (k - 1)) - 1
+        k = 1
+        while (1 << k) - 1 < i:
+            k += 1
+
+
+def _portfolio_rank(run, ranks, arrays, params, backjumping):
+    """The ordering of run ``run``: even runs cycle over the fixed orderings, odd runs use
+    seeded perturbations of them.
+
+    A perturbed ordering scales the primary key of a fixed ordering by a random factor in
+    [0.75, 1.33] per buffer. With backjumping, every fourth perturbed run instead promotes
+    the buffers that most often preceded a dead end (TelaMalloc's priority bump).
+    """
+    if run % 2 == 0:
+        return ranks[(run // 2) % len(ranks)]
+    m = len(ranks[0])
+    rng = np.random.default_rng([params.seed, run])
+    if backjumping and run % 8 == 7:
+        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
+    base = ranks[int(rng.integers(0, min(len(ranks), 4)))]
+    noisy = (m - base).astype(np.float64) * rng.uniform(0.75, 1.33, m)
+    return _rank_of(np.lexsort((base, -noisy)))
+
+
+def _rank_of(order):
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return rank
 
 
 def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None):
