@@ -162,6 +162,30 @@ def cases(draw):
     return problem, draw(capacities(problem)), draw(params()), draw(st.booleans())
 
 
+@st.composite
+def perfect_packings(draw, max_pieces: int = 14) -> tuple[Problem, int]:
+    """A rectangle of ``capacity`` bytes x ``horizon`` program points cut by random
+    guillotine cuts into buffers: a packing with no gap exists, at capacity == LOAD, so
+    the only right answer is OK. Cuts fall on multiples of a random power of two, which
+    is also every buffer's alignment."""
+    grain = draw(st.sampled_from((1, 1, 2, 4, 16)))
+    capacity = grain * draw(st.integers(2, 24))
+    horizon = draw(st.integers(2, 12))
+    pieces = [(0, capacity, 0, horizon)]  # (low byte, high byte, start, end)
+    for _ in range(draw(st.integers(1, max_pieces - 1))):
+        index = draw(st.integers(0, len(pieces) - 1))
+        low, high, start, end = pieces[index]
+        if draw(st.booleans()) and (high - low) // grain >= 2:
+            cut = low + grain * draw(st.integers(1, (high - low) // grain - 1))
+            pieces[index:index + 1] = [(low, cut, start, end), (cut, high, start, end)]
+        elif end - start >= 2:
+            cut = draw(st.integers(start + 1, end - 1))
+            pieces[index:index + 1] = [(low, high, start, cut), (low, high, cut, end)]
+    order = draw(st.permutations(range(len(pieces))))
+    buffers = [Buffer(f"p{i}", pieces[i][2], pieces[i][3], pieces[i][1] - pieces[i][0], grain) for i in order]
+    return Problem(buffers), capacity
+
+
 # --------------------------------------------------------------------------------------
 # Checks shared by the properties
 
@@ -230,6 +254,26 @@ def test_fit_agrees_with_the_oracle(case):
     if solution.status is Status.OK:
         return
     assert solution.overload is not None or solution.core is not None, "an INFEASIBLE answer must say why"
+
+
+@HARDENING
+@given(perfect_packings(), params(), st.booleans())
+def test_perfect_packings_are_found(packing, search_params, greedy_first):
+    problem, capacity = packing
+    solution = solve(problem, capacity=capacity, params=search_params, greedy_first=greedy_first, time_limit=SOLVE_SECONDS)
+    assert solution.status is Status.OK, solution.message
+    check_ok(problem, solution, capacity)
+
+
+@HARDENING
+@given(problems(max_buffers=14, max_size=24), st.sampled_from((-2, -1, 0, 0, 0, 1, 2)), params())
+def test_search_alone_agrees_with_the_oracle_on_larger_problems(problem, slack, search_params):
+    capacity = max(0, compute_load(problem)[0] + slack)
+    solution = solve(problem, capacity=capacity, params=search_params, greedy_first=False, time_limit=SOLVE_SECONDS)
+    assert solution.status is not Status.TIMEOUT, f"timed out: {solution.message}"
+    check(problem, solution, capacity)
+    if solution.status is Status.OK:
+        assert oracle_feasible(problem, capacity)
 
 
 @HARDENING
