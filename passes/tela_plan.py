@@ -52,6 +52,7 @@ from telamalloc.passes.collect import (
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.runtime.api import solve
 from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.validate import validate
 
 MAX_LISTED_BUFFERS = 8  # diagnostics list at most this many buffer ids
 
@@ -139,9 +140,10 @@ def solve_function(
             "'scratchpad.target = #scratchpad.target<\"<name>\", capacity = <bytes>>' to "
             "the module or function, or pass 'capacity=<bytes>'",
         )
+    problem = function_problem.problem()
     try:
         solution = solve(
-            function_problem.problem(),
+            problem,
             capacity=function_problem.capacity,
             mode=mode,
             time_limit=time_limit,
@@ -149,6 +151,15 @@ def solve_function(
         )
     except ProblemError as error:
         raise PassFailedAtOp(func, f"cannot plan '@{function_problem.name}': {error}") from None
+    if solution.ok:
+        # The independent validator (DESIGN §2) checks every layout before it reaches the IR.
+        errors = validate(problem, solution.offsets, function_problem.capacity)
+        if errors:
+            raise PassFailedAtOp(
+                func,
+                f"internal error: the layout for '@{function_problem.name}' is invalid: "
+                f"{errors[0]}; please report this with the 'dump-problem' CSV",
+            )
     return FunctionPlan(function_problem, solution)
 
 

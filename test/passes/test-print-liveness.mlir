@@ -211,3 +211,19 @@ func.func @names() {
   %1 = memref.alloc() : memref<4xf32, #scratchpad.space>
   func.return
 }
+
+// -----
+// Taking the raw address of a buffer lets it escape the analysis: p lives to the end of
+// the function's 6 points, [0, 6). An unranked cast is an alias like any other: the use
+// of %u at #4 ends q, [1, 4 + 1) = [1, 5).
+// CHECK-LABEL: // liveness of @pointer_and_unranked: 6 program points, 2 buffers
+// CHECK:       //   buffer 'p' [0, 6) at #0 scratchpad.alloc, escapes
+// CHECK-NEXT:  //   buffer 'q' [1, 5) at #1 scratchpad.alloc
+func.func @pointer_and_unranked() {
+  %p = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  %q = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  %address = "memref.extract_aligned_pointer_as_index"(%p) : (memref<4xf32, #scratchpad.space>) -> index
+  %u = "memref.cast"(%q) : (memref<4xf32, #scratchpad.space>) -> memref<*xf32, #scratchpad.space>
+  "test.op"(%u) : (memref<*xf32, #scratchpad.space>) -> ()
+  func.return
+}
