@@ -183,7 +183,7 @@ def collect_function(
 def buffer_ids(liveness: FunctionLiveness) -> list[str]:
     """Deterministic, unique ids: a recorded id, else the SSA name, else `#<point>`.
 
-    A repeated name gets `#<point>` appended (`#` cannot appear in an SSA name).
+    A repeated name gets `#<point>` (the alloc's program point) appended (`#` cannot appear in an SSA name).
     """
     ids: list[str] = []
     used: set[str] = set()
@@ -194,7 +194,7 @@ def buffer_ids(liveness: FunctionLiveness) -> list[str]:
         else:
             name = lifetime.value.name_hint or ""
         if not name or name in used:
-            name = f"{name}#{lifetime.start}"
+            name = f"{name}#{lifetime.point}"
         used.add(name)
         ids.append(name)
     return ids

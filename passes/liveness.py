@@ -24,6 +24,9 @@ last point at which the buffer, or a value aliasing it, is used or deallocated:
   assumed not to keep it);
 - with a dealloc the lifetime includes the dealloc; without one it ends at the last use
   (a use after a dealloc still extends it, as this analysis does not judge programs);
+- unstructured control flow: a buffer allocated or used in a region with several blocks
+  (`cf.br`, `cf.cond_br`, ...) is live over that whole region, as branches may repeat
+  blocks or run them out of textual order (back edges are not analysed more finely);
 - a buffer that *escapes* lives to the end of the function: returned by `func.return`,
   yielded by a terminator other than the structured ones above (`scf.yield` in a loop,
   `scf.condition`, ...), stored as a value (`memref.store` of the memref itself), or
@@ -68,8 +71,13 @@ def is_memref(type_: Attribute) -> bool:
 
 
 def is_loop(op: Operation) -> bool:
-    """True for an op whose regions may run more than once (unknown region ops included)."""
-    return bool(op.regions) and op.name not in ONCE_REGION_OPS
+    """True for an op whose regions may run more than once (unknown region ops included).
+
+    A region with several blocks may loop through its branches, whatever the op.
+    """
+    if not op.regions:
+        return False
+    return op.name not in ONCE_REGION_OPS or any(len(region.blocks) > 1 for region in op.regions)
 
 
 @dataclass(frozen=True)
@@ -77,11 +85,12 @@ class Lifetime:
     """The lifetime of one allocation, in the program points of its function."""
 
     op: Operation  # the allocating op (its first result is the buffer)
-    start: int  # the allocation's point
+    start: int  # the first point it is live at: its allocation's, or see `point`
     end: int  # one past the last point at which the buffer is live (exclusive)
     escapes: bool  # returned, stored or yielded out of a loop: lives to the function's end
     deallocs: tuple[Operation, ...]  # the ops that free it (directly or through an alias)
     loop: Operation | None  # the innermost loop around the allocation, within the function
+    point: int  # the allocation's own point (start is earlier only in branching regions)
 
     @property
     def value(self) -> SSAValue:
@@ -221,6 +230,7 @@ def analyze_function(
     """Lifetimes of the ops in `func` for which `is_allocation` is true (see module doc)."""
     points, point_of, last_of = numbering if numbering is not None else number_points(func)
     function_end = len(points)
+    region_spans: dict[int, tuple[int, int]] = {}
     lifetimes: list[Lifetime] = []
     for op in points:
         if not op.results or not is_allocation(op):
@@ -231,11 +241,42 @@ def analyze_function(
         last = start
         for use in uses:
             last = max(last, _extent(use.op, ancestors, point_of, last_of, func))
+        for user in (op, *(use.op for use in uses)):
+            for first_point, last_point in _branching_regions(user, func, point_of, last_of, region_spans):
+                start = min(start, first_point)
+                last = max(last, last_point)
         end = function_end if escapes else last + 1
         lifetimes.append(
-            Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func))
+            Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op])
         )
     return FunctionLiveness(func, points, tuple(lifetimes))
+
+
+def _branching_regions(
+    op: Operation,
+    func: FuncOp,
+    point_of: dict[Operation, int],
+    last_of: dict[Operation, int],
+    region_spans: dict[int, tuple[int, int]],
+) -> Iterator[tuple[int, int]]:
+    """(first, last) points of every region with several blocks that holds `op`.
+
+    Branches between blocks may run them in any order and repeat them, so a buffer that
+    appears in such a region is conservatively live over all of it.
+    """
+    block = op.parent_block()
+    while block is not None:
+        region = block.parent
+        if region is not None and len(region.blocks) > 1:
+            if id(region) not in region_spans:
+                firsts = [point_of[b.first_op] for b in region.blocks if b.first_op is not None]
+                lasts = [last_of[b.last_op] for b in region.blocks if b.last_op is not None]
+                region_spans[id(region)] = (min(firsts), max(lasts))
+            yield region_spans[id(region)]
+        owner = block.parent_op()
+        if owner is None or owner is func:
+            return
+        block = owner.parent_block()
 
 
 def _ancestors(op: Operation, func: FuncOp) -> set[Operation]:

@@ -53,6 +53,8 @@ def check_options(
         not _is_int(alignment) or not is_power_of_two(alignment) or alignment > 2**62
     ):
         raise ValueError(f"invalid alignment '{alignment}'; expected {_accepted('alignment')}")
+    if isinstance(mode, Mode):
+        mode = mode.value
     if mode not in MODES:
         raise ValueError(f"unknown mode '{mode}'; expected {_accepted('mode')}")
     if algorithm not in ALGORITHMS:

@@ -74,7 +74,7 @@ def plan_module(
     *,
     capacity: int | None = None,
     alignment: int | None = None,
-    mode: str = "fit",
+    mode: str | Mode = "fit",
     time_limit: float | None = None,
     algorithm: str = "telamalloc",
     dump_problem: str | None = None,
@@ -130,7 +130,7 @@ def collect_module(
 
 
 def solve_function(
-    function_problem: FunctionProblem, mode: str, time_limit: float | None, algorithm: str
+    function_problem: FunctionProblem, mode: str | Mode, time_limit: float | None, algorithm: str
 ) -> FunctionPlan:
     func = function_problem.func
     if Mode(mode) is Mode.FIT and function_problem.capacity is None:

@@ -54,7 +54,7 @@ def format_liveness(liveness: FunctionLiveness) -> str:
             notes += f", {_plural(len(lifetime.deallocs), 'dealloc')}"
         lines.append(
             f"//   buffer '{buffer_id}' [{lifetime.start}, {lifetime.end}) at "
-            f"#{lifetime.start} {lifetime.op.name}{notes}"
+            f"#{lifetime.point} {lifetime.op.name}{notes}"
         )
     return "\n".join(lines) + "\n"
 

@@ -227,3 +227,20 @@ func.func @pointer_and_unranked() {
   "test.op"(%u) : (memref<*xf32, #scratchpad.space>) -> ()
   func.return
 }
+
+// -----
+// Unstructured control flow: branches may repeat blocks, so a buffer that appears in a
+// region with several blocks lives over the whole region: a is used in ^loop only, yet
+// lives over all 6 points of the function body, [0, 6).
+// CHECK-LABEL: // liveness of @branches: 6 program points, 1 buffer
+// CHECK:       //   buffer 'a' [0, 6) at #1 scratchpad.alloc
+func.func @branches(%c : i1) {
+  %x = "test.op"() : () -> i32
+  %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  cf.br ^loop
+^loop:
+  scratchpad.kernel "fill" outs(%a : memref<4xf32, #scratchpad.space>)
+  cf.cond_br %c, ^loop, ^exit
+^exit:
+  func.return
+}
