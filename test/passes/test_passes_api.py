@@ -278,3 +278,34 @@ def test_random_programs_match_reference_and_lower_without_overlap(seed):
             assert offset + size <= other_offset or other_offset + other_size <= offset, (name, other)
     if mode == "minimize" and plan.solution.optimal:
         assert peak >= plan.solution.load
+
+
+def test_plan_module_accepts_mode_values_and_memory_space():
+    module = _parse(
+        """
+        func.func @gpu() {
+          %w = memref.alloc() : memref<16xf32, 3>
+          %m = memref.alloc() : memref<16xf32>
+          "test.op"(%w, %m) : (memref<16xf32, 3>, memref<16xf32>) -> ()
+          func.return
+        }
+        """
+    )
+    (plan,) = plan_module(module, mode=telamalloc.Mode.MINIMIZE, memory_space=3)
+    assert [buffer.id for buffer in plan.problem.buffers] == ["w"]
+    assert plan.solution.peak == 64 and plan.solution.optimal
+
+
+def test_zero_size_buffers_lower_to_empty_views():
+    module = _parse(
+        """
+        func.func @empty_buffer() {
+          %a = memref.alloc() : memref<0xf32>
+          func.return
+        }
+        """
+    )
+    TelaPipelinePass(capacity=16).apply(_context(), module)
+    module.verify()
+    arena = next(op for op in module.walk() if "scratchpad.arena" in op.attributes)
+    assert str(arena.results[0].type) == "memref<0xi8>"
