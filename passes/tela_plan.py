@@ -105,7 +105,7 @@ def plan_module(
         plan = solve_function(function_problem, mode, time_limit, algorithm)
         if report is not None:
             report.write(format_report_line(plan) + "\n")
-        _require_success(plan, time_limit)
+        require_success(plan, time_limit)
         plans.append(plan)
     for plan in plans:
         record_plan(plan)
@@ -163,7 +163,8 @@ def solve_function(
     return FunctionPlan(function_problem, solution)
 
 
-def _require_success(plan: FunctionPlan, time_limit: float | None) -> None:
+def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
+    """Raises the diagnostic for a plan without a valid layout (see the module doc)."""
     solution = plan.solution
     if solution.ok and solution.offsets is not None:
         return
