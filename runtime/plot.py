@@ -20,10 +20,10 @@ temporary file beside the target and moved into place, so a failed drawing leave
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 
 from telamalloc.runtime.problem import Problem, Solution
+from telamalloc.runtime.report import open_atomically
 from telamalloc.runtime.validate import compute_load
 
 FORMATS = {".svg": "svg", ".png": "png"}
@@ -231,20 +231,6 @@ def _label_rectangles(axes, placed, x_range, y_range) -> None:
 
 
 def _save(figure, path: str, file_format: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(prefix=".tela-plot-", suffix="." + file_format, dir=directory)
-    try:
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes the file private; honour the umask instead
-        with os.fdopen(descriptor, "wb") as stream:
-            metadata = {"Date": None} if file_format == "svg" else {"Software": None}
-            figure.savefig(stream, format=file_format, dpi=DPI, metadata=metadata)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+    metadata = {"Date": None} if file_format == "svg" else {"Software": None}
+    with open_atomically(path, binary=True) as stream:
+        figure.savefig(stream, format=file_format, dpi=DPI, metadata=metadata)

@@ -24,13 +24,13 @@ import io
 import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
+from telamalloc.runtime.report import write_text_atomically
 
 PROG = "tela-import"
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -106,21 +106,6 @@ def notes(imported: ImportedModel) -> list[str]:
     return lines
 
 
-def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(prefix=".tela-import-", suffix=".mlir", dir=directory)
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-
-
 def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.capacity is None and arguments.alignment is not None:
@@ -141,7 +126,7 @@ def _run(argv: Sequence[str] | None) -> int:
     for line in notes(imported):
         print(line, file=sys.stderr)
     if arguments.output:
-        _write(arguments.output, text)
+        write_text_atomically(arguments.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_OK

@@ -121,3 +121,25 @@ def test_several_reports_are_separated():
     text = format_text(reports)
     assert "\n\ng:\n" in text
     assert [r["name"] for r in json.loads(format_json(reports))["reports"]] == ["f", "g"]
+
+
+def test_open_atomically_replaces_the_file_only_on_success(tmp_path):
+    from telamalloc.runtime.report import open_atomically, write_text_atomically
+
+    target = tmp_path / "out.txt"
+    write_text_atomically(str(target), "first\n")
+    with pytest.raises(RuntimeError):
+        with open_atomically(str(target)) as stream:
+            stream.write("half")
+            raise RuntimeError("stop")
+    assert target.read_text() == "first\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_open_atomically_errors_name_the_target(tmp_path):
+    from telamalloc.runtime.report import write_text_atomically
+
+    target = tmp_path / "missing" / "out.json"
+    with pytest.raises(OSError) as error:
+        write_text_atomically(str(target), "{}")
+    assert error.value.filename == str(target)
