@@ -12,7 +12,8 @@ polls for signals and stops cleanly, see `tela-alloc`).
 
 `solve_with_progress` wraps `telamalloc.solve`: it shows the elapsed time and the bounds
 known before the search starts (LOAD below; in minimize mode, the best greedy peak above,
-which the search may only improve). Limits: the kernel publishes neither its node count
+which the search may only improve). The line is cut to the terminal width, since a wrapped
+line could not be redrawn in place. Limits: the kernel publishes neither its node count
 nor, in minimize mode, the best peak found so far while it runs; the line shows those only
 once the kernel offers a progress hook (a shared counter array it updates as it polls its
 cancel flag).
@@ -20,6 +21,8 @@ cancel flag).
 
 from __future__ import annotations
 
+import io
+import os
 import sys
 import threading
 import time
@@ -38,6 +41,13 @@ def is_terminal(stream: TextIO) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no isatty, or a closed stream
         return False
+
+
+def terminal_width(stream: TextIO, default: int = 80) -> int:
+    try:
+        return max(20, os.get_terminal_size(stream.fileno()).columns)
+    except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
+        return default
 
 
 class ProgressLine:
@@ -83,7 +93,8 @@ class ProgressLine:
             return
         while not self._stop.is_set():
             elapsed = time.monotonic() - self._started
-            self._write(f"{ERASE_LINE}{self.prefix}: {self.describe(elapsed)}")
+            line = f"{self.prefix}: {self.describe(elapsed)}"
+            self._write(ERASE_LINE + line[: terminal_width(self.stream) - 1])  # a wrapped line could not be redrawn
             self.shown = True
             self._stop.wait(self.interval)
 
@@ -96,16 +107,16 @@ class ProgressLine:
 
 
 def describe_solve(problem: Problem, capacity: int | None, mode: Mode, greedy_peak: int | None) -> Callable[[float], str]:
-    """`12.3 s, LOAD 896 B, best so far <= 1024 B (greedy), Ctrl-C stops with the best so far`."""
+    """`12.3 s, minimize 454 buffers, LOAD 1048576 B, peak <= 1339392 B (greedy); Ctrl-C keeps the best`."""
     load = compute_load(problem)[0]
     if mode is Mode.MINIMIZE:
-        bound = "" if greedy_peak is None else f", best peak <= {greedy_peak} B (greedy)"
-        target = f"minimizing the peak of {len(problem.buffers)} buffers, LOAD {load} B{bound}"
+        bound = "" if greedy_peak is None else f", peak <= {greedy_peak} B (greedy)"
+        target = f"minimize {len(problem.buffers)} buffers, LOAD {load} B{bound}"
     else:
-        target = f"fitting {len(problem.buffers)} buffers in {capacity} B, LOAD {load} B"
+        target = f"fit {len(problem.buffers)} buffers in {capacity} B, LOAD {load} B"
 
     def describe(elapsed: float) -> str:
-        return f"{elapsed:.1f} s, {target}; Ctrl-C stops with the best so far"
+        return f"{elapsed:.1f} s, {target}; Ctrl-C keeps the best"
 
     return describe
 
@@ -131,8 +142,9 @@ def solve_with_progress(
     capacity = solve_arguments.get("capacity") or problem.capacity
     greedy_peak = None
     if mode is Mode.MINIMIZE:
-        greedy = solve(problem, mode=Mode.MINIMIZE, algorithm="best-fit")  # O(n log n): a bound to show
-        greedy_peak = greedy.peak
+        # O(n log n) each: the bound the search starts from (it tries both as well)
+        peaks = [solve(problem, mode=Mode.MINIMIZE, algorithm=name).peak for name in ("best-fit", "first-fit")]
+        greedy_peak = min((peak for peak in peaks if peak is not None), default=None)
     describe = describe_solve(problem, capacity, mode, greedy_peak)
     with ProgressLine(stream, prefix, describe, interval=interval, delay=delay, force=force):
         return solve(problem, **solve_arguments)

@@ -48,9 +48,17 @@ def test_quick_work_prints_nothing_before_the_delay():
 def test_describe_solve_gives_the_bounds():
     problem = _problem()
     fit = describe_solve(problem, 32, Mode.FIT, None)(1.25)
-    assert fit == "1.2 s, fitting 3 buffers in 32 B, LOAD 24 B; Ctrl-C stops with the best so far"
+    assert fit == "1.2 s, fit 3 buffers in 32 B, LOAD 24 B; Ctrl-C keeps the best"
     minimize = describe_solve(problem, None, Mode.MINIMIZE, 32)(0.0)
-    assert "minimizing the peak of 3 buffers, LOAD 24 B, best peak <= 32 B (greedy)" in minimize
+    assert minimize == "0.0 s, minimize 3 buffers, LOAD 24 B, peak <= 32 B (greedy); Ctrl-C keeps the best"
+
+
+def test_long_lines_are_cut_to_the_terminal_width():
+    stream = _Terminal()  # no file descriptor: the default width, 80
+    with ProgressLine(stream, "tool", lambda elapsed: "x" * 200, interval=0.01, delay=0.0):
+        time.sleep(0.05)
+    lines = [line for line in stream.getvalue().split(ERASE_LINE) if line]
+    assert lines and all(len(line) == 79 for line in lines)
 
 
 def test_solve_with_progress_returns_what_solve_returns():
