@@ -132,6 +132,25 @@ def plot_layout(
         _save(figure, path, file_format)
 
 
+def plot_paths(path: str, names: Sequence[str]) -> dict[str, str]:
+    """One picture per function: `path` itself for one, `stem.<function>.ext` for several."""
+    if len(names) == 1:
+        return {names[0]: path}
+    stem, extension = os.path.splitext(path)
+    return {name: f"{stem}.{name}{extension}" for name in names}
+
+
+def plot_plans(path: str, plans) -> dict[str, str]:
+    """Draw each planned function (the planning pass's `FunctionPlan`s, duck-typed: `name`,
+    `problem.problem()`, `solution`); returns function name -> picture path."""
+    picture_format(path)
+    plans = list(plans)
+    paths = plot_paths(path, [plan.name for plan in plans])
+    for plan in plans:
+        plot_layout(paths[plan.name], plan.problem.problem(), plan.solution, name=f"@{plan.name}")
+    return paths
+
+
 def _draw(Figure, problem: Problem, solution: Solution | None, offsets, capacity: int | None, name: str):
     from matplotlib.collections import PolyCollection
     from matplotlib.ticker import FuncFormatter, MaxNLocator, MultipleLocator

@@ -119,6 +119,12 @@ def contended_point(problem: Problem, offsets: Sequence[int] | None = None) -> C
     return ContendedPoint(time, load, tuple(live))
 
 
+def reports_for_plans(plans, *, timing: bool = True) -> list[Report]:
+    """One report per planned function: anything with `name`, `problem.problem()` and
+    `solution` (the planning pass's `FunctionPlan`; duck-typed, so no xDSL import here)."""
+    return [build_report(plan.name, plan.problem.problem(), plan.solution, timing=timing) for plan in plans]
+
+
 # --------------------------------------------------------------------------------------
 # JSON
 
