@@ -295,7 +295,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
 
     Returns the SearchResult, or None when the time or the cancel flag left no room to call.
     """
-    from telamalloc.runtime._search import STATUS_OK, search  # noqa: F401  (imported lazily: optional at import)
+    from telamalloc.runtime._search import search  # imported here: the greedy paths do not need the kernel
 
     if instance.cancelled():
         instance.counters.cancelled = True

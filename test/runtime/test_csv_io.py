@@ -110,3 +110,22 @@ def test_write_is_atomic_and_leaves_no_temporary(tmp_path):
     umask = os.umask(0o022)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_round_trip(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    buffers = []
+    for i in range(rng.randint(0, 30)):
+        start = rng.randint(0, 2**40)
+        offset = rng.choice([None, rng.randint(0, 2**50)])
+        buffers.append(Buffer(f"id {i}, \"q\"", start, start + rng.randint(1, 99), rng.randint(0, 2**40), 2 ** rng.randint(0, 12), offset))
+    problem = read_problem(EXAMPLE).__class__(buffers)
+    offsets = [rng.randint(0, 2**50) for _ in buffers]
+    out = tmp_path / "out.csv"
+    write_solution(out, problem, offsets)
+    again = read_problem(out)
+    assert [(b.id, b.start, b.end, b.size, b.alignment) for b in again.buffers] == [(b.id, b.start, b.end, b.size, b.alignment) for b in buffers]
+    assert [b.offset for b in again.buffers] == offsets
