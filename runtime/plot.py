@@ -13,8 +13,10 @@ matplotlib is imported only when a picture is drawn (`import telamalloc` stays l
 missing matplotlib is a `PlotError` that says how to install it. Rendering uses the Agg
 (PNG) and SVG canvases directly, never pyplot, so no window opens and no global backend
 changes. Output is deterministic: SVG ids come from a fixed `svg.hashsalt`, no date is
-written, text is kept as text (`svg.fonttype = none`, small files). The file is written to a
-temporary file beside the target and moved into place, so a failed drawing leaves no file.
+written, text is kept as text (`svg.fonttype = none`, small files); beyond
+`RASTERIZE_ABOVE` buffers (or LOAD steps) the rectangles (the LOAD curve) are embedded as
+an image, so an SVG of 60,000 buffers stays small. The file is written to a temporary file
+beside the target and moved into place, so a failed drawing leaves no file.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ FORMATS = {".svg": "svg", ".png": "png"}
 FIGURE_INCHES = (10.0, 6.0)
 DPI = 100  # PNG pixels per inch: a 1000 x 600 picture
 MAX_LABELS = 400  # never more labels than this (largest rectangles first)
+RASTERIZE_ABOVE = 5000  # more rectangles than this are embedded as an image in an SVG (small files)
 LABEL_FONT_POINTS = 7.0
 HASH_SALT = "telamalloc"
 
@@ -173,9 +176,9 @@ def _draw(Figure, problem: Problem, solution: Solution | None, offsets, capacity
         colors = matplotlib_colors(count)
         polygons = [((b.start, o), (b.end, o), (b.end, o + b.size), (b.start, o + b.size)) for b, o in placed]
         edge_width = 0.8 if count <= 50 else 0.4 if count <= 500 else 0.1
-        layout_axes.add_collection(
-            PolyCollection(polygons, facecolors=colors, edgecolors="#333333", linewidths=edge_width)
-        )
+        rectangles = PolyCollection(polygons, facecolors=colors, edgecolors="#333333", linewidths=edge_width)
+        rectangles.set_rasterized(count > RASTERIZE_ABOVE)
+        layout_axes.add_collection(rectangles)
     else:
         layout_axes.text(0.5, 0.5, "no layout", transform=layout_axes.transAxes, ha="center", va="center", color="#888888")
     if capacity is not None:
@@ -192,8 +195,9 @@ def _draw(Figure, problem: Problem, solution: Solution | None, offsets, capacity
         layout_axes.legend(loc="upper right", fontsize=7, framealpha=0.85)
 
     if times:
-        load_axes.fill_between(times, live, step="post", color="#78909c", alpha=0.5, linewidth=0)
-        load_axes.step(times, live, where="post", color="#37474f", linewidth=0.8)
+        many = len(times) > RASTERIZE_ABOVE
+        load_axes.fill_between(times, live, step="post", color="#78909c", alpha=0.5, linewidth=0, rasterized=many)
+        load_axes.step(times, live, where="post", color="#37474f", linewidth=0.8, rasterized=many)
     load = max(live, default=0)
     load_axes.axhline(load, color="#2e7d32", linestyle=":", linewidth=1.0, label=f"LOAD {load} B")
     if capacity is not None:

@@ -142,3 +142,18 @@ def test_load_curve_steps_and_byte_labels():
     problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 0)])
     assert load_curve(problem) == ([0, 1, 2, 3], [10, 15, 5, 0])
     assert [byte_label(v) for v in (512, 4096, 1.5 * 2**20, 3 * 2**30)] == ["512", "4 KiB", "1.5 MiB", "3 GiB"]
+
+
+def test_many_rectangles_are_embedded_as_an_image_in_svg(tmp_path, monkeypatch):
+    import telamalloc.runtime.plot as plot
+
+    problem = _small()
+    solution = solve(problem)
+    vector = tmp_path / "vector.svg"
+    plot_layout(str(vector), problem, solution)
+    monkeypatch.setattr(plot, "RASTERIZE_ABOVE", 5)  # 10 buffers, 13 LOAD steps: both rasterized
+    raster = tmp_path / "raster.svg"
+    plot_layout(str(raster), problem, solution)
+    assert b"<image" not in vector.read_bytes()
+    assert raster.read_bytes().count(b"<image") == 3  # rectangles, LOAD fill, LOAD step line
+    assert "b0" in _svg_texts(raster)  # labels stay text
