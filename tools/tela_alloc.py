@@ -21,6 +21,7 @@ Exit status:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import signal
 import sys
@@ -152,7 +153,10 @@ def _run(argv: Sequence[str] | None) -> int:
     print(_report(solution), flush=True)
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
-        write_solution(arguments.output, table.problem, solution.offsets, table.columns)
+        try:
+            write_solution(arguments.output, table.problem, solution.offsets, table.columns)
+        except OSError as error:
+            raise UsageError(f"cannot write '{arguments.output}': {error.strerror or error}") from None
         print(f"written: {arguments.output}")
         if arguments.validate:
             violations = _validate_written(arguments.output, table.problem, capacity)
@@ -171,9 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ProblemError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except OSError as error:
-        print(f"{PROG}: error: cannot write '{error.filename}': {error.strerror}", file=sys.stderr)
-        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. piped into `head`: the reader has gone, stay quiet
+        sys.stdout = open(os.devnull, "w")
+        return EXIT_OK
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -107,7 +107,7 @@ def test_inclusive_columns_round_trip(tmp_path):
         ([f"--input={EXAMPLE}", "--capacity=-3"], "capacity '-3' is not a number of bytes"),
         ([f"--input={EXAMPLE}", "--capacity=12", "--algorithm=tetris"], "invalid choice: 'tetris'"),
         (["--input=/nonexistent/p.csv", "--capacity=12"], "/nonexistent/p.csv: cannot read"),
-        ([f"--input={EXAMPLE}", "--capacity=12", "--output=/nonexistent/dir/out.csv"], "cannot write"),
+        ([f"--input={EXAMPLE}", "--capacity=12", "--output=/nonexistent/dir/out.csv"], "cannot write '/nonexistent/dir/out.csv': No such file or directory"),
     ],
 )
 def test_usage_errors_are_one_line(arguments, text):
