@@ -471,6 +471,19 @@ def _topological(nodes) -> list:
     return order
 
 
+def _check_defined(graph) -> None:
+    """Every tensor a node reads is a model input, an initializer or some node's output."""
+    defined = {v.name for v in graph.input} | {i.name for i in graph.initializer}
+    defined |= {name for node in graph.node for name in node.output if name}
+    for node in graph.node:
+        for name in node.input:
+            if name and name not in defined:
+                raise OnnxImportError(
+                    f"{_node_label(node)} reads '{name}', which is no input, initializer or node output "
+                    "of the model; the graph is malformed"
+                )
+
+
 def _node_label(node) -> str:
     return f"node '{node.name}' ({node.op_type})" if node.name else f"a '{node.op_type}' node"
 
@@ -489,6 +502,7 @@ def import_onnx(model_or_path, options: ImportOptions | None = None) -> Imported
     for node in model.graph.node:
         if not node.op_type:
             raise OnnxImportError("a node has no op_type; the model is malformed")
+    _check_defined(model.graph)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)  # the caller's model stays as it was (dims, node order)
     ordered = _topological(list(copy.graph.node))  # shape inference needs producers first

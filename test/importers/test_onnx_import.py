@@ -241,3 +241,9 @@ def test_shape_inference_errors_are_one_line():
     with pytest.raises(OnnxImportError) as error:
         import_onnx(model)
     assert str(error.value).startswith("ONNX shape inference failed:") and "\n" not in str(error.value)
+
+
+def test_undefined_tensors_are_reported():
+    model = _model([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [_tensor("x", [4])], [_tensor("y", [4])])
+    with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\) reads 'ghost', which is no input"):
+        import_onnx(model)
