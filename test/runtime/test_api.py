@@ -323,3 +323,10 @@ def test_minimize_agrees_with_cp_sat(seed):
     assert solution.ok and solution.optimal
     assert solution.peak == optimum
     assert validate(problem, solution.offsets, solution.peak) == []
+
+
+def test_package_exports():
+    names = "solve validate read_problem write_solution Buffer Problem Solution Status Mode Params Stats Overload ProblemError"
+    for name in names.split():
+        assert name in telamalloc.__all__ and getattr(telamalloc, name) is not None
+    assert telamalloc.solve is solve
