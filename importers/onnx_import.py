@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -242,6 +242,7 @@ class _Kernel:
     name: str
     ins: tuple[str, ...]  # the tensors the kernel reads, in kernel order
     params: dict[str, Attribute]
+    outs: tuple[str, ...] = ()  # the tensors it writes (set once the node is mapped)
 
 
 class _NotMapped(Exception):
@@ -521,22 +522,28 @@ def import_onnx(model_or_path, options: ImportOptions | None = None) -> Imported
     context = _Graph(tensors, constants, opset)
 
     nodes = list(graph.node)
-    kernels, runnable, planned_only, reasons = _map_nodes(nodes, context)
+    kernels, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
     return _build(model, nodes, kernels, context, options, runnable, planned_only, reasons)
 
 
-def _map_nodes(nodes, context: _Graph):
+def _map_nodes(nodes, context: _Graph, graph_outputs: set[str]):
     kernels: list[_Kernel] = []
     runnable: dict[str, str] = {}
     planned_only: Counter[str] = Counter()
     reasons: dict[str, str] = {}
+    read = {name for node in nodes for name in node.input} | graph_outputs
     for node in nodes:
-        for name in (*_inputs(node), *(o for o in node.output if o)):
+        # An output nobody reads whose shape inference left open (e.g. Dropout's mask in
+        # old opsets) is not planned: the kernel is taken not to write it.
+        outs = tuple(o for o in node.output if o and (o in read or context.tensors.get(o) is not None))
+        for name in (*_inputs(node), *outs):
             if context.tensors.get(name) is None:
                 raise OnnxImportError(
                     f"tensor '{name}' of {_node_label(node)} has no static shape after shape inference; "
                     "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
                 )
+        if not outs:
+            raise OnnxImportError(f"{_node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         mapper = MAPPERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
         kernel = None
         if mapper is not None:
@@ -548,7 +555,7 @@ def _map_nodes(nodes, context: _Graph):
         if kernel is None:
             kernel = _opaque(node)
             planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
-        kernels.append(kernel)
+        kernels.append(replace(kernel, outs=outs))
     return kernels, runnable, dict(sorted(planned_only.items())), reasons
 
 
@@ -623,7 +630,7 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
                 allocate(name)
                 emit(DmaOp(main_values[(name, "in")], in_scratchpad[name]))
                 counts["loads"] += 1
-        results = [name for name in node.output if name]
+        results = list(kernel.outs)
         for name in results:
             allocate(name)
         emit(

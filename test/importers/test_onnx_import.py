@@ -247,3 +247,30 @@ def test_undefined_tensors_are_reported():
     model = _model([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [_tensor("x", [4])], [_tensor("y", [4])])
     with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\) reads 'ghost', which is no input"):
         import_onnx(model)
+
+
+# --------------------------------------------------------------------------------------
+# Real architectures: the "light" models the onnx package ships for its backend tests
+# (the real graphs of ResNet-50 and SqueezeNet, weights replaced by ConstantOfShape nodes)
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+
+
+@pytest.mark.parametrize(
+    "name, nodes, buffers",
+    [
+        ("light_squeezenet.onnx", 105, 158),
+        ("light_resnet50.onnx", 415, 684),
+    ],
+)
+def test_real_architectures_import_and_plan_at_load(name, nodes, buffers):
+    path = LIGHT / name
+    if not path.exists():
+        pytest.skip(f"the onnx package does not ship '{name}'")
+    imported = import_onnx(str(path))
+    imported.module.verify()
+    assert (imported.nodes, imported.buffers) == (nodes, buffers)
+    assert "ConstantOfShape" in imported.planned_only  # the stand-ins for the weights
+    load = compute_load(collect_module(imported.module, capacity=1 << 40)[0].problem())[0]
+    (plan,) = plan_module(imported.module, capacity=load, time_limit=60)
+    assert plan.solution.ok and plan.solution.peak == load
