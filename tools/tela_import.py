@@ -101,7 +101,7 @@ def notes(imported: ImportedModel) -> list[str]:
         why = imported.reasons.get(op_type)
         reason = f" ({why})" if why else " (no interpreter kernel)"
         lines.append(
-            f"{PROG}: note: {count} '{op_type}' {nodes} planned as 'onnx.{op_type}'{reason}; tela-run cannot execute them"
+            f"{PROG}: note: {count} '{op_type}' {nodes} planned as 'onnx.{op_type}'{reason}; tela-run cannot execute {'it' if count == 1 else 'them'}"
         )
     return lines
 
