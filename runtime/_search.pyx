@@ -133,7 +133,7 @@ ctypedef struct Frame:
     int64_t act_lo     # time window of the component this node branches on
     int64_t act_hi
     int64_t rep        # a buffer of that component
-    int64_t btrail     # base-trail height before this node's current child was placed
+    int64_t rep_base   # depth of the frame that gave that component its base (-1: root)
     uint64_t key1      # the node's state key (see _expand), for the table of failed states
     uint64_t key2
     int64_t jumps      # c.jumps when the node was expanded
@@ -158,6 +158,7 @@ ctypedef struct Ctx:
     int section_inference
     int dominance
     int backjumping
+    int rank_first      # children by (rank) instead of (pos, rank); a portfolio dimension
     # state
     int64_t* floor
     int64_t* off
@@ -184,12 +185,7 @@ ctypedef struct Ctx:
     int64_t* st
     int64_t* en
     int64_t* by_start
-    int64_t* bL
-    int64_t* bR
-    int64_t* bD
-    int64_t* btrail
-    int64_t btrail_cap
-    int64_t btop
+    int64_t* bD          # scratch: depth of the frame that gave each buffer its base
     int64_t* comp        # scratch: component of each unplaced buffer
     int64_t* comp_lo
     int64_t* comp_hi
@@ -340,14 +336,24 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             reach = c.en[k]
             c.comp_hi[ncomp - 1] = reach
         c.comp[k] = ncomp - 1
-    # positions and forced dead ends
+    # positions and forced dead ends. The base (L, r) of a buffer is the last placement
+    # made while it was in the branching component: the deepest frame whose window holds it
     for k in range(m):
         if c.placed[k]:
             continue
+        j = d - 1
+        while j >= 0 and (c.st[k] < c.frames[j].act_lo or c.en[k] > c.frames[j].act_hi):
+            j -= 1
+        c.bD[k] = j
         base = c.floor[k]
         if c.canonical:
-            L = c.bL[k]
-            if c.rank[k] > c.bR[k]:
+            if j >= 0:
+                L = c.off[c.frames[j].placed]
+                r = c.rank[c.frames[j].placed]
+            else:
+                L = 0
+                r = -1
+            if c.rank[k] > r:
                 if L > base:
                     base = L
             elif L + 1 > base:
@@ -421,6 +427,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     f.act_lo = c.comp_lo[act]
     f.act_hi = c.comp_hi[act]
     f.rep = c.comp_rep[act]
+    f.rep_base = c.bD[f.rep]
     # a child at p lifts every buffer of the component to p or above: sections that would
     # then overflow rule the child out before it is expanded (canonical order only)
     limit = INF
@@ -463,12 +470,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 break
             if not ok:
                 continue
-        key = p
-        if _CHILD_ORDER == 1 and c.section_inference:
-            key = INF
-            for s in range(c.sb[k], c.se[k]):
-                if c.low[s] < key:
-                    key = c.low[s]
+        key = c.rank[k] if c.rank_first else p
         # insertion into the sorted run
         q = start + count
         while q > start:
@@ -490,42 +492,11 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     return count
 
 
-cdef int _set_bases(Ctx* c, int64_t d, int64_t i, int64_t p) noexcept nogil:
-    """Give the unplaced buffers of the branching component the base of placing ``i``."""
-    cdef Frame* f = &c.frames[d]
-    cdef int64_t k
-    cdef int64_t* grown
-    if c.btop + 4 * c.m > c.btrail_cap:
-        grown = <int64_t*>realloc(c.btrail, (c.btrail_cap * 2 + 4 * c.m) * sizeof(int64_t))
-        if grown == NULL:
-            return -1
-        c.btrail = grown
-        c.btrail_cap = c.btrail_cap * 2 + 4 * c.m
-    for k in range(c.m):
-        if c.placed[k] or c.st[k] < f.act_lo or c.en[k] > f.act_hi:
-            continue
-        c.btrail[c.btop] = k
-        c.btrail[c.btop + 1] = c.bL[k]
-        c.btrail[c.btop + 2] = c.bR[k]
-        c.btrail[c.btop + 3] = c.bD[k]
-        c.btop += 4
-        c.bL[k] = p
-        c.bR[k] = c.rank[i]
-        c.bD[k] = d
-    return 0
-
-
 cdef void _undo(Ctx* c, int64_t d, int64_t* trail_top) noexcept nogil:
     """Take back the child placed at depth ``d``."""
     cdef Frame* f = &c.frames[d]
     cdef int64_t k
     _unplace(c, f.placed, f.trail, trail_top)
-    while c.btop > f.btrail:
-        c.btop -= 4
-        k = c.btrail[c.btop]
-        c.bL[k] = c.btrail[c.btop + 1]
-        c.bR[k] = c.btrail[c.btop + 2]
-        c.bD[k] = c.btrail[c.btop + 3]
     f.placed = -1
     c.backtracks += 1
 
@@ -553,11 +524,6 @@ cdef int _run(Ctx* c) noexcept nogil:
     cdef int64_t run_start = c.nodes
     cdef Frame* f
     c.jumps = 0
-    c.btop = 0
-    for k in range(c.m):
-        c.bL[k] = 0
-        c.bR[k] = -1
-        c.bD[k] = -1
     c.frames[0].start = 0
     c.frames[0].placed = -1
     c.frames[0].budget_end = -1
@@ -595,10 +561,7 @@ cdef int _run(Ctx* c) noexcept nogil:
                 p = c.candpos[f.start + f.next]
                 f.next += 1
                 f.trail = trail_top
-                f.btrail = c.btop
                 f.placed = i
-                if _set_bases(c, d, i, p) != 0:
-                    return R_TIMEOUT
                 _place(c, i, p, &trail_top)
                 c.frames[d + 1].start = f.start + f.count
                 c.frames[d + 1].placed = -1
@@ -606,7 +569,7 @@ cdef int _run(Ctx* c) noexcept nogil:
                 expand = 1
                 continue
             # every child failed: the branching component has no layout from here
-            target = c.bD[f.rep] + 1
+            target = f.rep_base + 1
             _remember_failure(c, f)
         # the node at depth target fails as well; take back everything placed below it
         failed_at = d
@@ -625,6 +588,7 @@ cdef int _run(Ctx* c) noexcept nogil:
 
 cdef int _CHILD_ORDER = 0
 cdef int _BJ_SHIFT = 2
+_FAIL_MODE = 0
 
 
 def _set_bj_shift(value):
@@ -708,7 +672,6 @@ cdef class _Group:
         self.ctx.cand = NULL
         self.ctx.candpos = NULL
         self.ctx.candkey = NULL
-        self.ctx.btrail = NULL
 
     def __dealloc__(self):
         if self.ctx.frames != NULL:
@@ -719,8 +682,6 @@ cdef class _Group:
             free(self.ctx.candpos)
         if self.ctx.candkey != NULL:
             free(self.ctx.candkey)
-        if self.ctx.btrail != NULL:
-            free(self.ctx.btrail)
 
 
 cdef int64_t* _ptr(object array):
@@ -784,7 +745,6 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         rank=ranks[0].copy(), fail_count=np.zeros(m, dtype=np.int64),
         st=np.ascontiguousarray(st), en=np.ascontiguousarray(en),
         by_start=np.ascontiguousarray(order.astype(np.int64)),
-        bL=np.zeros(m, dtype=np.int64), bR=np.zeros(m, dtype=np.int64),
         bD=np.zeros(m, dtype=np.int64), comp=np.zeros(m, dtype=np.int64),
         comp_lo=np.zeros(m, dtype=np.int64), comp_hi=np.zeros(m, dtype=np.int64),
         comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
@@ -825,8 +785,6 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.st = _ptr(arrays["st"])
     c.en = _ptr(arrays["en"])
     c.by_start = _ptr(arrays["by_start"])
-    c.bL = _ptr(arrays["bL"])
-    c.bR = _ptr(arrays["bR"])
     c.bD = _ptr(arrays["bD"])
     c.comp = _ptr(arrays["comp"])
     c.comp_lo = _ptr(arrays["comp_lo"])
@@ -836,10 +794,6 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.lowarg = _ptr(arrays["lowarg"])
     c.cut = _ptr(arrays["cut"])
     c.porder = _ptr(arrays["porder"])
-    c.btrail_cap = 16 * (m + 1)
-    c.btrail = <int64_t*>malloc(c.btrail_cap * sizeof(int64_t))
-    if c.btrail == NULL:
-        raise MemoryError()
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
     c.cand_cap = 4 * (m + 1)
     c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
@@ -885,9 +839,11 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     while True:
         if params.restarts:
             rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
+            c.rank_first = (run // 2) % 2 if run % 2 == 0 else (run // 2 + 1) % 2
             c.budget = RESTART_BASE_NODES * _luby(run + 1)
         else:
             rank[:] = ranks[_FIRST_ORDERING % len(ranks)]
+            c.rank_first = _CHILD_ORDER == 2
             c.budget = -1
         _reset(c, total0_ptr)
         with nogil:
@@ -924,13 +880,18 @@ def _portfolio_rank(run, ranks, arrays, params, backjumping):
     the buffers that most often preceded a dead end (TelaMalloc's priority bump).
     """
     if run % 2 == 0:
-        return ranks[(run // 2) % len(ranks)]
+        return ranks[(run // 4) % len(ranks)]
     m = len(ranks[0])
     rng = np.random.default_rng([params.seed, run])
-    if backjumping and run % 8 == 7:
-        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
     base = ranks[int(rng.integers(0, min(len(ranks), 4)))]
     noisy = (m - base).astype(np.float64) * rng.uniform(0.75, 1.33, m)
+    if backjumping and _FAIL_MODE == 1:
+        fails = arrays["fail_count"]
+        return _rank_of(np.lexsort((base, -noisy, -fails)))
+    if backjumping and _FAIL_MODE == 2 and run % 4 == 3:
+        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
+    if backjumping and run % 8 == 7:
+        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
     return _rank_of(np.lexsort((base, -noisy)))
 
 
