@@ -132,10 +132,13 @@ def test_missing_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_importing_telamalloc_does_not_import_matplotlib():
-    code = "import sys, telamalloc, telamalloc.runtime.plot, telamalloc.runtime.report; print('matplotlib' in sys.modules)"
+def test_importing_telamalloc_imports_neither_matplotlib_nor_onnx():
+    code = (
+        "import sys, telamalloc, telamalloc.runtime.plot, telamalloc.runtime.report, telamalloc.runtime.progress, "
+        "telamalloc.importers.onnx_import; print('matplotlib' in sys.modules, 'onnx' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert result.stdout.strip() == "False"
+    assert result.stdout.strip() == "False False"
 
 
 def test_load_curve_steps_and_byte_labels():
