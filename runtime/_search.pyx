@@ -33,48 +33,77 @@ every stable layout, and pinned buffers simply take their turn in that order.
 [canonical] (MiniMalloc, Moffitt ASPLOS 2023: canonical solutions). Only sequences in that
 sorted order are explored: with ``L`` the offset and ``r`` the rank of the last placed buffer,
 ``lim(e) = L`` if ``rank(e) > r`` else ``L + 1``. This removes all permutations that build the
-same layout. Off: ``lim = 0``, any order is explored.
+same layout. Off: ``lim = 0``, any order is explored. A node's future depends only on the
+unplaced buffers and their ``pos``: a solution extends the node iff every unplaced buffer
+can sit at or above its ``pos`` (the placed ones end at or below it).
 
-[section_inference] (MiniMalloc: section inference). The timeline is cut into sections at
-the event points. Unplaced buffers live in a section all overlap there, so they stack above
-the lowest position any of them can take: ``min pos + unplaced bytes <= capacity`` in every
-section, or the node is dead. At the root this is the LOAD bound.
+[section_inference] (MiniMalloc: section inference, strengthened). The timeline is cut into
+sections at the event points. The unplaced buffers of a section all overlap there, so they
+stack: for every height ``h``, ``h`` + the bytes of those with ``pos >= h`` must fit in the
+capacity, or the node is dead (``h`` = the lowest ``pos`` gives "floor + unplaced bytes <=
+capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing ``pos``
+checks every ``h = pos(e)`` in O(section spans). In canonical order a child placed at ``p``
+lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
+expanded when some section of the component (other than one it empties) would then hold
+more than ``capacity - p`` unplaced bytes.
 
-[dominance] (our rule, in the spirit of MiniMalloc's dominance check). Let ``mtop`` be the
-lowest ``pos(e) + size(e)`` over unplaced free buffers ``e``. A child placing a buffer ``d``
-with ``pos(d) >= mtop`` is skipped. Sound: in any stable solution below that child every
-remaining buffer sits at or above ``pos(d) >= pos(e) + size(e)``, so ``e`` can be moved down to
-``pos(e)`` (its placed neighbours end at or below it; pins included, as they are remaining
-buffers too); pushing that layout down gives a solution whose first buffer sits at or below
-``pos(e) < pos(d)``, i.e. in another child. Repeating the argument strictly lowers the first
-position, so some unpruned child holds a solution.
+[dominance] (our rules, in the spirit of MiniMalloc's dominance check).
+1. Let ``mtop`` be the lowest ``pos(e) + size(e)`` over the unplaced free buffers ``e`` of
+   the branching component. A child placing a buffer ``d`` with ``pos(d) >= mtop`` is
+   skipped. Sound: in any stable solution below that child every remaining buffer sits at
+   or above ``pos(d) >= pos(e) + size(e)``, so ``e`` can be moved down to ``pos(e)`` (its placed
+   neighbours end at or below it; pins included, as they are remaining buffers too);
+   pushing that layout down gives a solution whose first buffer sits at or below
+   ``pos(e) < pos(d)``, i.e. in another child. Repeating the argument strictly lowers the
+   first position, so some unpruned child holds a solution.
+2. A table of failed states: as the future of a node depends only on (unplaced set, their
+   ``pos``), a node equal to one whose subtree was searched completely and failed is dead.
+   States are stored as two independent 64-bit hashes (direct-mapped, 2**20 slots, lossy:
+   a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
+   (probability about 2**-128 per lookup); a failure found under a budget cut (see
+   backjumping) is never stored.
 
-[decomposition] (TelaMalloc, MiniMalloc: partitions). The buffers are split at every time
-point no lifetime crosses; the groups share no constraint and are solved one after another.
-Limit owned here: only this static split is done. Dynamic splitting after placements is
-not sound together with the canonical order (the order ties groups through ``L``) and is
-not implemented.
+[decomposition] (TelaMalloc, MiniMalloc: partitions). Statically, the buffers are split at
+every time point no lifetime crosses, and the groups are solved one after another.
+Dynamically (groups up to ``DYNAMIC_DECOMPOSITION_LIMIT`` buffers), at every node the
+unplaced buffers split into components, the maximal time windows their lifetimes connect;
+the node branches on the leftmost component only, and each component keeps its own
+canonical base ``(L, r)``: that of the last placement made while it was the branching
+component (so components are solved independently, each in canonical order). When a
+component fails (a dead end traced to one of its buffers, or a node whose children all
+failed) and nothing was placed in it since the node right after the placement that gave
+it its base, that earlier node fails too: the search jumps back to it at once (sound,
+unlike the budget cuts below, and recorded in the table of failed states).
 
-[contention_heuristic] (TelaMalloc). Children are tried by increasing ``pos``, ties by rank.
-The rank orders buffers by the load of the most contended section they live in, then size,
-then lifetime length. Off: by size, then lifetime length.
+[contention_heuristic] (TelaMalloc: most contended time points first). Children are tried by
+increasing ``pos``, ties by rank (or, in half of the portfolio's runs, by rank alone). The
+main rank orders buffers by the load of the most contended section they live in, then
+lifetime length, then size (as MiniMalloc's preordering); the portfolio adds
+(contention, size, length) and orderings without contention. Off: every ordering that
+uses contention is left out of the portfolio.
 
-[restarts] (a portfolio, as in MiniMalloc's follow-ups and SAT solvers). Runs with node
-budgets growing geometrically cycle over orderings (contention, size, area, lifetime,
-seeded shuffles). A run that ends within its budget is a complete search, so its answer is
-a proof; budgets grow without bound, so the search stays complete. Off: one unbounded run.
+[restarts] (a portfolio with Luby budgets, as in SAT solvers). Run ``k`` may expand
+``RESTART_BASE_NODES * luby(k)`` nodes. Even runs cycle over the fixed orderings and the
+two child orders, odd runs use seeded random perturbations of the fixed orderings. The
+table of failed states is kept across runs. A run that ends within its budget (and made no
+budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
+bound, so the search stays complete. Off: one unbounded run with the main ordering.
 
 [backjumping] (TelaMalloc: on repeated failure, jump further back). Inside budgeted runs of
-the portfolio only, a subtree that exhausts its own share of the budget is abandoned and the
-search resumes at the decision above it; the buffer that kept failing is promoted in the
-next run's ordering. Because such a run skips parts of the tree its failure proves nothing:
-it only ends the run early. The final, unbudgeted proof never jumps, which keeps the search
-complete. Off: budgeted runs are plain chronological backtracking.
+the portfolio only, a subtree that uses more than a quarter of the run's budget is cut off
+and the search resumes at the decision above it; every eighth run promotes the buffers that
+most often preceded a dead end (TelaMalloc's priority bump). A run that cut a subtree
+proves nothing by failing: it just ends early. Unbudgeted runs never cut, which keeps the
+search complete. Off: budgeted runs backtrack chronologically (the sound component jumps
+of dynamic decomposition stay on).
 
-Limits owned here: the worst case is exponential (the problem is NP-hard); memory is
-O(n + overlapping pairs + sections). No Python object is touched in the search loop, which
-runs without the GIL; the clock and the cancel flag are read every 1024 nodes and Python
-signals every ~100 ms.
+Limits owned here: the worst case is exponential (the problem is NP-hard), and on hard
+instances the time depends on which portfolio run gets lucky (heavy tails). Memory is
+O(n + overlapping pairs + sections) plus the 16 MiB table of failed states (16 KiB for
+n <= 64) and a candidate stack that grows with the depth times the branching. A node costs
+O(n + section spans of the unplaced buffers). No Python object is touched in the search
+loop, which runs without the GIL; the clock and the cancel flag are read every 1024 nodes
+and Python signals every ~100 ms (with the GIL).
 """
 
 import numpy as np
@@ -550,8 +579,8 @@ cdef int _run(Ctx* c) noexcept nogil:
                 if d > 0:
                     c.fail_count[c.frames[d - 1].placed] += 1
             elif c.backjumping and c.budget >= 0 and d > 0:
-                # a subtree may use a sixteenth of the run's budget before it is abandoned
-                f.budget_end = c.nodes + (c.budget >> _BJ_SHIFT) + 64
+                # a subtree may use a quarter of the run's budget before it is abandoned
+                f.budget_end = c.nodes + (c.budget >> 2) + 64
         elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
             f.next = f.count  # abandon this subtree: it keeps failing
             c.jumps += 1
@@ -586,23 +615,7 @@ cdef int _run(Ctx* c) noexcept nogil:
         _undo(c, d, &trail_top)
 
 
-cdef int _CHILD_ORDER = 0
-cdef int _BJ_SHIFT = 2
-_FAIL_MODE = 0
-
-
-def _set_bj_shift(value):
-    global _BJ_SHIFT
-    _BJ_SHIFT = value
-
-
-def _set_child_order(value):
-    global _CHILD_ORDER
-    _CHILD_ORDER = value
-
-
 DYNAMIC_DECOMPOSITION_LIMIT = 4096  # groups above this size are not split dynamically
-_FIRST_ORDERING = 0  # experiments only: which portfolio ordering an unrestarted run uses
 
 
 def _hash_ties(n, seed):
@@ -614,9 +627,6 @@ def _hash_ties(n, seed):
         x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         x = x ^ (x >> np.uint64(31))
     return x
-
-
-_START = None
 
 
 def _orderings(sizes, lengths, contention, params):
@@ -730,8 +740,6 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     nptr = np.cumsum(nptr).astype(np.int64)
     # section contention for the heuristic
     load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
-    global _START
-    _START = st
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
     amask = np.ascontiguousarray(aligns[index] - 1)
     arrays = dict(
@@ -842,8 +850,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             c.rank_first = (run // 2) % 2 if run % 2 == 0 else (run // 2 + 1) % 2
             c.budget = RESTART_BASE_NODES * _luby(run + 1)
         else:
-            rank[:] = ranks[_FIRST_ORDERING % len(ranks)]
-            c.rank_first = _CHILD_ORDER == 2
+            rank[:] = ranks[0]
+            c.rank_first = 0
             c.budget = -1
         _reset(c, total0_ptr)
         with nogil:
@@ -885,11 +893,6 @@ def _portfolio_rank(run, ranks, arrays, params, backjumping):
     rng = np.random.default_rng([params.seed, run])
     base = ranks[int(rng.integers(0, min(len(ranks), 4)))]
     noisy = (m - base).astype(np.float64) * rng.uniform(0.75, 1.33, m)
-    if backjumping and _FAIL_MODE == 1:
-        fails = arrays["fail_count"]
-        return _rank_of(np.lexsort((base, -noisy, -fails)))
-    if backjumping and _FAIL_MODE == 2 and run % 4 == 3:
-        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
     if backjumping and run % 8 == 7:
         return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
     return _rank_of(np.lexsort((base, -noisy)))
