@@ -9,6 +9,7 @@ oracle is exact on the small problems it is used for.
 
 from __future__ import annotations
 
+import _thread
 import itertools
 import threading
 import time
@@ -289,3 +290,28 @@ def test_section_inference_proves_load_overflow_at_once():
     result = run(**HOPELESS, params=Params())
     assert result.status == STATUS_INFEASIBLE
     assert result.nodes <= 2
+
+
+def test_ctrl_c_stops_the_search_without_a_traceback():
+    timer = threading.Timer(0.1, _thread.interrupt_main)
+    began = time.perf_counter()
+    timer.start()
+    result = run(**HOPELESS, params=BLIND)
+    elapsed = time.perf_counter() - began
+    timer.join()
+    assert result.status == STATUS_TIMEOUT
+    assert result.cancelled
+    assert elapsed < 1.0
+
+
+def test_many_buffers_with_shared_start_times():
+    # lifetimes that start together and touch exercise the neighbour sweep
+    rng = np.random.default_rng(5)
+    n = 120
+    starts = [int(x) for x in rng.integers(0, 12, n)]
+    ends = [s + int(rng.integers(1, 4)) for s in starts]
+    sizes = [int(x) for x in rng.integers(1, 9, n)]
+    capacity = load(starts, ends, sizes) + 8
+    result = run(starts, ends, sizes, capacity)
+    assert result.status == STATUS_OK
+    assert layout_errors(starts, ends, sizes, capacity, [1] * n, [-1] * n, result.offsets) == []
