@@ -138,6 +138,7 @@ ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its a
 DEFAULT_SEED = 0
 ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
 MAX_VIOLATIONS = 20  # violations kept per run when collecting instead of raising
+MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer or memory) a run may take
 
 
 class InterpreterError(Exception):
@@ -224,6 +225,16 @@ def _scalar(value: Any) -> int | float:
 # Storage and memref values
 
 
+def _check_storage_size(name: str, size: int) -> None:
+    """The interpreter keeps every byte (and a 4-byte shadow per byte) in host memory, so
+    it refuses blocks beyond `MAX_STORAGE_BYTES` instead of exhausting the host."""
+    if size > MAX_STORAGE_BYTES:
+        raise InterpreterError(
+            f"{name} needs '{size}' bytes, beyond the reference interpreter's limit of "
+            f"'{MAX_STORAGE_BYTES}' bytes per block; run the program on smaller shapes"
+        )
+
+
 def _aligned_bytes(size: int) -> np.ndarray:
     raw = np.zeros(size + ARENA_ALIGNMENT, dtype=np.uint8)
     shift = (-raw.ctypes.data) % ARENA_ALIGNMENT
@@ -241,6 +252,7 @@ class Storage:
 
     @classmethod
     def zeros(cls, name: str, size: int) -> Storage:
+        _check_storage_size(name, size)
         return cls(name, _aligned_bytes(size), np.full(size, UNWRITTEN, dtype=np.int32))
 
     @property
@@ -1064,6 +1076,10 @@ def random_inputs(function: func.FuncOp, seed: int = DEFAULT_SEED) -> list[np.nd
     for index, type_ in enumerate(function.function_type.inputs.data):
         shape, element_type = _argument_shape(function, index, type_)
         dtype = numpy_dtype(element_type)
+        try:
+            _check_storage_size(f"argument {argument_name(function, index)} '{type_}'", math.prod(shape) * dtype.itemsize)
+        except InterpreterError as error:
+            raise InterpreterError(error.message, function) from None
         rng = np.random.default_rng([seed, index])
         if dtype.kind == "f":
             values = rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
@@ -1207,7 +1223,9 @@ def run_program(
     interpreter.register_implementations(ScratchpadFunctions(machine))
     try:
         results = interpreter.call_op(function, tuple(arguments))
-    except InterpreterError:
+    except InterpreterError as error:
+        if error.op is None:
+            error.op = stack.ops[-1] if stack.ops else function
         raise
     except InterpretationError as error:
         op = stack.ops[-1] if stack.ops else function

@@ -15,7 +15,10 @@ errors instead of Python tracebacks:
 - every parsed op records its source position as a `FileLineColLoc` (as `mlir-opt`
   does; printed only with `--print-debuginfo`), so verifier failures and pass failures
   raised as `PassFailedAtOp` point at the op's line even after passes ran;
-- files with any extension are read as MLIR unless `-f/--frontend` says otherwise.
+- files with any extension are read as MLIR unless `-f/--frontend` says otherwise;
+- `-o FILE` is written only when the exit status is 0, atomically (a temporary file in
+  the same directory, moved into place): a failing run leaves no partial output and an
+  existing FILE unchanged.
 
 Internal errors (bugs) are not hidden: they still raise with a traceback.
 """
@@ -24,14 +27,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import re
 import sys
+import tempfile
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import IO, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
-from xdsl.ir import Operation
+from xdsl.ir import Block, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.lexer import Input
+from xdsl.utils.mlir_lexer import MLIRLexer
 from xdsl.utils.lexer import Span
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import (
@@ -77,13 +87,138 @@ def _op_location(op: Operation, fallback: str) -> str:
     return fallback
 
 
+def locate_verification_failure(module: Operation, error: Exception, fallback: str, suffix: str = "") -> Diagnostic:
+    """The first op that fails to verify on its own (innermost first), as a Diagnostic."""
+    for op in module.walk(region_first=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as op_error:
+            return Diagnostic(_op_location(op, fallback), f"'{op.name}' op {_one_line(str(op_error))}{suffix}")
+    return Diagnostic(fallback, _one_line(str(error)) + suffix)
+
+
+def find_dominance_violation(module: Operation, fallback: str) -> Diagnostic | None:
+    """The first operand used where its definition is not visible, as MLIR's verifier
+    reports it (xDSL's verifier does not check dominance).
+
+    Checked for structured code: a value must be defined in the user's block or in an
+    enclosing block, and, when it is an op result, by an op that comes before the user
+    (or before the op enclosing the user) in that block. A value from another block of
+    the same multi-block region (a CFG) is not checked: that needs a dominator tree.
+    """
+    order: dict[Operation, int] = {}
+    for op in module.walk():
+        for index, operand in enumerate(op.operands):
+            defining_block = operand.owner if isinstance(operand.owner, Block) else operand.owner.parent_block()
+            if defining_block is None:
+                continue
+            user = op
+            while user is not None and user.parent_block() is not defining_block:
+                user = user.parent_op()
+            if user is None:
+                region = defining_block.parent
+                use_region = op.parent_region()
+                while use_region is not None and use_region is not region:
+                    parent = use_region.parent_op()
+                    use_region = None if parent is None else parent.parent_region()
+                if region is not None and use_region is region and len(region.blocks) > 1:
+                    continue  # a CFG: another block may dominate this one
+            elif isinstance(operand.owner, Block) or _position(order, operand.owner) < _position(order, user):
+                continue
+            name = f"%{operand.name_hint}" if operand.name_hint else f"operand #{index}"
+            return Diagnostic(
+                _op_location(op, fallback),
+                f"'{op.name}' op operand #{index} ('{name}') does not dominate this use; define "
+                "it before the op, in the same or an enclosing block",
+            )
+    return None
+
+
+def _position(order: dict[Operation, int], op: Operation) -> int:
+    block = op.parent_block()
+    if op not in order and block is not None:
+        for index, sibling in enumerate(block.ops):
+            order[sibling] = index
+    return order.get(op, -1)
+
+
+class _AtomicOutput:
+    """A text stream for `-o FILE`: a temporary file next to FILE, moved into place by
+    `commit` (all or nothing); `discard` removes it and leaves FILE as it was."""
+
+    def __init__(self, path: str):
+        self._path = path
+        directory = os.path.dirname(os.path.abspath(path))
+        if os.path.isdir(path):
+            raise IsADirectoryError(21, "Is a directory", path)
+        try:
+            handle, self._temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".mlir", dir=directory)
+        except OSError as error:
+            raise type(error)(error.errno, error.strerror, path) from None
+        self._stream = os.fdopen(handle, "w", encoding="utf-8")
+
+    def write(self, text: str) -> int:
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def commit(self) -> None:
+        self._stream.close()
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(self._temporary, 0o666 & ~umask)
+        os.replace(self._temporary, self._path)
+
+    def discard(self) -> None:
+        self._stream.close()
+        if os.path.exists(self._temporary):
+            os.unlink(self._temporary)
+
+
+class _SafeLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal pattern that runs in linear time.
+
+    xdsl 0.74.0 matches string literals with `"(?:[^"...]+|escape)*"`: on a string that is
+    never closed (one stray `"` in a file) the nested repetition backtracks exponentially
+    and the parser hangs. Matching one character per repetition accepts the same strings
+    and fails in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
 class _LocatingParser(Parser):
-    """The MLIR parser, recording each op's source position as its location."""
+    """The MLIR parser, recording each op's source position as its location.
+
+    Input without any operation (empty, blank, only comments or aliases) parses as an
+    empty `builtin.module` when an implicit module is allowed, as `mlir-opt` does (a
+    trailing `// -----` leaves such a chunk); xDSL's parser would reject it.
+    """
 
     def __init__(self, ctx: Context, text: str, name: str, line_offset: int):
-        super().__init__(ctx, text, name)
+        # Parser.__init__ with a lexer that cannot hang (see `_SafeLexer`); the state it
+        # sets up is that of xdsl==0.74.0's Parser.__init__.
+        super(Parser, self).__init__(ParserState(_SafeLexer(Input(text, name))), ctx)
+        self.ssa_values = dict()
+        self.blocks = dict()
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = dict()
         self._line_offset = line_offset
         self._file_name = StringAttr(name)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            no_operation = (
+                allow_implicit_module
+                and error.msg == _NO_OPERATION
+                and error.span.start >= len(error.span.input.content)
+            )
+            if no_operation:
+                return ModuleOp([])
+            raise
 
     def parse_operation(self) -> Operation:
         start = dataclasses.replace(self._current_token.span, line_offset=self._line_offset)
@@ -183,15 +318,7 @@ class TelaOptMain(xDSLOptMain):
         self, module: ModuleOp, error: Exception, suffix: str
     ) -> Diagnostic:
         """Finds the first op that fails to verify on its own (innermost first)."""
-        for op in module.walk(region_first=True):
-            try:
-                op.verify(verify_nested_ops=False)
-            except DiagnosticException as op_error:
-                return Diagnostic(
-                    _op_location(op, self.get_input_name()),
-                    f"'{op.name}' op {_one_line(str(op_error))}{suffix}",
-                )
-        return Diagnostic(self.get_input_name(), _one_line(str(error)) + suffix)
+        return locate_verification_failure(module, error, self.get_input_name(), suffix)
 
     def apply_passes(self, prog: ModuleOp) -> None:
         self._current_pass = None
@@ -234,7 +361,11 @@ class TelaOptMain(xDSLOptMain):
             ) from None
         parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
         try:
-            return parser.parse_module(not self.args.no_implicit_module)
+            module = parser.parse_module(not self.args.no_implicit_module)
+            violation = find_dominance_violation(module, self.get_input_name())
+            if violation is not None:
+                raise violation
+            return module
         except ParseError as error:
             span = dataclasses.replace(error.span, line_offset=start_offset)
             raise _parse_diagnostic(span, error.msg) from None
@@ -254,13 +385,14 @@ class TelaOptMain(xDSLOptMain):
                 f"cannot open input file '{self.args.input_file}': {error.strerror}"
             ) from None
         try:
-            output = self.prepare_output()
+            output = sys.stdout if self.args.output_file is None else _AtomicOutput(self.args.output_file)
         except OSError as error:
             raise UserError(
                 f"cannot open output file '{self.args.output_file}': {error.strerror}"
             ) from None
 
         failed = False
+        committed = False
         try:
             for index, (chunk, line_offset) in enumerate(chunks):
                 if index > 0:
@@ -279,21 +411,41 @@ class TelaOptMain(xDSLOptMain):
                 finally:
                     chunk.close()
                 output.flush()
+            if isinstance(output, _AtomicOutput) and not failed and not self.args.shrink:
+                try:
+                    output.commit()
+                except OSError as error:
+                    raise UserError(
+                        f"cannot write output file '{self.args.output_file}': {error.strerror}"
+                    ) from None
+                committed = True
         except ShrinkException:
             print("Success, can shrink")
             return 0
         finally:
-            if output is not sys.stdout:
-                output.close()
+            if isinstance(output, _AtomicOutput) and not committed:
+                output.discard()
         if self.args.shrink:
             print("Failure, can't shrink")
             return 1
         return 1 if failed else 0
 
 
+_NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can start here
+_UNTERMINATED_STRING = "End of file reached before closing string literal."  # (also at the end of a line)
+
+
 def _parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
+    """A located parse error; three of xDSL's messages are made to say what is wrong."""
     position = span.get_location()
-    return Diagnostic(f"{position.file}:{position.line}:{position.col}", _one_line(message))
+    message = _one_line(message)
+    if message == _NO_OPERATION:
+        message = "expected an operation; check for stray text or an unbalanced '}'"
+    elif message == _UNTERMINATED_STRING:
+        message = "unterminated string literal; close it with '\"' on the same line"
+    if span.start >= len(span.input.content) and not message.startswith("values used but not defined"):
+        message = f"unexpected end of input ({message}); the file may be truncated or miss a '}}'"
+    return Diagnostic(f"{position.file}:{position.line}:{position.col}", message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -44,7 +44,14 @@ from telamalloc.runtime.interpreter import (
     run_program,
     verify_program,
 )
-from telamalloc.tools.tela_opt import Diagnostic, _LocatingParser, _one_line, _parse_diagnostic
+from telamalloc.tools.tela_opt import (
+    Diagnostic,
+    _LocatingParser,
+    _one_line,
+    _parse_diagnostic,
+    find_dominance_violation,
+    locate_verification_failure,
+)
 
 TOOL_NAME = "tela-run"
 
@@ -106,7 +113,10 @@ def parse_program(text: str, name: str) -> ModuleOp:
     try:
         module.verify()
     except VerifyException as error:
-        raise Diagnostic(name, f"the program does not verify: {_one_line(str(error))}") from None
+        raise locate_verification_failure(module, error, name) from None
+    violation = find_dominance_violation(module, name)
+    if violation is not None:
+        raise violation
     return module
 
 
@@ -234,6 +244,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except UserError as error:
         print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"{TOOL_NAME}: error: out of host memory; run the program on smaller shapes", file=sys.stderr)
         return 1
     except Diagnostic as diagnostic:
         print(diagnostic, file=sys.stderr)

@@ -1,0 +1,396 @@
+"""Bad .mlir files for tela-opt and tela-run: a catalogue, regression tests, a mutation fuzzer.
+
+The catalogue (``MLIR_CASES``) is one named case per bad-input class with its exact
+message and exit status; docs/errors.md lists the same rows, and
+``test_the_catalogue_documents_every_mlir_case`` keeps the two in step.
+
+The fuzzer mutates the examples and a small program (truncation, deleted, duplicated and
+swapped lines, hostile integers and types, swapped SSA names, memory spaces dropped,
+kernels renamed, stray bytes, tight target capacities) and runs, in-process so that any
+escaping exception fails the test with its input:
+- ``tela-opt -p tela-pipeline -o out.mlir``: exit 0 or 1; on 1 exactly one located line
+  on stderr and ``out.mlir`` left as it was; on 0 an output that parses again;
+- ``tela-run``: exit 0 or 1; on 1 exactly one line on stderr;
+- ``tela-run --verify`` on every mutant that ran: planning may fail (one line), but a
+  plan that runs must verify (no mismatch, no shadow violation): the program ran, so it
+  reads nothing uninitialized, and any difference would be a planner or lowering bug.
+Mutants whose loops would run for very long (a huge constant) skip the runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from telamalloc.tools import tela_opt, tela_run
+
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+MUTANTS = 3000 if LONG else 120
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+FILE = "bad.mlir"
+LOCATED = re.compile(r"^bad\.mlir(:\d+:\d+)?: error: \S")
+
+SMALL = """\
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 1024, alignment = 16>} {
+  func.func @main(%x: memref<4x4xf32>, %y: memref<4x4xf32>) {
+    %a = scratchpad.alloc() : memref<4x4xf32, #scratchpad.space>
+    %b = scratchpad.alloc() : memref<4x4xf32, #scratchpad.space>
+    scratchpad.dma %x -> %a : memref<4x4xf32> -> memref<4x4xf32, #scratchpad.space>
+    scratchpad.kernel "relu" ins(%a : memref<4x4xf32, #scratchpad.space>) outs(%b : memref<4x4xf32, #scratchpad.space>)
+    scratchpad.dealloc %a : memref<4x4xf32, #scratchpad.space>
+    scratchpad.dma %b -> %y : memref<4x4xf32, #scratchpad.space> -> memref<4x4xf32>
+    scratchpad.dealloc %b : memref<4x4xf32, #scratchpad.space>
+    func.return
+  }
+}
+"""
+
+
+def _small(old: str, new: str) -> str:
+    assert old in SMALL
+    return SMALL.replace(old, new)
+
+
+def _func(body: str, arguments: str = "") -> str:
+    return f"func.func @f({arguments}) {{\n{body}  func.return\n}}\n"
+
+
+ALLOC = "  %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>\n"
+PIPELINE = ["-p", "tela-pipeline"]
+
+# (name, tool, file text or bytes or None, arguments before the file, exit status, stderr line)
+MLIR_CASES = [
+    ("binary-garbage", "tela-opt", b"\x00\xff\xfe binary", [], 1,
+     "bad.mlir: error: input is not UTF-8 text (byte '0xff' at offset '1'); pass an MLIR text file"),
+    ("truncated-file", "tela-opt", SMALL[: SMALL.index("    scratchpad.dealloc %a")], PIPELINE, 1,
+     "bad.mlir:7:1: error: unexpected end of input (in block definition); the file may be truncated or miss a '}'"),
+    ("truncated-mid-op", "tela-opt", SMALL[: SMALL.index(": memref<4x4xf32, #scratchpad.space>\n")], PIPELINE, 1,
+     "bad.mlir:3:29: error: unexpected end of input (Expected ':'); the file may be truncated or miss a '}'"),
+    ("stray-closing-brace", "tela-opt", _func("") + "}\n", [], 1,
+     "bad.mlir:4:1: error: expected an operation; check for stray text or an unbalanced '}'"),
+    ("unterminated-string", "tela-opt", SMALL.replace("%x: memref<4x4xf32>,", '%x": memref<4x4xf32>,'), [], 1,
+     "bad.mlir:2:21: error: unterminated string literal; close it with '\"' on the same line"),
+    ("run-unterminated-string", "tela-run", SMALL.replace('"relu"', '"relu'), [], 1,
+     "bad.mlir:6:23: error: unterminated string literal; close it with '\"' on the same line"),
+    ("syntax-error", "tela-opt", _func("  %a = scratchpad.alloc( : memref<4xf32, #scratchpad.space>\n"), [], 1,
+     "bad.mlir:2:26: error: Expected ')'"),
+    ("unknown-op", "tela-opt", _func("  %a = scratchpad.allok() : memref<4xf32, #scratchpad.space>\n"), [], 1,
+     "bad.mlir:2:24: error: Operation scratchpad.allok is not registered"),
+    ("undefined-value", "tela-opt", _func("  scratchpad.dealloc %zz : memref<4xf32, #scratchpad.space>\n"), [], 1,
+     "bad.mlir:5:1: error: values used but not defined: [%zz]"),
+    ("redefined-value", "tela-opt", _func(ALLOC + ALLOC), [], 1,
+     "bad.mlir:3:3: error: SSA value %a is already defined"),
+    ("target-capacity-zero", "tela-opt", _small("capacity = 1024", "capacity = 0"), PIPELINE, 1,
+     "bad.mlir:1:66: error: target capacity '0' must be positive (bytes)"),
+    ("target-capacity-negative", "tela-opt", _small("capacity = 1024", "capacity = -5"), PIPELINE, 1,
+     "bad.mlir:1:66: error: target capacity '-5' must be positive (bytes)"),
+    ("target-capacity-beyond-64-bit", "tela-opt", _small("capacity = 1024", "capacity = 99999999999999999999"), PIPELINE, 1,
+     "bad.mlir:1:66: error: target capacity '99999999999999999999' does not fit in 64 bits"),
+    ("target-alignment-not-power-of-two", "tela-opt", _small("alignment = 16", "alignment = 3"), PIPELINE, 1,
+     "bad.mlir:1:66: error: target alignment '3' must be a power of two (1, 2, 4, 8, ...)"),
+    ("alloc-alignment-not-power-of-two", "tela-opt", _func(ALLOC.replace("alloc()", "alloc() align 48")), [], 1,
+     "bad.mlir:2:3: error: 'scratchpad.alloc' op alignment '48' must be a power of two (1, 2, 4, 8, ...)"),
+    ("alloc-negative-offset", "tela-opt", _func(ALLOC.replace("alloc()", "alloc() offset -4")), [], 1,
+     "bad.mlir:2:3: error: 'scratchpad.alloc' op offset '-4' must not be negative (bytes)"),
+    ("alloc-outside-the-scratchpad", "tela-opt", _func(ALLOC.replace(", #scratchpad.space", "")), [], 1,
+     "bad.mlir:2:3: error: 'scratchpad.alloc' op result must be a memref in the scratchpad memory space, got "
+     "'memref<4xf32>'; add '#scratchpad.space' as its memory space"),
+    ("dynamic-shape-without-bound", "tela-opt",
+     _func("  %a = scratchpad.alloc(%n) : memref<?xf32, #scratchpad.space>\n", "%n: index"), [], 1,
+     "bad.mlir:2:3: error: 'scratchpad.alloc' op dynamic result type 'memref<?xf32, #scratchpad.space>' needs a "
+     "declared upper bound; add 'bound <bytes>'"),
+    ("size-beyond-64-bit", "tela-opt", _func(ALLOC.replace("4xf32", "4611686018427387904xf32")), [], 1,
+     "bad.mlir:2:3: error: 'scratchpad.alloc' op result type 'memref<4611686018427387904xf32, #scratchpad.space>' "
+     "needs '18446744073709551616' bytes, which does not fit in 64 bits"),
+    ("dma-shape-mismatch", "tela-opt", SMALL.replace("4x4xf32, #scratchpad.space", "4x0xf32, #scratchpad.space"), [], 1,
+     "bad.mlir:5:5: error: 'scratchpad.dma' op source shape '4x4' differs from destination shape '4x0'"),
+    ("capacity-below-load", "tela-opt", _small("capacity = 1024", "capacity = 63"), PIPELINE, 1,
+     "bad.mlir:2:3: error: pass 'tela-pipeline' failed: 'func.func' op cannot plan '@main': buffers need '128' bytes "
+     "at program point #1 ('scratchpad.alloc') but capacity is '63'; live there: 'a', 'b'; raise the capacity or "
+     "shorten these lifetimes"),
+    ("pass-option-capacity-negative", "tela-opt", SMALL, ["-p", "tela-plan{capacity=-1}"], 1,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{capacity=-1}': invalid capacity '-1'; expected a positive "
+     "number of bytes, e.g. 'capacity=1048576'"),
+    ("pass-option-alignment-not-power-of-two", "tela-opt", SMALL, ["-p", "tela-plan{alignment=3}"], 1,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{alignment=3}': invalid alignment '3'; expected a power of two "
+     "in bytes, e.g. 'alignment=64'"),
+    ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 1,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
+     "are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', "
+     "'report-file'"),
+    ("unknown-pass", "tela-opt", SMALL, ["-p", "no-such-pass"], 1,
+     "tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --help' to list the available passes"),
+    ("missing-input-file", "tela-opt", None, [], 1,
+     "tela-opt: error: cannot open input file 'bad.mlir': No such file or directory"),
+    ("unwritable-output-file", "tela-opt", SMALL, ["-o", "missing/out.mlir"], 1,
+     "tela-opt: error: cannot open output file 'missing/out.mlir': No such file or directory"),
+    ("run-not-verifying", "tela-run", SMALL.replace("4x4xf32, #scratchpad.space", "4x0xf32, #scratchpad.space"), [], 1,
+     "bad.mlir:5:5: error: 'scratchpad.dma' op source shape '4x4' differs from destination shape '4x0'"),
+    ("run-empty-file", "tela-run", "", [], 1,
+     "bad.mlir: error: no entry function: found 0 functions with a body (none) and none is '@main'; pass --entry NAME"),
+    ("run-unknown-kernel", "tela-run", SMALL.replace('"relu"', '"nope"'), [], 1,
+     "bad.mlir:6:5: error: unknown kernel 'nope'; the library has: add, conv2d, copy, fill, matmul, max, maxpool2d, "
+     "mul, reduce-sum, relu, scale, softmax, sub, transpose"),
+    ("run-huge-argument", "tela-run", SMALL.replace("%x: memref<4x4xf32>", "%x: memref<4x100000000000xf32>")
+     .replace("scratchpad.dma %x -> %a : memref<4x4xf32>", "scratchpad.dma %x -> %a : memref<4x100000000000xf32>")
+     .replace("#scratchpad.space> -> memref<4x4xf32>", "#scratchpad.space> -> memref<4x4xf32>"), [], 1,
+     "bad.mlir:5:5: error: 'scratchpad.dma' op source shape '4x100000000000' differs from destination shape '4x4'"),
+    ("run-argument-beyond-memory", "tela-run", _func("", "%x: memref<100000000000xf32>").replace("@f", "@main"), [], 1,
+     "bad.mlir:1:1: error: argument %x 'memref<100000000000xf32>' needs '400000000000' bytes, beyond the reference "
+     "interpreter's limit of '1073741824' bytes per block; run the program on smaller shapes"),
+    ("run-capacity-zero", "tela-run", SMALL, ["--capacity", "0"], 1,
+     "tela-run: error: capacity '0' must be a positive number of bytes"),
+    ("run-unknown-entry", "tela-run", SMALL, ["--entry", "nope"], 1,
+     "bad.mlir: error: no function '@nope' to run; functions with a body: '@main'"),
+    ("run-missing-inputs-file", "tela-run", SMALL, ["--inputs", "none.npy"], 1,
+     "tela-run: error: cannot read input 'none.npy': No such file or directory"),
+    ("verify-capacity-below-load", "tela-run", SMALL, ["--verify", "--capacity", "100"], 1,
+     "bad.mlir:2:3: error: planning failed: cannot plan '@main': buffers need '128' bytes at program point #1 "
+     "('scratchpad.alloc') but capacity is '100'; live there: 'a', 'b'; raise the capacity or shorten these lifetimes"),
+]
+
+
+def run_tool(tool: str, arguments: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    main = tela_opt.main if tool == "tela-opt" else tela_run.main
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(arguments)
+    return status, out.getvalue(), err.getvalue()
+
+
+def _write(path: Path, content) -> None:
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+
+
+@pytest.mark.parametrize("name, tool, content, arguments, exit_status, message", MLIR_CASES,
+                         ids=[case[0] for case in MLIR_CASES])
+def test_mlir_bad_input(name, tool, content, arguments, exit_status, message, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, content)
+    output = ["-o", "out.mlir"] if tool == "tela-opt" and "-o" not in arguments else []
+    status, out, err = run_tool(tool, [*arguments, FILE, *output])
+    assert status == exit_status
+    assert err == message + "\n"
+    assert not (tmp_path / "out.mlir").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
+    if tool == "tela-opt":
+        assert out == ""
+
+
+# --------------------------------------------------------------------------------------
+# Regression tests for the defects fixed in tela-opt, tela-run and the interpreter
+
+
+def test_a_failing_run_leaves_an_existing_output_file_unchanged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, _small("capacity = 1024", "capacity = 63"))
+    (tmp_path / "out.mlir").write_text("previous\n")
+    status, _, err = run_tool("tela-opt", [*PIPELINE, FILE, "-o", "out.mlir"])
+    assert status == 1 and err.count("\n") == 1
+    assert (tmp_path / "out.mlir").read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILE, "out.mlir"]
+
+
+def test_split_input_with_one_failing_chunk_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, SMALL + "// -----\n" + _small("capacity = 1024", "capacity = 63"))
+    status, _, err = run_tool("tela-opt", [*PIPELINE, "--split-input-file", FILE, "-o", "out.mlir"])
+    assert status == 1 and err.startswith("bad.mlir:15:3: error: pass 'tela-pipeline' failed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILE]
+
+
+def test_a_successful_run_replaces_the_output_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, SMALL)
+    (tmp_path / "out.mlir").write_text("previous\n")
+    status, _, err = run_tool("tela-opt", [*PIPELINE, FILE, "-o", "out.mlir"])
+    assert status == 0, err
+    assert "memref.view" in (tmp_path / "out.mlir").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [FILE, "out.mlir"]
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "// only a comment\n", "!t = memref<4xf32>\n"])
+def test_input_without_operations_is_an_empty_module(text, tmp_path, monkeypatch):
+    """As mlir-opt: a file (or a split chunk, e.g. after a trailing `// -----`) with no op."""
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, text)
+    status, out, err = run_tool("tela-opt", [*PIPELINE, FILE])
+    assert (status, out, err) == (0, "builtin.module {\n}\n\n", "")
+
+
+def test_a_trailing_split_marker_is_harmless(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, SMALL + "// -----\n")
+    status, out, err = run_tool("tela-opt", [*PIPELINE, "--split-input-file", FILE])
+    assert status == 0, err
+    assert out.endswith("// -----\nbuiltin.module {\n}\n\n")
+
+
+def test_tela_run_locates_verification_failures_like_tela_opt(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _write(tmp_path / FILE, _func(ALLOC.replace("alloc()", "alloc() align 48")).replace("@f", "@main"))
+    opt = run_tool("tela-opt", [FILE])
+    run = run_tool("tela-run", [FILE])
+    assert opt[0] == run[0] == 1
+    assert opt[2] == run[2] == "bad.mlir:2:3: error: 'scratchpad.alloc' op alignment '48' must be a power of two (1, 2, 4, 8, ...)\n"
+
+
+def test_a_huge_scratchpad_buffer_is_refused_before_it_exhausts_the_host(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    body = "  %a = scratchpad.alloc() : memref<1000000000000xi8, #scratchpad.space>\n  scratchpad.dealloc %a : memref<1000000000000xi8, #scratchpad.space>\n"
+    _write(tmp_path / FILE, _func(body).replace("@f", "@main"))
+    status, out, err = run_tool("tela-run", [FILE])
+    assert status == 1 and out == ""
+    assert err == ("bad.mlir:2:3: error: private storage of 'a' needs '1000000000000' bytes, beyond the reference "
+                   "interpreter's limit of '1073741824' bytes per block; run the program on smaller shapes\n")
+
+
+# --------------------------------------------------------------------------------------
+# The mutation fuzzer
+
+CORPUS = [SMALL] + [(EXAMPLES / f"{name}.mlir").read_text() for name in
+                    ("mlp", "conv_relu_pool", "attention", "residual_loop", "upstream_loops")]
+HOSTILE_INTEGERS = ["0", "1", "3", "48", "-1", "-4096", "4611686018427387904", "9223372036854775807",
+                    "9223372036854775808", "18446744073709551616", "99999999999999999999"]
+TYPES = ["f32", "f16", "bf16", "f64", "i1", "i7", "i8", "i32", "i64", "index", "complex<f32>", "vector<4xf32>",
+         "tensor<4xf32>", "!foo.bar", "none"]
+KERNEL_NAMES = ['"copy"', '"fill"', '"add"', '"matmul"', '"relu"', '"softmax"', '"conv2d"', '"maxpool2d"',
+                '"transpose"', '"reduce-sum"', '"nope"', '""']
+STRAY = ["\x00", "\xff", "{", "}", "(", ")", "%", "@", '"', "//", "// -----\n", "<", ">", ":", ",", "\n}\n",
+         "#scratchpad.space", "scratchpad.dealloc %a : memref<4xf32, #scratchpad.space>\n"]
+INTEGER = re.compile(r"(?<![%\w#.])\d+(?![\w.])")
+SSA = re.compile(r"%[A-Za-z_][\w]*")
+TYPE_WORD = re.compile(r"\b(f16|f32|f64|bf16|i1|i8|i32|i64|index)\b")
+
+
+def mutate(rng: random.Random, text: str) -> str:
+    lines = text.split("\n")
+    kind = rng.randrange(12)
+    if kind == 0:
+        return text[: rng.randrange(len(text))]
+    if kind == 1 and len(lines) > 1:
+        del lines[rng.randrange(len(lines))]
+    elif kind == 2:
+        row = rng.randrange(len(lines))
+        lines.insert(row, lines[row])
+    elif kind == 3 and len(lines) > 1:
+        row = rng.randrange(len(lines) - 1)
+        lines[row], lines[row + 1] = lines[row + 1], lines[row]
+    elif kind == 4:
+        return _replace_one(rng, INTEGER, text, lambda: rng.choice(HOSTILE_INTEGERS))
+    elif kind == 5:
+        return _replace_one(rng, TYPE_WORD, text, lambda: rng.choice(TYPES))
+    elif kind == 6:
+        names = sorted(set(SSA.findall(text)))
+        return _replace_one(rng, SSA, text, lambda: rng.choice(names)) if names else text
+    elif kind == 7:
+        return _replace_one(rng, re.compile(r", #scratchpad\.space"), text, lambda: "")
+    elif kind == 8:
+        return _replace_one(rng, re.compile(r'"[a-z0-9-]+"(?= ins| outs)'), text, lambda: rng.choice(KERNEL_NAMES))
+    elif kind == 9:
+        where = rng.randrange(len(text) + 1)
+        return text[:where] + rng.choice(STRAY) + text[where:]
+    elif kind == 10:
+        return _replace_one(rng, re.compile(r"capacity = \d+"), text, lambda: f"capacity = {rng.choice([1, 64, 500, 900, 2000, 3000, 5000, 40000])}")
+    else:
+        return _replace_one(rng, re.compile(r"scratchpad\.alloc\(\)"), text,
+                            lambda: f"scratchpad.alloc() {rng.choice(['align ', 'offset '])}{rng.choice(['1', '3', '8', '64', '4096', '-8'])}")
+    return "\n".join(lines)
+
+
+def _replace_one(rng: random.Random, pattern: re.Pattern, text: str, replacement) -> str:
+    matches = list(pattern.finditer(text))
+    if not matches:
+        return text
+    match = rng.choice(matches)
+    return text[: match.start()] + replacement() + text[match.end():]
+
+
+def runs_long(text: str) -> bool:
+    """A loop bound or a shape that makes the interpreter run for minutes (not an error)."""
+    return any(int(number) > 4096 for number in re.findall(r"arith\.constant (\d+) : index", text)) or bool(
+        re.search(r"\d{7,}x|x\d{7,}|<\d{7,}x|<\d{7,}x", text))
+
+
+def check_opt(tmp_path: Path, text: str, pipeline: list[str]) -> str:
+    (tmp_path / "out.mlir").write_text("sentinel\n")
+    status, out, err = run_tool("tela-opt", [*pipeline, FILE, "-o", "out.mlir"])
+    assert status in (0, 1) and out == "", (status, out)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
+    if status == 1:
+        assert err.count("\n") == 1 and (LOCATED.match(err) or err.startswith("tela-opt: error: ")), repr(err)
+        assert (tmp_path / "out.mlir").read_text() == "sentinel\n"
+        return "error"
+    assert err == ""
+    written = (tmp_path / "out.mlir").read_text()
+    assert written != "sentinel\n"
+    (tmp_path / "round.mlir").write_text(written)
+    again = run_tool("tela-opt", ["round.mlir"])
+    assert again[0] == 0 and again[2] == "", f"the output does not parse again: {again[2]!r}"
+    return "ok"
+
+
+def check_run(tmp_path: Path, text: str) -> str:
+    status, out, err = run_tool("tela-run", [FILE])
+    assert status in (0, 1)
+    if status == 1:
+        assert out == "" and err.count("\n") == 1 and (LOCATED.match(err) or err.startswith("tela-run: error: ")), repr(err)
+        return "error"
+    assert err == ""
+    status, out, err = run_tool("tela-run", ["--verify", FILE])
+    if status == 1 and out == "":
+        assert err.count("\n") == 1 and LOCATED.match(err) and "planning failed" in err, repr(err)
+        return "ran, planning failed"
+    assert status == 0 and err == "" and out.splitlines()[-1].startswith("verify: ok: "), f"verify failed: {out}{err}"
+    return "ran and verified"
+
+
+def test_mutated_mlir_files(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rng = random.Random(20261130)
+    outcomes: dict[str, int] = {}
+    for trial in range(MUTANTS):
+        text = rng.choice(CORPUS)
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            text = mutate(rng, text)
+        # a stray "\xff" becomes a raw 0xff byte: not UTF-8
+        (tmp_path / FILE).write_bytes(text.encode("utf-8").replace("\xff".encode("utf-8"), b"\xff"))
+        pipeline = PIPELINE if rng.random() < 0.5 else ["-p", "tela-pipeline{mode=minimize}"]
+        try:
+            opt = check_opt(tmp_path, text, pipeline)
+            run = "skipped (long loops)" if runs_long(text) else check_run(tmp_path, text)
+        except AssertionError as failure:
+            raise AssertionError(f"trial {trial}: {failure}\n--- input ---\n{text}") from None
+        key = f"opt {opt}, run {run}"
+        outcomes[key] = outcomes.get(key, 0) + 1
+    print(f"{MUTANTS} mutated programs: {dict(sorted(outcomes.items()))}")
+    assert sum(count for key, count in outcomes.items() if "verified" in key) > MUTANTS // 10, outcomes
+    assert sum(count for key, count in outcomes.items() if key.startswith("opt error")) > MUTANTS // 4, outcomes
+
+
+# --------------------------------------------------------------------------------------
+# The catalogue in docs/errors.md
+
+
+def test_the_catalogue_documents_every_mlir_case():
+    path = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+    rows = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| ") and not line.startswith("| class") :
+            cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+            rows[cells[-1].strip("`")] = cells
+    for name, _, _, _, exit_status, message in MLIR_CASES:
+        test_id = f"test_fuzz_mlir.py::test_mlir_bad_input[{name}]"
+        assert test_id in rows, f"docs/errors.md has no row for {test_id}"
+        row = rows[test_id]
+        assert row[2] == str(exit_status)
+        assert row[1].strip("`").replace("\\|", "|") == message, f"{name}: the docs show {row[1]!r}"
