@@ -111,7 +111,7 @@ import numpy as np
 
 cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memset
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
@@ -163,10 +163,30 @@ ctypedef struct Frame:
     int64_t act_lo     # time window of the component this node branches on
     int64_t act_hi
     int64_t rep        # a buffer of that component
+    int64_t window_sections  # sections of the branching window that hold unplaced bytes
     int64_t rep_base   # depth of the frame that gave that component its base (-1: root)
     uint64_t key1      # the node's state key (see _expand), for the table of failed states
     uint64_t key2
     int64_t jumps      # c.jumps when the node was expanded
+
+
+ctypedef struct Child:
+    int64_t key
+    int64_t pos
+    int64_t rank
+    int64_t index
+
+
+cdef int _compare_children(const void* left, const void* right) noexcept nogil:
+    cdef const Child* a = <const Child*>left
+    cdef const Child* b = <const Child*>right
+    if a.key != b.key:
+        return -1 if a.key < b.key else 1
+    if a.pos != b.pos:
+        return -1 if a.pos < b.pos else 1
+    if a.rank != b.rank:
+        return -1 if a.rank < b.rank else 1
+    return 0
 
 
 ctypedef struct Ctx:
@@ -202,6 +222,7 @@ ctypedef struct Ctx:
     int64_t* cand
     int64_t* candpos
     int64_t* candkey
+    Child* sortbuf      # scratch: the children of one node, sorted with qsort
     int64_t* cut        # start time of each section
     int64_t cand_cap
     int64_t jumps       # subtrees abandoned by backjumping in this run: they prove nothing
@@ -461,10 +482,14 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     f.rep_base = c.bD[f.rep]
     # a child at p lifts every buffer of the component to p or above: sections that would
     # then overflow rule the child out before it is expanded (canonical order only)
+    # (the exact per-child test scans the window's sections: skipped for windows of more
+    # than 512 sections, where the child's own expansion finds the same dead end)
     limit = INF
+    f.window_sections = 0
     if c.canonical and c.section_inference:
         for s in range(c.ns):
             if c.total[s] > 0 and c.cut[s] >= f.act_lo and c.cut[s] < f.act_hi:
+                f.window_sections += 1
                 if cap - c.total[s] < limit:
                     limit = cap - c.total[s]
     # the children, by (key, pos, rank)
@@ -488,7 +513,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                     break
             if not ok:
                 continue
-        if p > limit:
+        if p > limit and f.window_sections <= 512:
             ok = 1
             for s in range(c.ns):
                 if c.cut[s] < f.act_lo or c.cut[s] >= f.act_hi or c.total[s] == 0:
@@ -502,21 +527,15 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             if not ok:
                 continue
         key = c.rank[k] if c.rank_first else p
-        # insertion into the sorted run
-        q = start + count
-        while q > start:
-            item = c.cand[q - 1]
-            key_p = c.candpos[q - 1]
-            if c.candkey[q - 1] < key or (c.candkey[q - 1] == key and (key_p < p or (key_p == p and c.rank[item] < c.rank[k]))):
-                break
-            c.cand[q] = item
-            c.candpos[q] = key_p
-            c.candkey[q] = c.candkey[q - 1]
-            q -= 1
-        c.cand[q] = k
-        c.candpos[q] = p
-        c.candkey[q] = key
+        c.sortbuf[count].key = key
+        c.sortbuf[count].pos = p
+        c.sortbuf[count].rank = c.rank[k]
+        c.sortbuf[count].index = k
         count += 1
+    qsort(c.sortbuf, count, sizeof(Child), _compare_children)
+    for q in range(count):
+        c.cand[start + q] = c.sortbuf[q].index
+        c.candpos[start + q] = c.sortbuf[q].pos
     f.count = count
     if count == 0:
         c.cause = f.rep
@@ -684,6 +703,7 @@ cdef class _Group:
         self.ctx.cand = NULL
         self.ctx.candpos = NULL
         self.ctx.candkey = NULL
+        self.ctx.sortbuf = NULL
 
     def __dealloc__(self):
         if self.ctx.frames != NULL:
@@ -694,6 +714,8 @@ cdef class _Group:
             free(self.ctx.candpos)
         if self.ctx.candkey != NULL:
             free(self.ctx.candkey)
+        if self.ctx.sortbuf != NULL:
+            free(self.ctx.sortbuf)
 
 
 cdef int64_t* _ptr(object array):
@@ -701,6 +723,25 @@ cdef int64_t* _ptr(object array):
     if view.shape[0] == 0:
         return NULL
     return &view[0]
+
+
+cdef int _bucket(const int64_t[::1] keys, const int64_t[::1] values, const int64_t[::1] start,
+                 int64_t[::1] out) except -1:
+    """Counting sort: ``out[start[k]:start[k + 1]]`` receives the values of key ``k``."""
+    cdef int64_t n = keys.shape[0]
+    cdef int64_t e, k
+    cdef int64_t* cursor = <int64_t*>malloc((start.shape[0] + 1) * sizeof(int64_t))
+    if cursor == NULL:
+        raise MemoryError()
+    for k in range(start.shape[0]):
+        cursor[k] = start[k]
+    with nogil:
+        for e in range(n):
+            k = keys[e]
+            out[cursor[k]] = values[e]
+            cursor[k] += 1
+    free(cursor)
+    return 0
 
 
 cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capacity, params):
@@ -734,11 +775,10 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     right = np.repeat(first, counts) + step
     a = np.concatenate((order[left], order[right]))
     b = np.concatenate((order[right], order[left]))
-    by = np.lexsort((b, a))
-    nbr = np.ascontiguousarray(b[by])
     nptr = np.zeros(m + 1, dtype=np.int64)
-    np.add.at(nptr, a + 1, 1)
-    nptr = np.cumsum(nptr).astype(np.int64)
+    nptr[1:] = np.cumsum(np.bincount(a, minlength=m))
+    nbr = np.empty(len(a), dtype=np.int64)
+    _bucket(a, b, nptr, nbr)
     # section contention for the heuristic
     load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
@@ -749,8 +789,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
         total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
-        trail_idx=np.zeros(len(a) + 1, dtype=np.int64),
-        trail_old=np.zeros(len(a) + 1, dtype=np.int64),
+        trail_idx=np.empty(len(a) + 1, dtype=np.int64),
+        trail_old=np.empty(len(a) + 1, dtype=np.int64),
         rank=ranks[0].copy(), fail_count=np.zeros(m, dtype=np.int64),
         st=np.ascontiguousarray(st), en=np.ascontiguousarray(en),
         by_start=np.ascontiguousarray(order.astype(np.int64)),
@@ -808,7 +848,9 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
     c.candpos = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
     c.candkey = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    if c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.candkey == NULL:
+    c.sortbuf = <Child*>malloc((m + 1) * sizeof(Child))
+    if (c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.candkey == NULL
+            or c.sortbuf == NULL):
         raise MemoryError()
     # a node costs O(m + spans): check the clock often enough for big groups
     c.check_mask = 1023 if m <= 512 else (63 if m <= 8192 else 0)
@@ -946,6 +988,9 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     for members in groups:
         index = np.array(members, dtype=np.int64)
         g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params)
+        if deadline > 0 and _now() >= deadline:
+            result = R_TIMEOUT  # the preparation of a huge group used up the time
+            break
         result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt)
         salt += 0x10000
         nodes += g.ctx.nodes
