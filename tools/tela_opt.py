@@ -369,8 +369,9 @@ class TelaOptMain(xDSLOptMain):
         except ParseError as error:
             span = dataclasses.replace(error.span, line_offset=start_offset)
             raise _parse_diagnostic(span, error.msg) from None
-        except VerifyException as error:
-            # An attribute or type whose own verifier rejected it while being built.
+        except (VerifyException, ValueError) as error:
+            # An attribute or type whose own verifier rejected it while being built (xDSL
+            # raises ValueError for some, e.g. an out-of-range integer in a static list).
             span = dataclasses.replace(parser._current_token.span, line_offset=start_offset)
             raise _parse_diagnostic(span, str(error)) from None
 

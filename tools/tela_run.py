@@ -108,7 +108,7 @@ def parse_program(text: str, name: str) -> ModuleOp:
         module = parser.parse_module()
     except ParseError as error:
         raise _parse_diagnostic(error.span, error.msg) from None
-    except VerifyException as error:
+    except (VerifyException, ValueError) as error:  # attributes rejected while being built
         raise _parse_diagnostic(parser._current_token.span, str(error)) from None
     try:
         module.verify()

@@ -86,6 +86,11 @@ MLIR_CASES = [
      "bad.mlir:5:1: error: values used but not defined: [%zz]"),
     ("redefined-value", "tela-opt", _func(ALLOC + ALLOC), [], 1,
      "bad.mlir:3:3: error: SSA value %a is already defined"),
+    ("integer-out-of-range", "tela-opt",
+     _func("  %t = memref.subview %x[0, 99999999999999999999] [4, 16] [1, 1] : memref<8x16xf32> to "
+           "memref<4x16xf32, strided<[16, 1], offset: ?>>\n", "%x: memref<8x16xf32>"), [], 1,
+     "bad.mlir:2:51: error: Integer value 99999999999999999999 is out of range for type i64 which supports values "
+     "in the range [-9223372036854775808, 18446744073709551616)"),
     ("target-capacity-zero", "tela-opt", _small("capacity = 1024", "capacity = 0"), PIPELINE, 1,
      "bad.mlir:1:66: error: target capacity '0' must be positive (bytes)"),
     ("target-capacity-negative", "tela-opt", _small("capacity = 1024", "capacity = -5"), PIPELINE, 1,
