@@ -8,6 +8,10 @@ Profiles (chosen with the environment variable ``HYPOTHESIS_PROFILE``):
   ``HYPOTHESIS_PROFILE=long pytest test/hardening``. The seeded fuzz loops scale with
   the same switch (each reads ``HYPOTHESIS_PROFILE``).
 
+Hypothesis also keeps caches (constants found in the source, Unicode tables) in its home
+directory, by default ``.hypothesis/`` in the working directory, i.e. the repository; it is
+moved to a directory under the system's temporary directory.
+
 The profile is registered under the name ``hardening`` and applied by each test with
 ``@settings(settings.get_profile("hardening"))``, so it never changes the settings of
 other test directories that run in the same session.
@@ -16,8 +20,13 @@ other test directories that run in the same session.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 from hypothesis import HealthCheck, settings
+from hypothesis.configuration import set_hypothesis_home_dir
+
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / f"telamalloc-hypothesis-{os.getuid()}")
 
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
 if PROFILE not in ("ci", "long"):
