@@ -271,7 +271,7 @@ TYPES = ["f32", "f16", "bf16", "f64", "i1", "i7", "i8", "i32", "i64", "index", "
 KERNEL_NAMES = ['"copy"', '"fill"', '"add"', '"matmul"', '"relu"', '"softmax"', '"conv2d"', '"maxpool2d"',
                 '"transpose"', '"reduce-sum"', '"nope"', '""']
 STRAY = ["\x00", "\xff", "{", "}", "(", ")", "%", "@", '"', "//", "// -----\n", "<", ">", ":", ",", "\n}\n",
-         "#scratchpad.space", "scratchpad.dealloc %a : memref<4xf32, #scratchpad.space>\n"]
+         "#scratchpad.space", "scratchpad.dealloc %a : memref<4xf32, #scratchpad.space>\n", "\n// -----\n"]
 INTEGER = re.compile(r"(?<![%\w#.])\d+(?![\w.])")
 SSA = re.compile(r"%[A-Za-z_][\w]*")
 TYPE_WORD = re.compile(r"\b(f16|f32|f64|bf16|i1|i8|i32|i64|index)\b")
@@ -326,20 +326,25 @@ def runs_long(text: str) -> bool:
         re.search(r"\d{7,}x|x\d{7,}|<\d{7,}x|<\d{7,}x", text))
 
 
-def check_opt(tmp_path: Path, text: str, pipeline: list[str]) -> str:
+def check_opt(tmp_path: Path, text: str, pipeline: list[str], split: bool = False) -> str:
+    """With ``split``, every failing chunk reports one line of its own."""
     (tmp_path / "out.mlir").write_text("sentinel\n")
-    status, out, err = run_tool("tela-opt", [*pipeline, FILE, "-o", "out.mlir"])
+    status, out, err = run_tool("tela-opt", [*pipeline, *(["--split-input-file"] if split else []), FILE, "-o", "out.mlir"])
     assert status in (0, 1) and out == "", (status, out)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tmp")] == []
     if status == 1:
-        assert err.count("\n") == 1 and (LOCATED.match(err) or err.startswith("tela-opt: error: ")), repr(err)
+        chunks = text.count("// -----") + 1 if split else 1
+        lines = err.splitlines()
+        assert err.endswith("\n") and 1 <= len(lines) <= chunks, repr(err)
+        for line in lines:
+            assert LOCATED.match(line) or line.startswith("tela-opt: error: "), repr(err)
         assert (tmp_path / "out.mlir").read_text() == "sentinel\n"
         return "error"
     assert err == ""
     written = (tmp_path / "out.mlir").read_text()
     assert written != "sentinel\n"
     (tmp_path / "round.mlir").write_text(written)
-    again = run_tool("tela-opt", ["round.mlir"])
+    again = run_tool("tela-opt", [*(["--split-input-file"] if split else []), "round.mlir"])
     assert again[0] == 0 and again[2] == "", f"the output does not parse again: {again[2]!r}"
     return "ok"
 
@@ -371,7 +376,7 @@ def test_mutated_mlir_files(tmp_path, monkeypatch):
         (tmp_path / FILE).write_bytes(text.encode("utf-8").replace("\xff".encode("utf-8"), b"\xff"))
         pipeline = PIPELINE if rng.random() < 0.5 else ["-p", "tela-pipeline{mode=minimize}"]
         try:
-            opt = check_opt(tmp_path, text, pipeline)
+            opt = check_opt(tmp_path, text, pipeline, split="// -----" in text and rng.random() < 0.7)
             run = "skipped (long loops)" if runs_long(text) else check_run(tmp_path, text)
         except AssertionError as failure:
             raise AssertionError(f"trial {trial}: {failure}\n--- input ---\n{text}") from None
