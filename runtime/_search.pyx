@@ -28,7 +28,9 @@ offset at or above the tops of the overlapping buffers below it. This terminates
 the layout valid; in the result (a *stable* layout) every free buffer rests on a top or at 0.
 Sort a stable layout by (offset, rank); placing the buffers in that order puts each one
 exactly at ``pos``, because everything below it was placed before it. So the tree holds
-every stable layout, and pinned buffers simply take their turn in that order.
+every stable layout, and pinned buffers simply take their turn in that order. Pins are
+obstacles, not floors: a child whose buffer would cover a pin not yet placed is skipped
+(the pin could never be placed after it).
 
 [canonical] (MiniMalloc, Moffitt ASPLOS 2023: canonical solutions). Only sequences in that
 sorted order are explored: with ``L`` the offset and ``r`` the rank of the last placed buffer,
