@@ -39,6 +39,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation
 from xdsl.parser import Parser
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.lexer import Input
 from xdsl.utils.mlir_lexer import MLIRLexer
@@ -109,6 +110,15 @@ def find_dominance_violation(module: Operation, fallback: str) -> Diagnostic | N
     order: dict[Operation, int] = {}
     for op in module.walk():
         for index, operand in enumerate(op.operands):
+            if isinstance(operand, ForwardDeclaredValue):
+                # xDSL's parser leaves one when an op uses a value its own region defines,
+                # e.g. `scf.for %i = %a to %b step %i`
+                return Diagnostic(
+                    _op_location(op, fallback),
+                    f"'{op.name}' op operand #{index} is used before it is defined (it is "
+                    "defined inside the op); define it before the op, in the same or an "
+                    "enclosing block",
+                )
             defining_block = operand.owner if isinstance(operand.owner, Block) else operand.owner.parent_block()
             if defining_block is None:
                 continue

@@ -110,13 +110,13 @@ def parse_program(text: str, name: str) -> ModuleOp:
         raise _parse_diagnostic(error.span, error.msg) from None
     except (VerifyException, ValueError) as error:  # attributes rejected while being built
         raise _parse_diagnostic(parser._current_token.span, str(error)) from None
+    violation = find_dominance_violation(module, name)  # first: verify() trips over such values
+    if violation is not None:
+        raise violation
     try:
         module.verify()
     except VerifyException as error:
         raise locate_verification_failure(module, error, name) from None
-    violation = find_dominance_violation(module, name)
-    if violation is not None:
-        raise violation
     return module
 
 

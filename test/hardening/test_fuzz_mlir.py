@@ -249,6 +249,34 @@ def test_tela_run_locates_verification_failures_like_tela_opt(tmp_path, monkeypa
     assert opt[2] == run[2] == "bad.mlir:2:3: error: 'scratchpad.alloc' op alignment '48' must be a power of two (1, 2, 4, 8, ...)\n"
 
 
+@pytest.mark.parametrize("tool", ["tela-opt", "tela-run"])
+def test_an_operand_defined_inside_its_own_op_is_reported(tool, tmp_path, monkeypatch):
+    """xDSL's parser leaves a forward-declared value behind (its verifier then crashes)."""
+    monkeypatch.chdir(tmp_path)
+    body = ("  %c0 = arith.constant 0 : index\n  %c4 = arith.constant 4 : index\n"
+            "  scf.for %k = %c0 to %c4 step %k {\n  }\n")
+    _write(tmp_path / FILE, _func(body).replace("@f", "@main"))
+    status, out, err = run_tool(tool, [FILE])
+    assert (status, out) == (1, "")
+    assert err == ("bad.mlir:4:3: error: 'scf.for' op operand #2 is used before it is defined (it is defined inside "
+                   "the op); define it before the op, in the same or an enclosing block\n")
+
+
+@pytest.mark.parametrize("tool", ["tela-opt", "tela-run"])
+def test_a_use_outside_the_defining_region_is_reported(tool, tmp_path, monkeypatch):
+    """xDSL does not check dominance; the interpreter used to crash with a KeyError."""
+    monkeypatch.chdir(tmp_path)
+    body = ("  %c0 = arith.constant 0 : index\n  %c4 = arith.constant 4 : index\n  %c1 = arith.constant 1 : index\n"
+            "  scf.for %i = %c0 to %c4 step %c1 {\n"
+            "    %x = memref.load %a[%k] : memref<4xf32>\n"
+            "    scf.for %k = %c0 to %c4 step %c1 {\n      memref.store %x, %a[%k] : memref<4xf32>\n    }\n  }\n")
+    _write(tmp_path / FILE, _func(body, "%a: memref<4xf32>").replace("@f", "@main"))
+    status, out, err = run_tool(tool, [FILE])
+    assert (status, out) == (1, "")
+    assert err == ("bad.mlir:6:5: error: 'memref.load' op operand #1 ('%k') does not dominate this use; define it "
+                   "before the op, in the same or an enclosing block\n")
+
+
 def test_a_huge_scratchpad_buffer_is_refused_before_it_exhausts_the_host(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     body = "  %a = scratchpad.alloc() : memref<1000000000000xi8, #scratchpad.space>\n  scratchpad.dealloc %a : memref<1000000000000xi8, #scratchpad.space>\n"
@@ -378,8 +406,8 @@ def test_mutated_mlir_files(tmp_path, monkeypatch):
         try:
             opt = check_opt(tmp_path, text, pipeline, split="// -----" in text and rng.random() < 0.7)
             run = "skipped (long loops)" if runs_long(text) else check_run(tmp_path, text)
-        except AssertionError as failure:
-            raise AssertionError(f"trial {trial}: {failure}\n--- input ---\n{text}") from None
+        except Exception as failure:  # an escaping exception is a defect too: show its input
+            raise AssertionError(f"trial {trial}: {type(failure).__name__}: {failure}\n--- input ---\n{text}") from failure
         key = f"opt {opt}, run {run}"
         outcomes[key] = outcomes.get(key, 0) + 1
     print(f"{MUTANTS} mutated programs: {dict(sorted(outcomes.items()))}")
