@@ -3,6 +3,8 @@
 // is planned into one arena.
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=192}' | filecheck %s
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{mode=minimize}' | filecheck %s --check-prefix=MIN
+// Plain xdsl-opt sees the passes through the xdsl.universe entry point.
+// RUN: xdsl-opt %s --split-input-file -p 'tela-pipeline{capacity=192}' | filecheck %s
 
 // A loop over tiles: %in (64 bytes) and %acc (64 bytes) live across the loop (used in its
 // body); %tmp (64 bytes) is allocated and freed in each iteration; %out (64 bytes) is
