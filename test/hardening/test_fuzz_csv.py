@@ -340,3 +340,14 @@ def test_the_catalogue_documents_every_csv_case():
         assert row[2] == str(exit_status), f"{name}: exit status in the docs is {row[2]}"
         expected = "(stdout) status: INFEASIBLE" if message is None else PREFIX + message
         assert _doc_text(row[1]) == expected, f"{name}: the docs show {row[1]!r}"
+
+
+def test_every_catalogue_row_names_an_existing_test():
+    here = Path(__file__).resolve().parent
+    rows = documented_rows()
+    assert len(rows) >= 70
+    for test_id in rows:
+        file_name, _, test_name = test_id.partition("::")
+        function = test_name.split("[", 1)[0]
+        assert (here / file_name).exists(), test_id
+        assert f"def {function}(" in (here / file_name).read_text(encoding="utf-8"), test_id
