@@ -75,7 +75,9 @@ component (so components are solved independently, each in canonical order). Whe
 component fails (a dead end traced to one of its buffers, or a node whose children all
 failed) and nothing was placed in it since the node right after the placement that gave
 it its base, that earlier node fails too: the search jumps back to it at once (sound,
-unlike the budget cuts below, and recorded in the table of failed states).
+unlike the budget cuts below, and recorded in the table of failed states). A placement only
+moves the buffers of the branching component, so a child re-checks the section inference on
+that component's window alone (the other sections passed at the parent and did not change).
 
 [contention_heuristic] (TelaMalloc: most contended time points first). Children are tried by
 increasing ``pos``, ties by rank (or, in half of the portfolio's runs, by rank alone). The
@@ -103,7 +105,7 @@ Limits owned here: the worst case is exponential (the problem is NP-hard), and o
 instances the time depends on which portfolio run gets lucky (heavy tails). Memory is
 O(n + overlapping pairs + sections) plus the 16 MiB table of failed states (16 KiB for
 n <= 64) and a candidate stack that grows with the depth times the branching. A node costs
-O(n + section spans of the unplaced buffers). No Python object is touched in the search
+O(n + sections + section spans of the unplaced buffers of the parent's branching window). No Python object is touched in the search
 loop, which runs without the GIL; the clock and the cancel flag are read every 1024 nodes (every 64 or every node for
 groups of more than 512 or 8192 buffers)
 and Python signals every ~100 ms (with the GIL).
@@ -345,6 +347,17 @@ cdef inline uint64_t _mix(uint64_t x) noexcept nogil:
     return x
 
 
+cdef inline int _stack_overflows(int64_t* low, int64_t lo, int64_t hi, int64_t size,
+                                 int64_t room) noexcept nogil:
+    """Add ``size`` to ``low[lo:hi]``; whether some entry now exceeds ``room`` (vectorizable)."""
+    cdef int64_t s
+    cdef int bad = 0
+    for s in range(lo, hi):
+        low[s] += size
+        bad |= low[s] > room
+    return bad
+
+
 cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     """Fill frame ``d`` with the children of the current node; return their number.
 
@@ -358,6 +371,10 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     cdef int64_t ncomp = 0
     cdef int64_t reach = -INF
     cdef int64_t act, cid, limit, key
+    cdef int64_t win_lo = -INF       # the parent's branching window: only its buffers moved
+    cdef int64_t win_hi = INF
+    cdef int64_t sec_lo = c.ns       # the sections of this node's branching window
+    cdef int64_t sec_hi = 0
     cdef int ok
     cdef uint64_t key1 = c.salt
     cdef uint64_t key2 = ~c.salt
@@ -378,6 +395,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.comp_rep[0] = k
                 ncomp = 1
             c.comp[k] = 0
+            sec_lo = 0
+            sec_hi = c.ns
             continue
         if ncomp == 0 or c.st[k] >= reach:
             c.comp_lo[ncomp] = c.st[k]
@@ -390,6 +409,11 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             reach = c.en[k]
             c.comp_hi[ncomp - 1] = reach
         c.comp[k] = ncomp - 1
+        if ncomp == 1:
+            if c.sb[k] < sec_lo:
+                sec_lo = c.sb[k]
+            if c.se[k] > sec_hi:
+                sec_hi = c.se[k]
     # positions and forced dead ends. The base (L, r) of a buffer is the last placement
     # made while it was in the branching component: the deepest frame whose window holds it
     for k in range(m):
@@ -456,26 +480,17 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.porder[j] = k
                 j -= 1
             c.porder[j] = item
-        for s in range(c.ns):
-            c.low[s] = 0
-            c.lowarg[s] = -INF
+        if c.dynamic and d > 0:
+            win_lo = c.frames[d - 1].act_lo
+            win_hi = c.frames[d - 1].act_hi
+        memset(c.low, 0, c.ns * sizeof(int64_t))
         for q in range(m):
             k = c.porder[q]
-            if c.placed[k]:
+            if c.placed[k] or c.st[k] < win_lo or c.en[k] > win_hi:
                 continue
-            p = c.pos[k]
-            for s in range(c.sb[k], c.se[k]):
-                c.low[s] += c.size[k]
-                if p + c.low[s] > c.lowarg[s]:
-                    c.lowarg[s] = p + c.low[s]
-                    if c.lowarg[s] > cap:
-                        c.cause = k
-                        return 0
-        for s in range(c.ns):
-            if c.total[s] == 0:
-                c.low[s] = INF
-            else:
-                c.low[s] = cap - c.lowarg[s]  # the slack of the section
+            if _stack_overflows(c.low, c.sb[k], c.se[k], c.size[k], cap - c.pos[k]):
+                c.cause = k
+                return 0
     # the component to branch on: the leftmost one
     act = 0
     f.act_lo = c.comp_lo[act]
@@ -489,8 +504,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     limit = INF
     f.window_sections = 0
     if c.canonical and c.section_inference:
-        for s in range(c.ns):
-            if c.total[s] > 0 and c.cut[s] >= f.act_lo and c.cut[s] < f.act_hi:
+        for s in range(sec_lo, sec_hi):
+            if c.total[s] > 0:
                 f.window_sections += 1
                 if cap - c.total[s] < limit:
                     limit = cap - c.total[s]
@@ -517,8 +532,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 continue
         if p > limit and f.window_sections <= 512:
             ok = 1
-            for s in range(c.ns):
-                if c.cut[s] < f.act_lo or c.cut[s] >= f.act_hi or c.total[s] == 0:
+            for s in range(sec_lo, sec_hi):
+                if c.total[s] == 0:
                     continue
                 if cap - c.total[s] >= p:
                     continue
