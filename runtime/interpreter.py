@@ -1162,6 +1162,9 @@ class _OpStack(Interpreter.Listener):
 
     def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
         self.ops.append(op)
+        if isinstance(op, scf.ForOp) and len(args) >= 3 and int(args[2]) <= 0:
+            # MLIR requires a positive step; xDSL's loop would crash (0) or count down (< 0)
+            raise InterpreterError(f"'scf.for' step is '{int(args[2])}'; the step must be positive", op)
 
     def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
         self.ops.pop()

@@ -277,6 +277,18 @@ def test_a_use_outside_the_defining_region_is_reported(tool, tmp_path, monkeypat
                    "before the op, in the same or an enclosing block\n")
 
 
+@pytest.mark.parametrize("step", ["0", "-1"])
+def test_a_loop_step_that_is_not_positive_is_reported(step, tmp_path, monkeypatch):
+    """xDSL's interpreter raised ValueError for step 0 (range) and counted down for step < 0."""
+    monkeypatch.chdir(tmp_path)
+    body = (f"  %c0 = arith.constant 0 : index\n  %c4 = arith.constant 4 : index\n  %s = arith.constant {step} : index\n"
+            "  scf.for %i = %c0 to %c4 step %s {\n  }\n")
+    _write(tmp_path / FILE, _func(body).replace("@f", "@main"))
+    status, out, err = run_tool("tela-run", [FILE])
+    assert (status, out) == (1, "")
+    assert err == f"bad.mlir:5:3: error: 'scf.for' step is '{step}'; the step must be positive\n"
+
+
 def test_a_huge_scratchpad_buffer_is_refused_before_it_exhausts_the_host(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     body = "  %a = scratchpad.alloc() : memref<1000000000000xi8, #scratchpad.space>\n  scratchpad.dealloc %a : memref<1000000000000xi8, #scratchpad.space>\n"
