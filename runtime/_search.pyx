@@ -58,7 +58,14 @@ more than ``capacity - p`` unplaced bytes.
    pushing that layout down gives a solution whose first buffer sits at or below
    ``pos(e) < pos(d)``, i.e. in another child. Repeating the argument strictly lowers the
    first position, so some unpruned child holds a solution.
-2. A table of failed states: as the future of a node depends only on (unplaced set, their
+2. Twins, free buffers with the same lifetime, size (> 0) and alignment, are interchangeable
+   and overlap in time: swapping them keeps a layout valid, so some solution has them in
+   rank order, one below the other, and in canonical order the lower one is placed first.
+   A twin is never placed while its twin of next lower rank is unplaced. Sound together with rule 1
+   and the table below: relabelling twins keeps the set of rectangles of a layout, so the
+   argument of rule 1 (on the first position) is unchanged, and the rule depends on the
+   unplaced set alone.
+3. A table of failed states: as the future of a node depends only on (unplaced set, their
    ``pos``), a node equal to one whose subtree was searched completely and failed is dead.
    States are stored as two independent 64-bit hashes (direct-mapped, 2**20 slots, lossy:
    a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
@@ -206,6 +213,7 @@ ctypedef struct Ctx:
     int64_t* se         # one past its last section
     int64_t* nptr       # CSR of time-overlapping neighbours
     int64_t* nbr
+    int64_t* twin       # the previous identical free buffer (same lifetime, size, alignment), -1
     int has_pinned
     # switches
     int canonical
@@ -520,6 +528,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         p = c.pos[k]
         if c.dominance and p >= c.comp_mtop[act]:
             continue
+        if c.dominance and c.twin[k] >= 0 and not c.placed[c.twin[k]]:
+            continue
         if c.has_pinned and c.fixed[k] < 0:
             top = p + c.size[k]
             ok = 1
@@ -761,6 +771,21 @@ cdef int _bucket(const int64_t[::1] keys, const int64_t[::1] values, const int64
     return 0
 
 
+def _twins(st, en, sz, amask, fx, rank):
+    """For each buffer, the free buffer of next lower rank with the same lifetime, size and
+    alignment (``-1`` for none, for pinned buffers and for empty ones)."""
+    m = len(st)
+    twin = np.full(m, -1, dtype=np.int64)
+    order = np.lexsort((rank, amask, sz, en, st))
+    later = order[1:]
+    earlier = order[:-1]
+    same = ((st[later] == st[earlier]) & (en[later] == en[earlier]) & (sz[later] == sz[earlier])
+            & (amask[later] == amask[earlier]) & (fx[later] < 0) & (fx[earlier] < 0)
+            & (sz[later] > 0))
+    twin[later[same]] = earlier[same]
+    return twin
+
+
 cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capacity, params):
     cdef _Group g = _Group()
     cdef Ctx* c = &g.ctx
@@ -800,6 +825,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
     amask = np.ascontiguousarray(aligns[index] - 1)
+    twin = np.full(m, -1, dtype=np.int64)  # filled per run, see _twins
     arrays = dict(
         size=np.ascontiguousarray(sz), amask=amask, fixed=fx, sb=sb, se=se, nptr=nptr,
         nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
@@ -816,7 +842,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
         lowarg=np.zeros(ns, dtype=np.int64),
         cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
-        porder=np.arange(m, dtype=np.int64),
+        porder=np.arange(m, dtype=np.int64), twin=twin,
     )
     g.arrays = (arrays, ranks)
     c.m = m
@@ -830,6 +856,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.se = _ptr(arrays["se"])
     c.nptr = _ptr(arrays["nptr"])
     c.nbr = _ptr(arrays["nbr"])
+    c.twin = _ptr(arrays["twin"])
     c.has_pinned = int((fx >= 0).any())
     c.canonical = int(bool(params.canonical))
     c.section_inference = int(bool(params.section_inference))
@@ -915,6 +942,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             rank[:] = ranks[0]
             c.rank_first = 0
             c.budget = -1
+        arrays["twin"][:] = _twins(arrays["st"], arrays["en"], arrays["size"], arrays["amask"],
+                                   arrays["fixed"], rank)
         _reset(c, total0_ptr)
         with nogil:
             result = _run(c)
