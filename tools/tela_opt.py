@@ -369,8 +369,10 @@ class TelaOptMain(xDSLOptMain):
                 f"input is not UTF-8 text (byte '0x{raw[error.start]:02x}' at offset "
                 f"'{error.start}'); pass an MLIR text file",
             ) from None
-        parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
+        parser = None
         try:
+            # inside the try: constructing the parser already lexes the first token
+            parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
             module = parser.parse_module(not self.args.no_implicit_module)
             violation = find_dominance_violation(module, self.get_input_name())
             if violation is not None:

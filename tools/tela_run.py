@@ -103,8 +103,9 @@ def _argument_parser() -> argparse.ArgumentParser:
 
 def parse_program(text: str, name: str) -> ModuleOp:
     """Parses and verifies `text`; user errors become one-line `Diagnostic`s."""
-    parser = _LocatingParser(make_context(), text, name, 0)
     try:
+        # inside the try: constructing the parser already lexes the first token
+        parser = _LocatingParser(make_context(), text, name, 0)
         module = parser.parse_module()
     except ParseError as error:
         raise _parse_diagnostic(error.span, error.msg) from None

@@ -78,6 +78,8 @@ MLIR_CASES = [
      "bad.mlir:2:21: error: unterminated string literal; close it with '\"' on the same line"),
     ("run-unterminated-string", "tela-run", SMALL.replace('"relu"', '"relu'), [], 1,
      "bad.mlir:6:23: error: unterminated string literal; close it with '\"' on the same line"),
+    ("bad-first-character", "tela-opt", "&x\n", [], 1, "bad.mlir:1:1: error: Unexpected character: &"),
+    ("run-bad-first-character", "tela-run", "&x\n", [], 1, "bad.mlir:1:1: error: Unexpected character: &"),
     ("syntax-error", "tela-opt", _func("  %a = scratchpad.alloc( : memref<4xf32, #scratchpad.space>\n"), [], 1,
      "bad.mlir:2:26: error: Expected ')'"),
     ("unknown-op", "tela-opt", _func("  %a = scratchpad.allok() : memref<4xf32, #scratchpad.space>\n"), [], 1,
