@@ -60,6 +60,17 @@ class UserError(Exception):
     """An error the user can fix; printed as one line without a traceback."""
 
 
+def _seed(text: str) -> int:
+    """A seed for numpy's generator: a non-negative integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed '{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed '{text}' must not be negative")
+    return value
+
+
 def _argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=TOOL_NAME,
@@ -75,7 +86,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         help="one .npy file per argument, in order (default: seeded pseudo-random values)",
     )
     parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="seed of the random inputs (default: 0)"
+        "--seed", type=_seed, default=DEFAULT_SEED, help="seed of the random inputs (default: 0)"
     )
     parser.add_argument("--output-dir", metavar="D", help="write each output to D/<name>.npy")
     parser.add_argument(
