@@ -47,7 +47,12 @@ capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing 
 checks every ``h = pos(e)`` in O(section spans). In canonical order a child placed at ``p``
 lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
 expanded when some section of the component (other than one it empties) would then hold
-more than ``capacity - p`` unplaced bytes.
+more than ``capacity - p`` unplaced bytes. A section is *full* at the component's lowest
+position ``p`` when ``p`` + its unplaced bytes = capacity: some buffer must go exactly at
+``p`` there. After a child at ``p`` of rank ``r``, canonical order lets only buffers of rank
+above ``r`` go at ``p``, so a child at ``p`` that does not cover a full section and whose
+rank is above that of every buffer at ``p`` in that section is dropped (its expansion would
+find the section overflowing at ``p + 1``).
 
 [dominance] (our rules, in the spirit of MiniMalloc's dominance check).
 1. Let ``mtop`` be the lowest ``pos(e) + size(e)`` over the unplaced free buffers ``e`` of
@@ -383,6 +388,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     cdef int64_t win_hi = INF
     cdef int64_t sec_lo = c.ns       # the sections of this node's branching window
     cdef int64_t sec_hi = 0
+    cdef int64_t ntight, p_low
     cdef int ok
     cdef uint64_t key1 = c.salt
     cdef uint64_t key2 = ~c.salt
@@ -517,6 +523,28 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 f.window_sections += 1
                 if cap - c.total[s] < limit:
                     limit = cap - c.total[s]
+    # sections full at the lowest position: p_low + unplaced bytes = capacity. Such a section
+    # must get a buffer at p_low; after a child at p_low of rank r only buffers of higher rank
+    # can still go there, so ``lowarg`` keeps the highest rank able to fill each section and
+    # ``low`` lists the full sections (canonical order only)
+    ntight = 0
+    p_low = INF
+    if c.canonical and c.section_inference:
+        for k in range(m):
+            if not c.placed[k] and c.comp[k] == act and c.pos[k] < p_low:
+                p_low = c.pos[k]
+        for s in range(sec_lo, sec_hi):
+            if c.total[s] > 0 and p_low + c.total[s] == cap:
+                c.lowarg[s] = -1
+                c.low[ntight] = s
+                ntight += 1
+        if ntight > 0:
+            for k in range(m):
+                if c.placed[k] or c.comp[k] != act or c.pos[k] != p_low:
+                    continue
+                for s in range(c.sb[k], c.se[k]):
+                    if c.rank[k] > c.lowarg[s]:
+                        c.lowarg[s] = c.rank[k]
     # the children, by (key, pos, rank)
     start = f.start
     if _grow_candidates(c, start + m) != 0:
@@ -536,6 +564,15 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             for q in range(c.nptr[k], c.nptr[k + 1]):
                 j = c.nbr[q]
                 if not c.placed[j] and c.fixed[j] >= 0 and c.fixed[j] < top:
+                    ok = 0
+                    break
+            if not ok:
+                continue
+        if p == p_low and ntight > 0:
+            ok = 1
+            for q in range(ntight):
+                s = c.low[q]
+                if (s < c.sb[k] or s >= c.se[k]) and c.lowarg[s] < c.rank[k]:
                     ok = 0
                     break
             if not ok:
