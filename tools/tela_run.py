@@ -54,6 +54,7 @@ from telamalloc.tools.tela_opt import (
 )
 
 TOOL_NAME = "tela-run"
+INT64_MAX = 2**63 - 1
 
 
 class UserError(Exception):
@@ -210,6 +211,8 @@ def run(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
     if args.capacity is not None and args.capacity <= 0:
         raise UserError(f"capacity '{args.capacity}' must be a positive number of bytes")
+    if args.capacity is not None and args.capacity > INT64_MAX:
+        raise UserError(f"capacity '{args.capacity}' is beyond the 64-bit limit '{INT64_MAX}'")
     text, name = _read_program(args.input)
     module = parse_program(text, name)
     inputs = _load_inputs(args.inputs)

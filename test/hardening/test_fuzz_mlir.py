@@ -153,6 +153,8 @@ MLIR_CASES = [
      "interpreter's limit of '1073741824' bytes per block; run the program on smaller shapes"),
     ("run-capacity-zero", "tela-run", SMALL, ["--capacity", "0"], 1,
      "tela-run: error: capacity '0' must be a positive number of bytes"),
+    ("verify-capacity-beyond-64-bit", "tela-run", SMALL, ["--verify", "--capacity", "9223372036854775808"], 1,
+     "tela-run: error: capacity '9223372036854775808' is beyond the 64-bit limit '9223372036854775807'"),
     ("run-unknown-entry", "tela-run", SMALL, ["--entry", "nope"], 1,
      "bad.mlir: error: no function '@nope' to run; functions with a body: '@main'"),
     ("run-negative-seed", "tela-run", SMALL, ["--seed", "-5"], 1,
