@@ -6,7 +6,8 @@ Profiles (chosen with the environment variable ``HYPOTHESIS_PROFILE``):
   (the machine is shared and loaded);
 - ``long``: many more examples, still no database; run it on demand, e.g.
   ``HYPOTHESIS_PROFILE=long pytest test/hardening``. The seeded fuzz loops scale with
-  the same switch (each reads ``HYPOTHESIS_PROFILE``).
+  the same switch (each reads ``HYPOTHESIS_PROFILE``); ``TELAMALLOC_FUZZ_SEED=<n>`` makes
+  them explore other inputs.
 
 Hypothesis also keeps caches (constants found in the source, Unicode tables) in its home
 directory, by default ``.hypothesis/`` in the working directory, i.e. the repository; it is

@@ -34,6 +34,7 @@ from telamalloc.tools import tela_alloc
 
 HARDENING = settings.get_profile("hardening")
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+FUZZ_SEED = int(os.environ.get("TELAMALLOC_FUZZ_SEED", "20261130"))  # another seed explores other inputs
 MUTATIONS = 20000 if LONG else 1500
 PREFIX = "tela-alloc: error: "
 
@@ -267,7 +268,7 @@ def test_a_quoted_newline_gives_one_line_at_the_right_line(tmp_path, monkeypatch
 
 def test_mutated_csv_files(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    rng = random.Random(20261130)
+    rng = random.Random(FUZZ_SEED)
     problem_file, output = tmp_path / FILE, tmp_path / "out.csv"
     statuses: dict[int, int] = {}
     found: dict[str, int] = {}

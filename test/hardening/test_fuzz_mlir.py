@@ -31,6 +31,7 @@ import pytest
 from telamalloc.tools import tela_opt, tela_run
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+FUZZ_SEED = int(os.environ.get("TELAMALLOC_FUZZ_SEED", "20261130"))  # another seed explores other inputs
 MUTANTS = 3000 if LONG else 120
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FILE = "bad.mlir"
@@ -414,7 +415,7 @@ def check_run(tmp_path: Path, text: str) -> str:
 
 def test_mutated_mlir_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    rng = random.Random(20261130)
+    rng = random.Random(FUZZ_SEED)
     outcomes: dict[str, int] = {}
     for trial in range(MUTANTS):
         text = rng.choice(CORPUS)
