@@ -99,7 +99,9 @@ lifetime length, then size (as MiniMalloc's preordering); the portfolio adds
 uses contention is left out of the portfolio.
 
 [restarts] (a portfolio with Luby budgets, as in SAT solvers). Run ``k`` may expand
-``RESTART_BASE_NODES * luby(k)`` nodes. Even runs cycle over the fixed orderings and the
+``RESTART_BASE_NODES * luby(k)`` nodes, the first run ``RESTART_FIRST_NODES`` (a plain
+search with the main ordering often succeeds soon, and the other runs keep their budgets).
+Even runs cycle over the fixed orderings and the
 two child orders, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
@@ -975,6 +977,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
             c.rank_first = (run // 2) % 2 if run % 2 == 0 else (run // 2 + 1) % 2
             c.budget = RESTART_BASE_NODES * _luby(run + 1)
+            if run == 0:
+                c.budget = RESTART_FIRST_NODES
         else:
             rank[:] = ranks[0]
             c.rank_first = 0
@@ -990,7 +994,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
         restarts[0] += 1
 
 
-RESTART_BASE_NODES = 1000  # run k of the portfolio may expand 1000 * luby(k) nodes
+RESTART_BASE_NODES = 1000  # run k > 0 of the portfolio may expand 1000 * luby(k) nodes
+RESTART_FIRST_NODES = 5000  # the first run (main ordering, children by position) may expand more
 
 
 def _luby(i):
