@@ -44,7 +44,8 @@ sections at the event points. The unplaced buffers of a section all overlap ther
 stack: for every height ``h``, ``h`` + the bytes of those with ``pos >= h`` must fit in the
 capacity, or the node is dead (``h`` = the lowest ``pos`` gives "floor + unplaced bytes <=
 capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing ``pos``
-checks every ``h = pos(e)`` in O(section spans). In canonical order a child placed at ``p``
+checks every ``h = pos(e)`` in O(section spans); the walk stops at the first buffer with
+``pos(e)`` + the most unplaced bytes of a section <= capacity (no lower height can fail). In canonical order a child placed at ``p``
 lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
 expanded when some section of the component (other than one it empties) would then hold
 more than ``capacity - p`` unplaced bytes. A section is *full* at the component's lowest
@@ -180,6 +181,8 @@ ctypedef struct Frame:
     int64_t budget_end # backjumping: node count at which this subtree is abandoned
     int64_t act_lo     # time window of the component this node branches on
     int64_t act_hi
+    int64_t sec_lo     # its sections
+    int64_t sec_hi
     int64_t rep        # a buffer of that component
     int64_t window_sections  # sections of the branching window that hold unplaced bytes
     int64_t rep_base   # depth of the frame that gave that component its base (-1: root)
@@ -390,7 +393,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     cdef int64_t win_hi = INF
     cdef int64_t sec_lo = c.ns       # the sections of this node's branching window
     cdef int64_t sec_hi = 0
-    cdef int64_t ntight, p_low
+    cdef int64_t ntight, p_low, most, win_sec_lo, win_sec_hi
     cdef int ok
     cdef uint64_t key1 = c.salt
     cdef uint64_t key2 = ~c.salt
@@ -496,14 +499,26 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.porder[j] = k
                 j -= 1
             c.porder[j] = item
+        win_sec_lo = 0
+        win_sec_hi = c.ns
         if c.dynamic and d > 0:
             win_lo = c.frames[d - 1].act_lo
             win_hi = c.frames[d - 1].act_hi
+            win_sec_lo = c.frames[d - 1].sec_lo
+            win_sec_hi = c.frames[d - 1].sec_hi
+        # a stack can only overflow at a height h with h + the section's unplaced bytes above
+        # the capacity: the buffers below that height need no check
+        most = 0
+        for s in range(win_sec_lo, win_sec_hi):
+            if c.total[s] > most:
+                most = c.total[s]
         memset(c.low, 0, c.ns * sizeof(int64_t))
         for q in range(m):
             k = c.porder[q]
             if c.placed[k] or c.st[k] < win_lo or c.en[k] > win_hi:
                 continue
+            if c.pos[k] + most <= cap:
+                break  # porder is by decreasing pos: no lower buffer can overflow a stack
             if _stack_overflows(c.low, c.sb[k], c.se[k], c.size[k], cap - c.pos[k]):
                 c.cause = k
                 return 0
@@ -511,6 +526,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     act = 0
     f.act_lo = c.comp_lo[act]
     f.act_hi = c.comp_hi[act]
+    f.sec_lo = sec_lo
+    f.sec_hi = sec_hi
     f.rep = c.comp_rep[act]
     f.rep_base = c.bD[f.rep]
     # a child at p lifts every buffer of the component to p or above: sections that would
