@@ -48,6 +48,7 @@ from xdsl.universe import Universe
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
+from telamalloc.tools.tela_opt import parse_module_text
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 MEMORY_SPACE_PREFIX = "#scratchpad.space"
@@ -83,7 +84,7 @@ def parse_generic(
     """
     context = xdsl_context(allow_unregistered=allow_unregistered)
     try:
-        module = Parser(context, text, source).parse_module()
+        module = parse_module_text(context, text, source)
     except ParseError as error:
         raise InteropError(_parse_error_message(error, text, source, context)) from None
     _decode_memory_spaces(module, context)

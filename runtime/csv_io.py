@@ -31,6 +31,7 @@ INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
 OPTIONAL_COLUMNS = ("alignment", "offset")
 KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class CsvError(ProblemError):
@@ -45,6 +46,12 @@ class CsvTable:
 
 def _fail(path: str, line: int, message: str) -> CsvError:
     return CsvError(f"{path}:{line}: {message}")
+
+
+def _show(text: str, limit: int = 60) -> str:
+    """A field as it goes into a one-line message: control characters escaped, long text cut."""
+    shown = _CONTROL.sub(lambda match: repr(match.group())[1:-1], text)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def _decode(path: str, data: bytes) -> str:
@@ -80,7 +87,7 @@ def _choose_columns(path: str, header: list[str]) -> tuple[str, str]:
 
 def _integer(path: str, line: int, column: str, text: str) -> int:
     if not _INTEGER.fullmatch(text.strip()):
-        raise _fail(path, line, f"'{column}' is '{text}', expected an integer")
+        raise _fail(path, line, f"'{column}' is '{_show(text)}', expected an integer")
     value = int(text.strip(), 10)
     if value < 0:
         raise _fail(path, line, f"'{column}' is negative ('{value}')")
@@ -110,9 +117,11 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
 
     buffers: list[Buffer] = []
     seen: dict[str, int] = {}
+    record_end = rows.line_num
     try:
         for row in rows:
-            line = rows.line_num
+            # A record may span lines (a quoted newline): report the line where it starts.
+            line, record_end = record_end + 1, rows.line_num
             if not any(cell.strip() for cell in row):
                 continue
             if len(row) != len(header):
@@ -128,7 +137,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     if not identifier:
         raise _fail(path, line, "empty 'id'")
     if identifier in seen:
-        raise _fail(path, line, f"duplicate id '{identifier}' (first on line {seen[identifier]})")
+        raise _fail(path, line, f"duplicate id '{_show(identifier)}' (first on line {seen[identifier]})")
     seen[identifier] = line
     values = {column: _integer(path, line, column, row[index]) for column, index in position.items() if column != "id"}
     start = values[lower_name]

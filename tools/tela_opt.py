@@ -241,6 +241,16 @@ class _LocatingParser(Parser):
         return op
 
 
+def parse_module_text(ctx: Context, text: str, name: str) -> ModuleOp:
+    """Parses MLIR text into a module with the parser `tela-opt` uses.
+
+    Unlike xDSL's plain `Parser`, its lexer cannot hang on a stray `"`, ops carry their
+    source positions, and an input without operations is an empty module. Raises
+    `ParseError` like xDSL's parser.
+    """
+    return _LocatingParser(ctx, text, name, 0).parse_module()
+
+
 class TelaOptMain(xDSLOptMain):
     """xDSLOptMain with telamalloc registered and one-line, located diagnostics."""
 

@@ -257,8 +257,6 @@ KNOWN_DEFECTS = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a quoted field that spans lines is echoed raw, so the error is "
-                   "several lines, and it is reported at the line where the record ends (csv_io._integer)")
 def test_a_quoted_newline_gives_one_line_at_the_right_line(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / FILE).write_bytes(b'id,lower,upper,size\nb1,0,3,"\nb2,3,9,4\n')

@@ -162,3 +162,10 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert interop_main(["to-mlir"]) == 1
     error = capsys.readouterr().err
     assert error.startswith("python -m telamalloc.interop: error: <stdin>:1:") and "'vendor.op'" in error
+
+
+def test_a_stray_quote_is_a_located_error_not_a_hang():
+    # xDSL's own lexer backtracks exponentially on an unclosed string; ours fails at once.
+    text = 'func.func @main(%x": memref<4x4xf32>, %y: memref<4x4xf32>) {\n'
+    with pytest.raises(InteropError, match=r"^m\.mlir:1:19: .*closing string literal"):
+        parse_generic(text, source="m.mlir")
