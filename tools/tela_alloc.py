@@ -2,11 +2,20 @@
 
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
                [--minimize] [--algorithm=telamalloc|best-fit|first-fit] [--validate]
+               [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
 
 Prints a compact block on stdout (status, peak, LOAD, fragmentation, seconds, nodes,
 backtracks, and on INFEASIBLE the overloaded point or a core of buffers that cannot fit
 together). The output CSV (the input columns plus ``offset``) is written atomically, and
 only when a valid layout within the capacity exists.
+
+`--plot` draws the layout (time on x, address on y, the LOAD curve underneath; see
+`telamalloc.runtime.plot`), or only the LOAD curve when there is no layout. `--report`
+writes a summary (`telamalloc.runtime.report`): JSON when the file ends in `.json` or
+`--report-format=json` is given, else text. Both are written on every outcome, also after
+Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
+the greedy bound); it is erased when the solve ends and never shown when stderr is not a
+terminal.
 
 Exit status:
   0    solved (a valid layout; in --minimize mode also when optimality is not proved)
@@ -29,9 +38,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from telamalloc.runtime.api import solve
 from telamalloc.runtime.csv_io import read_csv, write_solution
+from telamalloc.runtime.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.progress import solve_with_progress
+from telamalloc.runtime.report import build_report, format_json, format_text, write_text_atomically
 from telamalloc.runtime.validate import validate
 
 PROG = "tela-alloc"
@@ -78,7 +89,26 @@ def _parser() -> _Parser:
     parser.add_argument("--minimize", action="store_true", help="find the smallest peak instead of any layout that fits")
     parser.add_argument("--algorithm", default="telamalloc", choices=["telamalloc", "best-fit", "first-fit"])
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
+    parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
+    parser.add_argument("--report", help="write a summary report to this file (.json: JSON, else text)")
+    parser.add_argument("--report-format", choices=["text", "json"], help="the report's format (default: from the file extension)")
     return parser
+
+
+def _write_outputs(arguments, problem: Problem, solution: Solution) -> None:
+    """The picture and the report, when asked for; one line each on stdout."""
+    name = os.path.splitext(os.path.basename(arguments.input))[0]
+    try:
+        if arguments.plot:
+            plot_layout(arguments.plot, problem, solution, name=name)
+            print(f"plotted: {arguments.plot}")
+        if arguments.report:
+            report = build_report(name, problem, solution)
+            json_format = arguments.report_format == "json" or (arguments.report_format is None and arguments.report.endswith(".json"))
+            write_text_atomically(arguments.report, format_json([report]) if json_format else format_text([report]))
+            print(f"reported: {arguments.report}")
+    except OSError as error:
+        raise UsageError(f"cannot write '{error.filename}': {error.strerror or error}") from None
 
 
 def _ids(ids: Sequence, limit: int = 20) -> str:
@@ -132,8 +162,9 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        return solve(
+        return solve_with_progress(
             problem,
+            prefix=PROG,
             capacity=arguments.capacity,
             mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
             time_limit=arguments.timeout,
@@ -148,9 +179,15 @@ def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
+    if arguments.report_format is not None and not arguments.report:
+        raise UsageError("--report-format needs --report FILE")
+    if arguments.plot:
+        picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
+        require_matplotlib()
     table = read_csv(arguments.input)
     solution = _solve_interruptibly(table.problem, arguments)
     print(_report(solution), flush=True)
+    _write_outputs(arguments, table.problem, solution)
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
         try:
@@ -172,7 +209,7 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
-    except (UsageError, ProblemError) as error:
+    except (UsageError, ProblemError, PlotError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. piped into `head`: the reader has gone, stay quiet
