@@ -44,10 +44,12 @@ def is_terminal(stream: TextIO) -> bool:
 
 
 def terminal_width(stream: TextIO, default: int = 80) -> int:
+    """The columns of the terminal behind `stream`; `default` when unknown (a pty without a size says 0)."""
     try:
-        return max(20, os.get_terminal_size(stream.fileno()).columns)
+        columns = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, ValueError, OSError, io.UnsupportedOperation):
         return default
+    return columns if columns >= 20 else default
 
 
 class ProgressLine:

@@ -70,3 +70,18 @@ def test_solve_with_progress_returns_what_solve_returns():
     assert "\n" not in stream.getvalue()
     quiet = io.StringIO()
     assert solve_with_progress(problem, stream=quiet).ok and quiet.getvalue() == ""
+
+
+def test_a_terminal_without_a_size_gets_the_default_width():
+    import os
+    import pty
+
+    from telamalloc.runtime.progress import terminal_width
+
+    master, slave = pty.openpty()
+    try:
+        with os.fdopen(slave, "w", closefd=False) as stream:
+            assert terminal_width(stream) == 80  # a fresh pty reports 0 columns
+    finally:
+        os.close(master)
+        os.close(slave)
