@@ -32,6 +32,8 @@ _EXPECTED = {
     "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
     "report": "'true' or 'false'",
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
+    "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
+    "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
 }
 
 
@@ -45,6 +47,8 @@ def check_options(
     dump_problem: object = None,
     report_file: object = None,
     memory_space: object = None,
+    plot: object = None,
+    report_json: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -65,9 +69,16 @@ def check_options(
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
     if memory_space is not None and (not _is_int(memory_space) or memory_space < 0):
         raise ValueError(f"invalid memory-space '{memory_space}'; expected {_accepted('memory-space')}")
-    for option, path in (("dump-problem", dump_problem), ("report-file", report_file)):
+    for option, path in (
+        ("dump-problem", dump_problem),
+        ("report-file", report_file),
+        ("plot", plot),
+        ("report-json", report_json),
+    ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+    if plot is not None and not str(plot).lower().endswith((".svg", ".png")):
+        raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}")
 
 
 def _accepted(option: str) -> str:
@@ -109,6 +120,14 @@ class PlanningOptions(ModulePass):
     memory_space: int | None = None
     """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's."""
 
+    plot: str | None = None
+    """Draw each planned function's allocation to this `.svg` / `.png` file (matplotlib;
+    `<stem>.<function><ext>` when several functions are planned)."""
+
+    report_json: str | None = None
+    """Write a JSON report per planned function (LOAD, peak, fragmentation, status, solve
+    time, nodes, the most contended point and its buffers) to this file."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -119,6 +138,8 @@ class PlanningOptions(ModulePass):
             dump_problem=self.dump_problem,
             report_file=self.report_file,
             memory_space=self.memory_space,
+            plot=self.plot,
+            report_json=self.report_json,
         )
 
     @contextlib.contextmanager
@@ -159,7 +180,7 @@ class PlanningOptions(ModulePass):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "time-limit" and not isinstance(value, float):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("mode", "algorithm", "dump-problem", "report-file") and not isinstance(value, str):
+            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json") and not isinstance(value, str):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "report" and not isinstance(value, bool):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")

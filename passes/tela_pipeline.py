@@ -43,6 +43,8 @@ class TelaPipelinePass(PlanningOptions):
             report=self.report,
             report_file=self.report_file,
             memory_space=self.memory_space,
+            plot=self.plot,
+            report_json=self.report_json,
         )
         plans = plan_pass.plan(module)
         lower_module(module)

@@ -310,8 +310,10 @@ class TelaPlanPass(PlanningOptions):
         self.plan(op)
 
     def plan(self, module: ModuleOp) -> tuple[FunctionPlan, ...]:
+        if self.plot is not None:
+            _require_plotting()
         with self.report_stream() as report:
-            return plan_module(
+            plans = plan_module(
                 module,
                 capacity=self.capacity,
                 alignment=self.alignment,
@@ -322,3 +324,38 @@ class TelaPlanPass(PlanningOptions):
                 report=report,
                 memory_space=self.memory_space,
             )
+        if self.plot is not None:
+            _draw_plans(self.plot, plans)
+        if self.report_json is not None:
+            _write_json_report(self.report_json, plans)
+        return plans
+
+
+def _require_plotting() -> None:
+    """Fails before planning, not after a long solve, when no picture can be drawn."""
+    from telamalloc.runtime.plot import PlotError, require_matplotlib
+
+    try:
+        require_matplotlib()
+    except PlotError as error:
+        raise PassFailedException(f"{error}; install 'telamalloc[plot]' or drop the 'plot' option") from None
+
+
+def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
+    from telamalloc.runtime.plot import PlotError, plot_plans
+
+    try:
+        plot_plans(path, plans)
+    except (PlotError, OSError) as error:
+        raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
+
+
+def _write_json_report(path: str, plans: tuple[FunctionPlan, ...]) -> None:
+    from telamalloc.runtime.report import format_json, reports_for_plans, write_text_atomically
+
+    try:
+        write_text_atomically(path, format_json(reports_for_plans(plans)))
+    except OSError as error:
+        raise PassFailedException(
+            f"cannot write the report to '{path}': {error.strerror or error}; pass a writable 'report-json' path"
+        ) from None

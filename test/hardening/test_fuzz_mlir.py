@@ -131,7 +131,7 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 1,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', "
-     "'report-file'"),
+     "'report-file', 'plot', 'report-json'"),
     ("unknown-pass", "tela-opt", SMALL, ["-p", "no-such-pass"], 1,
      "tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --help' to list the available passes"),
     ("missing-input-file", "tela-opt", None, [], 1,
