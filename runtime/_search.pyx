@@ -274,6 +274,9 @@ ctypedef struct Ctx:
     double deadline     # monotonic seconds, <= 0 none
     double next_signal_check
     uint8_t* cancel
+    int64_t* progress   # [nodes, backtracks] published at each limit check, or NULL
+    int64_t progress_nodes       # nodes and backtracks of the groups solved before this one
+    int64_t progress_backtracks
     int64_t check_mask  # limits are checked when (nodes & check_mask) == 0
     int cancelled
     int timed_out
@@ -288,6 +291,9 @@ cdef inline double _now() noexcept nogil:
 cdef int _check_limits(Ctx* c) noexcept nogil:
     """Return 1 when the search must stop (time, cancel flag, signal)."""
     cdef double now
+    if c.progress != NULL:
+        c.progress[0] = c.progress_nodes + c.nodes
+        c.progress[1] = c.progress_backtracks + c.backtracks
     if c.cancel != NULL and c.cancel[0] != 0:
         c.cancelled = 1
         return 1
@@ -971,7 +977,8 @@ cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
 
 
 cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts,
-                      uint64_t[::1] memo, uint64_t salt):
+                      uint64_t[::1] memo, uint64_t salt, int64_t* progress,
+                      int64_t nodes_before, int64_t backtracks_before):
     """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
     cdef Ctx* c = &g.ctx
     c.memo = &memo[0]
@@ -986,6 +993,9 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     cdef int64_t* total0_ptr = _ptr(total0)
     c.deadline = deadline
     c.cancel = cancel
+    c.progress = progress
+    c.progress_nodes = nodes_before
+    c.progress_backtracks = backtracks_before
     c.next_signal_check = _now() + 0.1
     if c.m == 0:
         return R_OK
@@ -1054,10 +1064,15 @@ def _rank_of(order):
     return rank
 
 
-def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None):
+def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None,
+           progress=None):
     """Find offsets for all buffers within ``capacity``, or prove there are none.
 
-    See the module docstring for the algorithm, its switches and its limits.
+    ``progress``: None, or a numpy int64 array of at least 2 entries to which the search
+    adds its running node and backtrack counts (entries 0 and 1, on top of what they hold
+    when the call starts, so successive calls accumulate) whenever it checks its limits,
+    for a live display polled from another thread. See the module docstring for the algorithm,
+    its switches and its limits.
     """
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
@@ -1073,6 +1088,15 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     if cancel is not None:
         cancel_view = cancel
         cancel_ptr = &cancel_view[0]
+    cdef int64_t[::1] progress_view
+    cdef int64_t* progress_ptr = NULL
+    if progress is not None:
+        if progress.dtype != np.int64 or progress.ndim != 1 or len(progress) < 2:
+            raise ValueError("'progress' must be a one-dimensional int64 array of at least 2 entries")
+        progress_view = progress
+        progress_ptr = &progress_view[0]
+    cdef int64_t nodes_before = progress_ptr[0] if progress_ptr != NULL else 0
+    cdef int64_t backtracks_before = progress_ptr[1] if progress_ptr != NULL else 0
     cdef double deadline = 0.0
     if time_limit is not None and time_limit > 0:
         deadline = _now() + float(time_limit)
@@ -1096,7 +1120,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         if deadline > 0 and _now() >= deadline:
             result = R_TIMEOUT  # the preparation of a huge group used up the time
             break
-        result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt)
+        result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt,
+                              progress_ptr, nodes_before + nodes, backtracks_before + backtracks)
         salt += 0x10000
         nodes += g.ctx.nodes
         backtracks += g.ctx.backtracks
@@ -1105,6 +1130,9 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         if result != R_OK:
             break
         offsets[index] = g.arrays[0]["off"]
+    if progress_ptr != NULL:
+        progress_ptr[0] = nodes_before + nodes
+        progress_ptr[1] = backtracks_before + backtracks
     if result == R_OK:
         return SearchResult(STATUS_OK, offsets, nodes, backtracks, restarts, False)
     if result == R_INFEASIBLE:

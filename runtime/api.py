@@ -135,6 +135,20 @@ def _check_mode(mode: str | Mode) -> Mode:
         raise ProblemError(f"unknown mode '{mode}'; use 'fit' or 'minimize'") from None
 
 
+def _check_progress(progress: object) -> np.ndarray | None:
+    if progress is None:
+        return None
+    if not isinstance(progress, np.ndarray) or progress.dtype != np.int64 or progress.shape != (3,):
+        raise ProblemError("progress must be None or a numpy int64 array of length 3")
+    progress[:] = (0, 0, -1)
+    return progress
+
+
+def _publish_best(instance: _Instance, peak: int) -> None:
+    if instance.progress is not None:
+        instance.progress[2] = peak
+
+
 def _check_cancel(cancel: object) -> np.ndarray | None:
     if cancel is None:
         return None
@@ -173,6 +187,7 @@ class _Instance:
     deadline: float | None  # time.monotonic() value, None without a time limit
     counters: _Counters = field(default_factory=_Counters)
     greedy_layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # computed once per algorithm
+    progress: np.ndarray | None = None  # live [nodes, backtracks, best peak or -1], see solve()
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -313,6 +328,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
         instance.params,
         0.0 if time_limit is None else max(time_limit, 1e-6),
         instance.cancel,
+        instance.progress,
     )
     instance.counters.add(result)
     return result
@@ -491,6 +507,7 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
         best, best_peak = outcome.offsets, _peak(problem, outcome.offsets)
 
     low, high = lower, best_peak
+    _publish_best(instance, best_peak)
     attempt = low  # LOAD first: most instances pack at LOAD
     while low < high:
         remaining = instance.remaining()
@@ -506,6 +523,7 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
         if status is Status.OK:
             best = _checked(instance, result.offsets, attempt)
             high = _peak(problem, best)
+            _publish_best(instance, high)
         else:
             low = attempt + 1
         attempt = low + (high - 1 - low) // 2
@@ -531,6 +549,7 @@ def solve(
     params: Params | None = None,
     cancel: np.ndarray | None = None,
     greedy_first: bool = True,
+    progress: np.ndarray | None = None,
 ) -> Solution:
     """Place every buffer of ``problem``; see the module docstring for modes and algorithms.
 
@@ -541,6 +560,9 @@ def solve(
     ``greedy_first`` (fit mode, algorithm telamalloc): try the greedy baselines before the
     exact search and return their layout when it fits (they take O(n log n + k log d) time,
     the search may take exponential time even on easy large problems); False: search only.
+    ``progress``: None, or a numpy int64 array of length 3 that the call resets and keeps
+    up to date while it runs, for a display polled from another thread: search nodes and
+    backtracks so far, and in minimize mode the best peak found so far (-1 before any).
     Raises ProblemError for problems that cannot be solved as stated.
     """
     started = time.perf_counter()
@@ -554,6 +576,7 @@ def solve(
     if time_limit is not None and (not isinstance(time_limit, (int, float)) or time_limit < 0 or time_limit != time_limit):
         raise ProblemError(f"time limit '{time_limit}' must be a number of seconds >= 0 or None")
     cancel = _check_cancel(cancel)
+    progress = _check_progress(progress)
     _check_problem(problem)
     capacity = _check_capacity(problem.capacity if capacity is None else capacity)
     if mode is Mode.FIT and capacity is None:
@@ -561,6 +584,7 @@ def solve(
 
     deadline = None if time_limit is None else time.monotonic() + float(time_limit)
     instance = _make_instance(problem, params, cancel, deadline)
+    instance.progress = progress
     load = compute_load(problem)
     if mode is Mode.FIT:
         outcome = _fit(instance, capacity, algorithm, load, greedy_first)

@@ -10,13 +10,12 @@ This works because the search kernel runs without the GIL: the thread gets to ru
 the main thread is inside the kernel, and Ctrl-C still reaches the main thread (the kernel
 polls for signals and stops cleanly, see `tela-alloc`).
 
-`solve_with_progress` wraps `telamalloc.solve`: it shows the elapsed time and the bounds
-known before the search starts (LOAD below; in minimize mode, the best greedy peak above,
-which the search may only improve). The line is cut to the terminal width, since a wrapped
-line could not be redrawn in place. Limits: the kernel publishes neither its node count
-nor, in minimize mode, the best peak found so far while it runs; the line shows those only
-once the kernel offers a progress hook (a shared counter array it updates as it polls its
-cancel flag).
+`solve_with_progress` wraps `telamalloc.solve`: it shows the elapsed time, the bounds known
+before the search starts (LOAD below; in minimize mode, the best greedy peak above), and
+live figures from `solve`'s `progress` array: the search nodes and backtracks so far (the
+kernel publishes them each time it polls its limits) and, in minimize mode, the best peak
+found so far. The line is cut to the terminal width, since a wrapped line could not be
+redrawn in place.
 """
 
 from __future__ import annotations
@@ -28,6 +27,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
+
+import numpy as np
 
 from telamalloc.runtime.api import solve
 from telamalloc.runtime.problem import Mode, Problem, Solution
@@ -108,8 +109,15 @@ class ProgressLine:
             self._stop.set()
 
 
-def describe_solve(problem: Problem, capacity: int | None, mode: Mode, greedy_peak: int | None) -> Callable[[float], str]:
-    """`12.3 s, minimize 454 buffers, LOAD 1048576 B, peak <= 1339392 B (greedy); Ctrl-C keeps the best`."""
+def describe_solve(
+    problem: Problem,
+    capacity: int | None,
+    mode: Mode,
+    greedy_peak: int | None,
+    progress: np.ndarray | None = None,
+) -> Callable[[float], str]:
+    """`12.3 s, 81920 nodes, best peak 1050624 B, minimize 454 buffers, LOAD 1048576 B, peak
+    <= 1339392 B (greedy); Ctrl-C keeps the best` (live parts from `progress`, see `solve`)."""
     load = compute_load(problem)[0]
     if mode is Mode.MINIMIZE:
         bound = "" if greedy_peak is None else f", peak <= {greedy_peak} B (greedy)"
@@ -118,7 +126,11 @@ def describe_solve(problem: Problem, capacity: int | None, mode: Mode, greedy_pe
         target = f"fit {len(problem.buffers)} buffers in {capacity} B, LOAD {load} B"
 
     def describe(elapsed: float) -> str:
-        return f"{elapsed:.1f} s, {target}; Ctrl-C keeps the best"
+        live = ""
+        if progress is not None:
+            nodes, _, best = (int(value) for value in progress)
+            live = f", {nodes} nodes" + (f", best peak {best} B" if best >= 0 else "")
+        return f"{elapsed:.1f} s{live}, {target}; Ctrl-C keeps the best"
 
     return describe
 
@@ -147,6 +159,7 @@ def solve_with_progress(
         # O(n log n) each: the bound the search starts from (it tries both as well)
         peaks = [solve(problem, mode=Mode.MINIMIZE, algorithm=name).peak for name in ("best-fit", "first-fit")]
         greedy_peak = min((peak for peak in peaks if peak is not None), default=None)
-    describe = describe_solve(problem, capacity, mode, greedy_peak)
+    progress = np.zeros(3, dtype=np.int64)
+    describe = describe_solve(problem, capacity, mode, greedy_peak, progress)
     with ProgressLine(stream, prefix, describe, interval=interval, delay=delay, force=force):
-        return solve(problem, **solve_arguments)
+        return solve(problem, progress=progress, **solve_arguments)

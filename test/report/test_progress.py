@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import time
 
+import numpy as np
+
 from telamalloc.runtime.api import solve
 from telamalloc.runtime.problem import Buffer, Mode, Problem
 from telamalloc.runtime.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
@@ -51,6 +53,23 @@ def test_describe_solve_gives_the_bounds():
     assert fit == "1.2 s, fit 3 buffers in 32 B, LOAD 24 B; Ctrl-C keeps the best"
     minimize = describe_solve(problem, None, Mode.MINIMIZE, 32)(0.0)
     assert minimize == "0.0 s, minimize 3 buffers, LOAD 24 B, peak <= 32 B (greedy); Ctrl-C keeps the best"
+
+
+def test_describe_solve_shows_live_nodes_and_the_best_peak():
+    progress = np.array([81920, 80000, -1], dtype=np.int64)
+    describe = describe_solve(_problem(), None, Mode.MINIMIZE, 32, progress)
+    assert describe(2.0).startswith("2.0 s, 81920 nodes, minimize 3 buffers")
+    progress[2] = 28
+    assert describe(2.0).startswith("2.0 s, 81920 nodes, best peak 28 B, minimize")
+
+
+def test_solve_fills_the_progress_array():
+    problem = Problem([Buffer(i, 0, 1, 1) for i in range(9)] + [Buffer("x", 0, 2, 2), Buffer("y", 1, 3, 2)])
+    progress = np.full(3, 7, dtype=np.int64)
+    solution = solve(problem, mode="minimize", progress=progress)
+    assert solution.ok and solution.optimal
+    assert progress[0] == solution.stats.nodes and progress[1] == solution.stats.backtracks
+    assert progress[2] == solution.peak
 
 
 def test_long_lines_are_cut_to_the_terminal_width():

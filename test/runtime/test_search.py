@@ -41,7 +41,7 @@ def run(starts, ends, sizes, capacity, aligns=None, fixed=None, params=Params(),
     aligns = [1] * n if aligns is None else aligns
     fixed = [-1] * n if fixed is None else fixed
     arrays = [np.array(values, dtype=np.int64) for values in (starts, ends, sizes, aligns, fixed)]
-    return search(*arrays, capacity, params, kwargs.get("time_limit", 0.0), kwargs.get("cancel"))
+    return search(*arrays, capacity, params, kwargs.get("time_limit", 0.0), kwargs.get("cancel"), kwargs.get("progress"))
 
 
 def layout_errors(starts, ends, sizes, capacity, aligns, fixed, offsets) -> list[str]:
@@ -284,6 +284,22 @@ def test_cancel_flag_from_another_thread():
     assert result.status == STATUS_TIMEOUT
     assert result.cancelled
     assert elapsed < 1.0
+
+
+def test_progress_array_publishes_running_counts_and_accumulates():
+    progress = np.zeros(2, dtype=np.int64)
+    seen = []
+    poller = threading.Thread(target=lambda: [time.sleep(0.05) or seen.append(int(progress[0])) for _ in range(4)])
+    poller.start()
+    first = run(**HOPELESS, params=BLIND, time_limit=0.3, progress=progress)
+    poller.join()
+    assert first.status == STATUS_TIMEOUT
+    assert 0 < seen[0] <= seen[-1] <= first.nodes  # published while running, never ahead
+    assert list(progress) == [first.nodes, first.backtracks]
+    second = run(**HOPELESS, params=BLIND, time_limit=0.05, progress=progress)
+    assert list(progress) == [first.nodes + second.nodes, first.backtracks + second.backtracks]
+    with pytest.raises(ValueError, match="progress"):
+        run(**HOPELESS, params=BLIND, time_limit=0.05, progress=np.zeros(2, dtype=np.int32))
 
 
 def test_identical_buffers_are_not_permuted():
