@@ -185,7 +185,10 @@ def _run(argv: Sequence[str] | None) -> int:
         picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
         require_matplotlib()
     table = read_csv(arguments.input)
-    solution = _solve_interruptibly(table.problem, arguments)
+    try:
+        solution = _solve_interruptibly(table.problem, arguments)
+    except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
+        raise ProblemError(f"{arguments.input}: {error}") from None
     print(_report(solution), flush=True)
     _write_outputs(arguments, table.problem, solution)
     if solution.status is Status.OK and arguments.output:

@@ -99,7 +99,7 @@ CSV_CASES = [
      "bad.csv:2: 'offset' + 'size' is '9223372036854775810', beyond the 64-bit limit"),
     ("sizes-near-2-to-the-63", b"id,lower,upper,size\nb1,0,3,9223372036854775807\nb2,0,3,9223372036854775807\n",
      [f"--capacity={INT64_MAX}"], 2,
-     "the buffers need up to '18446744073709551614' bytes stacked, beyond the 64-bit limit '9223372036854775807'; use larger units (e.g. KiB) for the sizes"),
+     "bad.csv: the buffers need up to '18446744073709551614' bytes stacked, beyond the 64-bit limit '9223372036854775807'; use larger units (e.g. KiB) for the sizes"),
     ("output-in-missing-directory", GOOD, ["--capacity=12", "--output=missing/out.csv"], 2,
      "cannot write 'missing/out.csv': No such file or directory"),
     ("missing-input-file", None, ["--capacity=12"], 2,
