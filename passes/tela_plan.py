@@ -312,6 +312,11 @@ class TelaPlanPass(PlanningOptions):
     def plan(self, module: ModuleOp) -> tuple[FunctionPlan, ...]:
         if self.plot is not None:
             _require_plotting()
+        # Outputs are written after the IR is planned: catch unwritable paths before that,
+        # so that a failing pass leaves the IR unchanged.
+        for option, path in (("plot", self.plot), ("report-json", self.report_json)):
+            if path is not None:
+                _require_writable(option, path)
         with self.report_stream() as report:
             plans = plan_module(
                 module,
@@ -339,6 +344,12 @@ def _require_plotting() -> None:
         require_matplotlib()
     except PlotError as error:
         raise PassFailedException(f"{error}; install 'telamalloc[plot]' or drop the 'plot' option") from None
+
+
+def _require_writable(option: str, path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+        raise PassFailedException(f"cannot write '{path}': folder '{folder}' is missing or not writable; pass a writable '{option}' path")
 
 
 def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:

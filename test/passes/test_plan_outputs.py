@@ -34,7 +34,24 @@ def test_an_unknown_picture_format_is_a_one_line_option_error(tmp_path: Path):
     assert "Traceback" not in completed.stderr
 
 
-def test_an_unwritable_picture_fails_the_pass_with_one_line(tmp_path: Path):
-    completed = run_pipeline(f'plot="{tmp_path / "missing" / "plan.svg"}"')
+@pytest.mark.parametrize("option", ["plot", "report-json"])
+def test_an_unwritable_output_fails_the_pass_before_planning(tmp_path: Path, option: str):
+    target = tmp_path / "missing" / ("plan.svg" if option == "plot" else "plan.json")
+    completed = run_pipeline(f'{option}="{target}"')
     assert completed.returncode != 0 and completed.stdout == ""
-    assert completed.stderr.count("\n") == 1 and "cannot draw the plan" in completed.stderr
+    assert completed.stderr.count("\n") == 1 and f"pass a writable '{option}' path" in completed.stderr
+
+
+def test_the_ir_is_unchanged_when_an_output_cannot_be_written(tmp_path: Path):
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.utils.exceptions import PassFailedException
+
+    from telamalloc.passes import TelaPlanPass
+    from telamalloc.tools.tela_opt import TelaOptMain, parse_module_text
+
+    context = TelaOptMain(args=[str(EXAMPLE)]).ctx
+    module = parse_module_text(context, EXAMPLE.read_text(), str(EXAMPLE))
+    before = str(module)
+    with pytest.raises(PassFailedException, match="writable 'plot' path"):
+        TelaPlanPass(plot=str(tmp_path / "missing" / "plan.svg")).apply(context, module)
+    assert isinstance(module, ModuleOp) and str(module) == before
