@@ -18,6 +18,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
 from telamalloc.runtime.api import ALGORITHMS
+from telamalloc.runtime.plot import PlotError, picture_format
 from telamalloc.runtime.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)
@@ -77,8 +78,11 @@ def check_options(
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
-    if plot is not None and not str(plot).lower().endswith((".svg", ".png")):
-        raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}")
+    if plot is not None:
+        try:
+            picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
+        except PlotError:
+            raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}") from None
 
 
 def _accepted(option: str) -> str:
