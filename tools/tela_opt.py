@@ -77,7 +77,8 @@ class Diagnostic(Exception):
         return f"{self.location}: error: {self.message}"
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) folded into one space."""
     return " ".join(text.split())
 
 
@@ -94,8 +95,8 @@ def locate_verification_failure(module: Operation, error: Exception, fallback: s
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as op_error:
-            return Diagnostic(_op_location(op, fallback), f"'{op.name}' op {_one_line(str(op_error))}{suffix}")
-    return Diagnostic(fallback, _one_line(str(error)) + suffix)
+            return Diagnostic(_op_location(op, fallback), f"'{op.name}' op {one_line(str(op_error))}{suffix}")
+    return Diagnostic(fallback, one_line(str(error)) + suffix)
 
 
 def find_dominance_violation(module: Operation, fallback: str) -> Diagnostic | None:
@@ -220,6 +221,11 @@ class _LocatingParser(Parser):
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
             return super().parse_module(allow_implicit_module)
+        except (VerifyException, ValueError) as error:
+            # An attribute or type whose own verifier rejected it while being built (xDSL
+            # raises ValueError for some, e.g. an out-of-range integer in a static list):
+            # a parse error at the token where the parser stopped.
+            raise ParseError(self._current_token.span, str(error)) from None
         except ParseError as error:
             no_operation = (
                 allow_implicit_module
@@ -241,14 +247,18 @@ class _LocatingParser(Parser):
         return op
 
 
-def parse_module_text(ctx: Context, text: str, name: str) -> ModuleOp:
+def parse_module_text(
+    ctx: Context, text: str, name: str, *, line_offset: int = 0, allow_implicit_module: bool = True
+) -> ModuleOp:
     """Parses MLIR text into a module with the parser `tela-opt` uses.
 
     Unlike xDSL's plain `Parser`, its lexer cannot hang on a stray `"`, ops carry their
-    source positions, and an input without operations is an empty module. Raises
-    `ParseError` like xDSL's parser.
+    source positions (lines shifted by `line_offset`, for a chunk of a split file), an
+    input without operations is an empty module, and an attribute that rejects its value
+    while being built is a parse error too. Raises `ParseError` (only) like xDSL's parser.
     """
-    return _LocatingParser(ctx, text, name, 0).parse_module()
+    # Constructing the parser already lexes the first token, which may raise ParseError.
+    return _LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
 
 
 class TelaOptMain(xDSLOptMain):
@@ -300,7 +310,7 @@ class TelaOptMain(xDSLOptMain):
         try:
             pass_names = [spec.name for spec in parse_pipeline(self.args.passes)]
         except ArgSpecParseError as error:
-            reason = _one_line(str(error).splitlines()[-1])
+            reason = one_line(str(error).splitlines()[-1])
             raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
         unknown = [name for name in pass_names if name not in self.available_passes]
         if unknown:
@@ -311,7 +321,7 @@ class TelaOptMain(xDSLOptMain):
         try:
             super().setup_pipeline()
         except ValueError as error:
-            reason = _one_line(str(error))
+            reason = one_line(str(error))
             raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
         self.pipeline = dataclasses.replace(
             self.pipeline, callback=self._locating_callback(self.pipeline.callback)
@@ -351,7 +361,7 @@ class TelaOptMain(xDSLOptMain):
             if isinstance(error, PassFailedAtOp):
                 location = _op_location(error.op, location)
                 prefix += f"'{error.op.name}' op "
-            raise Diagnostic(location, prefix + _one_line(str(error))) from None
+            raise Diagnostic(location, prefix + one_line(str(error))) from None
 
     # --- input ------------------------------------------------------------------------
 
@@ -379,23 +389,18 @@ class TelaOptMain(xDSLOptMain):
                 f"input is not UTF-8 text (byte '0x{raw[error.start]:02x}' at offset "
                 f"'{error.start}'); pass an MLIR text file",
             ) from None
-        parser = None
         try:
-            # inside the try: constructing the parser already lexes the first token
-            parser = _LocatingParser(self.ctx, text, self.get_input_name(), start_offset)
-            module = parser.parse_module(not self.args.no_implicit_module)
+            module = parse_module_text(
+                self.ctx, text, self.get_input_name(),
+                line_offset=start_offset, allow_implicit_module=not self.args.no_implicit_module,
+            )
             violation = find_dominance_violation(module, self.get_input_name())
             if violation is not None:
                 raise violation
             return module
         except ParseError as error:
             span = dataclasses.replace(error.span, line_offset=start_offset)
-            raise _parse_diagnostic(span, error.msg) from None
-        except (VerifyException, ValueError) as error:
-            # An attribute or type whose own verifier rejected it while being built (xDSL
-            # raises ValueError for some, e.g. an out-of-range integer in a static list).
-            span = dataclasses.replace(parser._current_token.span, line_offset=start_offset)
-            raise _parse_diagnostic(span, str(error)) from None
+            raise parse_diagnostic(span, error.msg) from None
 
     # --- driver -----------------------------------------------------------------------
 
@@ -458,10 +463,10 @@ _NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can
 _UNTERMINATED_STRING = "End of file reached before closing string literal."  # (also at the end of a line)
 
 
-def _parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
+def parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
     """A located parse error; three of xDSL's messages are made to say what is wrong."""
     position = span.get_location()
-    message = _one_line(message)
+    message = one_line(message)
     if message == _NO_OPERATION:
         message = "expected an operation; check for stray text or an unbalanced '}'"
     elif message == _UNTERMINATED_STRING:

@@ -46,11 +46,11 @@ from telamalloc.runtime.interpreter import (
 )
 from telamalloc.tools.tela_opt import (
     Diagnostic,
-    _LocatingParser,
-    _one_line,
-    _parse_diagnostic,
+    one_line,
+    parse_diagnostic,
     find_dominance_violation,
     locate_verification_failure,
+    parse_module_text,
 )
 
 TOOL_NAME = "tela-run"
@@ -116,13 +116,9 @@ def _argument_parser() -> argparse.ArgumentParser:
 def parse_program(text: str, name: str) -> ModuleOp:
     """Parses and verifies `text`; user errors become one-line `Diagnostic`s."""
     try:
-        # inside the try: constructing the parser already lexes the first token
-        parser = _LocatingParser(make_context(), text, name, 0)
-        module = parser.parse_module()
+        module = parse_module_text(make_context(), text, name)
     except ParseError as error:
-        raise _parse_diagnostic(error.span, error.msg) from None
-    except (VerifyException, ValueError) as error:  # attributes rejected while being built
-        raise _parse_diagnostic(parser._current_token.span, str(error)) from None
+        raise parse_diagnostic(error.span, error.msg) from None
     violation = find_dominance_violation(module, name)  # first: verify() trips over such values
     if violation is not None:
         raise violation
@@ -153,10 +149,10 @@ def _load_inputs(specs: Sequence[str]) -> list[np.ndarray] | None:
         try:
             arrays.append(np.load(path, allow_pickle=False))
         except OSError as error:
-            reason = error.strerror or _one_line(str(error))
+            reason = error.strerror or one_line(str(error))
             raise UserError(f"cannot read input '{path}': {reason}") from None
         except ValueError as error:
-            raise UserError(f"cannot read input '{path}': {_one_line(str(error))}") from None
+            raise UserError(f"cannot read input '{path}': {one_line(str(error))}") from None
     return arrays
 
 

@@ -80,6 +80,17 @@ def test_syntax_and_verification_errors_are_located_one_liners():
         parse_generic('func.func @f() -> i32 {\n  %c = arith.constant 1 : i64\n  func.return %c : i64\n}', source="in.mlir")
 
 
+def test_a_value_an_attribute_rejects_while_parsing_is_a_located_one_liner():
+    # xDSL raises ValueError (not ParseError) for an out-of-range integer in a static list.
+    text = (
+        "func.func @f(%x: memref<8x16xf32>) {\n"
+        "  %t = memref.subview %x[0, 99999999999999999999] [4, 16] [1, 1] : memref<8x16xf32> to "
+        "memref<4x16xf32, strided<[16, 1], offset: ?>>\n  func.return\n}\n"
+    )
+    with pytest.raises(InteropError, match=r"^in.mlir:2:\d+: Integer value 99999999999999999999 is out of range"):
+        parse_generic(text, source="in.mlir")
+
+
 def test_plan_generic_keeps_what_the_program_computes():
     source = (REPO / "examples/upstream_loops.mlir").read_text()
     planned_text = plan_generic(source, mode="minimize")
