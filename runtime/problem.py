@@ -81,6 +81,8 @@ class Stats:
     seconds: float = 0.0  # wall-clock time of the solve
     restarts: int = 0  # restarts of the search portfolio
     cancelled: bool = False  # the search was stopped by a cancellation request
+    member: int | None = None  # solve_parallel: the portfolio member whose answer this is (None: a plain solve)
+    jobs: int = 1  # solve_parallel: the number of members that ran
 
 
 @dataclass(frozen=True)
