@@ -1,8 +1,16 @@
 """tela-alloc: solve an allocation problem given as a CSV file (MiniMalloc's format).
 
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
-               [--minimize] [--algorithm=telamalloc|best-fit|first-fit] [--validate]
+               [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
+    tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
+               [--algorithm=ALGORITHM] [--jobs=N | --scheduler=ADDRESS]
+
+ALGORITHM is one of `telamalloc.runtime.api.ALGORITHMS` (telamalloc, best-fit, first-fit...).
+
+`--jobs N` with `--input`: a parallel portfolio of N search orderings in N processes; the
+first proof wins and the others stop (`telamalloc.runtime.portfolio`). Which member wins
+first may vary between runs; the layout written is the winner's, and `member:` names it.
 
 Prints a compact block on stdout (status, peak, LOAD, fragmentation, seconds, nodes,
 backtracks, and on INFEASIBLE the overloaded point or a core of buffers that cannot fit
@@ -17,7 +25,14 @@ Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed tim
 the greedy bound); it is erased when the solve ends and never shown when stderr is not a
 terminal.
 
-Exit status:
+`--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.batch`: on a
+local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
+with `--scheduler ADDRESS` (`pip install 'telamalloc[dask]'`). Each layout is validated and
+written to `OUT/<name>.csv` atomically as soon as its problem finishes; a line per problem
+is printed as it finishes, and a summary table at the end. A problem that fails (bad CSV,
+infeasible, timeout, a worker that dies) is reported on its own line; the others go on.
+
+Exit status (single problem):
   0    solved (a valid layout; in --minimize mode also when optimality is not proved)
   1    proved infeasible
   2    bad input or usage (one line on stderr, no traceback)
@@ -25,6 +40,12 @@ Exit status:
   4    --validate found the written solution invalid (an internal error; please report it)
   130  interrupted by Ctrl-C: the search stops cleanly, the best result so far is reported
        and, if it is a valid layout, written; a second Ctrl-C aborts at once
+
+Exit status (--batch): 2 for a usage error of the batch as a whole (no CSV files, bad
+output directory, Dask missing or unreachable); else the largest per-problem code, so 0
+means every problem was solved: 1 infeasible, 2 not a valid problem, 3 timeout, 5 the
+worker died (or Dask gave up on the task), 130 interrupted (Ctrl-C: unfinished problems
+stop, valid layouts found so far are still written).
 """
 
 from __future__ import annotations
@@ -38,7 +59,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from telamalloc.runtime import batch as batch_planning
+from telamalloc.runtime.api import ALGORITHMS
 from telamalloc.runtime.csv_io import read_csv, write_solution
+from telamalloc.runtime.portfolio import solve_parallel
 from telamalloc.runtime.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.progress import solve_with_progress
@@ -80,14 +104,24 @@ def parse_capacity(text: str) -> int:
     return value
 
 
+def parse_jobs(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"jobs '{text}' must be a whole number >= 1")
+    return int(text)
+
+
 def _parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Place buffers in a scratchpad memory (TelaMalloc).")
-    parser.add_argument("--input", required=True, help="problem CSV: id,lower,upper,size[,alignment][,offset]")
+    parser.add_argument("--input", help="problem CSV: id,lower,upper,size[,alignment][,offset]")
+    parser.add_argument("--batch", metavar="DIR", help="plan every *.csv of DIR (needs --output-dir)")
+    parser.add_argument("--output-dir", metavar="OUT", help="--batch: write each layout to OUT/<name>.csv")
+    parser.add_argument("--jobs", type=parse_jobs, help="--input: portfolio members; --batch: local worker processes (default: CPUs)")
+    parser.add_argument("--scheduler", metavar="ADDRESS", help="--batch: run on the Dask cluster of this scheduler (e.g. tcp://host:8786)")
     parser.add_argument("--output", help="solution CSV to write (the input columns plus offset)")
     parser.add_argument("--capacity", type=parse_capacity, help="bytes available; with --minimize an optional upper bound")
     parser.add_argument("--timeout", type=parse_duration, help="time limit: 10, 10s, 500ms, 2m (default: none)")
     parser.add_argument("--minimize", action="store_true", help="find the smallest peak instead of any layout that fits")
-    parser.add_argument("--algorithm", default="telamalloc", choices=["telamalloc", "best-fit", "first-fit"])
+    parser.add_argument("--algorithm", default="telamalloc", choices=list(ALGORITHMS))
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--report", help="write a summary report to this file (.json: JSON, else text)")
@@ -127,6 +161,9 @@ def _report(solution: Solution) -> str:
     lines.append(f"seconds: {solution.stats.seconds:.3f}")
     lines.append(f"nodes: {solution.stats.nodes}")
     lines.append(f"backtracks: {solution.stats.backtracks}")
+    if solution.stats.jobs > 1:
+        member = "-" if solution.stats.member is None else solution.stats.member
+        lines.append(f"member: {member} of {solution.stats.jobs}")
     if solution.fallback:
         lines.append("fallback: yes (greedy layout, not written: it exceeds the capacity)")
     if solution.overload is not None:
@@ -162,6 +199,16 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
+        if arguments.jobs is not None and arguments.jobs > 1:
+            return solve_parallel(
+                problem,
+                arguments.jobs,
+                capacity=arguments.capacity,
+                mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
+                time_limit=arguments.timeout,
+                algorithm=arguments.algorithm,
+                cancel=cancel,
+            )
         return solve_with_progress(
             problem,
             prefix=PROG,
@@ -175,8 +222,71 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
         signal.signal(signal.SIGINT, previous)
 
 
+def _check_batch_arguments(arguments) -> None:
+    if arguments.input:
+        raise UsageError("--input and --batch exclude each other; give one problem or one directory")
+    if not arguments.output_dir:
+        raise UsageError("--batch needs --output-dir OUT for the layouts")
+    for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--report", arguments.report),
+                        ("--report-format", arguments.report_format), ("--validate", arguments.validate)):
+        if value:
+            raise UsageError(f"{flag} applies to --input only; --batch validates and writes every layout to --output-dir")
+    if arguments.scheduler and arguments.jobs is not None:
+        raise UsageError("--jobs sets the local pool size; with --scheduler the Dask workers run the problems, drop --jobs")
+
+
+def _run_batch(arguments) -> int:
+    """--batch: a line per problem as it finishes, then the summary table."""
+    _check_batch_arguments(arguments)
+    if arguments.capacity is None and not arguments.minimize:
+        raise UsageError("--capacity is required unless --minimize is given")
+    finished = []
+    total = 0
+
+    def on_result(result) -> None:
+        finished.append(result)
+        print(batch_planning.format_line(result, len(finished), total), flush=True)
+
+    try:
+        planner = batch_planning.BatchPlanner(
+            arguments.batch,
+            arguments.output_dir,
+            capacity=arguments.capacity,
+            mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
+            time_limit=arguments.timeout,
+            algorithm=arguments.algorithm,
+            jobs=arguments.jobs,
+            scheduler=arguments.scheduler,
+            on_result=on_result,
+        )
+        total = len(planner.files())
+    except batch_planning.BatchError as error:
+        raise UsageError(str(error)) from None
+
+    def on_interrupt(signum, frame):
+        planner.cancel()
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C aborts
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        results = planner.run()
+    except batch_planning.BatchError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    print(batch_planning.format_summary(results), flush=True)
+    return batch_planning.exit_status(results)
+
+
 def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
+    if arguments.batch:
+        return _run_batch(arguments)
+    if not arguments.input:
+        raise UsageError("the following arguments are required: --input FILE, or --batch DIR with --output-dir OUT")
+    for flag, value in (("--output-dir", arguments.output_dir), ("--scheduler", arguments.scheduler)):
+        if value:
+            raise UsageError(f"{flag} applies to --batch only")
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
     if arguments.report_format is not None and not arguments.report:
