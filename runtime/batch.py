@@ -288,7 +288,7 @@ class BatchPlanner:
         except ImportError:
             raise BatchError(f"--scheduler needs Dask's distributed package; install it with {DASK_INSTALL_HINT}") from None
         try:
-            client = distributed.Client(self.scheduler, timeout="10s", set_as_default=False)
+            client = distributed.Client(self.scheduler, set_as_default=False)  # Dask's connect timeout (its config)
         except (OSError, TimeoutError, ValueError) as error:
             raise BatchError(f"cannot connect to the Dask scheduler at '{self.scheduler}': {error}") from None
         try:
