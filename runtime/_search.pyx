@@ -35,9 +35,15 @@ obstacles, not floors: a child whose buffer would cover a pin not yet placed is 
 [canonical] (MiniMalloc, Moffitt ASPLOS 2023: canonical solutions). Only sequences in that
 sorted order are explored: with ``L`` the offset and ``r`` the rank of the last placed buffer,
 ``lim(e) = L`` if ``rank(e) > r`` else ``L + 1``. This removes all permutations that build the
-same layout. Off: ``lim = 0``, any order is explored. A node's future depends only on the
-unplaced buffers and their ``pos``: a solution extends the node iff every unplaced buffer
-can sit at or above its ``pos`` (the placed ones end at or below it).
+same layout. Off: ``lim = 0``, any order is explored. Stable positions only (as MiniMalloc,
+which skips such buffers): with ``spos(e) = alignup(floor(e), align(e))``, a free buffer
+that the bound lifts (``spos(e) < pos(e)``) is no child. In the sorted order of a stable
+layout every buffer below a free buffer ``e`` comes before it, so at its turn ``e`` is
+placed exactly at ``spos(e)``, and that is at least ``lim(e)``: a lifted buffer would
+rest on nothing. It waits for a neighbour placed later to raise its floor (buffers of zero
+bytes are exempt; the API never passes them). A node's future depends only on the unplaced
+buffers, their ``pos`` and their ``spos``: a solution extends the node iff every unplaced
+buffer can sit at or above its ``pos`` (the placed ones end at or below it).
 
 [section_inference] (MiniMalloc: section inference, strengthened). The timeline is cut into
 sections at the event points. The unplaced buffers of a section all overlap there, so they
@@ -56,23 +62,26 @@ rank is above that of every buffer at ``p`` in that section is dropped (its expa
 find the section overflowing at ``p + 1``).
 
 [dominance] (our rules, in the spirit of MiniMalloc's dominance check).
-1. Let ``mtop`` be the lowest ``pos(e) + size(e)`` over the unplaced free buffers ``e`` of
-   the branching component. A child placing a buffer ``d`` with ``pos(d) >= mtop`` is
-   skipped. Sound: in any stable solution below that child every remaining buffer sits at
-   or above ``pos(d) >= pos(e) + size(e)``, so ``e`` can be moved down to ``pos(e)`` (its placed
-   neighbours end at or below it; pins included, as they are remaining buffers too);
-   pushing that layout down gives a solution whose first buffer sits at or below
-   ``pos(e) < pos(d)``, i.e. in another child. Repeating the argument strictly lowers the
-   first position, so some unpruned child holds a solution.
+1. Let ``mtop`` be the lowest ``spos(e) + size(e)`` over the unplaced free buffers ``e`` of
+   the branching component (``pos(e)`` for empty ones; MiniMalloc's minimum height). A
+   child placing a buffer ``d`` with ``pos(d) >= mtop`` is skipped. Sound: take, among the
+   stable solutions with twins in rank order, one ``S`` with the least sum of offsets, and
+   suppose its path leaves a node through such a child ``d``. In ``S`` every buffer not yet
+   placed at that node (pins included) sits at or above ``pos(d) >= spos(e) + size(e)``,
+   ``e`` too, and ``e``'s placed neighbours end at or below ``floor(e) <= spos(e)``: moving
+   ``e`` down to ``spos(e)`` keeps ``S`` valid and lowers its sum, and pushing the layout
+   down (which lowers nothing back up) gives a stable solution with a smaller sum than
+   ``S``'s, a contradiction. So the path of ``S`` is never cut by this rule (the other rules
+   are necessary conditions or, like the table, exact).
 2. Twins, free buffers with the same lifetime, size (> 0) and alignment, are interchangeable
    and overlap in time: swapping them keeps a layout valid, so some solution has them in
    rank order, one below the other, and in canonical order the lower one is placed first.
    A twin is never placed while its twin of next lower rank is unplaced. Sound together with rule 1
    and the table below: relabelling twins keeps the set of rectangles of a layout, so the
-   argument of rule 1 (on the first position) is unchanged, and the rule depends on the
+   argument of rule 1 (on the sum of offsets) is unchanged, and the rule depends on the
    unplaced set alone.
 3. A table of failed states: as the future of a node depends only on (unplaced set, their
-   ``pos``), a node equal to one whose subtree was searched completely and failed is dead.
+   ``pos`` and ``spos``), a node equal to one whose subtree was searched completely and failed is dead.
    States are stored as two independent 64-bit hashes (direct-mapped, 2**20 slots, lossy:
    a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
    (probability about 2**-128 per lookup); a failure found under a budget cut (see
@@ -236,6 +245,7 @@ ctypedef struct Ctx:
     int64_t* off
     uint8_t* placed
     int64_t* pos
+    int64_t* spos       # stable position alignup(floor) of each unplaced free buffer (>0 bytes)
     int64_t* total      # unplaced bytes per section
     int64_t* low        # scratch: lowest pos per section
     int64_t* trail_idx
@@ -389,7 +399,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     -1 when this node itself fails) and -1 when memory runs out.
     """
     cdef Frame* f = &c.frames[d]
-    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r
+    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp
     cdef int64_t m = c.m
     cdef int64_t cap = c.capacity
     cdef int64_t ncomp = 0
@@ -466,17 +476,25 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.cause = k
                 return 0
             p = c.fixed[k]
+            sp = p
         else:
             p = (base + c.amask[k]) & ~c.amask[k]
             top = p + c.size[k]
             if top > cap:
                 c.cause = k
                 return 0
+            # the stable position: below ``p`` when the canonical bound lifted the buffer
+            sp = p
+            if c.size[k] > 0:
+                sp = (c.floor[k] + c.amask[k]) & ~c.amask[k]
+                top = sp + c.size[k]
             cid = c.comp[k]
             if top < c.comp_mtop[cid]:
                 c.comp_mtop[cid] = top
         c.pos[k] = p
-        h = _mix(<uint64_t>p * 0x9E3779B97F4A7C15ULL + <uint64_t>k)
+        c.spos[k] = sp
+        h = _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
+                 + <uint64_t>k)
         key1 += h
         key2 += _mix(h ^ 0xD6E8FEB86659FD93ULL)
     # failed states: whether a solution extends this node depends only on the unplaced
@@ -581,6 +599,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         p = c.pos[k]
         if c.dominance and p >= c.comp_mtop[act]:
             continue
+        if c.spos[k] < p:
+            continue  # lifted above its stable position: it must first get a neighbour to rest on
         if c.dominance and c.twin[k] >= 0 and not c.placed[c.twin[k]]:
             continue
         if c.has_pinned and c.fixed[k] < 0:
@@ -893,6 +913,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
         floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
+        spos=np.zeros(m, dtype=np.int64),
         total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
         trail_idx=np.empty(len(a) + 1, dtype=np.int64),
         trail_old=np.empty(len(a) + 1, dtype=np.int64),
@@ -945,6 +966,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.comp_lo = _ptr(arrays["comp_lo"])
     c.comp_hi = _ptr(arrays["comp_hi"])
     c.comp_mtop = _ptr(arrays["comp_mtop"])
+    c.spos = _ptr(arrays["spos"])
     c.comp_rep = _ptr(arrays["comp_rep"])
     c.lowarg = _ptr(arrays["lowarg"])
     c.cut = _ptr(arrays["cut"])
