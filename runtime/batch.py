@@ -137,7 +137,10 @@ class BatchPlanner:
         scheduler: str | None = None,
         on_result: Callable[[BatchResult], None] | None = None,
     ):
-        self.mode = Mode(mode) if not isinstance(mode, Mode) else mode
+        try:
+            self.mode = Mode(mode)
+        except ValueError:
+            raise BatchError(f"unknown mode '{mode}'; use 'fit' or 'minimize'") from None
         if self.mode is Mode.FIT and capacity is None:
             raise BatchError("fit mode needs a capacity; pass a capacity or use minimize mode")
         if algorithm not in ALGORITHMS:

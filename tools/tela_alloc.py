@@ -65,7 +65,7 @@ from telamalloc.runtime.csv_io import read_csv, write_solution
 from telamalloc.runtime.portfolio import solve_parallel
 from telamalloc.runtime.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
-from telamalloc.runtime.progress import solve_with_progress
+from telamalloc.runtime.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.report import build_report, format_json, format_text, write_text_atomically
 from telamalloc.runtime.validate import validate
 
@@ -200,15 +200,20 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         if arguments.jobs is not None and arguments.jobs > 1:
-            return solve_parallel(
-                problem,
-                arguments.jobs,
-                capacity=arguments.capacity,
-                mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
-                time_limit=arguments.timeout,
-                algorithm=arguments.algorithm,
-                cancel=cancel,
-            )
+            mode = Mode.MINIMIZE if arguments.minimize else Mode.FIT
+            progress = np.zeros(3, dtype=np.int64)  # the members' summed nodes, their best peak
+            describe = describe_solve(problem, arguments.capacity, mode, None, progress)
+            with ProgressLine(sys.stderr, PROG, lambda elapsed: f"{arguments.jobs} jobs, {describe(elapsed)}"):
+                return solve_parallel(
+                    problem,
+                    arguments.jobs,
+                    capacity=arguments.capacity,
+                    mode=mode,
+                    time_limit=arguments.timeout,
+                    algorithm=arguments.algorithm,
+                    cancel=cancel,
+                    progress=progress,
+                )
         return solve_with_progress(
             problem,
             prefix=PROG,
