@@ -86,6 +86,14 @@ find the section overflowing at ``p + 1``).
    a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
    (probability about 2**-128 per lookup); a failure found under a budget cut (see
    backjumping) is never stored.
+4. Hatless children (MiniMalloc's hatless pruning): when a child ``d`` placed at ``p``
+   raises the floor of no unplaced buffer (all its unplaced time-neighbours have floors
+   at or above ``p + size(d)``) and its subtree fails, the later children of the node
+   (greater ``(pos, rank)``) are skipped. Sound: if the path of ``S`` (rule 1) left
+   through a later child, ``d`` would sit at or above ``p`` in ``S``; above ``p`` it could
+   move down to ``p`` (its placed neighbours end below ``p``, its unplaced ones sit at or
+   above their floors), lowering the sum; at ``p`` it would sort before that child. Only
+   with children ordered by ``(pos, rank)``, and not for buffers of zero bytes.
 
 [decomposition] (TelaMalloc, MiniMalloc: partitions). Statically, the buffers are split at
 every time point no lifetime crosses, and the groups are solved one after another.
@@ -198,6 +206,7 @@ ctypedef struct Frame:
     uint64_t key1      # the node's state key (see _expand), for the table of failed states
     uint64_t key2
     int64_t jumps      # c.jumps when the node was expanded
+    int hatless        # the current child raised no floor: once it fails, its later siblings fail
 
 
 ctypedef struct Child:
@@ -711,6 +720,8 @@ cdef int _run(Ctx* c) noexcept nogil:
             elif c.backjumping and c.budget >= 0 and d > 0:
                 # a subtree may use a quarter of the run's budget before it is abandoned
                 f.budget_end = c.nodes + (c.budget >> 2) + 64
+        elif f.hatless:
+            f.next = f.count  # dominance rule 4: the later children are dominated
         elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
             f.next = f.count  # abandon this subtree: it keeps failing
             c.jumps += 1
@@ -722,6 +733,8 @@ cdef int _run(Ctx* c) noexcept nogil:
                 f.trail = trail_top
                 f.placed = i
                 _place(c, i, p, &trail_top)
+                f.hatless = (c.dominance and not c.rank_first and trail_top == f.trail
+                             and c.size[i] > 0)
                 c.frames[d + 1].start = f.start + f.count
                 c.frames[d + 1].placed = -1
                 d += 1
