@@ -11,12 +11,20 @@ process each): seed 1 solves E in 5.5 s where seed 0 times out at 25 s; without 
 B takes 0.46 s instead of 3.5 s, but A, F, G, J and K get 10-1000 times slower. So member 1
 only changes the seed, and the contention-free orderings start at member 2.
 
+Staging. All members are forked at once, but only member 0 starts solving; the others wait
+until ``STAGGER_SECONDS`` have passed without a conclusive answer. Most problems are solved
+by member 0 alone before then, without sharing the cores (on a loaded 2-core machine two
+searches at once each run at about half speed).
+
 Winning. In fit mode any OK layout and any INFEASIBLE proof is conclusive; in minimize mode
 an INFEASIBLE proof or a layout proved optimal. The first conclusive answer wins and the
-other members are stopped through their own cancel flag (one byte each in shared memory,
-polled by the kernel); a member that has not exited ``STOP_GRACE_SECONDS`` later is
-terminated, then killed. When no member is conclusive (time limit, caller's cancel flag),
-every member stops by itself and the best answer wins: the lowest peak among valid
+other members are stopped through shared memory: each member has a cancel byte, polled by
+the kernel, and a control byte (wait / run / exit), polled every ``MEMBER_POLL_SECONDS`` by
+the member's main thread while its solve runs in a second thread; "exit" makes a loser
+leave at once (``os._exit``) instead of finishing its fallback layout and sending it. A
+member that has not exited ``STOP_GRACE_SECONDS`` later is terminated, then killed. When no
+member is conclusive (time limit, caller's cancel flag), every member is cancelled, finishes
+its solve like a timeout and reports; the best answer wins: the lowest peak among valid
 layouts, else the fallback with the lowest peak; ties go to the lowest member index.
 
 Determinism. Each member is deterministic for its seed, so the layout returned is the
@@ -45,6 +53,7 @@ import multiprocessing.connection
 import os
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -54,11 +63,16 @@ from telamalloc.runtime.api import solve
 from telamalloc.runtime.problem import Mode, Params, Problem, ProblemError, Solution, Status
 
 POLL_SECONDS = 0.05  # how often the caller's cancel flag and the progress arrays are polled
+STAGGER_SECONDS = 0.25  # members after the first start solving only when no answer came by then
+MEMBER_POLL_SECONDS = 0.005  # how often a member reads its control byte
 STOP_GRACE_SECONDS = 1.0  # a stopped member that has not exited by then is terminated
 DEADLINE_GRACE_SECONDS = 2.0  # past the time limit, members get this long to report before they are stopped
 KILL_GRACE_SECONDS = 1.0  # a terminated member that still runs after this is killed
 PORTFOLIO_ALGORITHMS = ("telamalloc",)  # the algorithms whose search ordering can be varied
 _PR_SET_PDEATHSIG = 1
+# A member's control byte (the second byte of its pair in shared memory; the first is the
+# kernel's cancel flag).
+_WAIT, _RUN, _EXIT = 0, 1, 2
 
 
 def member_params(params: Params, member: int) -> Params:
@@ -95,23 +109,39 @@ def _die_with_parent() -> None:
 
 
 def _member_main(index, parent_pid, problem, params, flags, counters, connection, solve_arguments, deadline) -> None:
-    """Body of one member process: solve, send ("ok", Solution) or ("error", kind, text)."""
+    """Body of one member process: wait for "run", solve in a thread while watching the
+    control byte, send ("ok", Solution) or ("error", kind, text); leave at once on "exit"."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller owns Ctrl-C and stops us by flag
     _die_with_parent()
     if os.getppid() != parent_pid:  # the parent died before the death signal was armed
         os._exit(1)
-    cancel = np.frombuffer(flags, dtype=np.uint8, count=1, offset=index)
+    cancel = np.frombuffer(flags, dtype=np.uint8, count=1, offset=2 * index)
+    control = np.frombuffer(flags, dtype=np.uint8, count=1, offset=2 * index + 1)
     progress = np.frombuffer(counters, dtype=np.int64, count=3, offset=24 * index)
+    while control[0] == _WAIT:
+        time.sleep(MEMBER_POLL_SECONDS)
+    if control[0] == _EXIT:
+        os._exit(0)
     arguments = dict(solve_arguments)
     if deadline is not None:
         arguments["time_limit"] = max(0.0, deadline - time.monotonic())
-    try:
-        solution = solve(problem, params=params, cancel=cancel, progress=progress, **arguments)
-        message = ("ok", solution)
-    except ProblemError as error:
-        message = ("error", "problem", str(error))
-    except BaseException as error:  # noqa: BLE001 - reported to the caller, never lost
-        message = ("error", "crash", f"{type(error).__name__}: {error}")
+    outcome = []
+
+    def run() -> None:
+        try:
+            outcome.append(("ok", solve(problem, params=params, cancel=cancel, progress=progress, **arguments)))
+        except ProblemError as error:
+            outcome.append(("error", "problem", str(error)))
+        except BaseException as error:  # noqa: BLE001 - reported to the caller, never lost
+            outcome.append(("error", "crash", f"{type(error).__name__}: {error}"))
+
+    worker = threading.Thread(target=run, name=f"telamalloc-member-{index}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(MEMBER_POLL_SECONDS)
+        if control[0] == _EXIT:
+            os._exit(0)  # a winner exists: nothing of ours is needed
+    message = outcome[0] if outcome else ("error", "crash", "the solve ended without an answer")
     try:
         connection.send(message)
     except OSError:  # the caller stopped listening: it has its answer already
@@ -157,6 +187,7 @@ def solve_parallel(
     params: Params | None = None,
     cancel: np.ndarray | None = None,
     progress: np.ndarray | None = None,
+    stagger: float = STAGGER_SECONDS,
     **solve_arguments,
 ) -> Solution:
     """Solve ``problem`` with ``jobs`` portfolio members; see the module docstring.
@@ -165,8 +196,9 @@ def solve_parallel(
     ``algorithm``, ``greedy_first``); ``time_limit`` bounds the whole call. ``cancel`` (the
     caller's flag, e.g. set by a Ctrl-C handler) stops every member; the best answer so far
     is returned as by a plain solve. ``progress`` is kept up to date with the members'
-    summed nodes and backtracks and their lowest best peak. Raises ProblemError for a
-    problem ``solve`` rejects, and for ``jobs`` < 1.
+    summed nodes and backtracks and their lowest best peak. ``stagger``: seconds before the
+    members after the first start (0: all at once). Raises ProblemError for a problem
+    ``solve`` rejects, and for ``jobs`` < 1.
     """
     jobs = check_jobs(jobs)
     params = Params() if params is None else params
@@ -189,7 +221,8 @@ def solve_parallel(
     deadline = None if time_limit is None else time.monotonic() + float(time_limit)
 
     context = multiprocessing.get_context(_start_method())
-    flags = context.RawArray(ctypes.c_uint8, jobs)
+    flags = context.RawArray(ctypes.c_uint8, 2 * jobs)  # per member: cancel byte, control byte
+    np.frombuffer(flags, dtype=np.uint8)[1] = _RUN  # member 0 starts at once, the others wait
     counters = context.RawArray(ctypes.c_int64, 3 * jobs)
     members: list[_Member] = []
     try:
@@ -205,7 +238,7 @@ def solve_parallel(
             process.start()
             sender.close()
             members.append(_Member(index, process, receiver))
-        winner = _wait_for_winner(members, flags, counters, cancel, progress, deadline)
+        winner = _wait_for_winner(members, flags, counters, cancel, progress, deadline, time.monotonic() + max(0.0, float(stagger)))
         if winner is None or not _conclusive(winner[1]):
             _stop(members, flags)  # members still running are told to stop and report their best
             _collect(members, time.monotonic() + STOP_GRACE_SECONDS + POLL_SECONDS)
@@ -222,11 +255,17 @@ def solve_parallel(
     return dataclasses.replace(solution, stats=stats, message=solution.message + note)
 
 
-def _wait_for_winner(members, flags, counters, cancel, progress, deadline) -> tuple[int, Solution] | None:
+def _wait_for_winner(members, flags, counters, cancel, progress, deadline, stagger) -> tuple[int, Solution] | None:
     """Read answers until one is conclusive, every member has answered or failed, the
-    caller's cancel flag is set, or the time limit (plus grace) has passed."""
+    caller's cancel flag is set, or the time limit (plus grace) has passed. At ``stagger``
+    (or as soon as member 0 is done without a conclusive answer) every member starts."""
     jobs = len(members)
+    view = np.frombuffer(flags, dtype=np.uint8)
     while True:
+        if stagger is not None and (time.monotonic() >= stagger or members[0].done):
+            late = deadline is not None and time.monotonic() >= deadline
+            view[3::2] = _EXIT if late else _RUN  # past the time limit, waiting members have nothing to add
+            stagger = None
         problem_errors = [m.error for m in members if m.error is not None and m.error[0] == "problem"]
         if problem_errors:  # solve rejected the problem: every member would say the same
             raise ProblemError(problem_errors[0][1])
@@ -238,7 +277,8 @@ def _wait_for_winner(members, flags, counters, cancel, progress, deadline) -> tu
         if deadline is not None and time.monotonic() > deadline + DEADLINE_GRACE_SECONDS:
             return None
         waitables = [m.connection for m in pending] + [m.process.sentinel for m in pending]
-        multiprocessing.connection.wait(waitables, timeout=POLL_SECONDS)
+        timeout = POLL_SECONDS if stagger is None else max(0.0, min(POLL_SECONDS, stagger - time.monotonic()))
+        multiprocessing.connection.wait(waitables, timeout=timeout)
         _publish(counters, jobs, progress)
         for member in pending:
             _receive(member)
@@ -306,8 +346,10 @@ def _best_answer(members: list[_Member]) -> tuple[int, Solution] | None:
 
 
 def _stop(members: list[_Member], flags) -> None:
+    """Cancel every member's search; they finish their solve like a timeout and report."""
     view = np.frombuffer(flags, dtype=np.uint8)
-    view[:] = 1
+    view[0::2] = 1
+    view[1::2] = np.where(view[1::2] == _WAIT, _EXIT, view[1::2])  # one that never ran has nothing to say
 
 
 def _shutdown(members: list[_Member], flags) -> None:
@@ -316,7 +358,9 @@ def _shutdown(members: list[_Member], flags) -> None:
     The pipes are closed first: a loser blocked in sending a large layout then gets EPIPE
     and exits at once instead of waiting for STOP_GRACE_SECONDS.
     """
-    _stop(members, flags)
+    view = np.frombuffer(flags, dtype=np.uint8)
+    view[0::2] = 1
+    view[1::2] = _EXIT
     for member in members:
         member.connection.close()
     until = time.monotonic() + STOP_GRACE_SECONDS

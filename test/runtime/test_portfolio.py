@@ -18,7 +18,7 @@ from telamalloc import Buffer, Mode, Params, Problem, ProblemError, Status, solv
 from telamalloc.runtime.portfolio import member_params, solve_parallel
 
 BENCHMARKS = Path("/work/shared/benchmarks/challenging")
-HARD = BENCHMARKS / "E.1048576.csv"  # no answer within 30 s at 1 MiB (as of this writing)
+HARD = BENCHMARKS / "I.1048576.csv"  # no answer within 30 s at 1 MiB (as of this writing)
 
 # Ten buffers that pack in no layout at their LOAD 7 (see test_api.py): a proof below LOAD.
 CORE_BUFFERS = [
@@ -55,7 +55,7 @@ def alive(pid: int) -> bool:
 @pytest.fixture(scope="module")
 def hard_problem():
     if not HARD.exists():
-        pytest.skip("benchmark E not present")
+        pytest.skip("benchmark I not present")
     return telamalloc.read_problem(HARD, capacity=1048576)
 
 
@@ -84,7 +84,7 @@ def test_fit_answers_are_valid_and_agree_with_a_plain_solve(seed):
     load = telamalloc.compute_load(problem)[0]
     for capacity in (load, load + 2):
         expected = solve(problem, capacity=capacity, greedy_first=False)
-        solution = solve_parallel(problem, 2, capacity=capacity, greedy_first=False)
+        solution = solve_parallel(problem, 2, capacity=capacity, greedy_first=False, stagger=0)
         assert solution.status is expected.status
         assert solution.stats.jobs == 2 and solution.stats.member in (0, 1)
         if solution.ok:
@@ -95,14 +95,14 @@ def test_fit_answers_are_valid_and_agree_with_a_plain_solve(seed):
 def test_minimize_proves_the_same_optimum(seed):
     problem = random_problem(100 + seed)
     expected = solve(problem, mode="minimize")
-    solution = solve_parallel(problem, 3, mode=Mode.MINIMIZE)
+    solution = solve_parallel(problem, 3, mode=Mode.MINIMIZE, stagger=0)
     assert solution.ok and solution.optimal and solution.peak == expected.peak
     assert validate(problem, solution.offsets, solution.peak) == []
 
 
 def test_the_layout_is_the_winners_own_deterministic_layout():
     problem = Problem(CORE_BUFFERS, capacity=8)
-    solution = solve_parallel(problem, 2, greedy_first=False)
+    solution = solve_parallel(problem, 2, greedy_first=False, stagger=0)
     assert solution.ok
     member = solution.stats.member
     alone = solve(problem, params=member_params(Params(), member), greedy_first=False)
@@ -111,9 +111,17 @@ def test_the_layout_is_the_winners_own_deterministic_layout():
 
 
 def test_an_infeasibility_proof_wins_with_its_core():
-    solution = solve_parallel(Problem(CORE_BUFFERS, capacity=7), 2)
+    solution = solve_parallel(Problem(CORE_BUFFERS, capacity=7), 2, stagger=0)
     assert solution.status is Status.INFEASIBLE and solution.offsets is None
     assert solution.core == tuple(b.id for b in CORE_BUFFERS)
+
+
+def test_later_members_start_only_without_an_early_answer(hard_problem):
+    """With a long stagger only member 0 searches: it is the one that reports at the limit."""
+    progress = np.zeros(3, dtype=np.int64)
+    solution = solve_parallel(Problem(hard_problem.buffers), 2, mode="minimize", time_limit=0.5, stagger=30, progress=progress)
+    assert solution.ok and solution.stats.member == 0
+    assert children_of(os.getpid()) == set()
 
 
 def test_one_job_is_a_plain_solve():
@@ -174,7 +182,7 @@ def test_the_callers_cancel_flag_stops_every_member(hard_problem):
 
 def test_minimize_at_the_limit_returns_the_best_valid_layout(hard_problem):
     problem = Problem(hard_problem.buffers)
-    solution = solve_parallel(problem, 2, mode="minimize", time_limit=1.0)
+    solution = solve_parallel(problem, 2, mode="minimize", time_limit=1.0, stagger=0)
     assert solution.ok and validate(problem, solution.offsets, solution.peak) == []
     assert solution.stats.member in (0, 1)
 
@@ -217,7 +225,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not HARD.exists(), reason="benchmark E not present")
+@pytest.mark.skipif(not HARD.exists(), reason="benchmark I not present")
 def test_ctrl_c_leaves_no_orphan_process(tmp_path):
     """Ctrl-C goes to the whole process group, as from a terminal; every member must end."""
     script = tmp_path / "run.py"
@@ -252,7 +260,7 @@ def test_ctrl_c_leaves_no_orphan_process(tmp_path):
     assert not any(alive(pid) for pid in members)
 
 
-@pytest.mark.skipif(not HARD.exists(), reason="benchmark E not present")
+@pytest.mark.skipif(not HARD.exists(), reason="benchmark I not present")
 def test_members_die_with_a_killed_caller(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
