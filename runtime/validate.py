@@ -7,6 +7,12 @@ overlap anything form disjoint byte ranges, so a new buffer can only collide wit
 contiguous run found by bisection there; buffers already in conflict are kept apart and
 checked one by one. Every colliding pair is reported once. Cost: O(n log n + n * w) for w
 live buffers in the worst case (list insertion), O(n log n) comparisons in practice.
+
+Large problems take a fast path first: when every field is a plain int within 64 bits, the
+per-buffer checks run on numpy columns and the sweep keeps two flat lists (offsets and ends
+of the live, pairwise disjoint buffers) and stops at the first collision. Only a layout that
+passes it is accepted there; anything else (a violation, numpy integers, values beyond 64
+bits) runs the reporting path above, so the messages are the same either way.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from __future__ import annotations
 import bisect
 import numbers
 from collections.abc import Hashable, Sequence
+
+import numpy as np
 
 from telamalloc.runtime.problem import INT64_MAX, Problem
 
@@ -60,6 +68,8 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     """
     if capacity is None:
         capacity = problem.capacity
+    if offsets is not None and _fast_valid(problem, offsets, capacity):
+        return []
     violations = _check_buffers(problem)
     if violations:
         return violations
@@ -138,6 +148,78 @@ def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
     return reports
 
 
+def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
+    """(starts, ends, sizes, aligns, pins or -1, offsets) as int64 columns, or None unless
+    every value is a plain int within 64 bits and the ids are unique."""
+    buffers = problem.buffers
+    offsets = list(offsets)
+    if len(offsets) != len(buffers):
+        return None
+    try:
+        if len({b.id for b in buffers}) != len(buffers):
+            return None
+    except TypeError:
+        return None
+    starts = [b.start for b in buffers]
+    ends = [b.end for b in buffers]
+    sizes = [b.size for b in buffers]
+    aligns = [b.alignment for b in buffers]
+    pins = [-1 if b.offset is None else b.offset for b in buffers]
+    for column in (starts, ends, sizes, aligns, pins, offsets):
+        if column and set(map(type, column)) != {int}:
+            return None
+    if any(b.offset is not None and b.offset < 0 for b in buffers if b.offset is not None):
+        return None  # -1 marks "not pinned" below
+    try:
+        return tuple(np.array(column, dtype=np.int64) for column in (starts, ends, sizes, aligns, pins, offsets))
+    except OverflowError:
+        return None
+
+
+def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
+    """True only when the layout is certainly valid (see the module docstring)."""
+    columns = _columns(problem, offsets)
+    if columns is None:
+        return False
+    starts, ends, sizes, aligns, pins, placed = columns
+    if len(starts) == 0:
+        return True
+    if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
+        return False
+    if np.any(placed < 0) or np.any(placed % aligns) or np.any((pins >= 0) & (pins != placed)):
+        return False
+    if np.any(placed > INT64_MAX - sizes):  # offset + size beyond 64 bits
+        return False
+    tops = placed + sizes
+    if capacity is not None and capacity < INT64_MAX and np.any(tops > capacity):
+        return False
+    live = np.flatnonzero(sizes > 0)
+    count = len(live)
+    times = np.concatenate((starts[live], ends[live]))
+    kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))  # ends first
+    events = np.lexsort((np.arange(2 * count), kinds, times)).tolist()
+    lows = placed[live].tolist()
+    highs = tops[live].tolist()
+    live_lows: list[int] = []  # offsets of the live buffers, sorted; pairwise disjoint so far
+    live_highs: list[int] = []  # their ends, sorted the same way
+    position_of = bisect.bisect_left
+    for event in events:
+        if event >= count:  # an end
+            position = position_of(live_lows, lows[event - count])
+            del live_lows[position]
+            del live_highs[position]
+            continue
+        low = lows[event]
+        position = position_of(live_lows, low)
+        if position and live_highs[position - 1] > low:
+            return False
+        if position < len(live_lows) and live_lows[position] < highs[event]:
+            return False
+        live_lows.insert(position, low)
+        live_highs.insert(position, highs[event])
+    return True
+
+
 def _end(buffers, offsets, index: int) -> int:
     return offsets[index] + buffers[index].size
 
@@ -155,8 +237,12 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
     """Return (LOAD, the first program point where it is reached, the ids live there).
 
     LOAD is the maximum over program points of the bytes live there; (0, None, ()) when no
-    buffer has a positive size. Ids are listed in problem order.
+    buffer has a positive size. Ids are listed in problem order. Plain int fields within 64
+    bits (and a total size within 64 bits) take a numpy path; others a Python sweep.
     """
+    fast = _fast_load(problem)
+    if fast is not None:
+        return fast
     events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, index)
     for index, buffer in enumerate(problem.buffers):
         if buffer.size > 0:
@@ -174,4 +260,39 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
     if best_time is None:
         return 0, None, ()
     ids = tuple(b.id for b in problem.buffers if b.size > 0 and b.start <= best_time < b.end)
+    return best, best_time, ids
+
+
+def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]] | None:
+    buffers = problem.buffers
+    starts = [b.start for b in buffers]
+    ends = [b.end for b in buffers]
+    sizes = [b.size for b in buffers]
+    for column in (starts, ends, sizes):
+        if column and set(map(type, column)) != {int}:
+            return None
+    if sum(size for size in sizes if size > 0) > INT64_MAX:
+        return None
+    try:
+        starts_array, ends_array, sizes_array = (np.array(c, dtype=np.int64) for c in (starts, ends, sizes))
+    except OverflowError:
+        return None
+    live = np.flatnonzero(sizes_array > 0)
+    if len(live) == 0:
+        return 0, None, ()
+    count = len(live)
+    times = np.concatenate((starts_array[live], ends_array[live]))
+    deltas = np.concatenate((sizes_array[live], -sizes_array[live]))
+    kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))
+    order = np.lexsort((kinds, times))
+    times, running = times[order], np.cumsum(deltas[order])
+    last_of_time = np.append(times[1:] != times[:-1], True)  # the live bytes once a time is done
+    candidates = np.flatnonzero(last_of_time)
+    values = running[candidates]
+    best = int(values.max())
+    if best <= 0:
+        return 0, None, ()
+    best_time = int(times[candidates[int(np.argmax(values))]])
+    live_there = np.flatnonzero((sizes_array > 0) & (starts_array <= best_time) & (ends_array > best_time))
+    ids = tuple(buffers[index].id for index in live_there.tolist())
     return best, best_time, ids
