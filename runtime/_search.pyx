@@ -41,7 +41,9 @@ that the bound lifts (``spos(e) < pos(e)``) is no child. In the sorted order of 
 layout every buffer below a free buffer ``e`` comes before it, so at its turn ``e`` is
 placed exactly at ``spos(e)``, and that is at least ``lim(e)``: a lifted buffer would
 rest on nothing. It waits for a neighbour placed later to raise its floor (buffers of zero
-bytes are exempt; the API never passes them). A node's future depends only on the unplaced
+bytes are exempt; the API never passes them): it will sit at or above the lowest
+``pos(x) + size(x)`` over its unplaced neighbours ``x`` (aligned up), which becomes its
+``pos`` for the inference below, and with no unplaced neighbour the node is dead. A node's future depends only on the unplaced
 buffers, their ``pos`` and their ``spos``: a solution extends the node iff every unplaced
 buffer can sit at or above its ``pos`` (the placed ones end at or below it).
 
@@ -254,6 +256,7 @@ ctypedef struct Ctx:
     int64_t* off
     uint8_t* placed
     int64_t* pos
+    int64_t* lifted_pos # scratch: the raised pos of lifted buffers
     int64_t* spos       # stable position alignup(floor) of each unplaced free buffer (>0 bytes)
     int64_t* total      # unplaced bytes per section
     int64_t* low        # scratch: lowest pos per section
@@ -408,7 +411,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     -1 when this node itself fails) and -1 when memory runs out.
     """
     cdef Frame* f = &c.frames[d]
-    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp
+    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp, low_top
+    cdef int64_t nlifted = 0
     cdef int64_t m = c.m
     cdef int64_t cap = c.capacity
     cdef int64_t ncomp = 0
@@ -502,6 +506,8 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.comp_mtop[cid] = top
         c.pos[k] = p
         c.spos[k] = sp
+        if sp < p:
+            nlifted += 1
         h = _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
                  + <uint64_t>k)
         key1 += h
@@ -515,6 +521,32 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         slot = (key1 & c.memo_mask) * 2
         if c.memo[slot] == key1 and c.memo[slot + 1] == key2:
             return 0
+    # a lifted buffer will rest on an unplaced neighbour: raise its pos to the lowest top
+    # they can reach (after the key: the key holds the state, this is derived from it)
+    if nlifted > 0:
+        for k in range(m):
+            if c.placed[k] or c.spos[k] >= c.pos[k]:
+                continue
+            low_top = INF
+            for q in range(c.nptr[k], c.nptr[k + 1]):
+                j = c.nbr[q]
+                if c.placed[j] or c.size[j] == 0:
+                    continue
+                if c.pos[j] + c.size[j] < low_top:
+                    low_top = c.pos[j] + c.size[j]
+            if low_top == INF:
+                c.cause = k
+                return 0
+            low_top = (low_top + c.amask[k]) & ~c.amask[k]
+            if low_top < c.pos[k]:
+                low_top = c.pos[k]
+            if low_top + c.size[k] > cap:
+                c.cause = k
+                return 0
+            c.lifted_pos[k] = low_top
+        for k in range(m):
+            if not c.placed[k] and c.spos[k] < c.pos[k]:
+                c.pos[k] = c.lifted_pos[k]
     # per-section inference: the unplaced buffers of a section all overlap there, so they
     # stack; those with pos >= h need h + their bytes <= capacity, for every h. Walking the
     # buffers by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain
@@ -926,7 +958,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
         floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
-        spos=np.zeros(m, dtype=np.int64),
+        spos=np.zeros(m, dtype=np.int64), lifted_pos=np.zeros(m, dtype=np.int64),
         total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
         trail_idx=np.empty(len(a) + 1, dtype=np.int64),
         trail_old=np.empty(len(a) + 1, dtype=np.int64),
@@ -980,6 +1012,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.comp_hi = _ptr(arrays["comp_hi"])
     c.comp_mtop = _ptr(arrays["comp_mtop"])
     c.spos = _ptr(arrays["spos"])
+    c.lifted_pos = _ptr(arrays["lifted_pos"])
     c.comp_rep = _ptr(arrays["comp_rep"])
     c.lowarg = _ptr(arrays["lowarg"])
     c.cut = _ptr(arrays["cut"])
