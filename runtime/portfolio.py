@@ -12,9 +12,11 @@ B takes 0.46 s instead of 3.5 s, but A, F, G, J and K get 10-1000 times slower. 
 only changes the seed, and the contention-free orderings start at member 2.
 
 Staging. All members are forked at once, but only member 0 starts solving; the others wait
-until ``STAGGER_SECONDS`` have passed without a conclusive answer. Most problems are solved
-by member 0 alone before then, without sharing the cores (on a loaded 2-core machine two
-searches at once each run at about half speed).
+until ``STAGGER_SECONDS`` have passed without a conclusive answer, and run at a lower CPU
+priority (``MEMBER_NICENESS``). Most problems are solved by member 0 alone before then, and
+on a busy machine the others take only the CPU time nobody else wants, so a portfolio is
+about as fast as a plain solve where there are no idle cores (two searches sharing one core
+would each run at half speed), and faster where there are.
 
 Winning. In fit mode any OK layout and any INFEASIBLE proof is conclusive; in minimize mode
 an INFEASIBLE proof or a layout proved optimal. The first conclusive answer wins and the
@@ -65,6 +67,7 @@ from telamalloc.runtime.problem import Mode, Params, Problem, ProblemError, Solu
 POLL_SECONDS = 0.05  # how often the caller's cancel flag and the progress arrays are polled
 STAGGER_SECONDS = 0.25  # members after the first start solving only when no answer came by then
 MEMBER_POLL_SECONDS = 0.005  # how often a member reads its control byte
+MEMBER_NICENESS = 10  # members after the first run at this lower CPU priority (os.nice)
 STOP_GRACE_SECONDS = 1.0  # a stopped member that has not exited by then is terminated
 DEADLINE_GRACE_SECONDS = 2.0  # past the time limit, members get this long to report before they are stopped
 KILL_GRACE_SECONDS = 1.0  # a terminated member that still runs after this is killed
@@ -118,6 +121,11 @@ def _member_main(index, parent_pid, problem, params, flags, counters, connection
     cancel = np.frombuffer(flags, dtype=np.uint8, count=1, offset=2 * index)
     control = np.frombuffer(flags, dtype=np.uint8, count=1, offset=2 * index + 1)
     progress = np.frombuffer(counters, dtype=np.int64, count=3, offset=24 * index)
+    if index > 0:
+        try:
+            os.nice(MEMBER_NICENESS)  # idle cores only: never slow member 0 down
+        except (OSError, AttributeError):
+            pass
     while control[0] == _WAIT:
         time.sleep(MEMBER_POLL_SECONDS)
     if control[0] == _EXIT:
@@ -262,13 +270,13 @@ def _wait_for_winner(members, flags, counters, cancel, progress, deadline, stagg
     jobs = len(members)
     view = np.frombuffer(flags, dtype=np.uint8)
     while True:
+        problem_errors = [m.error for m in members if m.error is not None and m.error[0] == "problem"]
+        if problem_errors:  # solve rejected the problem: every member would say the same
+            raise ProblemError(problem_errors[0][1])
         if stagger is not None and (time.monotonic() >= stagger or members[0].done):
             late = deadline is not None and time.monotonic() >= deadline
             view[3::2] = _EXIT if late else _RUN  # past the time limit, waiting members have nothing to add
             stagger = None
-        problem_errors = [m.error for m in members if m.error is not None and m.error[0] == "problem"]
-        if problem_errors:  # solve rejected the problem: every member would say the same
-            raise ProblemError(problem_errors[0][1])
         pending = [m for m in members if not m.done]
         if not pending:
             return _best_answer(members)
