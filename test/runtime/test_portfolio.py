@@ -44,6 +44,14 @@ def children_of(pid: int) -> set[int]:
     return found
 
 
+@pytest.fixture
+def new_children():
+    """Our child processes that did not exist when the test began (other tests may leave
+    some running, e.g. multiprocessing's resource tracker)."""
+    before = children_of(os.getpid())
+    return lambda: children_of(os.getpid()) - before
+
+
 def alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
@@ -116,12 +124,12 @@ def test_an_infeasibility_proof_wins_with_its_core():
     assert solution.core == tuple(b.id for b in CORE_BUFFERS)
 
 
-def test_later_members_start_only_without_an_early_answer(hard_problem):
+def test_later_members_start_only_without_an_early_answer(hard_problem, new_children):
     """With a long stagger only member 0 searches: it is the one that reports at the limit."""
     progress = np.zeros(3, dtype=np.int64)
     solution = solve_parallel(Problem(hard_problem.buffers), 2, mode="minimize", time_limit=0.5, stagger=30, progress=progress)
     assert solution.ok and solution.stats.member == 0
-    assert children_of(os.getpid()) == set()
+    assert new_children() == set()
 
 
 def test_one_job_is_a_plain_solve():
@@ -143,17 +151,17 @@ def test_bad_jobs_are_problem_errors(jobs):
         solve_parallel(Problem(CORE_BUFFERS, capacity=9), jobs)
 
 
-def test_a_bad_problem_raises_the_same_error_as_solve():
+def test_a_bad_problem_raises_the_same_error_as_solve(new_children):
     problem = Problem([Buffer("x", 4, 4, 1)], capacity=9)
     with pytest.raises(ProblemError) as plain:
         solve(problem)
     with pytest.raises(ProblemError) as parallel:
         solve_parallel(problem, 2)
     assert str(parallel.value) == str(plain.value)
-    assert children_of(os.getpid()) == set()
+    assert new_children() == set()
 
 
-def test_the_time_limit_bounds_the_whole_call(hard_problem):
+def test_the_time_limit_bounds_the_whole_call(hard_problem, new_children):
     began = time.monotonic()
     solution = solve_parallel(hard_problem, 2, time_limit=1.0)
     elapsed = time.monotonic() - began
@@ -163,10 +171,10 @@ def test_the_time_limit_bounds_the_whole_call(hard_problem):
         assert validate(hard_problem, solution.offsets, 1048576) == []
     else:
         assert solution.fallback and solution.peak > 1048576
-    assert children_of(os.getpid()) == set()
+    assert new_children() == set()
 
 
-def test_the_callers_cancel_flag_stops_every_member(hard_problem):
+def test_the_callers_cancel_flag_stops_every_member(hard_problem, new_children):
     cancel = np.zeros(1, dtype=np.uint8)
     progress = np.zeros(3, dtype=np.int64)
     timer = threading.Timer(1.0, lambda: cancel.__setitem__(0, 1))
@@ -177,7 +185,7 @@ def test_the_callers_cancel_flag_stops_every_member(hard_problem):
     assert time.monotonic() - began < 5.0
     assert solution.stats.cancelled and "cancelled" in solution.message
     assert progress[0] > 0  # the members' nodes were summed into the caller's array
-    assert children_of(os.getpid()) == set()
+    assert new_children() == set()
 
 
 def test_minimize_at_the_limit_returns_the_best_valid_layout(hard_problem):
@@ -187,15 +195,15 @@ def test_minimize_at_the_limit_returns_the_best_valid_layout(hard_problem):
     assert solution.stats.member in (0, 1)
 
 
-def test_a_killed_member_does_not_lose_the_answer(hard_problem):
+def test_a_killed_member_does_not_lose_the_answer(hard_problem, new_children):
     """SIGKILL one member: the other still answers (here: the time limit's fallback)."""
     killed = []
 
     def kill_one():
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and len(children_of(os.getpid())) < 2:
+        while time.monotonic() < deadline and len(new_children()) < 2:
             time.sleep(0.02)
-        members = sorted(children_of(os.getpid()))
+        members = sorted(new_children())
         if members:
             os.kill(members[0], signal.SIGKILL)
             killed.append(members[0])
@@ -207,7 +215,7 @@ def test_a_killed_member_does_not_lose_the_answer(hard_problem):
     assert killed
     assert solution.status in (Status.OK, Status.TIMEOUT) and solution.offsets is not None
     assert validate(Problem(hard_problem.buffers), solution.offsets) == []  # no overlaps, whatever the peak
-    assert children_of(os.getpid()) == set()
+    assert new_children() == set()
 
 
 SCRIPT = textwrap.dedent(
