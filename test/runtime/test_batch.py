@@ -173,6 +173,38 @@ def test_a_killed_local_worker_loses_no_finished_result(tmp_path):
     assert children_of(os.getpid()) - before == set()
 
 
+@pytest.mark.skipif(not HARD.exists(), reason="benchmark I not present")
+def test_problems_queued_behind_a_killed_worker_are_run_again(tmp_path):
+    """One worker: the hard problem runs first and the small ones wait in the queue. Kill
+    the worker: the broken pool loses every unfinished problem, and each is run again alone,
+    so all are still solved (the hard one until its time limit)."""
+    batch = make_batch(tmp_path / "in", s0=FITS, s1=ALIGNED, s2=FITS)
+    (batch / "hard.csv").write_bytes(HARD.read_bytes())  # sorted first: it runs first
+    before = children_of(os.getpid())
+    killed = []
+
+    def killer():
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (children_of(os.getpid()) - before):
+            time.sleep(0.02)
+        time.sleep(0.5)  # the hard problem is being searched
+        for pid in children_of(os.getpid()) - before:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+
+    thread = threading.Thread(target=killer)
+    thread.start()
+    results = plan_batch(batch, tmp_path / "out", capacity=1048576, time_limit=1.0, jobs=1)
+    thread.join()
+    by_name = {r.name: r for r in results}
+    assert killed
+    for name in ("s0", "s1", "s2"):
+        assert by_name[name].status == "OK"
+        check_written(batch, by_name[name], 1048576)
+    assert by_name["hard"].status in ("TIMEOUT", "OK")  # its rerun's own result
+    assert children_of(os.getpid()) - before == set()
+
+
 # ---------------------------------------------------------------- Dask
 
 
