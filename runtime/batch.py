@@ -386,10 +386,17 @@ def format_line(result: BatchResult, done: int, total: int) -> str:
     line = ", ".join(parts)
     if result.output is not None:
         return f"{line} -> {result.output}"
-    return f"{line}: {result.message}" if result.message and result.status != "OK" else line
+    return f"{line}: {_reason(result.message)}" if result.message and result.status != "OK" else line
 
 
-def format_summary(results: Sequence[BatchResult]) -> str:
+def _reason(message: str) -> str:
+    """A solve's message without its leading summary (`TIMEOUT: peak ... (telamalloc, 5.0 s): `),
+    which the line already shows."""
+    summary, separator, reason = message.partition(" s): ")
+    return reason if separator and summary.split(":", 1)[0].split(" ", 1)[0] in STATUS_CODES else message
+
+
+def format_summary(results: Sequence[BatchResult], wall_seconds: float | None = None) -> str:
     """A table (name, buffers, status, peak, LOAD, peak/LOAD, seconds) and a total line."""
     width = max([len("name")] + [len(result.name) for result in results])
     header = f"{'name':<{width}} {'buffers':>8} {'status':<10} {'peak':>14} {'LOAD':>14} {'peak/LOAD':>9} {'seconds':>8}"
@@ -406,7 +413,8 @@ def format_summary(results: Sequence[BatchResult]) -> str:
         counts[result.status] = counts.get(result.status, 0) + 1
     tally = ", ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda item: STATUS_CODES[item[0]]))
     seconds = sum(result.seconds for result in results if result.seconds is not None)
-    lines.append(f"{len(results)} problems: {tally}; {seconds:.2f} s of solving")
+    wall = "" if wall_seconds is None else f", {wall_seconds:.2f} s wall-clock"
+    lines.append(f"{len(results)} problems: {tally}; {seconds:.2f} s of solving{wall}")
     return "\n".join(lines)
 
 

@@ -55,6 +55,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -273,13 +274,14 @@ def _run_batch(arguments) -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C aborts
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
+    started = time.monotonic()
     try:
         results = planner.run()
     except batch_planning.BatchError as error:
         raise UsageError(str(error)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
-    print(batch_planning.format_summary(results), flush=True)
+    print(batch_planning.format_summary(results, time.monotonic() - started), flush=True)
     return batch_planning.exit_status(results)
 
 
