@@ -414,7 +414,8 @@ def format_summary(results: Sequence[BatchResult], wall_seconds: float | None = 
     tally = ", ".join(f"{count} {status}" for status, count in sorted(counts.items(), key=lambda item: STATUS_CODES[item[0]]))
     seconds = sum(result.seconds for result in results if result.seconds is not None)
     wall = "" if wall_seconds is None else f", {wall_seconds:.2f} s wall-clock"
-    lines.append(f"{len(results)} problems: {tally}; {seconds:.2f} s of solving{wall}")
+    problems = "1 problem" if len(results) == 1 else f"{len(results)} problems"
+    lines.append(f"{problems}: {tally}; {seconds:.2f} s of solving{wall}")
     return "\n".join(lines)
 
 

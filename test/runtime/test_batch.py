@@ -85,6 +85,16 @@ def test_minimize_batch_writes_optimal_layouts(tmp_path):
     assert exit_status(results) == 0
 
 
+def test_a_problem_the_solver_rejects_is_an_error_naming_its_file(tmp_path):
+    huge = "id,lower,upper,size\na,0,2,9223372036854775807\nb,0,2,9223372036854775807\n"
+    batch = make_batch(tmp_path / "in", huge=huge, fits=FITS)
+    results = plan_batch(batch, tmp_path / "out", capacity=16, jobs=2)
+    assert [r.status for r in results] == ["OK", "ERROR"]
+    assert results[1].message.startswith(f"{batch / 'huge.csv'}: the buffers need up to '18446744073709551614' bytes stacked")
+    assert results[1].buffers == 2 and results[1].output is None
+    assert format_summary(results[1:]).splitlines()[-1].startswith("1 problem: 1 ERROR; ")
+
+
 @pytest.mark.skipif(not HARD.exists(), reason="benchmark I not present")
 def test_a_timeout_is_reported_and_not_written(tmp_path):
     batch = make_batch(tmp_path / "in", fits=FITS)
