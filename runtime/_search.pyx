@@ -162,6 +162,9 @@ STATUS_INFEASIBLE = 1
 STATUS_TIMEOUT = 2
 
 cdef enum:
+    LIFT_PASSES = 4  # passes that raise lifted buffers onto the lowest tops of their neighbours
+
+cdef enum:
     R_OK = 0
     R_INFEASIBLE = 1
     R_TIMEOUT = 2
@@ -280,6 +283,8 @@ ctypedef struct Ctx:
     int64_t* st
     int64_t* en
     int64_t* by_start
+    int64_t* nxt         # the unplaced buffers, a doubly linked list in start order (head m)
+    int64_t* prv
     int64_t* bD          # scratch: depth of the frame that gave each buffer its base
     int64_t* comp        # scratch: component of each unplaced buffer
     int64_t* comp_lo
@@ -338,6 +343,8 @@ cdef void _place(Ctx* c, int64_t i, int64_t p, int64_t* trail_top) noexcept nogi
     cdef int64_t k, j, s
     c.placed[i] = 1
     c.off[i] = p
+    c.nxt[c.prv[i]] = c.nxt[i]
+    c.prv[c.nxt[i]] = c.prv[i]
     for k in range(c.nptr[i], c.nptr[i + 1]):
         j = c.nbr[k]
         if c.placed[j] or c.floor[j] >= top:
@@ -358,6 +365,8 @@ cdef void _unplace(Ctx* c, int64_t i, int64_t mark, int64_t* trail_top) noexcept
     for s in range(c.sb[i], c.se[i]):
         c.total[s] += c.size[i]
     c.placed[i] = 0
+    c.nxt[c.prv[i]] = i  # undone in the reverse order of placing: the links still hold
+    c.prv[c.nxt[i]] = i
 
 
 cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
@@ -413,6 +422,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     cdef Frame* f = &c.frames[d]
     cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp, low_top
     cdef int64_t nlifted = 0
+    cdef int64_t following, passes
     cdef int64_t m = c.m
     cdef int64_t cap = c.capacity
     cdef int64_t ncomp = 0
@@ -431,10 +441,10 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     f.next = 0
     c.cause = -1
     # components of the unplaced buffers: maximal time windows their lifetimes connect
-    for q in range(m):
-        k = c.by_start[q]
-        if c.placed[k]:
-            continue
+    following = c.nxt[m]
+    while following != m:
+        k = following
+        following = c.nxt[k]
         if not c.dynamic:
             if ncomp == 0:
                 c.comp_lo[0] = -INF
@@ -464,9 +474,10 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 sec_hi = c.se[k]
     # positions and forced dead ends. The base (L, r) of a buffer is the last placement
     # made while it was in the branching component: the deepest frame whose window holds it
-    for k in range(m):
-        if c.placed[k]:
-            continue
+    following = c.nxt[m]
+    while following != m:
+        k = following
+        following = c.nxt[k]
         j = d - 1
         while j >= 0 and (c.st[k] < c.frames[j].act_lo or c.en[k] > c.frames[j].act_hi):
             j -= 1
@@ -523,9 +534,15 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             return 0
     # a lifted buffer will rest on an unplaced neighbour: raise its pos to the lowest top
     # they can reach (after the key: the key holds the state, this is derived from it)
-    if nlifted > 0:
-        for k in range(m):
-            if c.placed[k] or c.spos[k] >= c.pos[k]:
+    passes = 0
+    while nlifted > 0 and passes < LIFT_PASSES:
+        passes += 1
+        nlifted = 0
+        following = c.nxt[m]
+        while following != m:
+            k = following
+            following = c.nxt[k]
+            if c.spos[k] >= c.pos[k]:
                 continue
             low_top = INF
             for q in range(c.nptr[k], c.nptr[k + 1]):
@@ -544,8 +561,13 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.cause = k
                 return 0
             c.lifted_pos[k] = low_top
-        for k in range(m):
-            if not c.placed[k] and c.spos[k] < c.pos[k]:
+        following = c.nxt[m]
+        while following != m:
+            k = following
+            following = c.nxt[k]
+            if c.spos[k] < c.pos[k]:
+                if c.lifted_pos[k] > c.pos[k]:
+                    nlifted += 1  # another pass may lift the buffers resting on this one
                 c.pos[k] = c.lifted_pos[k]
     # per-section inference: the unplaced buffers of a section all overlap there, so they
     # stack; those with pos >= h need h + their bytes <= capacity, for every h. Walking the
@@ -614,8 +636,11 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     ntight = 0
     p_low = INF
     if c.canonical and c.section_inference:
-        for k in range(m):
-            if not c.placed[k] and c.comp[k] == act and c.pos[k] < p_low:
+        following = c.nxt[m]
+        while following != m:
+            k = following
+            following = c.nxt[k]
+            if c.comp[k] == act and c.pos[k] < p_low:
                 p_low = c.pos[k]
         for s in range(sec_lo, sec_hi):
             if c.total[s] > 0 and p_low + c.total[s] == cap:
@@ -623,8 +648,11 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 c.low[ntight] = s
                 ntight += 1
         if ntight > 0:
-            for k in range(m):
-                if c.placed[k] or c.comp[k] != act or c.pos[k] != p_low:
+            following = c.nxt[m]
+            while following != m:
+                k = following
+                following = c.nxt[k]
+                if c.comp[k] != act or c.pos[k] != p_low:
                     continue
                 for s in range(c.sb[k], c.se[k]):
                     if c.rank[k] > c.lowarg[s]:
@@ -634,8 +662,11 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     if _grow_candidates(c, start + m) != 0:
         return -1
     count = 0
-    for k in range(m):
-        if c.placed[k] or c.comp[k] != act:
+    following = c.nxt[m]
+    while following != m:
+        k = following
+        following = c.nxt[k]
+        if c.comp[k] != act:
             continue
         p = c.pos[k]
         if c.dominance and p >= c.comp_mtop[act]:
@@ -958,7 +989,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
         floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
-        spos=np.zeros(m, dtype=np.int64), lifted_pos=np.zeros(m, dtype=np.int64),
+        spos=np.zeros(m, dtype=np.int64), nxt=np.zeros(m + 1, dtype=np.int64),
+        prv=np.zeros(m + 1, dtype=np.int64), lifted_pos=np.zeros(m, dtype=np.int64),
         total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
         trail_idx=np.empty(len(a) + 1, dtype=np.int64),
         trail_old=np.empty(len(a) + 1, dtype=np.int64),
@@ -1012,6 +1044,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.comp_hi = _ptr(arrays["comp_hi"])
     c.comp_mtop = _ptr(arrays["comp_mtop"])
     c.spos = _ptr(arrays["spos"])
+    c.nxt = _ptr(arrays["nxt"])
+    c.prv = _ptr(arrays["prv"])
     c.lifted_pos = _ptr(arrays["lifted_pos"])
     c.comp_rep = _ptr(arrays["comp_rep"])
     c.lowarg = _ptr(arrays["lowarg"])
@@ -1037,9 +1071,16 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
 
 cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
     cdef int64_t k
+    cdef int64_t previous = c.m
     for k in range(c.m):
         c.floor[k] = 0
         c.placed[k] = 0
+    for k in range(c.m):
+        c.nxt[previous] = c.by_start[k]
+        c.prv[c.by_start[k]] = previous
+        previous = c.by_start[k]
+    c.nxt[previous] = c.m
+    c.prv[c.m] = previous
     for k in range(c.ns):
         c.total[k] = total0[k]
 
