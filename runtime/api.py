@@ -14,6 +14,12 @@ Algorithms
   nothing: when its layout exceeds the capacity the status is TIMEOUT (not INFEASIBLE),
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
+- ``large``: the large-problem planner (``runtime/_large.pyx``): best-fit placement over a
+  portfolio of orderings (the classic decreasing-size one first, so it is never worse than
+  best-fit), without storing overlapping pairs; 10^5 buffers in well under a second. Like
+  greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
+  layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
+  itself above LARGE_THRESHOLD buffers, where the exact search is hopeless.
 
 Modes
 - fit: any layout with ``peak <= capacity``.
@@ -23,7 +29,10 @@ Modes
   every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The time limit
   is shared by all calls (each gets half of what is left; after a timeout the next call
   tries a capacity closer to the best peak); when it runs out the best layout so far is
-  returned (status OK, ``optimal`` False).
+  returned (status OK, ``optimal`` False). Anytime: the upper bound starts from the better
+  of greedy and the ``large`` portfolio, every improvement is published in ``progress[2]``,
+  and with algorithm ``large`` (or above LARGE_THRESHOLD buffers) a time limit is spent on
+  further orderings, the best layout so far being returned at the limit.
 """
 
 from __future__ import annotations
@@ -50,8 +59,20 @@ from telamalloc.runtime.problem import (
 from telamalloc.runtime.validate import compute_load, validate
 
 INT64_MIN = -(2**63)
-ALGORITHMS = ("telamalloc", "best-fit", "first-fit")
+ALGORITHMS = ("telamalloc", "best-fit", "first-fit", "large")
 GREEDY_ALGORITHMS = ("best-fit", "first-fit")
+# Above this many buffers (of positive size) minimize mode with algorithm "telamalloc" uses
+# the large planner alone: the exact search proves G_1 (816 buffers) and resnet50 (1042) at
+# LOAD in a tenth of a second but times out on the 18692..62185-buffer problems of
+# ../shared/benchmarks/large, where "large" reaches 1.000-1.008 x LOAD in seconds.
+LARGE_THRESHOLD = 4096
+# Orderings the large planner tries without a time limit: all five fixed ones up to
+# LARGE_FULL_PORTFOLIO buffers, fewer beyond, at least two (each costs ~0.15-0.3 s at 10^5
+# buffers, ~1.5-4 s at 10^6 on this machine).
+LARGE_FULL_PORTFOLIO = 50_000
+# Under a time limit the large planner stops this long per buffer before it, so that the
+# validator (~1.5 us per buffer) finishes within the limit.
+LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
 # fraction of the time left under a time limit.
@@ -114,6 +135,53 @@ def _check_problem(problem: Problem) -> None:
             f"the buffers need up to '{stacked + highest_pin}' bytes stacked, beyond the 64-bit "
             f"limit '{INT64_MAX}'; use larger units (e.g. KiB) for the sizes"
         )
+
+
+def _fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
+    """The kernel columns of a problem that passes every check of _check_problem, computed
+    with numpy; None when anything is unusual (non-int fields, values near the 64-bit
+    limits, duplicate or unhashable ids, a violation), so that _check_problem decides and
+    words the error. 10^6 buffers: ~0.5 s instead of ~2 s."""
+    buffers = problem.buffers
+    try:
+        if len({b.id for b in buffers}) != len(buffers):
+            return None
+    except TypeError:
+        return None
+    columns = {
+        "starts": [b.start for b in buffers],
+        "ends": [b.end for b in buffers],
+        "sizes": [b.size for b in buffers],
+        "aligns": [b.alignment for b in buffers],
+    }
+    pins = [b.offset for b in buffers]
+    for values in columns.values():
+        if values and set(map(type, values)) != {int}:
+            return None
+    if not set(map(type, pins)) <= {int, type(None)}:
+        return None
+    if any(pin < 0 for pin in pins if pin is not None):
+        return None
+    try:
+        arrays = {name: np.array(values, dtype=np.int64) for name, values in columns.items()}
+        arrays["fixed"] = np.array([-1 if pin is None else pin for pin in pins], dtype=np.int64)
+    except OverflowError:
+        return None
+    starts, ends, sizes, aligns, fixed = (arrays[name] for name in ("starts", "ends", "sizes", "aligns", "fixed"))
+    if len(starts) == 0:
+        return arrays
+    quarter = 2**61  # far from the 64-bit limits: no overflow in the sums below
+    if starts.min() < -quarter or ends.max() > quarter or sizes.max() > quarter or aligns.max() > 2**62:
+        return None
+    if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
+        return None
+    if fixed.max() > quarter:
+        return None
+    stacked = sum(sizes.tolist()) + sum(aligns.tolist()) - len(sizes)
+    highest_pin = int(np.max(np.where(fixed >= 0, fixed + sizes, 0)))
+    if stacked + highest_pin > INT64_MAX:
+        return None
+    return arrays
 
 
 def _check_capacity(capacity: object) -> int | None:
@@ -197,13 +265,25 @@ class _Instance:
 
     def full_offsets(self, live_offsets: Sequence[int]) -> tuple[int, ...]:
         """Offsets for every buffer: zero-size buffers keep their pin or take 0."""
+        if len(self.live) == len(self.problem.buffers):  # no zero-size buffer: live is 0..n-1
+            return tuple(int(offset) for offset in live_offsets)
         offsets = [b.offset if b.offset is not None else 0 for b in self.problem.buffers]
         for index, offset in zip(self.live.tolist(), list(live_offsets)):
             offsets[index] = int(offset)
         return tuple(offsets)
 
 
-def _make_instance(problem: Problem, params: Params, cancel, deadline) -> _Instance:
+def _make_instance(problem: Problem, params: Params, cancel, deadline, columns: dict[str, np.ndarray] | None = None) -> _Instance:
+    if columns is not None:
+        live = np.flatnonzero(columns["sizes"] > 0).astype(np.int64)
+        return _Instance(
+            problem=problem,
+            live=live,
+            **{name: np.ascontiguousarray(columns[name][live]) for name in ("starts", "ends", "sizes", "aligns", "fixed")},
+            params=params,
+            cancel=cancel,
+            deadline=deadline,
+        )
     live = [i for i, b in enumerate(problem.buffers) if b.size > 0]
     buffers = [problem.buffers[i] for i in live]
 
@@ -303,6 +383,73 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
         if best is None or _peak(instance.problem, offsets) < _peak(instance.problem, best[0]):
             best = (offsets, algorithm)
     return best
+
+
+def _large_orderings(count: int) -> int:
+    """Orderings of the large planner without a time limit: the five fixed ones up to
+    LARGE_FULL_PORTFOLIO buffers, then fewer, at least the classic one and one more."""
+    if count <= LARGE_FULL_PORTFOLIO:
+        return 5
+    return max(2, 5 * LARGE_FULL_PORTFOLIO // count)
+
+
+def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tuple[tuple[int, ...], int, dict]:
+    """The large planner's best layout (all buffers), its peak and the planner's info.
+    ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
+    further orderings."""
+    from telamalloc.runtime._large import plan  # imported here: only this path needs it
+
+    remaining = instance.remaining()
+    if remaining is not None:  # leave time for the independent check of the layout
+        remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
+    live_offsets, info = plan(
+        instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
+        orderings=_large_orderings(len(instance.starts)),
+        until_deadline=anytime and remaining is not None,
+        time_limit=0.0 if remaining is None else max(remaining, 1e-6),
+        target=-1 if target is None else target,
+        seed=instance.params.seed,
+        cancel=instance.cancel,
+        progress=instance.progress,
+    )
+    if instance.cancelled():
+        instance.counters.cancelled = True
+    offsets = instance.full_offsets(live_offsets.tolist())
+    peak = int((live_offsets + instance.sizes).max()) if len(live_offsets) else 0
+    if len(instance.live) < len(offsets):  # zero-size buffers count at their offset
+        peak = max(peak, max(offsets[index] for index, b in enumerate(instance.problem.buffers) if b.size == 0))
+    _publish_best(instance, peak)
+    return offsets, peak, info
+
+
+def _large_note(info: dict) -> str:
+    cut = "; the time limit or cancel cut the first ordering short" if info["stopped"] else ""
+    return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){cut}"
+
+
+def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algorithm: str) -> _Outcome:
+    """Minimize with the large planner alone (algorithm "large", or a large problem)."""
+    offsets, peak, info = _large_layout(instance, lower, anytime=True)
+    if capacity is not None and peak > capacity:
+        return _Outcome(
+            Status.TIMEOUT,
+            offsets,
+            message=f"{_large_note(info)}: no layout within capacity '{capacity}' (peak '{peak}'); the large planner proves nothing, try algorithm 'telamalloc' on a smaller problem",
+            fallback=True,
+            capacity=capacity,
+        )
+    optimal = peak == lower
+    detail = "" if optimal else f", lower bound '{lower}' (the large planner proves no optimality)"
+    switched = "" if algorithm == "large" else f" ({len(instance.starts)} buffers > {LARGE_THRESHOLD}: exact search skipped)"
+    return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), optimal=optimal,
+                    capacity=peak if optimal else capacity, message=f"{_large_note(info)}{switched}: peak '{peak}'{detail}")
+
+
+def _checked_large(instance: _Instance, offsets: tuple[int, ...], capacity: int | None) -> tuple[int, ...]:
+    violations = validate(instance.problem, offsets, capacity)
+    if violations:
+        raise AssertionError(f"internal error: the large planner returned an invalid layout: {violations[0]}")
+    return offsets
 
 
 def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time_limit: float | None):
@@ -460,6 +607,17 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
             fallback=True,
             capacity=capacity,
         )
+    if algorithm == "large":
+        offsets, peak, info = _large_layout(instance, capacity, anytime=False)
+        if peak <= capacity:
+            return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), message=_large_note(info), capacity=capacity)
+        return _Outcome(
+            Status.TIMEOUT,
+            offsets,
+            message=f"{_large_note(info)}: no layout within capacity '{capacity}' (peak '{peak}'); the large planner proves nothing, try algorithm 'telamalloc'",
+            fallback=True,
+            capacity=capacity,
+        )
     if greedy_first:
         offsets, greedy_name = _best_greedy(instance, GREEDY_ALGORITHMS)
         if _peak(instance.problem, offsets) <= capacity:
@@ -481,6 +639,8 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
     if capacity is not None and load[0] > capacity:
         return _overload(problem, load, capacity)
 
+    if algorithm == "large" or (algorithm == "telamalloc" and len(instance.starts) > LARGE_THRESHOLD):
+        return _minimize_large(instance, capacity, lower, algorithm)
     greedy_algorithms = GREEDY_ALGORITHMS if algorithm == "telamalloc" else (algorithm,)
     best, greedy_name = _best_greedy(instance, greedy_algorithms)
     best_peak = _peak(problem, best)
@@ -497,6 +657,10 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
         return _Outcome(Status.OK, _checked_greedy(instance, best, capacity), optimal=optimal, capacity=best_peak if optimal else capacity,
                         message="" if optimal else f"greedy peak '{best_peak}', lower bound '{lower}' (greedy proves no optimality)")
 
+    if best_peak > lower:  # anytime: a better start than greedy, for a few milliseconds
+        large_offsets, large_peak, _ = _large_layout(instance, lower, anytime=False)
+        if large_peak < best_peak:
+            best, best_peak = _checked_large(instance, large_offsets, None), large_peak
     if capacity is not None and best_peak > capacity:
         outcome = _fit_search(instance, capacity, load)
         if outcome.status is Status.INFEASIBLE:
@@ -568,7 +732,7 @@ def solve(
     started = time.perf_counter()
     mode = _check_mode(mode)
     if algorithm not in ALGORITHMS:
-        raise ProblemError(f"unknown algorithm '{algorithm}'; use 'telamalloc', 'best-fit' or 'first-fit'")
+        raise ProblemError(f"unknown algorithm '{algorithm}'; use " + ", ".join(f"'{name}'" for name in ALGORITHMS))
     if params is None:
         params = Params()
     if not isinstance(params, Params):
@@ -577,13 +741,15 @@ def solve(
         raise ProblemError(f"time limit '{time_limit}' must be a number of seconds >= 0 or None")
     cancel = _check_cancel(cancel)
     progress = _check_progress(progress)
-    _check_problem(problem)
+    columns = _fast_columns(problem) if isinstance(problem, Problem) else None
+    if columns is None:
+        _check_problem(problem)
     capacity = _check_capacity(problem.capacity if capacity is None else capacity)
     if mode is Mode.FIT and capacity is None:
         raise ProblemError("fit mode needs a capacity; pass capacity=... or use mode='minimize'")
 
     deadline = None if time_limit is None else time.monotonic() + float(time_limit)
-    instance = _make_instance(problem, params, cancel, deadline)
+    instance = _make_instance(problem, params, cancel, deadline, columns)
     instance.progress = progress
     load = compute_load(problem)
     if mode is Mode.FIT:
