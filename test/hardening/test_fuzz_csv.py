@@ -119,7 +119,7 @@ CSV_CASES = [
     ("timeout-zero", GOOD, ["--capacity=12", "--timeout=0"], 2,
      "argument --timeout: timeout '0' must be positive; omit --timeout for no limit"),
     ("unknown-algorithm", GOOD, ["--capacity=12", "--algorithm=magic"], 2,
-     "argument --algorithm: invalid choice: 'magic' (choose from 'telamalloc', 'best-fit', 'first-fit')"),
+     "argument --algorithm: invalid choice: 'magic' (choose from 'telamalloc', 'best-fit', 'first-fit', 'large')"),
     ("unknown-option", GOOD, ["--capacity=12", "--fast"], 2,
      "unrecognized arguments: --fast"),
     ("capacity-zero", GOOD, ["--capacity=0"], 1, None),  # not an input error: a proof, on stdout
