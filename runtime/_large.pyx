@@ -7,7 +7,7 @@ smallest gap between the byte ranges of the already placed buffers whose lifetim
 its own (ties: the lowest offset), else on top of them, exactly the rule of best-fit greedy
 (runtime/_greedy.pyx). The layout with the lowest peak is kept (ties: the earlier ordering).
 The orderings (``ordering()``): first the classic decreasing-size order, so the result is
-never worse than best-fit greedy; then size classes (sqrt(2)x, 4x, 2x, 8x wide, largest
+never worse than best-fit greedy; then size classes (sqrt(2)x, 8x, 4x, 2x wide, largest
 class first) with buffers in start-time order inside a class, which packs each class like
 interval scheduling and leaves far fewer holes on real traces; then seeded random class
 widths, class boundaries and tie keys. Given a time limit, ``until_deadline`` keeps trying
@@ -375,12 +375,12 @@ def _index(starts, ends):
     return by_start, run_lo, run_hi, leaf, width, time_low, time_high, position_of
 
 
-# The fixed orderings tried first (after the classic one): size classes of sqrt(2)x, 4x, 2x
-# and 8x, largest class first, by start time within a class. Measured on the large/ set and
+# The fixed orderings tried first (after the classic one): size classes of sqrt(2)x, 8x, 4x
+# and 2x, largest class first, by start time within a class. Measured on the large/ set and
 # generated traces, each is the best of the five somewhere (pangu and tracegen at 10^5 and
-# 10^6: sqrt(2)x; S_1: 4x; resnet50: 2x; G_1, Y_1: 8x); sqrt(2)x comes first because budgets
-# at 10^5+ buffers allow only one or two of them.
-FIXED_CLASS_BASES = (2.0 ** 0.5, 4.0, 2.0, 8.0)
+# 10^6: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x; resnet50: 2x); the order matters when the budget
+# at 10^5+ buffers allows only some of them.
+FIXED_CLASS_BASES = (2.0 ** 0.5, 8.0, 4.0, 2.0)
 
 
 # Unions over start positions are kept for aligned blocks of at most 2^BLOCK_LEVELS buffers:
@@ -428,13 +428,14 @@ def ordering(index, starts, ends, sizes, seed=0):
     return np.lexsort((position, key, -classes)).astype(np.int64)
 
 
-def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, orders=None, until_deadline=False,
+def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, until_deadline=False,
          time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
          block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS):
     """Plan the buffers; return (offsets, info).
 
-    ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1), or
-    ``orders``: explicit placement orderings, a 2-D int64 array with a permutation per row.
+    ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
+    beginning with ordering ``first`` (then 0, 1, ... without it), or ``orders``: explicit
+    placement orderings, a 2-D int64 array with a permutation per row.
     Pinned buffers are placed first whatever the ordering says. ``until_deadline``: with a
     time limit, keep constructing further orderings until it runs out (anytime).
     ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
@@ -501,7 +502,11 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, orders=None, until_
     while row_index < orderings or until_deadline:
         if row_index > 0 and _should_stop(deadline, cancel):
             break
-        row = orders[row_index] if orders is not None else ordering(row_index, starts, ends, sizes, seed)
+        if orders is not None:
+            row = orders[row_index]
+        else:
+            index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
+            row = ordering(index, starts, ends, sizes, seed)
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):
@@ -514,7 +519,7 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, orders=None, until_
         if peak < best_peak:
             best_peak = peak
             best_offsets = np.array(planner.offsets, copy=True)
-            info["ordering"] = row_index
+            info["ordering"] = row_index if orders is not None else index
             if progress is not None:
                 progress[2] = best_peak
         row_index += 1

@@ -66,10 +66,10 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 # LOAD in a tenth of a second but times out on the 18692..62185-buffer problems of
 # ../shared/benchmarks/large, where "large" reaches 1.000-1.008 x LOAD in seconds.
 LARGE_THRESHOLD = 4096
-# Orderings the large planner tries without a time limit: all five fixed ones up to
-# LARGE_FULL_PORTFOLIO buffers, fewer beyond, at least two (each costs ~0.15-0.3 s at 10^5
-# buffers, ~1.5-4 s at 10^6 on this machine).
-LARGE_FULL_PORTFOLIO = 50_000
+# Buffer placements the large planner spends without a time limit (see _large_orderings):
+# one ordering costs ~0.15-0.3 s at 10^5 buffers and ~1.5-4 s at 10^6 on this machine, so
+# 10^5 buffers get 3 orderings (< 1 s with the checks), 62185 (Y_1) all 5, 10^6 one.
+LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
@@ -320,6 +320,7 @@ class _Outcome:
     core: tuple[Hashable, ...] | None = None
     optimal: bool = False
     capacity: int | None = None
+    peak: int | None = None  # the peak of offsets when already known (saves a pass at 10^6 buffers)
 
 
 def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
@@ -385,12 +386,14 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     return best
 
 
-def _large_orderings(count: int) -> int:
-    """Orderings of the large planner without a time limit: the five fixed ones up to
-    LARGE_FULL_PORTFOLIO buffers, then fewer, at least the classic one and one more."""
-    if count <= LARGE_FULL_PORTFOLIO:
-        return 5
-    return max(2, 5 * LARGE_FULL_PORTFOLIO // count)
+def _large_orderings(count: int) -> tuple[int, int]:
+    """(orderings, first ordering) of the large planner without a time limit: as many of
+    the five fixed orderings as LARGE_PLACEMENTS allows (each places every buffer once),
+    from the classic one; a single one from LARGE_PLACEMENTS / 2 buffers on, the
+    sqrt(2)-class one (it beat the classic decreasing-size order on every problem
+    measured: the large/ set, tracegen at 10^4..10^6)."""
+    orderings = max(1, min(5, LARGE_PLACEMENTS // max(count, 1)))
+    return (orderings, 0) if orderings > 1 else (1, 1)
 
 
 def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tuple[tuple[int, ...], int, dict]:
@@ -399,12 +402,14 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tup
     further orderings."""
     from telamalloc.runtime._large import plan  # imported here: only this path needs it
 
+    orderings, first = _large_orderings(len(instance.starts))
     remaining = instance.remaining()
     if remaining is not None:  # leave time for the independent check of the layout
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
     live_offsets, info = plan(
         instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
-        orderings=_large_orderings(len(instance.starts)),
+        orderings=orderings,
+        first=first,
         until_deadline=anytime and remaining is not None,
         time_limit=0.0 if remaining is None else max(remaining, 1e-6),
         target=-1 if target is None else target,
@@ -437,11 +442,12 @@ def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algor
             message=f"{_large_note(info)}: no layout within capacity '{capacity}' (peak '{peak}'); the large planner proves nothing, try algorithm 'telamalloc' on a smaller problem",
             fallback=True,
             capacity=capacity,
+            peak=peak,
         )
     optimal = peak == lower
     detail = "" if optimal else f", lower bound '{lower}' (the large planner proves no optimality)"
     switched = "" if algorithm == "large" else f" ({len(instance.starts)} buffers > {LARGE_THRESHOLD}: exact search skipped)"
-    return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), optimal=optimal,
+    return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), optimal=optimal, peak=peak,
                     capacity=peak if optimal else capacity, message=f"{_large_note(info)}{switched}: peak '{peak}'{detail}")
 
 
@@ -610,13 +616,14 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
     if algorithm == "large":
         offsets, peak, info = _large_layout(instance, capacity, anytime=False)
         if peak <= capacity:
-            return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), message=_large_note(info), capacity=capacity)
+            return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), message=_large_note(info), capacity=capacity, peak=peak)
         return _Outcome(
             Status.TIMEOUT,
             offsets,
             message=f"{_large_note(info)}: no layout within capacity '{capacity}' (peak '{peak}'); the large planner proves nothing, try algorithm 'telamalloc'",
             fallback=True,
             capacity=capacity,
+            peak=peak,
         )
     if greedy_first:
         offsets, greedy_name = _best_greedy(instance, GREEDY_ALGORITHMS)
@@ -764,7 +771,7 @@ def solve(
 def _solution(instance: _Instance, outcome: _Outcome, load: int, algorithm: str, mode: Mode, seconds: float) -> Solution:
     counters = instance.counters
     stats = Stats(counters.nodes, counters.backtracks, seconds, counters.restarts, counters.cancelled)
-    peak = None if outcome.offsets is None else _peak(instance.problem, outcome.offsets)
+    peak = outcome.peak if outcome.peak is not None else None if outcome.offsets is None else _peak(instance.problem, outcome.offsets)
     summary = _summary(outcome.status, peak, load, seconds, algorithm)
     message = summary if not outcome.message else f"{summary}: {outcome.message}"
     return Solution(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import numbers
+import weakref
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -148,32 +149,60 @@ def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
     return reports
 
 
+_last_columns: tuple[weakref.ref, dict[str, np.ndarray] | None] | None = None
+
+
+def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
+    """starts, ends, sizes, aligns and pins (-1: none) as int64 columns, or None unless every
+    field is a plain int within 64 bits, no pin is negative and the ids are unique. Kept
+    for the last problem seen (problems are frozen), so that compute_load and validate of
+    one solve read the buffers once."""
+    global _last_columns
+    if _last_columns is not None and _last_columns[0]() is problem:
+        return _last_columns[1]
+    buffers = problem.buffers
+    result = None
+    try:
+        unique = len({b.id for b in buffers}) == len(buffers)
+    except TypeError:
+        unique = False
+    if unique:
+        lists = {
+            "starts": [b.start for b in buffers],
+            "ends": [b.end for b in buffers],
+            "sizes": [b.size for b in buffers],
+            "aligns": [b.alignment for b in buffers],
+            "pins": [-1 if b.offset is None else b.offset for b in buffers],
+        }
+        plain = all(not values or set(map(type, values)) == {int} for values in lists.values())
+        if plain and not any(b.offset is not None and b.offset < 0 for b in buffers if b.offset is not None):
+            try:
+                result = {name: np.array(values, dtype=np.int64) for name, values in lists.items()}
+            except OverflowError:
+                result = None
+    try:
+        _last_columns = (weakref.ref(problem), result)
+    except TypeError:  # not weakly referenceable (a subclass with slots): no cache
+        _last_columns = None
+    return result
+
+
 def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
     """(starts, ends, sizes, aligns, pins or -1, offsets) as int64 columns, or None unless
     every value is a plain int within 64 bits and the ids are unique."""
-    buffers = problem.buffers
     offsets = list(offsets)
-    if len(offsets) != len(buffers):
+    if len(offsets) != len(problem.buffers):
+        return None
+    columns = _problem_columns(problem)
+    if columns is None:
+        return None
+    if offsets and set(map(type, offsets)) != {int}:
         return None
     try:
-        if len({b.id for b in buffers}) != len(buffers):
-            return None
-    except TypeError:
-        return None
-    starts = [b.start for b in buffers]
-    ends = [b.end for b in buffers]
-    sizes = [b.size for b in buffers]
-    aligns = [b.alignment for b in buffers]
-    pins = [-1 if b.offset is None else b.offset for b in buffers]
-    for column in (starts, ends, sizes, aligns, pins, offsets):
-        if column and set(map(type, column)) != {int}:
-            return None
-    if any(b.offset is not None and b.offset < 0 for b in buffers if b.offset is not None):
-        return None  # -1 marks "not pinned" below
-    try:
-        return tuple(np.array(column, dtype=np.int64) for column in (starts, ends, sizes, aligns, pins, offsets))
+        placed = np.array(offsets, dtype=np.int64)
     except OverflowError:
         return None
+    return columns["starts"], columns["ends"], columns["sizes"], columns["aligns"], columns["pins"], placed
 
 
 def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
@@ -197,26 +226,23 @@ def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
     count = len(live)
     times = np.concatenate((starts[live], ends[live]))
     kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))  # ends first
-    events = np.lexsort((np.arange(2 * count), kinds, times)).tolist()
-    lows = placed[live].tolist()
-    highs = tops[live].tolist()
+    events = np.lexsort((np.arange(2 * count), kinds, times))
+    lows = np.concatenate((placed[live], placed[live]))[events].tolist()
+    highs = np.concatenate((tops[live], tops[live]))[events].tolist()
+    is_start = (events < count).tolist()
     live_lows: list[int] = []  # offsets of the live buffers, sorted; pairwise disjoint so far
     live_highs: list[int] = []  # their ends, sorted the same way
     position_of = bisect.bisect_left
-    for event in events:
-        if event >= count:  # an end
-            position = position_of(live_lows, lows[event - count])
+    for starting, low, high in zip(is_start, lows, highs):
+        position = position_of(live_lows, low)
+        if not starting:
             del live_lows[position]
             del live_highs[position]
-            continue
-        low = lows[event]
-        position = position_of(live_lows, low)
-        if position and live_highs[position - 1] > low:
+        elif (position and live_highs[position - 1] > low) or (position < len(live_lows) and live_lows[position] < high):
             return False
-        if position < len(live_lows) and live_lows[position] < highs[event]:
-            return False
-        live_lows.insert(position, low)
-        live_highs.insert(position, highs[event])
+        else:
+            live_lows.insert(position, low)
+            live_highs.insert(position, high)
     return True
 
 
@@ -264,18 +290,12 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
 
 
 def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]] | None:
-    buffers = problem.buffers
-    starts = [b.start for b in buffers]
-    ends = [b.end for b in buffers]
-    sizes = [b.size for b in buffers]
-    for column in (starts, ends, sizes):
-        if column and set(map(type, column)) != {int}:
-            return None
-    if sum(size for size in sizes if size > 0) > INT64_MAX:
+    columns = _problem_columns(problem)
+    if columns is None:
         return None
-    try:
-        starts_array, ends_array, sizes_array = (np.array(c, dtype=np.int64) for c in (starts, ends, sizes))
-    except OverflowError:
+    buffers = problem.buffers
+    starts_array, ends_array, sizes_array = columns["starts"], columns["ends"], columns["sizes"]
+    if np.any(sizes_array < 0) or sum(sizes_array[sizes_array > 0].tolist()) > INT64_MAX:
         return None
     live = np.flatnonzero(sizes_array > 0)
     if len(live) == 0:
