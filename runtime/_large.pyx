@@ -247,7 +247,8 @@ cdef class _Planner:
         return 0
 
     cdef int64_t _gather_covers(self, int64_t i) except -1 nogil:
-        """Fill self.spans from the unions: the same bytes as _gather, far fewer ranges."""
+        """Fill self.spans with the byte ranges of the placed buffers overlapping i, as a few
+        unions (see the module docstring); return how many ranges."""
         cdef int64_t count = 0, node, left, right, j
         node = self.leaf[i]
         while node >= 1:
@@ -446,7 +447,6 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
     Raises ValueError on malformed input (lengths, end <= start, negative size, alignment,
     an ordering that is not a permutation).
     """
-    cdef Py_ssize_t i
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)

@@ -60,6 +60,22 @@ def test_first_ordering_is_exactly_best_fit_greedy(seed):
     assert info["orderings"] == 1 and info["peak"] == peak_of(offsets, arrays[2])
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_unions_of_blocks_match_best_fit_on_long_runs(seed):
+    """Thousands of buffers with long lifetimes: queries read unions of 16..1024-buffer
+    blocks and single buffers at the ragged ends; still exactly best-fit's layout."""
+    rng = np.random.default_rng(seed)
+    count = 5000
+    starts = rng.integers(0, 4000, count)
+    ends = starts + np.where(rng.random(count) < 0.1, rng.integers(100, 3000, count), rng.integers(1, 20, count))
+    sizes = rng.integers(0, 5000, count)
+    aligns = rng.choice([1, 8, 64], count)
+    fixed = np.full(count, -1)
+    arrays = tuple(np.asarray(a, dtype=np.int64) for a in (starts, ends, sizes, aligns, fixed))
+    offsets, _ = plan(*arrays, orderings=1)
+    assert offsets.tolist() == greedy(*arrays, "best-fit").tolist()
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_every_ordering_gives_a_valid_layout(seed):
     problem = random_problem(1000 + seed)
