@@ -5,12 +5,13 @@ storing overlapping pairs. Made for 10^4..10^6 buffers, where the exact search i
 For each ordering (pinned buffers always first), every buffer is placed best-fit: into the
 smallest gap between the byte ranges of the already placed buffers whose lifetimes overlap
 its own (ties: the lowest offset), else on top of them, exactly the rule of best-fit greedy
-(runtime/_greedy.pyx). The layout with the lowest peak is kept (ties: the earlier ordering).
-The orderings (``ordering()``): first the classic decreasing-size order, so the result is
-never worse than best-fit greedy; then size classes (sqrt(2)x, 8x, 4x, 2x wide, largest
-class first) with buffers in start-time order inside a class, which packs each class like
+(runtime/_greedy.pyx); or first-fit (the lowest aligned offset that fits). The layout with
+the lowest peak is kept (ties: the earlier ordering). The orderings (``ordering()``): first
+the classic decreasing-size order with best-fit, so the result is never worse than best-fit
+greedy, and with first-fit; then size classes (sqrt(2)x, 8x, 4x, 2x wide, largest class
+first) with buffers in start-time order inside a class, which packs each class like
 interval scheduling and leaves far fewer holes on real traces; then seeded random class
-widths, class boundaries and tie keys. Given a time limit, ``until_deadline`` keeps trying
+widths, class boundaries, tie keys and placement rules. Given a time limit, ``until_deadline`` keeps trying
 further orderings until it runs out: the result only improves over time (anytime).
 
 Finding the free gaps without pairs. The placed neighbours of i are (a) the buffers live
@@ -166,6 +167,7 @@ cdef class _Planner:
     cdef Span* spans
     cdef int64_t span_capacity
     cdef int64_t work  # byte ranges read so far
+    cdef bint first_fit  # the lowest aligned offset that fits instead of the smallest gap
     # Unions of placed byte ranges (no removal: one construction fills them from empty):
     # over by_start positions (node v covers a block of positions; leaves are the buffers
     # themselves) and over distinct start times (each buffer at its canonical nodes).
@@ -184,6 +186,7 @@ cdef class _Planner:
         self.spans = NULL
         self.span_capacity = 0
         self.work = 0
+        self.first_fit = False
         self.position_covers = NULL
         self.time_covers = NULL
 
@@ -319,7 +322,8 @@ cdef class _Planner:
         return 0
 
     cdef int64_t _best_fit(self, int64_t i) except -1 nogil:
-        """The best-fit offset of i among its placed neighbours (i itself unplaced)."""
+        """The best-fit (or first-fit) offset of i among its placed neighbours (i itself
+        unplaced); on top of them when no gap fits."""
         cdef int64_t count = self._gather_covers(i)
         cdef int64_t size = self.sizes[i], alignment = self.aligns[i]
         cdef int64_t floor = 0, candidate, gap, s
@@ -330,6 +334,8 @@ cdef class _Planner:
             if self.spans[s].lo > floor:
                 candidate = _align_up(floor, alignment)
                 if candidate + size <= self.spans[s].lo:
+                    if self.first_fit:
+                        return candidate
                     gap = self.spans[s].lo - floor
                     if gap < best_gap:
                         best_gap = gap
@@ -376,12 +382,24 @@ def _index(starts, ends):
     return by_start, run_lo, run_hi, leaf, width, time_low, time_high, position_of
 
 
-# The fixed orderings tried first (after the classic one): size classes of sqrt(2)x, 8x, 4x
-# and 2x, largest class first, by start time within a class. Measured on the large/ set and
-# generated traces, each is the best of the five somewhere (pangu and tracegen at 10^5 and
-# 10^6: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x; resnet50: 2x); the order matters when the budget
-# at 10^5+ buffers allows only some of them.
-FIXED_CLASS_BASES = (2.0 ** 0.5, 8.0, 4.0, 2.0)
+# The fixed orderings, most useful first: (size class base, 0 for the classic decreasing-
+# size order; first-fit instead of best-fit). Class orderings take the largest class first
+# and buffers by start time inside a class. Measured on the large/ set and tracegen: the
+# classic order with first-fit is the best single one on tracegen at 10^5..10^6 buffers
+# (1.018 x LOAD against 1.053 for best-fit), the class orderings win on the large/ set
+# (pangu: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x best-fit; resnet50: 2x first-fit).
+FIXED_ORDERINGS = (
+    (0.0, False),  # exactly best-fit greedy: the result is never worse than it
+    (0.0, True),  # exactly first-fit greedy
+    (2.0 ** 0.5, False),
+    (8.0, True),
+    (4.0, False),
+    (2.0, True),
+    (8.0, False),
+    (4.0, True),
+    (2.0 ** 0.5, True),
+    (2.0, False),
+)
 
 
 # Unions over start positions are kept for aligned blocks of at most 2^BLOCK_LEVELS buffers:
@@ -399,44 +417,50 @@ def _log2(value):
 
 
 def ordering(index, starts, ends, sizes, seed=0):
-    """The ``index``-th placement ordering (a permutation; pinned buffers are taken out later).
+    """The ``index``-th placement ordering: (a permutation of the buffers, first-fit?).
+    Pinned buffers are taken out of the permutation later; first-fit takes the lowest
+    aligned offset that fits instead of the smallest gap.
 
-    0: the classic greedy order, decreasing size, ties by longer lifetime, then index (so
-    the first construction is exactly best-fit greedy). 1..4: size classes (powers of
-    FIXED_CLASS_BASES), largest class first, by start time within a class, then index.
-    5 and on: size classes of a random base in [1.25, 16] with a random shift of the class
-    boundaries, and a random tie key within a class (start, end, middle or lifetime),
-    drawn from a generator seeded by (seed, index): deterministic.
+    0..9: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
+    then index (so orderings 0 and 1 place exactly as best-fit and first-fit greedy do);
+    class orderings sort by size class (powers of the base, largest first), then start
+    time, then index. 10 and on: size classes of a random base in [1.25, 16] with a random
+    shift of the class boundaries, a random tie key within a class (start, end, middle or
+    lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
+    deterministic.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
     position = np.arange(starts.shape[0], dtype=np.int64)
     lengths = ends - starts
-    if index == 0:
-        return np.lexsort((position, -lengths, -sizes)).astype(np.int64)
     magnitude = np.log2(np.maximum(sizes, 1).astype(np.float64))
-    if index <= len(FIXED_CLASS_BASES):
-        classes = np.floor(magnitude / np.log2(FIXED_CLASS_BASES[index - 1]))
-        return np.lexsort((position, starts, -classes)).astype(np.int64)
+    if index < len(FIXED_ORDERINGS):
+        base, first_fit = FIXED_ORDERINGS[index]
+        if base == 0.0:
+            return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
+        classes = np.floor(magnitude / np.log2(base))
+        return np.lexsort((position, starts, -classes)).astype(np.int64), first_fit
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(index)])
     base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)
     shift = rng.uniform(0.0, 1.0)
     tie = int(rng.integers(0, 4))
+    first_fit = bool(rng.integers(0, 2))
     classes = np.floor(magnitude / np.log2(base) + shift)
     middles = (starts // 2) + (ends // 2)  # no overflow for 64-bit times
     key = (starts, -ends, middles, -lengths)[tie]
-    return np.lexsort((position, key, -classes)).astype(np.int64)
+    return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, until_deadline=False,
+def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
          time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
          block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS):
     """Plan the buffers; return (offsets, info).
 
     ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
     beginning with ordering ``first`` (then 0, 1, ... without it), or ``orders``: explicit
-    placement orderings, a 2-D int64 array with a permutation per row.
+    placement orderings, a 2-D int64 array with a permutation per row, all placed with
+    best-fit (or first-fit when ``first_fit``).
     Pinned buffers are placed first whatever the ordering says. ``until_deadline``: with a
     time limit, keep constructing further orderings until it runs out (anytime).
     ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
@@ -503,10 +527,10 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
         if row_index > 0 and _should_stop(deadline, cancel):
             break
         if orders is not None:
-            row = orders[row_index]
+            row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            row = ordering(index, starts, ends, sizes, seed)
+            row, planner.first_fit = ordering(index, starts, ends, sizes, seed)
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):
