@@ -229,3 +229,25 @@ def test_beats_idealloc_on_the_large_set(name, idealloc):
     solution = solve(problem, mode="minimize", algorithm="large")
     assert solution.ok and validate(problem, solution.offsets) == []
     assert solution.peak / solution.load < idealloc
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_validator_fast_path_agrees_with_the_reporting_sweep(seed):
+    """validate() accepts through its numpy fast path only layouts its reporting sweep
+    accepts: greedy layouts (valid) and the same layouts with one buffer moved (often not)."""
+    from telamalloc.runtime import validate as checker
+
+    problem = random_problem(500 + seed, count=40)
+    arrays = columns(problem)
+    offsets = greedy(*arrays, "best-fit").tolist()
+    rng = random.Random(seed)
+    moved = list(offsets)
+    victim = rng.randrange(len(moved))
+    if problem.buffers[victim].offset is None:
+        moved[victim] = rng.randrange(0, 64) * problem.buffers[victim].alignment
+    for layout in (offsets, moved):
+        fast = checker._fast_valid(problem, layout, None)
+        checker._last_columns = None
+        reported = checker._check_buffers(problem) + list(checker._overlaps(problem.buffers, layout, list(range(len(layout)))))
+        assert fast == (not reported)
+        assert fast == (validate(problem, layout) == [])
