@@ -347,6 +347,78 @@ def test_matches_oracle_on_problems_with_identical_buffers():
     assert outcomes == {True, False}
 
 
+
+def cpsat_feasible(starts, ends, sizes, capacity, aligns, fixed) -> bool:
+    """Whether a layout exists, by OR-Tools CP-SAT (NoOverlap2D): an oracle for problems too
+    big to enumerate, written apart from the kernel."""
+    from ortools.sat.python import cp_model
+
+    model = cp_model.CpModel()
+    times, spaces = [], []
+    for i, (start, end, size) in enumerate(zip(starts, ends, sizes)):
+        if fixed[i] >= 0:
+            offset = model.NewConstant(fixed[i])
+        else:
+            slot = model.NewIntVar(0, max((capacity - size) // aligns[i], 0), f"k{i}")
+            offset = model.NewIntVar(0, capacity, f"o{i}")
+            model.Add(offset == aligns[i] * slot)
+        model.Add(offset + size <= capacity)
+        times.append(model.NewFixedSizeIntervalVar(start, end - start, f"t{i}"))
+        spaces.append(model.NewFixedSizeIntervalVar(offset, size, f"s{i}"))
+    model.AddNoOverlap2D(times, spaces)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 20
+    status = solver.Solve(model)
+    assert status in (cp_model.OPTIMAL, cp_model.FEASIBLE, cp_model.INFEASIBLE)
+    return status != cp_model.INFEASIBLE
+
+
+def medium_problem(rng: np.random.Generator):
+    """8 to 14 buffers near LOAD, with many shared lifetimes (stacks, lifted buffers, hatless
+    children), some aligned, some pinned: beyond the brute-force oracle."""
+    while True:
+        n = int(rng.integers(8, 15))
+        starts = [int(x) for x in rng.integers(0, 8, n)]
+        ends = [s + int(rng.integers(1, 6)) for s in starts]
+        for i in range(1, n):
+            if rng.random() < 0.3:  # share the lifetime of an earlier buffer
+                j = int(rng.integers(0, i))
+                starts[i], ends[i] = starts[j], ends[j]
+        sizes = [int(x) for x in rng.choice([1, 2, 3, 4, 5, 8, 12], n)]
+        aligns = [int(x) for x in rng.choice([1, 1, 1, 1, 2, 4], n)]
+        capacity = load(starts, ends, sizes) + int(rng.integers(-1, 4))
+        fixed = [-1] * n
+        for i in range(n):
+            if rng.random() < 0.05 and sizes[i] <= capacity:
+                fixed[i] = int(rng.integers(0, (capacity - sizes[i]) // aligns[i] + 1)) * aligns[i]
+        pinned = [i for i in range(n) if fixed[i] >= 0]
+        clash = any(
+            starts[i] < ends[j] and starts[j] < ends[i]
+            and fixed[i] < fixed[j] + sizes[j] and fixed[j] < fixed[i] + sizes[i]
+            for i, j in itertools.combinations(pinned, 2)
+        )
+        if capacity > 0 and max(sizes) <= capacity and not clash:
+            return starts, ends, sizes, capacity, aligns, fixed
+
+
+def test_matches_cpsat_on_medium_problems():
+    # the dominance rules argue over a least-weight solution; CP-SAT checks them on problems
+    # where stacks of one lifetime, lifted buffers and hatless children are common
+    rng = np.random.default_rng(31)
+    outcomes = set()
+    for _ in range(40):
+        problem = medium_problem(rng)
+        expected = cpsat_feasible(*problem)
+        outcomes.add(expected)
+        starts, ends, sizes, capacity, aligns, fixed = problem
+        for params in (Params(), Params(restarts=False, backjumping=False), Params(decomposition=False)):
+            result = run(starts, ends, sizes, capacity, aligns, fixed, params, time_limit=20.0)
+            assert result.status == (STATUS_OK if expected else STATUS_INFEASIBLE), (problem, params)
+            if expected:
+                assert layout_errors(*problem, result.offsets) == [], (problem, params)
+    assert outcomes == {True, False}
+
 def test_section_inference_proves_load_overflow_at_once():
     result = run(**HOPELESS, params=Params())
     assert result.status == STATUS_INFEASIBLE
