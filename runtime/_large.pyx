@@ -466,8 +466,10 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
     ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
     at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
     ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-    ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
-    read (work), and whether time or cancel cut the first ordering short.
+    ``block_levels`` / ``low_levels``: the heights of the unions over start positions (for
+    tuning; any values give the same layout). ``info``: the peak, the ordering that won,
+    the orderings completed, the byte ranges read (work), and whether time or cancel cut
+    the first ordering short.
     Raises ValueError on malformed input (lengths, end <= start, negative size, alignment,
     an ordering that is not a permutation).
     """

@@ -251,3 +251,12 @@ def test_validator_fast_path_agrees_with_the_reporting_sweep(seed):
         reported = checker._check_buffers(problem) + list(checker._overlaps(problem.buffers, layout, list(range(len(layout)))))
         assert fast == (not reported)
         assert fast == (validate(problem, layout) == [])
+
+
+def test_union_heights_change_speed_not_layouts():
+    trace = generate(8000, 9)
+    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, np.full(8000, -1, dtype=np.int64))
+    reference, _ = plan(*arrays, orderings=3)
+    for block_levels, low_levels in ((1, 1), (4, 2), (13, 6), (30, 1)):
+        offsets, _ = plan(*arrays, orderings=3, block_levels=block_levels, low_levels=low_levels)
+        assert np.array_equal(offsets, reference), (block_levels, low_levels)
