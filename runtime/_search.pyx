@@ -94,8 +94,8 @@ find the section overflowing at ``p + 1``).
    (greater ``(pos, rank)``) are skipped. Sound: if the path of ``S`` (rule 1) left
    through a later child, ``d`` would sit at or above ``p`` in ``S``; above ``p`` it could
    move down to ``p`` (its placed neighbours end below ``p``, its unplaced ones sit at or
-   above their floors), lowering the sum; at ``p`` it would sort before that child. Only
-   with children ordered by ``(pos, rank)``, and not for buffers of zero bytes.
+   above their floors), lowering the sum; at ``p`` it would sort before that child (children
+   go by ``(pos, rank)``). Not for buffers of zero bytes.
 
 [decomposition] (TelaMalloc, MiniMalloc: partitions). Statically, the buffers are split at
 every time point no lifetime crosses, and the groups are solved one after another.
@@ -112,7 +112,8 @@ moves the buffers of the branching component, so a child re-checks the section i
 that component's window alone (the other sections passed at the parent and did not change).
 
 [contention_heuristic] (TelaMalloc: most contended time points first). Children are tried by
-increasing ``pos``, ties by rank (or, in half of the portfolio's runs, by rank alone). The
+increasing ``pos``, ties by rank (a child order by rank alone was dropped: with the rules
+above it needed more nodes, e.g. D 126k instead of 30k). The
 main rank orders buffers by the load of the most contended section they live in, then
 lifetime length, then size (as MiniMalloc's preordering); the portfolio adds
 (contention, size, length) and orderings without contention. Off: every ordering that
@@ -121,8 +122,7 @@ uses contention is left out of the portfolio.
 [restarts] (a portfolio with Luby budgets, as in SAT solvers). Run ``k`` may expand
 ``RESTART_BASE_NODES * luby(k)`` nodes, the first run ``RESTART_FIRST_NODES`` (a plain
 search with the main ordering often succeeds soon, and the other runs keep their budgets).
-Even runs cycle over the fixed orderings and the
-two child orders, odd runs use seeded random perturbations of the fixed orderings. The
+Even runs cycle over the fixed orderings, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
 bound, so the search stays complete. Off: one unbounded run with the main ordering.
@@ -253,7 +253,6 @@ ctypedef struct Ctx:
     int section_inference
     int dominance
     int backjumping
-    int rank_first      # children by (rank) instead of (pos, rank); a portfolio dimension
     # state
     int64_t* floor
     int64_t* off
@@ -707,8 +706,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 break
             if not ok:
                 continue
-        key = c.rank[k] if c.rank_first else p
-        c.sortbuf[count].key = key
+        c.sortbuf[count].key = p
         c.sortbuf[count].pos = p
         c.sortbuf[count].rank = c.rank[k]
         c.sortbuf[count].index = k
@@ -796,7 +794,7 @@ cdef int _run(Ctx* c) noexcept nogil:
                 f.trail = trail_top
                 f.placed = i
                 _place(c, i, p, &trail_top)
-                f.hatless = (c.dominance and not c.rank_first and trail_top == f.trail
+                f.hatless = (c.dominance and trail_top == f.trail
                              and c.size[i] > 0)
                 c.frames[d + 1].start = f.start + f.count
                 c.frames[d + 1].placed = -1
@@ -1111,13 +1109,11 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     while True:
         if params.restarts:
             rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
-            c.rank_first = (run // 2) % 2 if run % 2 == 0 else (run // 2 + 1) % 2
             c.budget = RESTART_BASE_NODES * _luby(run + 1)
             if run == 0:
                 c.budget = RESTART_FIRST_NODES
         else:
             rank[:] = ranks[0]
-            c.rank_first = 0
             c.budget = -1
         arrays["twin"][:] = _twins(arrays["st"], arrays["en"], arrays["size"], arrays["amask"],
                                    arrays["fixed"], rank)
