@@ -383,22 +383,24 @@ def _index(starts, ends):
 
 
 # The fixed orderings, most useful first: (size class base, 0 for the classic decreasing-
-# size order; first-fit instead of best-fit). Class orderings take the largest class first
-# and buffers by start time inside a class. Measured on the large/ set and tracegen: the
-# classic order with first-fit is the best single one on tracegen at 10^5..10^6 buffers
-# (1.018 x LOAD against 1.053 for best-fit), the class orderings win on the large/ set
-# (pangu: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x best-fit; resnet50: 2x first-fit).
+# size order; tie key inside a class, "start" time or longer "lifetime" first; first-fit
+# instead of best-fit). Class orderings take the largest class first. Measured on the
+# large/ set and tracegen: the classic order with first-fit is the best single one on
+# tracegen at 10^5..10^6 buffers (1.018 x LOAD against 1.053 for best-fit), the class
+# orderings win on the large/ set (pangu: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x by lifetime;
+# resnet50: 2x first-fit).
 FIXED_ORDERINGS = (
-    (0.0, False),  # exactly best-fit greedy: the result is never worse than it
-    (0.0, True),  # exactly first-fit greedy
-    (2.0 ** 0.5, False),
-    (8.0, True),
-    (4.0, False),
-    (2.0, True),
-    (8.0, False),
-    (4.0, True),
-    (2.0 ** 0.5, True),
-    (2.0, False),
+    (0.0, "", False),  # exactly best-fit greedy: the result is never worse than it
+    (0.0, "", True),  # exactly first-fit greedy
+    (2.0 ** 0.5, "start", False),
+    (8.0, "start", True),
+    (4.0, "start", False),
+    (4.0, "lifetime", False),
+    (2.0, "start", True),
+    (8.0, "start", False),
+    (4.0, "start", True),
+    (2.0 ** 0.5, "start", True),
+    (2.0, "start", False),
 )
 
 
@@ -421,10 +423,10 @@ def ordering(index, starts, ends, sizes, seed=0):
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
 
-    0..9: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
+    0..10: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
     then index (so orderings 0 and 1 place exactly as best-fit and first-fit greedy do);
     class orderings sort by size class (powers of the base, largest first), then start
-    time, then index. 10 and on: size classes of a random base in [1.25, 16] with a random
+    time or longer lifetime, then index. 11 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic.
@@ -436,11 +438,12 @@ def ordering(index, starts, ends, sizes, seed=0):
     lengths = ends - starts
     magnitude = np.log2(np.maximum(sizes, 1).astype(np.float64))
     if index < len(FIXED_ORDERINGS):
-        base, first_fit = FIXED_ORDERINGS[index]
+        base, tie, first_fit = FIXED_ORDERINGS[index]
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
         classes = np.floor(magnitude / np.log2(base))
-        return np.lexsort((position, starts, -classes)).astype(np.int64), first_fit
+        key = starts if tie == "start" else -lengths
+        return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(index)])
     base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)
     shift = rng.uniform(0.0, 1.0)

@@ -70,7 +70,7 @@ LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.15-0.3 s at 10^5 buffers and ~1.5-4 s at 10^6 on this machine, so
 # 10^5 buffers get 3 orderings (< 1 s with the checks), 62185 (Y_1) 5, 10^6 one; up to
-# 32000 buffers all ten fixed ones.
+# 29000 buffers all eleven fixed ones.
 LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
@@ -388,13 +388,13 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     return best
 
 
-def _large_orderings(count: int) -> tuple[int, int]:
+def _large_orderings(count: int, fixed: int) -> tuple[int, int]:
     """(orderings, first ordering) of the large planner without a time limit: as many of
-    its fixed orderings as LARGE_PLACEMENTS allows (each places every buffer once; at most
-    10), from the classic best-fit one, so never worse than best-fit greedy; from
+    its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
+    from the classic best-fit one, so never worse than best-fit greedy; from
     LARGE_PLACEMENTS / 2 buffers on a single one, the classic first-fit one (the best single
     ordering on tracegen at 10^5 and 10^6 buffers: 1.018 x LOAD where best-fit leaves 1.053)."""
-    orderings = max(1, min(10, LARGE_PLACEMENTS // max(count, 1)))
+    orderings = max(1, min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return (orderings, 0) if orderings > 1 else (1, 1)
 
 
@@ -402,9 +402,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tup
     """The large planner's best layout (all buffers), its peak and the planner's info.
     ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
     further orderings."""
-    from telamalloc.runtime._large import plan  # imported here: only this path needs it
+    from telamalloc.runtime._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
 
-    orderings, first = _large_orderings(len(instance.starts))
+    orderings, first = _large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
     remaining = instance.remaining()
     if remaining is not None:  # leave time for the independent check of the layout
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
