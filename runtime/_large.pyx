@@ -171,8 +171,10 @@ cdef class _Planner:
     # Unions of placed byte ranges (no removal: one construction fills them from empty):
     # over by_start positions (node v covers a block of positions; leaves are the buffers
     # themselves) and over distinct start times (each buffer at its canonical nodes).
-    cdef int64_t block_levels  # unions kept only for nodes from height low_levels up to this one
-    cdef int64_t low_levels
+    cdef int64_t block_levels  # unions kept only for nodes of heights low_levels, + level_step,
+    cdef int64_t low_levels  # ... up to top_level <= block_levels
+    cdef int64_t level_step
+    cdef int64_t top_level
     cdef int64_t position_width
     cdef int64_t time_width
     cdef Cover* position_covers
@@ -220,11 +222,10 @@ cdef class _Planner:
     cdef int _cover_insert(self, int64_t i) except -1 nogil:
         """Add i's byte range to the unions of every node that holds it."""
         cdef int64_t lo = self.offsets[i], hi = self.offsets[i] + self.sizes[i]
-        cdef int64_t node = (self.position_of[i] + self.position_width) >> self.low_levels
-        cdef int64_t left, right, lowest = self.position_width >> self.block_levels
-        while node >= lowest and node >= 1 and self.block_levels > 0:
-            _cover_add(&self.position_covers[node], lo, hi)
-            node >>= 1
+        cdef int64_t height = self.low_levels, left, right
+        while height <= self.top_level and self.block_levels > 0:
+            _cover_add(&self.position_covers[(self.position_of[i] + self.position_width) >> height], lo, hi)
+            height += self.level_step
         left = self.time_low[i] + self.time_width
         right = self.time_high[i] + self.time_width
         while left < right:
@@ -258,40 +259,30 @@ cdef class _Planner:
             if self.time_covers[node].length:
                 self._append_cover(&self.time_covers[node], &count)
             node >>= 1
-        # positions [run_lo, run_hi): the ragged ends (and short runs) buffer by buffer, the
-        # middle as unions of aligned blocks of 2^low_levels .. 2^block_levels positions
-        cdef int64_t low = self.run_lo[i], high = self.run_hi[i], position
-        cdef int64_t unit = <int64_t>1 << self.low_levels
-        cdef int64_t first = (low + unit - 1) // unit * unit, last = high // unit * unit
-        cdef int64_t block, piece, width
-        if high - low <= 2 * unit or first >= last or self.block_levels == 0:
-            for position in range(low, high):
+        # positions [run_lo, run_hi): short runs buffer by buffer; longer ones as the largest
+        # aligned blocks with a union (heights low_levels, + level_step, ... up to
+        # block_levels), single buffers where no block fits
+        cdef int64_t position = self.run_lo[i], high = self.run_hi[i], height, size
+        cdef bint taken
+        if high - position <= (<int64_t>2 << self.low_levels) or self.block_levels == 0:
+            while position < high:
                 self._append_one(position + self.position_width, &count)
+                position += 1
             return count
-        for position in range(low, first):
-            self._append_one(position + self.position_width, &count)
-        for position in range(last, high):
-            self._append_one(position + self.position_width, &count)
-        block = <int64_t>1 << (self.block_levels - self.low_levels)
-        low = first >> self.low_levels  # in units from here on
-        high = last >> self.low_levels
-        width = self.position_width >> self.low_levels
-        while low < high:
-            piece = (low // block + 1) * block
-            if piece > high:
-                piece = high
-            left = low + width
-            right = piece + width
-            while left < right:
-                if left & 1:
-                    self._append_one(left, &count)
-                    left += 1
-                if right & 1:
-                    right -= 1
-                    self._append_one(right, &count)
-                left >>= 1
-                right >>= 1
-            low = piece
+        while position < high:
+            taken = False
+            height = self.top_level
+            while height >= self.low_levels:
+                size = <int64_t>1 << height
+                if (position & (size - 1)) == 0 and position + size <= high:
+                    self._append_one((position + self.position_width) >> height, &count)
+                    position += size
+                    taken = True
+                    break
+                height -= self.level_step
+            if not taken:
+                self._append_one(position + self.position_width, &count)
+                position += 1
         return count
 
     cdef int _append_one(self, int64_t node, int64_t* count) except -1 nogil:
@@ -409,6 +400,9 @@ FIXED_ORDERINGS = (
 BLOCK_LEVELS = 10
 # Runs of buffers are read buffer by buffer below aligned blocks of 2^LOW_LEVELS positions.
 LOW_LEVELS = 4
+# Unions are kept every LEVEL_STEP heights from LOW_LEVELS: fewer unions to update per
+# placement, a few more blocks to read per long run.
+LEVEL_STEP = 3
 
 
 def _log2(value):
@@ -457,7 +451,7 @@ def ordering(index, starts, ends, sizes, seed=0):
 
 def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
          time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
-         block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS):
+         block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS, level_step=LEVEL_STEP):
     """Plan the buffers; return (offsets, info).
 
     ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
@@ -469,8 +463,8 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
     ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
     at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
     ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-    ``block_levels`` / ``low_levels``: the heights of the unions over start positions (for
-    tuning; any values give the same layout). ``info``: the peak, the ordering that won,
+    ``block_levels`` / ``low_levels`` / ``level_step``: the heights of the unions over start
+    positions (for tuning; any values give the same layout). ``info``: the peak, the ordering that won,
     the orderings completed, the byte ranges read (work), and whether time or cancel cut
     the first ordering short.
     Raises ValueError on malformed input (lengths, end <= start, negative size, alignment,
@@ -517,8 +511,10 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
     planner.position_width = position_width
     planner.block_levels = min(block_levels, _log2(position_width))
     planner.low_levels = max(1, low_levels)  # leaves (height 0) hold no union
+    planner.level_step = max(1, level_step)
     if planner.low_levels > planner.block_levels:
         planner.block_levels = 0  # too few buffers for unions: read them one by one
+    planner.top_level = planner.low_levels + (planner.block_levels - planner.low_levels) // planner.level_step * planner.level_step
     planner._init_covers()
     planner.offsets = np.zeros(count, dtype=np.int64)
     planner.placed = <char*>malloc(count)

@@ -257,6 +257,6 @@ def test_union_heights_change_speed_not_layouts():
     trace = generate(8000, 9)
     arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, np.full(8000, -1, dtype=np.int64))
     reference, _ = plan(*arrays, orderings=3)
-    for block_levels, low_levels in ((1, 1), (4, 2), (13, 6), (30, 1)):
-        offsets, _ = plan(*arrays, orderings=3, block_levels=block_levels, low_levels=low_levels)
-        assert np.array_equal(offsets, reference), (block_levels, low_levels)
+    for block_levels, low_levels, level_step in ((1, 1, 1), (4, 2, 1), (13, 6, 2), (30, 1, 1), (10, 2, 4), (9, 3, 3)):
+        offsets, _ = plan(*arrays, orderings=3, block_levels=block_levels, low_levels=low_levels, level_step=level_step)
+        assert np.array_equal(offsets, reference), (block_levels, low_levels, level_step)
