@@ -67,14 +67,16 @@ find the section overflowing at ``p + 1``).
 1. Let ``mtop`` be the lowest ``spos(e) + size(e)`` over the unplaced free buffers ``e`` of
    the branching component (``pos(e)`` for empty ones; MiniMalloc's minimum height). A
    child placing a buffer ``d`` with ``pos(d) >= mtop`` is skipped. Sound: take, among the
-   stable solutions with twins in rank order, one ``S`` with the least sum of offsets, and
-   suppose its path leaves a node through such a child ``d``. In ``S`` every buffer not yet
+   completions of a node (stable, twins in rank order), one ``S`` with the least sum of
+   offsets, and suppose its sorted order leaves the node through such a child ``d``. In
+   ``S`` every buffer not yet
    placed at that node (pins included) sits at or above ``pos(d) >= spos(e) + size(e)``,
    ``e`` too, and ``e``'s placed neighbours end at or below ``floor(e) <= spos(e)``: moving
    ``e`` down to ``spos(e)`` keeps ``S`` valid and lowers its sum, and pushing the layout
-   down (which lowers nothing back up) gives a stable solution with a smaller sum than
-   ``S``'s, a contradiction. So the path of ``S`` is never cut by this rule (the other rules
-   are necessary conditions or, like the table, exact).
+   down (which lowers nothing back up, and leaves the placed buffers where they are) gives
+   a completion with a smaller sum than ``S``'s, a contradiction. So a node with a
+   completion keeps a child with one (the other rules are necessary conditions or, like the
+   table, exact), and by induction the search finds a layout whenever one exists.
 2. Twins, free buffers with the same lifetime, size (> 0) and alignment, are interchangeable
    and overlap in time: swapping them keeps a layout valid, so some solution has them in
    rank order, one below the other, and in canonical order the lower one is placed first.
@@ -91,7 +93,7 @@ find the section overflowing at ``p + 1``).
 4. Hatless children (MiniMalloc's hatless pruning): when a child ``d`` placed at ``p``
    raises the floor of no unplaced buffer (all its unplaced time-neighbours have floors
    at or above ``p + size(d)``) and its subtree fails, the later children of the node
-   (greater ``(pos, rank)``) are skipped. Sound: if the path of ``S`` (rule 1) left
+   (greater ``(pos, rank)``) are skipped. Sound: if ``S`` (rule 1) left
    through a later child, ``d`` would sit at or above ``p`` in ``S``; above ``p`` it could
    move down to ``p`` (its placed neighbours end below ``p``, its unplaced ones sit at or
    above their floors), lowering the sum; at ``p`` it would sort before that child (children
@@ -110,6 +112,18 @@ it its base, that earlier node fails too: the search jumps back to it at once (s
 unlike the budget cuts below, and recorded in the table of failed states). A placement only
 moves the buffers of the branching component, so a child re-checks the section inference on
 that component's window alone (the other sections passed at the parent and did not change).
+Fresh pieces (MiniMalloc's sub-solves): when a placement changes its component (splits it or
+shrinks its window), each resulting component starts afresh: its canonical base goes back to
+``(0, -1)`` and its buffers are re-ranked by the unplaced bytes of the most loaded section
+they live in (decreasing; ties by the old rank, so twins keep their order), the piece keeping
+its set of rank values; the changes are trailed and taken back with the placement. Sound:
+resetting a base only adds paths (the sorted-order path of every completion is still there,
+each buffer at its stable position), and the rules above hold for any base and any rank
+order within a component: rules 1, 2 and 4 argue over a least completion of the node, the
+section rules over the sorted-order continuation that every completion has, and the table
+records that a node has no completion at all, which does not depend on ranks. The re-ranked
+order is what solves I (2.5k nodes instead of no answer in minutes). Limit: a path keeps at
+most ``RANK_TRAIL_LIMIT`` re-rankings; beyond, pieces keep their ranks.
 
 [contention_heuristic] (TelaMalloc: most contended time points first). Children are tried by
 increasing ``pos``, ties by rank (a child order by rank alone was dropped: with the rules
@@ -162,6 +176,7 @@ STATUS_INFEASIBLE = 1
 STATUS_TIMEOUT = 2
 
 cdef enum:
+    RANK_TRAIL_LIMIT = 1 << 20  # re-rankings kept on one path (16 MiB); beyond, pieces keep their ranks
     LIFT_PASSES = 4  # passes that raise lifted buffers onto the lowest tops of their neighbours
 
 cdef enum:
@@ -211,6 +226,8 @@ ctypedef struct Frame:
     uint64_t key1      # the node's state key (see _expand), for the table of failed states
     uint64_t key2
     int64_t jumps      # c.jumps when the node was expanded
+    int fresh          # its placement changed its component: the pieces start afresh
+    int64_t rank_mark  # height of the rank trail before the pieces were re-ranked
     int hatless        # the current child raised no floor: once it fails, its later siblings fail
 
 
@@ -259,6 +276,11 @@ ctypedef struct Ctx:
     uint8_t* placed
     int64_t* pos
     int64_t* lifted_pos # scratch: the raised pos of lifted buffers
+    int64_t* rank_idx   # trail of re-ranked buffers and their old ranks
+    int64_t* rank_old
+    int64_t rank_top
+    int64_t rank_cap
+    int64_t* rank_vals  # scratch: the rank values of one piece, sorted
     int64_t* spos       # stable position alignup(floor) of each unplaced free buffer (>0 bytes)
     int64_t* total      # unplaced bytes per section
     int64_t* low        # scratch: lowest pos per section
@@ -412,6 +434,51 @@ cdef inline int _stack_overflows(int64_t* low, int64_t lo, int64_t hi, int64_t s
     return bad
 
 
+cdef int _compare_int64(const void* left, const void* right) noexcept nogil:
+    cdef int64_t a = (<const int64_t*>left)[0]
+    cdef int64_t b = (<const int64_t*>right)[0]
+    return -1 if a < b else (1 if a > b else 0)
+
+
+cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
+    """Re-rank each piece of the component the last placement changed: by the unplaced
+    bytes of the most loaded section a buffer lives in (decreasing), ties by the old rank;
+    the piece keeps its set of rank values (ranks are only compared within a component).
+    Changes go on the rank trail, taken back with the placement."""
+    cdef int64_t q, k, s, most, n, t, following
+    for q in range(ncomp):
+        if c.comp_lo[q] < c.frames[d - 1].act_lo:
+            continue
+        if c.comp_lo[q] >= c.frames[d - 1].act_hi:
+            break
+        n = 0
+        following = c.nxt[c.m]
+        while following != c.m:
+            k = following
+            following = c.nxt[k]
+            if c.comp[k] != q:
+                continue
+            most = 0
+            for s in range(c.sb[k], c.se[k]):
+                if c.total[s] > most:
+                    most = c.total[s]
+            c.sortbuf[n].key = -most
+            c.sortbuf[n].pos = 0
+            c.sortbuf[n].rank = c.rank[k]
+            c.sortbuf[n].index = k
+            c.rank_vals[n] = c.rank[k]
+            n += 1
+        qsort(c.sortbuf, n, sizeof(Child), _compare_children)
+        qsort(c.rank_vals, n, sizeof(int64_t), _compare_int64)
+        for t in range(n):
+            k = c.sortbuf[t].index
+            if c.rank[k] != c.rank_vals[t]:
+                c.rank_idx[c.rank_top] = k
+                c.rank_old[c.rank_top] = c.rank[k]
+                c.rank_top += 1
+                c.rank[k] = c.rank_vals[t]
+
+
 cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     """Fill frame ``d`` with the children of the current node; return their number.
 
@@ -471,6 +538,21 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 sec_lo = c.sb[k]
             if c.se[k] > sec_hi:
                 sec_hi = c.se[k]
+    # a placement that changed its component (split it or shrank its window) leaves each
+    # piece to be solved afresh: base (0, -1) and ranks by current contention
+    if d > 0:
+        c.frames[d - 1].rank_mark = c.rank_top
+        c.frames[d - 1].fresh = 0
+    if d > 0 and c.dynamic:
+        c.frames[d - 1].fresh = 1
+        for q in range(ncomp):
+            if c.comp_lo[q] == c.frames[d - 1].act_lo and c.comp_hi[q] == c.frames[d - 1].act_hi:
+                c.frames[d - 1].fresh = 0
+                break
+            if c.comp_lo[q] >= c.frames[d - 1].act_hi:
+                break
+        if c.frames[d - 1].fresh and c.rank_top + m <= c.rank_cap:
+            _rerank(c, d, ncomp)
     # positions and forced dead ends. The base (L, r) of a buffer is the last placement
     # made while it was in the branching component: the deepest frame whose window holds it
     following = c.nxt[m]
@@ -483,7 +565,7 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         c.bD[k] = j
         base = c.floor[k]
         if c.canonical:
-            if j >= 0:
+            if j >= 0 and not c.frames[j].fresh:
                 L = c.off[c.frames[j].placed]
                 r = c.rank[c.frames[j].placed]
             else:
@@ -727,6 +809,9 @@ cdef void _undo(Ctx* c, int64_t d, int64_t* trail_top) noexcept nogil:
     cdef int64_t k
     _unplace(c, f.placed, f.trail, trail_top)
     f.placed = -1
+    while c.rank_top > f.rank_mark:
+        c.rank_top -= 1
+        c.rank[c.rank_idx[c.rank_top]] = c.rank_old[c.rank_top]
     c.backtracks += 1
 
 
@@ -987,7 +1072,9 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
         floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
-        spos=np.zeros(m, dtype=np.int64), nxt=np.zeros(m + 1, dtype=np.int64),
+        spos=np.zeros(m, dtype=np.int64), rank_vals=np.zeros(m + 1, dtype=np.int64),
+        rank_idx=np.zeros(min(m * m, RANK_TRAIL_LIMIT) + 1, dtype=np.int64),
+        rank_old=np.zeros(min(m * m, RANK_TRAIL_LIMIT) + 1, dtype=np.int64), nxt=np.zeros(m + 1, dtype=np.int64),
         prv=np.zeros(m + 1, dtype=np.int64), lifted_pos=np.zeros(m, dtype=np.int64),
         total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
         trail_idx=np.empty(len(a) + 1, dtype=np.int64),
@@ -1042,6 +1129,11 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.comp_hi = _ptr(arrays["comp_hi"])
     c.comp_mtop = _ptr(arrays["comp_mtop"])
     c.spos = _ptr(arrays["spos"])
+    c.rank_idx = _ptr(arrays["rank_idx"])
+    c.rank_old = _ptr(arrays["rank_old"])
+    c.rank_vals = _ptr(arrays["rank_vals"])
+    c.rank_cap = RANK_TRAIL_LIMIT if m * m > RANK_TRAIL_LIMIT else m * m
+    c.rank_top = 0
     c.nxt = _ptr(arrays["nxt"])
     c.prv = _ptr(arrays["prv"])
     c.lifted_pos = _ptr(arrays["lifted_pos"])
@@ -1073,6 +1165,7 @@ cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
     for k in range(c.m):
         c.floor[k] = 0
         c.placed[k] = 0
+    c.rank_top = 0
     for k in range(c.m):
         c.nxt[previous] = c.by_start[k]
         c.prv[c.by_start[k]] = previous
