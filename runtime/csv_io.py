@@ -4,7 +4,8 @@ Reading: a header row is required; columns are found by name, in any order:
 - ``id,lower,upper,size``: the buffer is live for ``lower <= t < upper`` (half-open);
 - or ``id,begin,end,size`` with ``end`` INCLUSIVE (as XLA, TFLite and IREE dump them):
   ``upper = end + 1``;
-- optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer).
+- optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer; an
+  empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only).
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
@@ -139,7 +140,11 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     if identifier in seen:
         raise _fail(path, line, f"duplicate id '{_show(identifier)}' (first on line {seen[identifier]})")
     seen[identifier] = line
-    values = {column: _integer(path, line, column, row[index]) for column, index in position.items() if column != "id"}
+    values = {
+        column: _integer(path, line, column, row[index])
+        for column, index in position.items()
+        if column != "id" and not (column == "offset" and not row[index].strip())  # empty: not pinned
+    }
     start = values[lower_name]
     end = values[upper_name]
     if upper_name == "end":

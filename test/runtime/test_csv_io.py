@@ -31,6 +31,11 @@ def test_columns_by_name_in_any_order_with_optional_columns(tmp_path):
     assert table.problem.buffers == (Buffer("x", 1, 5, 8, 4, 16),)
 
 
+def test_an_empty_offset_cell_leaves_that_buffer_free(tmp_path):
+    path = write(tmp_path, "id,lower,upper,size,offset\npinned,0,3,4,8\nfree,0,3,4,\nblank,1,2,4,  \n")
+    assert read_problem(path).buffers == (Buffer("pinned", 0, 3, 4, 1, 8), Buffer("free", 0, 3, 4), Buffer("blank", 1, 2, 4))
+
+
 def test_inclusive_begin_end_converts_to_half_open(tmp_path):
     path = write(tmp_path, "id,begin,end,size\na,0,0,4\nb,1,3,4\n")
     assert read_problem(path).buffers == (Buffer("a", 0, 1, 4), Buffer("b", 1, 4, 4))
