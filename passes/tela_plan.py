@@ -23,8 +23,6 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 
 from __future__ import annotations
 
-import csv
-import io
 import os
 import sys
 from collections.abc import Sequence
@@ -51,6 +49,7 @@ from telamalloc.passes.collect import (
 )
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.runtime.api import solve
+from telamalloc.runtime.csv_io import write_problem
 from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.validate import validate
 
@@ -273,26 +272,9 @@ def _dump_paths(path: str | None, problems: Sequence[FunctionProblem]) -> dict[s
 
 
 def _write_problem_csv(path: str, problem: Problem) -> None:
-    """MiniMalloc's `id,lower,upper,size` plus `alignment`, and `offset` when all are pinned.
-
-    The CSV format pins every buffer or none: when only some are pinned, the pins are not
-    written and the replay solves the unpinned problem.
-    """
-    columns = ["id", "lower", "upper", "size", "alignment"]
-    pinned = all(buffer.offset is not None for buffer in problem.buffers)
-    if pinned:
-        columns.append("offset")
-    out = io.StringIO(newline="")
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(columns)
-    for buffer in problem.buffers:
-        row = [buffer.id, buffer.start, buffer.end, buffer.size, buffer.alignment]
-        if pinned:
-            row.append(buffer.offset)
-        writer.writerow(row)
+    """The problem as MiniMalloc's CSV (`telamalloc.runtime.csv_io.write_problem`)."""
     try:
-        with open(path, "w", encoding="utf-8", newline="") as stream:
-            stream.write(out.getvalue())
+        write_problem(path, problem)
     except OSError as error:
         raise PassFailedException(
             f"cannot write the problem to '{path}': {error.strerror}; pass a writable "

@@ -212,6 +212,33 @@ def write_solution(
     _write_atomically(os.fspath(path), out.getvalue())
 
 
+def write_problem(path: str | os.PathLike, problem: Problem) -> None:
+    """Write ``problem`` (no layout) atomically, for ``read_problem`` or MiniMalloc.
+
+    Columns: ``id,lower,upper,size``, plus ``alignment`` when any buffer has one and
+    ``offset`` when any buffer is pinned (empty for the free buffers).
+    """
+    columns = list(HALF_OPEN_COLUMNS)
+    if any(buffer.alignment != 1 for buffer in problem.buffers):
+        columns.append("alignment")
+    if any(buffer.offset is not None for buffer in problem.buffers):
+        columns.append("offset")
+    out = io.StringIO(newline="")
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for buffer in problem.buffers:
+        values = {
+            "id": buffer.id,
+            "lower": buffer.start,
+            "upper": buffer.end,
+            "size": buffer.size,
+            "alignment": buffer.alignment,
+            "offset": "" if buffer.offset is None else buffer.offset,
+        }
+        writer.writerow([values[column] for column in columns])
+    _write_atomically(os.fspath(path), out.getvalue())
+
+
 def _write_atomically(path: str, text: str) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)

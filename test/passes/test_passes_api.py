@@ -156,6 +156,26 @@ def test_dumped_csv_replays_to_the_same_outcome(tmp_path):
     assert replay.overload.time == 1 and replay.overload.bytes_needed == 48
 
 
+def test_dumped_csv_keeps_the_pins_of_a_partly_pinned_function(tmp_path):
+    module = _parse(
+        """
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
+  func.func @f() {
+    %a = scratchpad.alloc() offset 16 : memref<4xf32, #scratchpad.space>
+    %b = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+    "test.op"(%a, %b) : (memref<4xf32, #scratchpad.space>, memref<4xf32, #scratchpad.space>) -> ()
+    func.return
+  }
+}
+"""
+    )
+    path = tmp_path / "f.csv"
+    plan_module(module, dump_problem=str(path))
+    assert [(b.id, b.offset) for b in read_problem(path).buffers] == [("a", 16), ("b", None)]
+    replay = telamalloc.solve(read_problem(path, capacity=64))
+    assert replay.ok and replay.offsets[0] == 16
+
+
 def test_report_lines_one_per_function():
     module = _parse(TWO_FUNCTIONS)
     stream = io.StringIO()

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.csv_io import CsvError, read_csv, read_problem, write_solution
-from telamalloc.runtime.problem import Buffer, ProblemError
+from telamalloc.runtime.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
+from telamalloc.runtime.problem import Buffer, Problem, ProblemError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
 
@@ -34,6 +34,22 @@ def test_columns_by_name_in_any_order_with_optional_columns(tmp_path):
 def test_an_empty_offset_cell_leaves_that_buffer_free(tmp_path):
     path = write(tmp_path, "id,lower,upper,size,offset\npinned,0,3,4,8\nfree,0,3,4,\nblank,1,2,4,  \n")
     assert read_problem(path).buffers == (Buffer("pinned", 0, 3, 4, 1, 8), Buffer("free", 0, 3, 4), Buffer("blank", 1, 2, 4))
+
+
+@pytest.mark.parametrize(
+    "buffers, header",
+    [
+        ((Buffer("a", 0, 3, 4), Buffer("b", 2, 5, 8)), "id,lower,upper,size"),
+        ((Buffer("a", 0, 3, 4, 16), Buffer("b", 2, 5, 8)), "id,lower,upper,size,alignment"),
+        ((Buffer("a", 0, 3, 4, 1, 8), Buffer("b", 2, 5, 8)), "id,lower,upper,size,offset"),
+        ((Buffer("a", 0, 3, 4, 1, 8), Buffer("b", 2, 5, 8, 4, 0)), "id,lower,upper,size,alignment,offset"),
+    ],
+)
+def test_write_problem_round_trips_with_only_the_columns_needed(tmp_path, buffers, header):
+    path = tmp_path / "p.csv"
+    write_problem(path, Problem(buffers))
+    assert path.read_text().splitlines()[0] == header
+    assert read_problem(path).buffers == buffers
 
 
 def test_inclusive_begin_end_converts_to_half_open(tmp_path):
