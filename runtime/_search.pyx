@@ -154,10 +154,10 @@ instances the time depends on which portfolio run gets lucky (heavy tails): the 
 fresh pieces are ranked in is what solves I, and G needs 46k nodes with it where it needed
 500 without. Memory is O(n + overlapping pairs + sections) plus the 16 MiB table of failed
 states (16 KiB for n <= 64), the rank trail (min(n**2, 2**20) pairs: 16 MiB at most) and a
-candidate stack that grows with the depth times the branching. A node costs O(u + sections
+candidate stack that grows with the depth times the branching. A node costs O(n + sections
 + section spans of the unplaced buffers of the parent's branching window + neighbours of
-the lifted buffers), with u the unplaced buffers, plus O(u log u) when it re-ranks fresh
-pieces. No Python object is touched in the search
+the lifted buffers), most loops running over the u unplaced buffers only, plus O(u log u)
+when it re-ranks fresh pieces. No Python object is touched in the search
 loop, which runs without the GIL; the clock and the cancel flag are read every 1024 nodes (every 64 or every node for
 groups of more than 512 or 8192 buffers)
 and Python signals every ~100 ms (with the GIL).
