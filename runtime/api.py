@@ -398,14 +398,15 @@ def _large_orderings(count: int, fixed: int) -> tuple[int, int]:
     return (orderings, 0) if orderings > 1 else (1, 1)
 
 
-def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tuple[tuple[int, ...], int, dict]:
+def _large_layout(instance: _Instance, target: int | None, anytime: bool, limited: bool = True) -> tuple[tuple[int, ...], int, dict]:
     """The large planner's best layout (all buffers), its peak and the planner's info.
     ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
-    further orderings."""
+    further orderings. ``limited`` False: ignore the time limit and the cancel flag (a
+    fallback layout after the search, like the greedy fallback)."""
     from telamalloc.runtime._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
 
     orderings, first = _large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
-    remaining = instance.remaining()
+    remaining = instance.remaining() if limited else None
     if remaining is not None:  # leave time for the independent check of the layout
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
     live_offsets, info = plan(
@@ -416,10 +417,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool) -> tup
         time_limit=0.0 if remaining is None else max(remaining, 1e-6),
         target=-1 if target is None else target,
         seed=instance.params.seed,
-        cancel=instance.cancel,
+        cancel=instance.cancel if limited else None,
         progress=instance.progress,
     )
-    if instance.cancelled():
+    if limited and instance.cancelled():
         instance.counters.cancelled = True
     offsets = instance.full_offsets(live_offsets.tolist())
     peak = int((live_offsets + instance.sizes).max()) if len(live_offsets) else 0
@@ -582,9 +583,30 @@ def _fit_search(instance: _Instance, capacity: int, load: tuple) -> _Outcome:
     return _Outcome(Status.TIMEOUT)
 
 
+def _is_large(instance: _Instance) -> bool:
+    """Too many buffers for the greedy baselines' pair lists: the large planner stands in."""
+    return len(instance.starts) > LARGE_THRESHOLD
+
+
+def _heuristic_layout(instance: _Instance, capacity: int, limited: bool) -> tuple[tuple[int, ...], str]:
+    """The layout fit mode tries before the search and falls back to after it: the better
+    greedy layout, or on a large problem the large planner's (which includes the greedy
+    orders and stores no pairs). Computed once per solve."""
+    if not _is_large(instance):
+        return _best_greedy(instance, GREEDY_ALGORITHMS)
+    if "large" not in instance.greedy_layouts:
+        offsets, _, _ = _large_layout(instance, capacity, anytime=False, limited=limited)
+        instance.greedy_layouts["large"] = offsets
+    return instance.greedy_layouts["large"], "large"
+
+
 def _fallback(instance: _Instance, capacity: int, why: str, algorithms=GREEDY_ALGORITHMS) -> _Outcome:
-    """After a TIMEOUT: the better greedy layout, which may or may not fit."""
-    offsets, algorithm = _best_greedy(instance, algorithms)
+    """After a TIMEOUT: the better greedy layout (on a large problem the large planner's),
+    which may or may not fit."""
+    if algorithms == GREEDY_ALGORITHMS:
+        offsets, algorithm = _heuristic_layout(instance, capacity, limited=False)
+    else:
+        offsets, algorithm = _best_greedy(instance, algorithms)
     peak = _peak(instance.problem, offsets)
     if peak <= capacity:
         return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{why}; {algorithm} found a layout within capacity '{capacity}'", capacity=capacity)
@@ -628,7 +650,7 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
             peak=peak,
         )
     if greedy_first:
-        offsets, greedy_name = _best_greedy(instance, GREEDY_ALGORITHMS)
+        offsets, greedy_name = _heuristic_layout(instance, capacity, limited=False)
         if _peak(instance.problem, offsets) <= capacity:
             return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{greedy_name} fits, no search needed", capacity=capacity)
     outcome = _fit_search(instance, capacity, load)

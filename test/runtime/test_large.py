@@ -181,6 +181,28 @@ def test_minimize_switches_to_large_above_the_threshold(monkeypatch):
     assert solution.peak == solve(problem, mode="minimize", algorithm="large").peak
 
 
+def test_fit_mode_tries_the_large_planner_first_above_the_threshold(monkeypatch):
+    problem = generate(600, 2).problem()
+    monkeypatch.setattr(api, "LARGE_THRESHOLD", 500)
+    planned = solve(problem, mode="minimize", algorithm="large")
+    solution = solve(problem, capacity=planned.peak)
+    assert solution.ok and "large fits, no search needed" in solution.message
+    assert solution.offsets == planned.offsets and solution.stats.nodes == 0
+
+
+def test_fit_mode_falls_back_to_the_large_planner_above_the_threshold(monkeypatch):
+    """The search times out: the fallback is the large planner's full layout, even though
+    the time limit has passed (no pair lists of the greedy baselines on a large problem)."""
+    from telamalloc.runtime.puzzles import subset_sum_problem
+
+    puzzle = subset_sum_problem(24)
+    monkeypatch.setattr(api, "LARGE_THRESHOLD", 10)
+    solution = solve(puzzle, time_limit=0.3)
+    assert solution.status is Status.TIMEOUT and solution.fallback
+    assert "the search timed out; the large fallback" in solution.message
+    assert validate(Problem(puzzle.buffers), solution.offsets) == [] and solution.peak > puzzle.capacity
+
+
 def test_time_limit_is_honoured_and_anytime_improves():
     problem = generate(30000, 0).problem()
     default = solve(problem, mode="minimize", algorithm="large")
