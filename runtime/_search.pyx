@@ -448,39 +448,41 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
     """Re-rank each piece of the component the last placement changed: by the unplaced
     bytes of the most loaded section a buffer lives in (decreasing), ties by the old rank;
     the piece keeps its set of rank values (ranks are only compared within a component).
-    Changes go on the rank trail, taken back with the placement."""
-    cdef int64_t q, k, s, most, n, t, following
-    for q in range(ncomp):
-        if c.comp_lo[q] < c.frames[d - 1].act_lo:
+    One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
+    with the placement."""
+    cdef int64_t k, s, most, n, t, following, first, q
+    n = 0
+    following = c.nxt[c.m]
+    while following != c.m:
+        k = following
+        following = c.nxt[k]
+        if c.st[k] < c.frames[d - 1].act_lo or c.en[k] > c.frames[d - 1].act_hi:
             continue
-        if c.comp_lo[q] >= c.frames[d - 1].act_hi:
-            break
-        n = 0
-        following = c.nxt[c.m]
-        while following != c.m:
-            k = following
-            following = c.nxt[k]
-            if c.comp[k] != q:
-                continue
-            most = 0
-            for s in range(c.sb[k], c.se[k]):
-                if c.total[s] > most:
-                    most = c.total[s]
-            c.sortbuf[n].key = -most
-            c.sortbuf[n].pos = 0
-            c.sortbuf[n].rank = c.rank[k]
-            c.sortbuf[n].index = k
-            c.rank_vals[n] = c.rank[k]
-            n += 1
-        qsort(c.sortbuf, n, sizeof(Child), _compare_children)
-        qsort(c.rank_vals, n, sizeof(int64_t), _compare_int64)
-        for t in range(n):
+        most = 0
+        for s in range(c.sb[k], c.se[k]):
+            if c.total[s] > most:
+                most = c.total[s]
+        c.sortbuf[n].key = c.comp[k]
+        c.sortbuf[n].pos = -most
+        c.sortbuf[n].rank = c.rank[k]
+        c.sortbuf[n].index = k
+        n += 1
+    qsort(c.sortbuf, n, sizeof(Child), _compare_children)
+    first = 0
+    while first < n:
+        q = first
+        while q < n and c.sortbuf[q].key == c.sortbuf[first].key:
+            c.rank_vals[q - first] = c.sortbuf[q].rank
+            q += 1
+        qsort(c.rank_vals, q - first, sizeof(int64_t), _compare_int64)
+        for t in range(first, q):
             k = c.sortbuf[t].index
-            if c.rank[k] != c.rank_vals[t]:
+            if c.rank[k] != c.rank_vals[t - first]:
                 c.rank_idx[c.rank_top] = k
                 c.rank_old[c.rank_top] = c.rank[k]
                 c.rank_top += 1
-                c.rank[k] = c.rank_vals[t]
+                c.rank[k] = c.rank_vals[t - first]
+        first = q
 
 
 cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
