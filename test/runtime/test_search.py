@@ -14,6 +14,7 @@ import itertools
 import signal
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -418,6 +419,22 @@ def test_matches_cpsat_on_medium_problems():
             if expected:
                 assert layout_errors(*problem, result.offsets) == [], (problem, params)
     assert outcomes == {True, False}
+
+
+CHALLENGING = Path(__file__).resolve().parents[3] / "shared" / "benchmarks" / "challenging"
+
+
+@pytest.mark.skipif(not (CHALLENGING / "I.1048576.csv").exists(), reason="benchmark I not present")
+def test_fresh_pieces_solve_benchmark_i():
+    # MiniMalloc's challenging I: without fresh, re-ranked pieces the portfolio expanded
+    # millions of nodes without an answer; with them the first run finds one
+    columns = np.loadtxt(CHALLENGING / "I.1048576.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    starts, ends, sizes = (columns[:, k].tolist() for k in (1, 2, 3))
+    n = len(starts)
+    result = run(starts, ends, sizes, 1048576, time_limit=60.0)
+    assert result.status == STATUS_OK
+    assert result.nodes < 20000
+    assert layout_errors(starts, ends, sizes, 1048576, [1] * n, [-1] * n, result.offsets) == []
 
 def test_section_inference_proves_load_overflow_at_once():
     result = run(**HOPELESS, params=Params())
