@@ -41,7 +41,7 @@ that the bound lifts (``spos(e) < pos(e)``) is no child. In the sorted order of 
 layout every buffer below a free buffer ``e`` comes before it, so at its turn ``e`` is
 placed exactly at ``spos(e)``, and that is at least ``lim(e)``: a lifted buffer would
 rest on nothing. It waits for a neighbour placed later to raise its floor (buffers of zero
-bytes are exempt; the API never passes them): it will sit at or above the lowest
+bytes never enter the search: they keep their pin, else 0): it will sit at or above the lowest
 ``pos(x) + size(x)`` over its unplaced neighbours ``x`` (aligned up), which becomes its
 ``pos`` for the inference below, and with no unplaced neighbour the node is dead. A node's future depends only on the unplaced
 buffers, their ``pos`` and their ``spos``: a solution extends the node iff every unplaced
@@ -1314,12 +1314,17 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     # the table of failed states: 2**20 slots (16 MiB) for real problems, small for tiny ones
     memo = np.zeros(2 * (1 << (20 if n > 64 else 10)), dtype=np.uint64)
     cdef uint64_t salt = 0
+    # buffers of zero bytes take no space: they keep their pin, else 0, and stay out of the
+    # search (whose rules assume sizes above 0)
+    empty = np.flatnonzero(sizes == 0)
+    offsets[empty] = np.maximum(fixed[empty], 0)
+    kept = np.flatnonzero(sizes > 0)
     if params.decomposition:
-        groups = _groups(starts, ends)
+        groups = [kept[np.array(members, dtype=np.int64)] for members in _groups(starts[kept], ends[kept])]
     else:
-        groups = [list(range(n))] if n else []
+        groups = [kept] if len(kept) else []
     for members in groups:
-        index = np.array(members, dtype=np.int64)
+        index = np.ascontiguousarray(members, dtype=np.int64)
         g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params)
         if deadline > 0 and _now() >= deadline:
             result = R_TIMEOUT  # the preparation of a huge group used up the time

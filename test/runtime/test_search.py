@@ -195,6 +195,21 @@ def test_sizes_near_int64_range():
     assert run(starts, ends, sizes, 4 * big - 1).status == STATUS_INFEASIBLE
 
 
+
+def test_zero_size_buffers_take_no_space():
+    # an empty buffer among the others must not change the answer (it once made the
+    # dominance rules prune the only layout); a pinned one keeps its pin
+    starts, ends, sizes = [9, 1, 1, 11, 11], [11, 6, 3, 12, 13], [12, 8, 0, 3, 4]
+    fixed = [-1, -1, -1, -1, -1]
+    result = run(starts, ends, sizes, 15, fixed=fixed)
+    assert result.status == STATUS_OK
+    assert layout_errors(starts, ends, sizes, 15, [1] * 5, fixed, result.offsets) == []
+    fixed = [-1, -1, 6, -1, -1]
+    result = run(starts, ends, sizes, 15, fixed=fixed)
+    assert result.status == STATUS_OK
+    assert result.offsets[2] == 6
+    assert layout_errors(starts, ends, sizes, 15, [1] * 5, fixed, result.offsets) == []
+
 def test_empty_problem():
     result = run([], [], [], 0)
     assert result.status == STATUS_OK
