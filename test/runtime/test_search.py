@@ -61,7 +61,7 @@ def layout_errors(starts, ends, sizes, capacity, aligns, fixed, offsets) -> list
         for j in range(i):
             time_overlap = starts[i] < ends[j] and starts[j] < ends[i]
             space_overlap = offset < offsets[j] + sizes[j] and offsets[j] < offset + sizes[i]
-            if time_overlap and space_overlap:
+            if time_overlap and space_overlap and sizes[i] > 0 and sizes[j] > 0:  # empty ones take no space
                 errors.append(f"buffers {j} and {i} overlap")
     return errors
 
