@@ -46,9 +46,7 @@ from libc.string cimport memmove
 
 cdef int64_t INT64_MAX_C = 0x7FFFFFFFFFFFFFFF
 
-ctypedef struct Span:
-    int64_t lo
-    int64_t hi
+include "_spans.pxi"
 
 
 # The union of some byte ranges: disjoint, sorted, touching ranges merged.
@@ -105,48 +103,6 @@ cdef int _cover_add(Cover* cover, int64_t lo, int64_t hi) except -1 nogil:
         memmove(&cover.data[first + 1], &cover.data[last], (cover.length - last) * sizeof(Span))
         cover.length -= last - first - 1
     return 0
-
-
-cdef void _sort_spans(Span* spans, int64_t left, int64_t right) noexcept nogil:
-    """Sort spans[left..right] by ``lo``: quicksort on the middle element, recursing into
-    the smaller part, insertion sort below 24 elements."""
-    cdef int64_t i, j, pivot
-    cdef Span item
-    while right - left > 24:
-        pivot = spans[left + (right - left) // 2].lo
-        i = left
-        j = right
-        while i <= j:
-            while spans[i].lo < pivot:
-                i += 1
-            while spans[j].lo > pivot:
-                j -= 1
-            if i <= j:
-                item = spans[i]
-                spans[i] = spans[j]
-                spans[j] = item
-                i += 1
-                j -= 1
-        if j - left < right - i:
-            _sort_spans(spans, left, j)
-            left = i
-        else:
-            _sort_spans(spans, i, right)
-            right = j
-    for i in range(left + 1, right + 1):
-        item = spans[i]
-        j = i - 1
-        while j >= left and spans[j].lo > item.lo:
-            spans[j + 1] = spans[j]
-            j -= 1
-        spans[j + 1] = item
-
-
-cdef inline int64_t _align_up(int64_t value, int64_t alignment) noexcept nogil:
-    cdef int64_t remainder = value % alignment
-    if remainder == 0:
-        return value
-    return value + (alignment - remainder)
 
 
 cdef class _Planner:
@@ -316,26 +272,7 @@ cdef class _Planner:
         """The best-fit (or first-fit) offset of i among its placed neighbours (i itself
         unplaced); on top of them when no gap fits."""
         cdef int64_t count = self._gather_covers(i)
-        cdef int64_t size = self.sizes[i], alignment = self.aligns[i]
-        cdef int64_t floor = 0, candidate, gap, s
-        cdef int64_t best_offset = -1, best_gap = INT64_MAX_C
-        if count > 1:
-            _sort_spans(self.spans, 0, count - 1)
-        for s in range(count):
-            if self.spans[s].lo > floor:
-                candidate = _align_up(floor, alignment)
-                if candidate + size <= self.spans[s].lo:
-                    if self.first_fit:
-                        return candidate
-                    gap = self.spans[s].lo - floor
-                    if gap < best_gap:
-                        best_gap = gap
-                        best_offset = candidate
-            if self.spans[s].hi > floor:
-                floor = self.spans[s].hi
-        if best_offset >= 0:
-            return best_offset
-        return _align_up(floor, alignment)
+        return _choose_offset(self.spans, count, self.sizes[i], self.aligns[i], self.first_fit)
 
     cdef int _place(self, int64_t i) except -1:
         """Place one unplaced buffer (pins stay; zero sizes take their pin or 0 and conflict
