@@ -163,7 +163,12 @@ the lifted buffers), most loops running over the u unplaced buffers only, plus O
 when it re-ranks fresh pieces. No Python object is touched in the search
 loop, which runs without the GIL; the clock and the cancel flag are read every 1024 nodes (every 64 or every node for
 groups of more than 512 or 8192 buffers)
-and Python signals every ~100 ms (with the GIL).
+and Python signals every ~100 ms (with the GIL). Preparing a group (neighbour lists: O(n log n
++ pairs), about 80 ns per overlapping pair here, 3.5 s for S_1's 43 M pairs) cannot be
+interrupted, so under a time limit a group whose preparation is estimated (at
+PAIR_SECONDS per pair) to outlast the time left is not prepared,
+and the clock is read again between the preparation's steps: the call then answers
+TIMEOUT instead of overrunning its limit.
 """
 
 import numpy as np
@@ -915,6 +920,7 @@ cdef int _run(Ctx* c) noexcept nogil:
 
 
 DYNAMIC_DECOMPOSITION_LIMIT = 4096  # groups above this size are not split dynamically
+PAIR_SECONDS = 100e-9  # a group's preparation per overlapping pair (~80 ns measured here; some margin)
 
 
 def _hash_ties(n, seed):
@@ -1037,7 +1043,10 @@ def _twins(st, en, sz, amask, fx, rank):
     return twin
 
 
-cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capacity, params):
+cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capacity, params,
+                        double deadline):
+    """The search state of one group; None when the deadline (> 0) passes, or would pass,
+    while its neighbour lists are built."""
     cdef _Group g = _Group()
     cdef Ctx* c = &g.ctx
     cdef int64_t m = len(index)
@@ -1063,6 +1072,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     first = np.arange(1, m + 1, dtype=np.int64)
     counts = np.maximum(reach - first, 0)
     pair_count = int(counts.sum())
+    if deadline > 0 and _now() + pair_count * PAIR_SECONDS >= deadline:
+        return None
     left = np.repeat(np.arange(m, dtype=np.int64), counts)
     step = np.arange(pair_count, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     right = np.repeat(first, counts) + step
@@ -1072,6 +1083,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     nptr[1:] = np.cumsum(np.bincount(a, minlength=m))
     nbr = np.empty(len(a), dtype=np.int64)
     _bucket(a, b, nptr, nbr)
+    if deadline > 0 and _now() >= deadline:
+        return None
     # section contention for the heuristic
     load_of = np.array([total[sb[k]:se[k]].max() for k in range(m)], dtype=np.int64)
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
@@ -1334,8 +1347,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         groups = [kept] if len(kept) else []
     for members in groups:
         index = np.ascontiguousarray(members, dtype=np.int64)
-        g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params)
-        if deadline > 0 and _now() >= deadline:
+        g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params, deadline)
+        if g is None or (deadline > 0 and _now() >= deadline):
             result = R_TIMEOUT  # the preparation of a huge group used up the time
             break
         result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt,

@@ -290,6 +290,24 @@ def test_time_limit_is_honoured():
     assert result.nodes > 1000
 
 
+def test_a_group_too_big_to_prepare_in_the_time_left_is_a_timeout_not_an_overrun():
+    """4,000 buffers live together: 8 M neighbour entries, whose preparation (~0.6 s here)
+    would outlast a 20 ms limit, so the kernel declines at once."""
+    n = 4000
+    starts = np.zeros(n, dtype=np.int64)
+    ends = np.ones(n, dtype=np.int64) + np.arange(n, dtype=np.int64) % 3
+    sizes = np.full(n, 16, dtype=np.int64)
+    aligns = np.ones(n, dtype=np.int64)
+    fixed = np.full(n, -1, dtype=np.int64)
+    began = time.perf_counter()
+    result = search(starts, ends, sizes, aligns, fixed, 16 * n - 1, Params(), time_limit=0.02)
+    elapsed = time.perf_counter() - began
+    assert result.status == STATUS_TIMEOUT and result.nodes == 0
+    assert elapsed < 0.5, elapsed
+    solved = search(starts, ends, sizes, aligns, fixed, 16 * n, Params(), time_limit=60)
+    assert solved.status == STATUS_OK  # with time enough, the same group is prepared and solved
+
+
 def test_cancel_flag_from_another_thread():
     cancel = np.zeros(1, dtype=np.uint8)
     timer = threading.Timer(0.1, lambda: cancel.__setitem__(0, 1))
