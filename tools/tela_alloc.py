@@ -166,7 +166,7 @@ def _report(solution: Solution) -> str:
         member = "-" if solution.stats.member is None else solution.stats.member
         lines.append(f"member: {member} of {solution.stats.jobs}")
     if solution.fallback:
-        lines.append("fallback: yes (greedy layout, not written: it exceeds the capacity)")
+        lines.append("fallback: yes (a greedy or large-planner layout, not written: it exceeds the capacity)")
     if solution.overload is not None:
         o = solution.overload
         lines.append(f"overload: time {o.time} needs {o.bytes_needed} bytes > capacity {o.capacity}; live: {_ids(o.buffer_ids)}")
