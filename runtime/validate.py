@@ -9,8 +9,9 @@ checked one by one. Every colliding pair is reported once. Cost: O(n log n + n *
 live buffers in the worst case (list insertion), O(n log n) comparisons in practice.
 
 Large problems take a fast path first: when every field is a plain int within 64 bits, the
-per-buffer checks run on numpy columns and the sweep keeps two flat lists (offsets and ends
-of the live, pairwise disjoint buffers) and stops at the first collision. Only a layout that
+per-buffer checks run on numpy columns and the sweep (in C, runtime/_sweep.pyx) keeps two
+sorted arrays (offsets and ends of the live, pairwise disjoint buffers) and stops at the
+first collision. Only a layout that
 passes it is accepted there; anything else (a violation, numpy integers, values beyond 64
 bits) runs the reporting path above, so the messages are the same either way.
 """
@@ -24,6 +25,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
+from telamalloc.runtime._sweep import disjoint_while_live
 from telamalloc.runtime.problem import INT64_MAX, Problem
 
 # Beyond this many overlapping pairs the report says how many more were found.
@@ -227,23 +229,10 @@ def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
     times = np.concatenate((starts[live], ends[live]))
     kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))  # ends first
     events = np.lexsort((np.arange(2 * count), kinds, times))
-    lows = np.concatenate((placed[live], placed[live]))[events].tolist()
-    highs = np.concatenate((tops[live], tops[live]))[events].tolist()
-    is_start = (events < count).tolist()
-    live_lows: list[int] = []  # offsets of the live buffers, sorted; pairwise disjoint so far
-    live_highs: list[int] = []  # their ends, sorted the same way
-    position_of = bisect.bisect_left
-    for starting, low, high in zip(is_start, lows, highs):
-        position = position_of(live_lows, low)
-        if not starting:
-            del live_lows[position]
-            del live_highs[position]
-        elif (position and live_highs[position - 1] > low) or (position < len(live_lows) and live_lows[position] < high):
-            return False
-        else:
-            live_lows.insert(position, low)
-            live_highs.insert(position, high)
-    return True
+    lows = np.ascontiguousarray(np.concatenate((placed[live], placed[live]))[events])
+    highs = np.ascontiguousarray(np.concatenate((tops[live], tops[live]))[events])
+    starting = np.ascontiguousarray(events < count, dtype=np.uint8)
+    return disjoint_while_live(lows, highs, starting)
 
 
 def _end(buffers, offsets, index: int) -> int:
