@@ -221,10 +221,11 @@ class _LocatingParser(Parser):
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
             return super().parse_module(allow_implicit_module)
-        except (VerifyException, ValueError) as error:
+        except (VerifyException, ValueError, OverflowError) as error:
             # An attribute or type whose own verifier rejected it while being built (xDSL
-            # raises ValueError for some, e.g. an out-of-range integer in a static list):
-            # a parse error at the token where the parser stopped.
+            # raises ValueError for some, e.g. an out-of-range integer in a static list, and
+            # OverflowError for a float literal beyond its type, e.g. 2^62 as f16): a parse
+            # error at the token where the parser stopped.
             raise ParseError(self._current_token.span, str(error)) from None
         except ParseError as error:
             no_operation = (
@@ -235,6 +236,15 @@ class _LocatingParser(Parser):
             if no_operation:
                 return ModuleOp([])
             raise
+
+    def parse_optional_attribute(self):
+        # A literal its type cannot hold (e.g. 2^62 as f16) makes xDSL raise OverflowError
+        # while building the attribute: report it at the literal, not where parsing stopped.
+        start = self._current_token.span
+        try:
+            return super().parse_optional_attribute()
+        except OverflowError as error:
+            raise ParseError(start, f"literal out of range for its type ({error})") from None
 
     def parse_operation(self) -> Operation:
         start = dataclasses.replace(self._current_token.span, line_offset=self._line_offset)

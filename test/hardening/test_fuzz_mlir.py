@@ -94,6 +94,10 @@ MLIR_CASES = [
            "memref<4x16xf32, strided<[16, 1], offset: ?>>\n", "%x: memref<8x16xf32>"), [], 1,
      "bad.mlir:2:51: error: Integer value 99999999999999999999 is out of range for type i64 which supports values "
      "in the range [-9223372036854775808, 18446744073709551616)"),
+    ("float-out-of-range", "tela-opt", _func("  %c = arith.constant 4611686018427387904 : f16\n"), [], 1,
+     "bad.mlir:2:23: error: literal out of range for its type (float too large to pack with e format)"),
+    ("run-float-out-of-range", "tela-run", _func("  %c = arith.constant 4611686018427387904 : f16\n"), [], 1,
+     "bad.mlir:2:23: error: literal out of range for its type (float too large to pack with e format)"),
     ("target-capacity-zero", "tela-opt", _small("capacity = 1024", "capacity = 0"), PIPELINE, 1,
      "bad.mlir:1:66: error: target capacity '0' must be positive (bytes)"),
     ("target-capacity-negative", "tela-opt", _small("capacity = 1024", "capacity = -5"), PIPELINE, 1,
