@@ -450,14 +450,16 @@ def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algor
     optimal = peak == lower
     detail = "" if optimal else f", lower bound '{lower}' (the large planner proves no optimality)"
     switched = "" if algorithm == "large" else f" ({len(instance.starts)} buffers > {LARGE_THRESHOLD}: exact search skipped)"
-    return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), optimal=optimal, peak=peak,
+    return _Outcome(Status.OK, _validated(instance, offsets, capacity, "the large planner"), optimal=optimal, peak=peak,
                     capacity=peak if optimal else capacity, message=f"{_large_note(info)}{switched}: peak '{peak}'{detail}")
 
 
-def _checked_large(instance: _Instance, offsets: tuple[int, ...], capacity: int | None) -> tuple[int, ...]:
+def _validated(instance: _Instance, offsets: tuple[int, ...], capacity: int | None, producer: str) -> tuple[int, ...]:
+    """``offsets``, re-checked by the independent validator: a bug in ``producer`` (the
+    search kernel, greedy placement, the large planner) must not leak out as OK."""
     violations = validate(instance.problem, offsets, capacity)
     if violations:
-        raise AssertionError(f"internal error: the large planner returned an invalid layout: {violations[0]}")
+        raise AssertionError(f"internal error: {producer} returned an invalid layout: {violations[0]}")
     return offsets
 
 
@@ -504,18 +506,7 @@ def _status_of(result) -> Status:
 
 def _checked(instance: _Instance, live_offsets, capacity: int) -> tuple[int, ...]:
     """The full layout from a kernel answer, re-checked: a kernel bug must not leak out as OK."""
-    offsets = instance.full_offsets(live_offsets.tolist())
-    violations = validate(instance.problem, offsets, capacity)
-    if violations:
-        raise AssertionError(f"internal error: the search kernel returned an invalid layout: {violations[0]}")
-    return offsets
-
-
-def _checked_greedy(instance: _Instance, offsets: tuple[int, ...], capacity: int | None) -> tuple[int, ...]:
-    violations = validate(instance.problem, offsets, capacity)
-    if violations:
-        raise AssertionError(f"internal error: greedy placement returned an invalid layout: {violations[0]}")
-    return offsets
+    return _validated(instance, instance.full_offsets(live_offsets.tolist()), capacity, "the search kernel")
 
 
 def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Hashable, ...] | None:
@@ -588,28 +579,30 @@ def _is_large(instance: _Instance) -> bool:
     return len(instance.starts) > LARGE_THRESHOLD
 
 
-def _heuristic_layout(instance: _Instance, capacity: int, limited: bool) -> tuple[tuple[int, ...], str]:
+def _heuristic_layout(instance: _Instance, capacity: int) -> tuple[tuple[int, ...], str]:
     """The layout fit mode tries before the search and falls back to after it: the better
     greedy layout, or on a large problem the large planner's (which includes the greedy
-    orders and stores no pairs). Computed once per solve."""
+    orders and stores no pairs). Like greedy, it ignores the time limit and the cancel flag
+    (a fallback must be a whole layout). Computed once per solve."""
     if not _is_large(instance):
         return _best_greedy(instance, GREEDY_ALGORITHMS)
     if "large" not in instance.greedy_layouts:
-        offsets, _, _ = _large_layout(instance, capacity, anytime=False, limited=limited)
+        offsets, _, _ = _large_layout(instance, capacity, anytime=False, limited=False)
         instance.greedy_layouts["large"] = offsets
     return instance.greedy_layouts["large"], "large"
 
 
-def _fallback(instance: _Instance, capacity: int, why: str, algorithms=GREEDY_ALGORITHMS) -> _Outcome:
+def _producer(algorithm: str) -> str:
+    return "the large planner" if algorithm == "large" else "greedy placement"
+
+
+def _fallback(instance: _Instance, capacity: int, why: str) -> _Outcome:
     """After a TIMEOUT: the better greedy layout (on a large problem the large planner's),
     which may or may not fit."""
-    if algorithms == GREEDY_ALGORITHMS:
-        offsets, algorithm = _heuristic_layout(instance, capacity, limited=False)
-    else:
-        offsets, algorithm = _best_greedy(instance, algorithms)
+    offsets, algorithm = _heuristic_layout(instance, capacity)
     peak = _peak(instance.problem, offsets)
     if peak <= capacity:
-        return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{why}; {algorithm} found a layout within capacity '{capacity}'", capacity=capacity)
+        return _Outcome(Status.OK, _validated(instance, offsets, capacity, _producer(algorithm)), message=f"{why}; {algorithm} found a layout within capacity '{capacity}'", capacity=capacity)
     return _Outcome(
         Status.TIMEOUT,
         offsets,
@@ -629,7 +622,7 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
         offsets, _ = _best_greedy(instance, [algorithm])
         peak = _peak(instance.problem, offsets)
         if peak <= capacity:
-            return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), capacity=capacity)
+            return _Outcome(Status.OK, _validated(instance, offsets, capacity, "greedy placement"), capacity=capacity)
         return _Outcome(
             Status.TIMEOUT,
             offsets,
@@ -640,7 +633,7 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
     if algorithm == "large":
         offsets, peak, info = _large_layout(instance, capacity, anytime=False)
         if peak <= capacity:
-            return _Outcome(Status.OK, _checked_large(instance, offsets, capacity), message=_large_note(info), capacity=capacity, peak=peak)
+            return _Outcome(Status.OK, _validated(instance, offsets, capacity, "the large planner"), message=_large_note(info), capacity=capacity, peak=peak)
         return _Outcome(
             Status.TIMEOUT,
             offsets,
@@ -650,9 +643,9 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
             peak=peak,
         )
     if greedy_first:
-        offsets, greedy_name = _heuristic_layout(instance, capacity, limited=False)
+        offsets, greedy_name = _heuristic_layout(instance, capacity)
         if _peak(instance.problem, offsets) <= capacity:
-            return _Outcome(Status.OK, _checked_greedy(instance, offsets, capacity), message=f"{greedy_name} fits, no search needed", capacity=capacity)
+            return _Outcome(Status.OK, _validated(instance, offsets, capacity, _producer(greedy_name)), message=f"{greedy_name} fits, no search needed", capacity=capacity)
     outcome = _fit_search(instance, capacity, load)
     if outcome.status is not Status.TIMEOUT:
         return outcome
@@ -685,13 +678,13 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
                 capacity=capacity,
             )
         optimal = best_peak == lower
-        return _Outcome(Status.OK, _checked_greedy(instance, best, capacity), optimal=optimal, capacity=best_peak if optimal else capacity,
+        return _Outcome(Status.OK, _validated(instance, best, capacity, "greedy placement"), optimal=optimal, capacity=best_peak if optimal else capacity,
                         message="" if optimal else f"greedy peak '{best_peak}', lower bound '{lower}' (greedy proves no optimality)")
 
     if best_peak > lower:  # anytime: a better start than greedy, for a few milliseconds
         large_offsets, large_peak, _ = _large_layout(instance, lower, anytime=False)
         if large_peak < best_peak:
-            best, best_peak = _checked_large(instance, large_offsets, None), large_peak
+            best, best_peak = _validated(instance, large_offsets, None, "the large planner"), large_peak
     if capacity is not None and best_peak > capacity:
         outcome = _fit_search(instance, capacity, load)
         if outcome.status is Status.INFEASIBLE:
