@@ -27,20 +27,6 @@ INFEASIBLE = "id,lower,upper,size\nx,0,2,10\ny,1,3,10\n"  # LOAD 20 > 16
 BAD = "id,lower,upper,size\nx,3,2,4\n"
 
 
-def children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid and fields[0] != "Z":
-                found.add(int(entry))
-    return found
-
-
 def make_batch(folder: Path, **files: str) -> Path:
     folder.mkdir()
     for name, text in files.items():
@@ -134,7 +120,7 @@ def test_batch_errors(tmp_path, setup, options, text):
     assert text in str(error.value)
 
 
-def test_a_killed_local_worker_loses_no_finished_result(tmp_path):
+def test_a_killed_local_worker_loses_no_finished_result(tmp_path, children_of):
     """Kill every pool worker while the hard problem runs: the pool breaks, the finished
     problems keep their files, and the hard one is run again alone; kill that run too and
     it alone is reported CRASHED."""
@@ -182,7 +168,7 @@ def test_a_killed_local_worker_loses_no_finished_result(tmp_path):
     assert children_of(os.getpid()) - before == set()
 
 
-def test_problems_queued_behind_a_killed_worker_are_run_again(tmp_path):
+def test_problems_queued_behind_a_killed_worker_are_run_again(tmp_path, children_of):
     """One worker: the hard problem runs first and the small ones wait in the queue. Kill
     the worker: the broken pool loses every unfinished problem, and each is run again alone,
     so all are still solved (the hard one until its time limit)."""

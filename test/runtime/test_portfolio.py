@@ -26,36 +26,12 @@ CORE_BUFFERS = [
 ]  # fmt: skip
 
 
-def children_of(pid: int) -> set[int]:
-    """Live (not zombie) processes whose parent is ``pid``, from /proc."""
-    found = set()
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.add(int(entry))
-    return found
-
-
 @pytest.fixture
-def new_children():
+def new_children(children_of):
     """Our child processes that did not exist when the test began (other tests may leave
     some running, e.g. multiprocessing's resource tracker)."""
     before = children_of(os.getpid())
     return lambda: children_of(os.getpid()) - before
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +205,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_ctrl_c_leaves_no_orphan_process(tmp_path):
+def test_ctrl_c_leaves_no_orphan_process(tmp_path, children_of, alive):
     """Ctrl-C goes to the whole process group, as from a terminal; every member must end."""
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
@@ -263,7 +239,7 @@ def test_ctrl_c_leaves_no_orphan_process(tmp_path):
     assert not any(alive(pid) for pid in members)
 
 
-def test_members_die_with_a_killed_caller(tmp_path):
+def test_members_die_with_a_killed_caller(tmp_path, children_of, alive):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT)
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)

@@ -35,28 +35,6 @@ def fields(stdout):
     return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line and not line.startswith("["))
 
 
-def children_of(pid: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    parts = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(parts[1]) == pid and parts[0] != "Z":
-                found.add(int(entry))
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def batch_dir(tmp_path: Path, **files: str) -> Path:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -201,7 +179,7 @@ def test_jobs_runs_the_portfolio_and_names_the_member(tmp_path):
 
 
 @pytest.mark.parametrize("mode", ["jobs", "batch"])
-def test_ctrl_c_stops_every_process(tmp_path, mode):
+def test_ctrl_c_stops_every_process(tmp_path, mode, children_of, alive):
     """SIGINT to the whole process group, as a terminal sends it: exit 130, no process left."""
     capacity = f"--capacity={HARD.capacity}"
     if mode == "jobs":

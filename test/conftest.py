@@ -1,0 +1,46 @@
+"""Fixtures shared by the test directories: processes seen through Linux's /proc, for the
+tests that check that no worker or portfolio member outlives its parent."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+import pytest
+
+
+def _state_and_parent(pid: int | str) -> tuple[str, int] | None:
+    """(state letter, parent pid) of a process, None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()  # the name may hold spaces and ')'
+    except OSError:
+        return None
+    return fields[0], int(fields[1])
+
+
+def _children_of(pid: int) -> set[int]:
+    """Live (not zombie) processes whose parent is ``pid``."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            status = _state_and_parent(entry)
+            if status is not None and status[1] == pid and status[0] != "Z":
+                found.add(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has ended: only its exit status is left)."""
+    status = _state_and_parent(pid)
+    return status is not None and status[0] != "Z"
+
+
+@pytest.fixture
+def children_of() -> Callable[[int], set[int]]:
+    return _children_of
+
+
+@pytest.fixture
+def alive() -> Callable[[int], bool]:
+    return _alive
