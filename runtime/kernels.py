@@ -6,12 +6,16 @@ scratchpad); parameters are plain Python values (int, float, bool, str, list of 
 A kernel reads only its `ins` and writes only its `outs`, completely: every element of
 every output is written, so an output's previous contents never matter.
 
-Determinism. The interpreter compares runs bit for bit, before and after planning, where
-the same operand sits at different addresses. numpy and BLAS may pick different code paths
-(and so different rounding) for differently aligned data, so every kernel first copies its
-inputs into fresh 64-byte aligned contiguous arrays (`_aligned_copy`), computes, and only
-then assigns the result into the output view. The result therefore depends on the input
-values alone, never on where they live.
+Determinism. The interpreter is a reference: its outputs are goldens, compared bit for bit
+before and after planning (where the same operand sits at another address) and across
+machines. So no kernel calls BLAS or numpy's CPU-dispatched transcendental functions, whose
+bits change with the CPU: sums of products (matmul, conv2d, reduce-sum, softmax's
+denominator) and `exp` come from `detmath`, which fixes the order of every rounding (see
+its docstring for the accuracy against plain numpy); the other kernels are single IEEE
+operations per element (add, sub, mul, max, scale) or move values unchanged. Every kernel
+also first copies its inputs into fresh 64-byte aligned contiguous arrays
+(`_aligned_copy`) and only then assigns the result into the output view, so the result
+depends on the input values alone, never on where they live.
 
 Kernels (operand conventions; shapes must match exactly unless stated):
 
@@ -52,6 +56,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from . import detmath
 
 ALIGNMENT = 64  # bytes; every kernel input is copied to an address aligned to this
 
@@ -183,8 +189,7 @@ def _matmul(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamVa
             "chain: the columns of input #0 must equal the rows of input #1"
         )
     _require_shape("matmul", "output", out, (lhs.shape[0], rhs.shape[1]))
-    with np.errstate(all="ignore"):
-        return np.matmul(lhs.astype(out.dtype, copy=False), rhs.astype(out.dtype, copy=False))
+    return detmath.ordered_matmul(lhs, rhs, out.dtype)
 
 
 def _conv2d(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamValue]) -> np.ndarray:
@@ -221,14 +226,11 @@ def _conv2d(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamVa
     windows = np.lib.stride_tricks.sliding_window_view(
         padded, (kernel_height, kernel_width), axis=(2, 3)
     )[:, :, ::stride, ::stride]
+    bias = ins[2] if len(ins) == 3 else None
+    if bias is not None:
+        _require_shape("conv2d", "bias (input #2)", bias, (filters,))
     # windows: N, C, OH, OW, KH, KW; contract C, KH, KW with the weights.
-    with np.errstate(all="ignore"):
-        result = np.einsum("nchwij,fcij->nfhw", windows, weights.astype(dtype, copy=False))
-        if len(ins) == 3:
-            bias = ins[2]
-            _require_shape("conv2d", "bias (input #2)", bias, (filters,))
-            result = result + bias.astype(dtype, copy=False).reshape(1, filters, 1, 1)
-    return result
+    return detmath.ordered_conv2d(windows, weights, bias, dtype)
 
 
 def _maxpool2d(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamValue]) -> np.ndarray:
@@ -277,8 +279,7 @@ def _reduce_sum(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, Par
             f"kernel 'reduce-sum' output has shape {_shape(out.shape)} but summing axis "
             f"{axis} gives {_shape(dropped)} (or {_shape(kept)} keeping the axis)"
         )
-    with np.errstate(all="ignore"):
-        return array.astype(out.dtype, copy=False).sum(axis=axis).reshape(out.shape)
+    return detmath.ordered_sum(array, axis, out.dtype).reshape(out.shape)
 
 
 def _softmax(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamValue]) -> np.ndarray:
@@ -289,10 +290,7 @@ def _softmax(ins: list[np.ndarray], out: np.ndarray, params: Mapping[str, ParamV
     if array.ndim == 0:
         raise KernelError("kernel 'softmax' input must have at least one dimension")
     axis = _axis("softmax", params, array.ndim)
-    values = array.astype(out.dtype, copy=False)
-    with np.errstate(all="ignore"):
-        shifted = np.exp(values - values.max(axis=axis, keepdims=True))
-        return shifted / shifted.sum(axis=axis, keepdims=True)
+    return detmath.softmax(array, axis, out.dtype)
 
 
 KERNELS: dict[str, KernelSpec] = {

@@ -1,0 +1,135 @@
+"""Prints a SHA-256 of every number the reference interpreter computes, one line per case.
+
+Run by test_cpu_settings.py in a subprocess under several CPU settings (OpenBLAS core
+types, numpy dispatch targets switched off); the outputs must be byte-identical. Cases:
+every example (before planning and after tela-pipeline), each library kernel on random
+operands of every float width and int32 (shapes large enough for BLAS to block), `exp`
+over its whole range, and random programs from test_random_programs.py's generator.
+The first line names the setting in force, as numpy and OpenBLAS report it.
+
+    python cpu_reference.py [PROGRAMS]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from telamalloc.runtime import detmath
+from telamalloc.runtime.interpreter import plan_and_lower, run_program
+from telamalloc.runtime.kernels import run_kernel
+from telamalloc.tools.tela_run import parse_program
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def digest(*arrays: np.ndarray) -> str:
+    hasher = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        hasher.update(f"{array.dtype}{array.shape}".encode())
+        hasher.update(array.tobytes())
+    return hasher.hexdigest()[:32]
+
+
+def openblas_core() -> str:
+    """The OpenBLAS kernel set numpy's BLAS runs here ('none' without OpenBLAS)."""
+    libraries = [line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines()
+                 if "openblas" in line.lower() and line.split()[-1].endswith(".so")]
+    for path in dict.fromkeys(libraries):
+        library = ctypes.CDLL(path)
+        for symbol in ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename", "openblas_get_corename"):
+            function = getattr(library, symbol, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return "none"
+
+
+def cpu_setting() -> str:
+    from numpy._core._multiarray_umath import __cpu_features__
+
+    enabled = [name for name in ("X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR") if __cpu_features__.get(name)]
+    return f"openblas={openblas_core()} numpy={','.join(enabled) or 'baseline'}"
+
+
+def example_cases() -> list[tuple[str, str]]:
+    cases = []
+    for path in sorted((ROOT / "examples").glob("*.mlir")):
+        module = parse_program(path.read_text(), str(path))
+        before = run_program(module)
+        lowered = module.clone()
+        plan_and_lower(lowered, None)
+        after = run_program(lowered)
+        cases.append((f"example {path.name}", digest(*(output.value for output in before.outputs))))
+        cases.append((f"example {path.name} planned", digest(*(output.value for output in after.outputs))))
+    return cases
+
+
+def kernel_cases() -> list[tuple[str, str]]:
+    rng = np.random.default_rng(2026)
+    cases = []
+    for dtype in (np.float16, np.float32, np.float64, np.int32):
+        def operand(*shape: int) -> np.ndarray:
+            if np.dtype(dtype).kind == "i":
+                return rng.integers(-50, 50, size=shape).astype(dtype)
+            return rng.uniform(-4.0, 4.0, size=shape).astype(dtype)
+
+        calls = [
+            ("matmul", [operand(37, 129), operand(129, 23)], (37, 23), {}),
+            ("matmul", [operand(64, 64), operand(64, 64)], (64, 64), {}),
+            ("conv2d", [operand(2, 5, 11, 11), operand(7, 5, 3, 3), operand(7)], (2, 7, 6, 6),
+             {"stride": 2, "padding": 1}),
+            ("reduce-sum", [operand(33, 257)], (33,), {"axis": 1}),
+            ("reduce-sum", [operand(257, 9)], (1, 9), {"axis": 0}),
+            ("add", [operand(16, 31), operand(31)], (16, 31), {}),
+            ("mul", [operand(16, 31), operand(16, 31)], (16, 31), {}),
+            ("scale", [operand(100)], (100,), {"factor": 0.3}),
+            ("maxpool2d", [operand(1, 3, 8, 8)], (1, 3, 4, 4), {}),
+        ]
+        if np.dtype(dtype).kind == "f":
+            calls.append(("softmax", [operand(19, 130) * 8], (19, 130), {"axis": 1}))
+            calls.append(("softmax", [operand(130, 19)], (130, 19), {"axis": 0}))
+        for name, ins, shape, params in calls:
+            out = np.zeros(shape, dtype=dtype)
+            run_kernel(name, ins, [out], params)
+            cases.append((f"kernel {name} {np.dtype(dtype)} {'x'.join(map(str, shape))}", digest(out)))
+    grid = np.linspace(-800.0, 800.0, 200_001)
+    for dtype in (np.float16, np.float32, np.float64):
+        cases.append((f"exp {np.dtype(dtype)}", digest(detmath.exp(grid.astype(dtype)))))
+    return cases
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_program_cases(count: int) -> list[tuple[str, str]]:
+    _load("conftest")  # registers the hypothesis profile the generator's module reads
+    random_programs = _load("test_random_programs")
+    cases = []
+    for seed in range(count):
+        module = parse_program(random_programs.generate(seed), f"program {seed}")
+        result = run_program(module)
+        cases.append((f"program {seed}", digest(*(output.value for output in result.outputs))))
+    return cases
+
+
+def main() -> None:
+    programs = int(sys.argv[1]) if len(sys.argv) > 1 else 30
+    print(f"setting {cpu_setting()}")
+    for name, value in example_cases() + kernel_cases() + random_program_cases(programs):
+        print(f"{name}: {value}")
+
+
+if __name__ == "__main__":
+    main()
