@@ -64,6 +64,8 @@ from xdsl.printer import Printer
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, Pure
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
+from telamalloc.exit_status import ExitStatus
+
 INT64_MAX = 2**63 - 1
 TARGET_ATTR_KEY = "scratchpad.target"
 """The discardable attribute key under which a module or function carries its target."""
@@ -169,14 +171,18 @@ class PassFailedAtOp(PassFailedException):
     """A pass failure that names the op it is about.
 
     `tela-opt` prints the op's source location (`file:line:col`) in front of the message,
-    as MLIR does for diagnostics emitted on an op.
+    as MLIR does for diagnostics emitted on an op. `exit_status` is what a driver exits
+    with: bad input unless the pass says the answer is no (a plan that does not fit) or
+    that it ran out of time.
     """
 
     op: Operation
+    exit_status: ExitStatus
 
-    def __init__(self, op: Operation, message: str):
+    def __init__(self, op: Operation, message: str, exit_status: ExitStatus = ExitStatus.BAD_INPUT):
         super().__init__(message)
         self.op = op
+        self.exit_status = exit_status
 
 
 # --------------------------------------------------------------------------------------

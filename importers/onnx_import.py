@@ -77,6 +77,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
+from telamalloc.extras import install_hint
 from telamalloc.dialects.scratchpad import (
     TARGET_ATTR_KEY,
     AllocOp,
@@ -121,7 +122,7 @@ def _onnx():
     try:
         import onnx
     except ImportError:
-        raise OnnxImportError("importing ONNX models needs the onnx package; install it with: pip install 'telamalloc[onnx]'") from None
+        raise OnnxImportError(f"importing ONNX models needs the onnx package; {install_hint('onnx')}") from None
     return onnx
 
 

@@ -1,6 +1,6 @@
 """Embedding telamalloc in compilers built on upstream MLIR's Python bindings.
 
-Needs the `mlir` extra (`pip install 'telamalloc[mlir]'`): the LLVM project's MLIR Python
+Needs the `mlir` extra (`pip install '.[mlir]'` from a checkout): the LLVM project's MLIR Python
 bindings (import name `mlir`). Modules cross between MLIR and xDSL in the generic op form
 (`telamalloc.interop.generic`); the planned module comes back in the caller's MLIR
 context, so the compiler keeps running its own passes on it::
@@ -28,13 +28,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from telamalloc.extras import install_hint
 from telamalloc.interop.generic import InteropError, parse_generic, plan_xdsl_module, print_generic
 from telamalloc.interop.pipelines import LLVM_PIPELINE
 
 if TYPE_CHECKING:
     from mlir import ir
 
-INSTALL_HINT = "install them with: pip install 'telamalloc[mlir]'"
+INSTALL_HINT = install_hint("mlir")
 
 
 def have_mlir_bindings() -> bool:

@@ -33,6 +33,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.utils.exceptions import PassFailedException
 
+from telamalloc.exit_status import ExitStatus
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -182,11 +183,12 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
             f"cannot plan '@{name}': buffers need '{overload.bytes_needed}' bytes at {where} "
             f"but capacity is '{overload.capacity}'; live there: "
             f"{_listed(overload.buffer_ids)}; raise the capacity or shorten these lifetimes",
+            ExitStatus.NO,
         )
     pinned = {buffer.id for buffer in function_problem.buffers if buffer.pinned is not None}
     if solution.status is Status.INFEASIBLE and solution.core and pinned.intersection(solution.core):
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {_reason(solution)}"
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {_reason(solution)}", ExitStatus.NO
         )
     if solution.status is Status.INFEASIBLE and solution.core:
         raise PassFailedAtOp(
@@ -194,18 +196,22 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
             f"cannot plan '@{name}': buffers {_listed(solution.core)} cannot share "
             f"'{capacity}' bytes although at most '{solution.load}' bytes are live at "
             "once; raise the capacity (mode=minimize finds the smallest that fits)",
+            ExitStatus.NO,
         )
     if solution.status is Status.INFEASIBLE:
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}"
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}", ExitStatus.NO
         )
     if solution.algorithm != "telamalloc":
-        raise PassFailedAtOp(func, f"no plan for '@{name}' in '{capacity}' bytes: {_reason(solution)}")
+        raise PassFailedAtOp(
+            func, f"no plan for '@{name}' in '{capacity}' bytes: {_reason(solution)}", ExitStatus.NO
+        )
     limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
     raise PassFailedAtOp(
         func,
         f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({solution.message}); "
         "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
+        ExitStatus.TIMEOUT if solution.status is Status.TIMEOUT else ExitStatus.NO,
     )
 
 
@@ -325,7 +331,7 @@ def _require_plotting() -> None:
     try:
         require_matplotlib()
     except PlotError as error:
-        raise PassFailedException(f"{error}; install 'telamalloc[plot]' or drop the 'plot' option") from None
+        raise PassFailedException(f"{error}, or drop the 'plot' option") from None
 
 
 def _require_writable(option: str, path: str) -> None:

@@ -18,7 +18,7 @@ Engines. Local (default): ``concurrent.futures.ProcessPoolExecutor`` with ``jobs
 ``distributed.Client(ADDRESS)`` and submits through its executor (``client.get_executor()``);
 Dask's scheduler places, retries and reschedules tasks (a task whose worker dies is run
 again elsewhere, up to Dask's ``distributed.scheduler.allowed-failures``; then it is
-reported ``CRASHED``). Dask is an optional dependency (``pip install 'telamalloc[dask]'``).
+reported ``CRASHED``). Dask is an optional dependency (the ``dask`` extra: ``pip install '.[dask]'`` from a checkout).
 
 Failures stay per problem. A local worker that dies (killed, out of memory, a crash in
 native code) breaks the whole ``ProcessPoolExecutor``: the problems that had not finished
@@ -55,14 +55,23 @@ from pathlib import Path
 
 import numpy as np
 
+from telamalloc.exit_status import ExitStatus
+from telamalloc.extras import install_hint
 from telamalloc.runtime.api import ALGORITHMS, solve
 from telamalloc.runtime.csv_io import CsvTable, read_csv, write_solution
 from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.validate import validate
 
-STATUS_CODES = {"OK": 0, "INFEASIBLE": 1, "ERROR": 2, "TIMEOUT": 3, "CRASHED": 5, "CANCELLED": 130}
+STATUS_CODES = {
+    "OK": ExitStatus.OK,
+    "INFEASIBLE": ExitStatus.NO,
+    "ERROR": ExitStatus.BAD_INPUT,
+    "TIMEOUT": ExitStatus.TIMEOUT,
+    "CRASHED": ExitStatus.CRASHED,
+    "CANCELLED": ExitStatus.INTERRUPTED,
+}
 CANCEL_GRACE_SECONDS = 5.0  # after a cancel, running local tasks get this long to report their best
-DASK_INSTALL_HINT = "pip install 'telamalloc[dask]'"
+
 
 
 class BatchError(Exception):
@@ -289,7 +298,7 @@ class BatchPlanner:
         try:
             import distributed
         except ImportError:
-            raise BatchError(f"--scheduler needs Dask's distributed package; install it with {DASK_INSTALL_HINT}") from None
+            raise BatchError(f"--scheduler needs Dask's distributed package; {install_hint('dask')}") from None
         try:
             client = distributed.Client(self.scheduler, set_as_default=False)  # Dask's connect timeout (its config)
         except (OSError, TimeoutError, ValueError) as error:

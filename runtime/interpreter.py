@@ -91,6 +91,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import InterpretationError
 
+from telamalloc.exit_status import ExitStatus
 from telamalloc.dialects import scratchpad
 from telamalloc.runtime.kernels import KernelError, run_kernel
 
@@ -142,12 +143,20 @@ MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer 
 
 
 class InterpreterError(Exception):
-    """A program the interpreter cannot run: a user error with the op it is about."""
+    """A program the interpreter cannot run: a user error with the op it is about.
 
-    def __init__(self, message: str, op: Operation | None = None):
+    `exit_status` is what a driver exits with: bad input by default; "no" for a shadow
+    violation or a plan that does not fit, "timeout" for a plan not found in time.
+    """
+
+    exit_status = ExitStatus.BAD_INPUT
+
+    def __init__(self, message: str, op: Operation | None = None, exit_status: ExitStatus | None = None):
         super().__init__(message)
         self.message = message
         self.op = op
+        if exit_status is not None:
+            self.exit_status = exit_status
 
     def located(self, fallback: str = "<input>") -> str:
         """`file:line:col: error: message` (the op's location, else `fallback`)."""
@@ -156,6 +165,8 @@ class InterpreterError(Exception):
 
 class ShadowViolation(InterpreterError):
     """A buffer read bytes that another buffer (or nobody) wrote last."""
+
+    exit_status = ExitStatus.NO
 
 
 def op_location(op: Operation | None, fallback: str = "<input>") -> str:
@@ -1460,7 +1471,8 @@ def plan_and_lower(module: ModuleOp, capacity: int | None) -> None:
         TelaPipelinePass(capacity=capacity, mode=mode).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
-        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op) from None
+        status = getattr(error, "exit_status", ExitStatus.BAD_INPUT)
+        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, status) from None
 
 
 def verify_program(

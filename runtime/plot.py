@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from telamalloc.extras import install_hint
 from telamalloc.runtime.problem import Problem, Solution
 from telamalloc.runtime.report import open_atomically
 from telamalloc.runtime.validate import compute_load
@@ -59,7 +60,7 @@ def _import_matplotlib():
         import matplotlib
         from matplotlib.figure import Figure
     except ImportError:
-        raise PlotError("drawing pictures needs matplotlib; install it with: pip install 'telamalloc[plot]'") from None
+        raise PlotError(f"drawing pictures needs matplotlib; {install_hint('plot')}") from None
     return matplotlib, Figure
 
 

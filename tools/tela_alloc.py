@@ -27,12 +27,12 @@ terminal.
 
 `--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
-with `--scheduler ADDRESS` (`pip install 'telamalloc[dask]'`). Each layout is validated and
+with `--scheduler ADDRESS` (the `dask` extra). Each layout is validated and
 written to `OUT/<name>.csv` atomically as soon as its problem finishes; a line per problem
 is printed as it finishes, and a summary table at the end. A problem that fails (bad CSV,
 infeasible, timeout, a worker that dies) is reported on its own line; the others go on.
 
-Exit status (single problem):
+Exit status (single problem; the convention of all four tools, `telamalloc.exit_status`):
   0    solved (a valid layout; in --minimize mode also when optimality is not proved)
   1    proved infeasible
   2    bad input or usage (one line on stderr, no traceback)
@@ -69,9 +69,13 @@ from telamalloc.runtime.problem import INT64_MAX, Mode, Problem, ProblemError, S
 from telamalloc.runtime.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.report import build_report, format_json, format_text, write_text_atomically
 from telamalloc.runtime.validate import validate
+from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-alloc"
-EXIT_OK, EXIT_INFEASIBLE, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INVALID, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_OK, EXIT_INFEASIBLE, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INVALID, EXIT_INTERRUPTED = (
+    ExitStatus.OK, ExitStatus.NO, ExitStatus.BAD_INPUT, ExitStatus.TIMEOUT, ExitStatus.INVALID_SOLUTION,
+    ExitStatus.INTERRUPTED,
+)
 _DURATION = re.compile(r"(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -112,7 +116,7 @@ def parse_jobs(text: str) -> int:
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog=PROG, description="Place buffers in a scratchpad memory (TelaMalloc).")
+    parser = _Parser(prog=PROG, description="Place buffers in a scratchpad memory (TelaMalloc).", epilog=HELP_EPILOG)
     parser.add_argument("--input", help="problem CSV: id,lower,upper,size[,alignment][,offset]")
     parser.add_argument("--batch", metavar="DIR", help="plan every *.csv of DIR (needs --output-dir)")
     parser.add_argument("--output-dir", metavar="OUT", help="--batch: write each layout to OUT/<name>.csv")

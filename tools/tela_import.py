@@ -13,8 +13,9 @@ option); `--dim batch=1` binds a symbolic input dimension before shape inference
 
 On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
 are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
-tensor types) print one line on stderr and exit with status 1, writing no output file;
-a bad command line exits with status 2. The output file is written atomically.
+tensor types, a bad command line) print one line on stderr and exit with status 2, writing
+no output file; Ctrl-C exits with 130 (the convention of all four tools:
+`telamalloc.exit_status`). The output file is written atomically.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
 from telamalloc.runtime.report import write_text_atomically
+from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = ExitStatus.OK, ExitStatus.BAD_INPUT, ExitStatus.INTERRUPTED
 INT64_MAX = 2**63 - 1
 
 
@@ -63,7 +65,7 @@ def _dimension(text: str) -> tuple[str, int]:
 
 
 def _parser() -> _Parser:
-    parser = _Parser(prog=PROG, description="Import an ONNX model as a scratchpad-dialect program.")
+    parser = _Parser(prog=PROG, description="Import an ONNX model as a scratchpad-dialect program.", epilog=HELP_EPILOG)
     parser.add_argument("model", help="the .onnx file")
     parser.add_argument("-o", "--output", help="the .mlir file to write (default: stdout)")
     parser.add_argument("--capacity", type=_positive("capacity"), help="scratchpad bytes: adds a #scratchpad.target")
@@ -135,17 +137,17 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
-    except UsageError as error:
+    except (UsageError, OnnxImportError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    except OnnxImportError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_BAD_INPUT
     except OSError as error:
         print(f"{PROG}: error: cannot write '{error.filename}': {error.strerror}", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except SystemExit as exit:  # --help
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+        return exit.code if isinstance(exit.code, int) else EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

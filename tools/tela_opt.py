@@ -6,7 +6,10 @@ errors instead of Python tracebacks:
 
 - a user error (bad syntax, failed verification, failed pass, unknown pass or pass
   option, unreadable input or output file) prints one line on stderr,
-  `file:line:col: error: message` where the location is known, and the exit status is 1;
+  `file:line:col: error: message` where the location is known; the exit status follows
+  the convention of all four tools (`telamalloc.exit_status`): 2 for bad input or usage,
+  1 when planning proves the buffers do not fit, 3 when planning ran out of time, 130
+  when interrupted (with several failing chunks, the largest);
 - with `--split-input-file`, every chunk is processed and each failing chunk reports its
   own error; line numbers count from the top of the whole file;
 - with `--verify-diagnostics`, the same one-line diagnostics (parse errors included) are
@@ -56,6 +59,7 @@ from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 TOOL_NAME = "tela-opt"
@@ -72,6 +76,7 @@ class Diagnostic(Exception):
 
     location: str
     message: str
+    status: ExitStatus = ExitStatus.BAD_INPUT  # the exit status it gives (telamalloc.exit_status)
 
     def __str__(self) -> str:
         return f"{self.location}: error: {self.message}"
@@ -308,6 +313,7 @@ class TelaOptMain(xDSLOptMain):
         """xdsl-opt's arguments; usage errors become one-line `UserError`s."""
         super().register_all_arguments(arg_parser)
         arg_parser.prog = TOOL_NAME
+        arg_parser.epilog = HELP_EPILOG
 
         def usage_error(message: str) -> NoReturn:
             raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
@@ -368,10 +374,12 @@ class TelaOptMain(xDSLOptMain):
             failing = self._current_pass
             prefix = "" if failing is None else f"pass '{failing.name}' failed: "
             location = self.get_input_name()
+            status = ExitStatus.BAD_INPUT
             if isinstance(error, PassFailedAtOp):
                 location = _op_location(error.op, location)
                 prefix += f"'{error.op.name}' op "
-            raise Diagnostic(location, prefix + one_line(str(error))) from None
+                status = error.exit_status
+            raise Diagnostic(location, prefix + one_line(str(error)), status) from None
 
     # --- input ------------------------------------------------------------------------
 
@@ -415,7 +423,7 @@ class TelaOptMain(xDSLOptMain):
     # --- driver -----------------------------------------------------------------------
 
     def run(self) -> int:  # type: ignore[override]
-        """Processes every chunk; returns the exit status (0 ok, 1 some chunk failed)."""
+        """Processes every chunk; returns the exit status: 0, else the worst chunk's."""
         try:
             chunks, file_extension = self.prepare_input()
         except OSError as error:
@@ -430,6 +438,7 @@ class TelaOptMain(xDSLOptMain):
             ) from None
 
         failed = False
+        status = ExitStatus.OK
         committed = False
         try:
             for index, (chunk, line_offset) in enumerate(chunks):
@@ -445,6 +454,7 @@ class TelaOptMain(xDSLOptMain):
                         output.write(f"{diagnostic}\n")
                     else:
                         failed = True
+                        status = max(status, diagnostic.status)
                         print(diagnostic, file=sys.stderr)
                 finally:
                     chunk.close()
@@ -465,8 +475,8 @@ class TelaOptMain(xDSLOptMain):
                 output.discard()
         if self.args.shrink:
             print("Failure, can't shrink")
-            return 1
-        return 1 if failed else 0
+            return ExitStatus.NO
+        return status
 
 
 _NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can start here
@@ -492,10 +502,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return TelaOptMain(args=argv).run()
     except UserError as error:
         print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
-        return 1
+        return ExitStatus.BAD_INPUT
     except Diagnostic as diagnostic:
         print(diagnostic, file=sys.stderr)
-        return 1
+        return diagnostic.status
+    except KeyboardInterrupt:
+        print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -18,8 +18,11 @@ files). Without `--inputs`, arguments get deterministic pseudo-random values fro
 else the target's capacity, else in minimize mode), runs it before and after planning,
 and reports shadow-memory violations and outputs that differ bit for bit.
 
-Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame) and
-exit with status 1; a failed verification also exits with 1.
+Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
+Exit status (the convention of all four tools, `telamalloc.exit_status`): 0 success; 1 the
+answer is no (a verification mismatch or shadow violation, a plan that does not fit the
+capacity); 2 bad input or usage (a parse error, a program the interpreter cannot run, a bad
+option or input file); 3 planning timed out; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 from telamalloc.runtime.interpreter import (
     DEFAULT_SEED,
     InterpreterError,
@@ -76,6 +80,7 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=TOOL_NAME,
         description="Run a scratchpad/memref program on the reference interpreter.",
+        epilog=HELP_EPILOG,
     )
     parser.add_argument("input", help="the MLIR program ('-' reads standard input)")
     parser.add_argument("--entry", metavar="NAME", help="the function to run (default: main)")
@@ -223,7 +228,7 @@ def run(argv: Sequence[str] | None) -> int:
                 shadow=not args.no_shadow,
             )
             print("\n".join(report.lines()))
-            return 0 if report.ok else 1
+            return ExitStatus.OK if report.ok else ExitStatus.NO
         result = run_program(
             module,
             entry=args.entry,
@@ -233,7 +238,7 @@ def run(argv: Sequence[str] | None) -> int:
             shadow=not args.no_shadow,
         )
     except InterpreterError as error:
-        raise Diagnostic(op_location(error.op, name), error.message) from None
+        raise Diagnostic(op_location(error.op, name), error.message, error.exit_status) from None
     outputs = _shown(result.outputs)
     if args.output_dir is not None:
         lines = _write_outputs(outputs, args.output_dir)
@@ -242,7 +247,7 @@ def run(argv: Sequence[str] | None) -> int:
     if not outputs:
         lines = [f"'@{result.entry}' has no outputs"]
     print("\n".join(lines))
-    return 0
+    return ExitStatus.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -252,16 +257,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader (e.g. `head`) went away; do not report a traceback for it.
         sys.stdout = open(os.devnull, "w")
-        return 1
+        return ExitStatus.OK
     except UserError as error:
         print(f"{TOOL_NAME}: error: {error}", file=sys.stderr)
-        return 1
+        return ExitStatus.BAD_INPUT
     except MemoryError:
         print(f"{TOOL_NAME}: error: out of host memory; run the program on smaller shapes", file=sys.stderr)
-        return 1
+        return ExitStatus.BAD_INPUT
     except Diagnostic as diagnostic:
         print(diagnostic, file=sys.stderr)
-        return 1
+        return diagnostic.status
+    except KeyboardInterrupt:
+        print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import random
 import tempfile
 from pathlib import Path
@@ -319,7 +320,9 @@ def documented_rows() -> dict[str, list[str]]:
     path = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
     rows = {}
     for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.startswith("| ") or line.startswith("| class") or line.startswith("|---"):
+        if not line.startswith("| ") or line.startswith(("| class", "| status", "|---")):
+            continue
+        if re.match(r"\| \d+ \|", line):  # the exit-status table, not a catalogue row
             continue
         cells = [cell.strip() for cell in line.strip("|").split(" | ")]
         rows[cells[-1].strip("`")] = cells

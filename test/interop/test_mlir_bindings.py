@@ -27,7 +27,7 @@ from telamalloc.runtime.interpreter import run_program, verify_program
 if not have_mlir_bindings():
     pytest.skip(
         "the upstream MLIR Python bindings are not installed; "
-        "install them with: pip install 'telamalloc[mlir]' (CI does)",
+        "install the 'mlir' extra: pip install '.[mlir]' from a checkout (CI does)",
         allow_module_level=True,
     )
 

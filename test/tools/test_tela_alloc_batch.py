@@ -142,7 +142,8 @@ def test_scheduler_without_dask_says_how_to_install_it(tmp_path):
             f"sys.exit(main(['--batch={folder}', '--output-dir={tmp_path / 'out'}', '--capacity=12', '--scheduler=tcp://127.0.0.1:9']))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
-    assert result.stderr == (PREFIX + "--scheduler needs Dask's distributed package; install it with pip install 'telamalloc[dask]'\n")
+    assert result.stderr == (PREFIX + "--scheduler needs Dask's distributed package; install the 'dask' extra: "
+                             "pip install 'distributed>=2024.1' (or, from a telamalloc checkout, pip install '.[dask]')\n")
 
 
 def documented_rows() -> dict[str, list[str]]:

@@ -76,7 +76,7 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
     path = tmp_path / "sym.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     out = tmp_path / "sym.mlir"
-    assert main([str(path), "-o", str(out)]) == 1
+    assert main([str(path), "-o", str(out)]) == 2
     assert not out.exists()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--dim NAME=VALUE" in err
@@ -95,7 +95,7 @@ def test_bad_input_is_one_line_with_no_output_file(tmp_path, capsys, content, me
     path = tmp_path / "bad.onnx"
     path.write_bytes(content)
     out = tmp_path / "bad.mlir"
-    assert main([str(path), "-o", str(out)]) == 1
+    assert main([str(path), "-o", str(out)]) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("tela-import: error: ") and message in captured.err
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
@@ -118,7 +118,7 @@ def test_usage_errors_exit_2(models, capsys, arguments, message):
 
 def test_unwritable_output_is_one_line(models, tmp_path, capsys):
     target = tmp_path / "missing" / "x.mlir"
-    assert main([str(models["mlp"]), "-o", str(target)]) == 1
+    assert main([str(models["mlp"]), "-o", str(target)]) == 2
     err = capsys.readouterr().err
     assert err == f"tela-import: error: cannot write '{target}': No such file or directory\n"
 
@@ -129,6 +129,6 @@ def test_module_entry_point_runs_without_traceback(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "telamalloc.tools.tela_import", str(path)], capture_output=True, text=True
     )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == "" and "Traceback" not in result.stderr
     assert result.stderr.startswith("tela-import: error: ")

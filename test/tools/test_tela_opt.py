@@ -166,7 +166,7 @@ SPLIT = """\
 def test_split_input_file_reports_every_failing_chunk(write):
     path = write(SPLIT)
     completed = run_tool(path, "--split-input-file")
-    assert completed.returncode == 1
+    assert completed.returncode == 2
     assert "Traceback" not in completed.stderr
     errors = completed.stderr.splitlines()
     assert len(errors) == 2, completed.stderr
@@ -203,7 +203,7 @@ def test_console_script_is_installed(write):
     completed = subprocess.run(
         [str(script), write(BAD_VERIFY)], capture_output=True, text=True, timeout=120
     )
-    assert completed.returncode == 1
+    assert completed.returncode == 2
     assert "'scratchpad.alloc' op alignment '48'" in completed.stderr
 
 
@@ -266,7 +266,7 @@ def run_driver(args, monkeypatch, capsys):
 def test_pass_failure_at_an_op_is_located(write, monkeypatch, capsys):
     path = write(VALID)
     status, out, err = run_driver([path, "-p", "test-fail-at-first-alloc"], monkeypatch, capsys)
-    assert status == 1
+    assert status == 2
     assert out == ""
     assert err == (
         f"{path}:2:3: error: pass 'test-fail-at-first-alloc' failed: 'scratchpad.alloc' op "
@@ -279,7 +279,7 @@ def test_pass_failure_without_an_op_names_the_file_and_pass(write, monkeypatch, 
     status, _, err = run_driver(
         [path, "-p", "canonicalize,test-fail-without-op"], monkeypatch, capsys
     )
-    assert status == 1
+    assert status == 2
     assert err == (
         f"{path}: error: pass 'test-fail-without-op' failed: no target memory; add "
         "'scratchpad.target' to the module\n"
@@ -289,7 +289,7 @@ def test_pass_failure_without_an_op_names_the_file_and_pass(write, monkeypatch, 
 def test_invalid_ir_after_a_pass_is_blamed_on_the_pass(write, monkeypatch, capsys):
     path = write(VALID)
     status, _, err = run_driver([path, "-p", "test-misplace-allocs"], monkeypatch, capsys)
-    assert status == 1
+    assert status == 2
     assert err == (
         f"{path}:2:3: error: 'scratchpad.alloc' op offset '3' must be a multiple of the "
         "alignment '64' (after pass 'test-misplace-allocs')\n"

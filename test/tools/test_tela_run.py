@@ -166,7 +166,7 @@ def test_user_errors_are_one_line(argv, message, program, tmp_path, capsys, monk
     np.save(tmp_path / "x.npy", np.zeros((2, 3), np.float32))
     fill = {"prog": str(program), "x": str(tmp_path / "x.npy")}
     status, out, err = run([arg.format(**fill) for arg in argv], capsys)
-    assert status == 1 and out == ""
+    assert status == 2 and out == ""
     assert err == message.format(**fill) + "\n"
 
 
@@ -174,7 +174,7 @@ def test_parse_errors_are_located(tmp_path, capsys):
     path = tmp_path / "bad.mlir"
     path.write_text("func.func @main() {\n  %x = arith.constant : i32\n}\n")
     status, _, err = run([path], capsys)
-    assert status == 1
+    assert status == 2
     assert err.startswith(f"{path}:2:")
     assert err.count("\n") == 1
 
