@@ -127,7 +127,7 @@ def test_wrong_offset_count_is_an_error_and_writes_nothing(tmp_path):
 def test_missing_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     problem = _small()
-    with pytest.raises(PlotError, match=r"pip install 'telamalloc\[plot\]'"):
+    with pytest.raises(PlotError, match=r"install the 'plot' extra: pip install matplotlib==.* pip install '\.\[plot\]'"):
         plot_layout(str(tmp_path / "x.svg"), problem, solve(problem))
     assert list(tmp_path.iterdir()) == []
 
