@@ -37,7 +37,8 @@ Any other node (or one whose attributes fall outside the table) is still planned
 interpreter cannot run those; `ImportedModel.planned_only` lists them per op type.
 
 Limits: shapes must be static after shape inference (symbolic dimensions can be bound with
-`dims`, e.g. `{"batch": 1}`); sequence, map, optional and sparse tensors are rejected;
+`dims`, e.g. `{"batch": 1}`; a name that is no symbolic dimension of an input is an error,
+not ignored); sequence, map, optional and sparse tensors are rejected;
 subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
 inner tensors are not planned. Initializer values are not carried into the IR (they are
 arguments, as weights are in a compiled model); a Constant node that fills its output with
@@ -46,9 +47,11 @@ one value becomes `fill`, any other Constant an opaque `onnx.Constant` kernel.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -90,7 +93,19 @@ from telamalloc.dialects.scratchpad import (
 
 
 class OnnxImportError(ValueError):
-    """A model that cannot be imported; the message is one line that says what to do."""
+    """A model that cannot be imported; the message is one line that says what to do.
+
+    Errors about a model file start with its path, as given: `model.onnx: <message>`.
+    """
+
+
+@contextlib.contextmanager
+def _about(path: str) -> Iterator[None]:
+    """Prefix every OnnxImportError raised inside with `path: ` (the one place that does)."""
+    try:
+        yield
+    except OnnxImportError as error:
+        raise OnnxImportError(f"{path}: {error}") from None
 
 
 @dataclass(frozen=True)
@@ -126,21 +141,28 @@ def _onnx():
     return onnx
 
 
-def load_model(path: str):
-    """Read and check an ONNX model file; OnnxImportError for anything that is not one."""
+def load_model(path: str | os.PathLike):
+    """Read and check an ONNX model file; OnnxImportError (`path: ...`) for anything that is not one."""
+    _onnx()  # a missing package is not the file's fault: that message names no file
+    path = os.fspath(path)
+    with _about(path):
+        return _read(path)
+
+
+def _read(path: str):
     onnx = _onnx()
     try:
         with open(path, "rb") as stream:
             data = stream.read()
     except OSError as error:
-        raise OnnxImportError(f"cannot read '{path}': {error.strerror}") from None
+        raise OnnxImportError(f"cannot read: {error.strerror}") from None
     try:
         model = onnx.ModelProto()
         model.ParseFromString(data)
     except Exception:  # protobuf raises DecodeError, or RuntimeWarning-like errors from the C++ parser
-        raise OnnxImportError(f"'{path}' is not an ONNX model (the protobuf does not parse); export the model with onnx.save") from None
+        raise OnnxImportError("not an ONNX model (the protobuf does not parse); export the model with onnx.save") from None
     if not model.HasField("graph") or not model.graph.node:
-        raise OnnxImportError(f"'{path}' is not an ONNX model or its graph has no nodes; export the model with onnx.save")
+        raise OnnxImportError("not an ONNX model or its graph has no nodes; export the model with onnx.save")
     return model
 
 
@@ -150,11 +172,37 @@ def _infer_shapes(model, dims: Mapping[str, int]):
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as error:
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise OnnxImportError(f"ONNX shape inference failed: {first_line}") from None
+        first_line = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
+        raise OnnxImportError(
+            f"ONNX shape inference failed: {first_line}; fix the model until "
+            "onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"
+        ) from None
+
+
+def _symbolic_dims(model) -> list[str]:
+    """The names of the symbolic dimensions of the model's tensor inputs, first seen first."""
+    names: dict[str, None] = {}
+    for value in model.graph.input:
+        if value.type.HasField("tensor_type"):
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param:
+                    names.setdefault(dim.dim_param)
+    return list(names)
 
 
 def _bind_dims(model, dims: Mapping[str, int]) -> None:
+    """Set every symbolic input dimension named in `dims`; a name that is none is an error."""
+    known = _symbolic_dims(model)
+    unknown = [name for name in dims if name not in known]
+    if unknown:
+        names = ", ".join(f"'{name}'" for name in unknown)
+        verb = "names" if len(unknown) == 1 else "name"
+        have = (
+            "its symbolic dimensions are " + ", ".join(f"'{name}'" for name in known)
+            if known
+            else "the model has no symbolic dimensions, so drop the option"
+        )
+        raise OnnxImportError(f"--dim {names} {verb} no symbolic dimension of the model's inputs; {have}")
     for value in model.graph.input:
         if not value.type.HasField("tensor_type"):
             continue
@@ -187,6 +235,24 @@ def _element_types() -> dict[int, Attribute]:
     }
 
 
+def _type_name(element_type: int) -> str:
+    """The ONNX name of an element type (`STRING` for 8), or its number if it has none."""
+    from onnx import TensorProto
+
+    try:
+        return TensorProto.DataType.Name(element_type)
+    except ValueError:
+        return str(element_type)
+
+
+def _unsupported_type(what: str, element_type: int, element_types: Mapping[int, Attribute]) -> OnnxImportError:
+    supported = ", ".join(f"'{_type_name(number)}'" for number in element_types)
+    return OnnxImportError(
+        f"{what} has unsupported element type '{_type_name(element_type)}'; "
+        f"the supported element types are {supported}: export the model with one of them"
+    )
+
+
 @dataclass(frozen=True)
 class _Tensor:
     name: str
@@ -208,7 +274,7 @@ def _tensor_types(model) -> dict[str, _Tensor]:
     for initializer in graph.initializer:
         element_type = element_types.get(initializer.data_type)
         if element_type is None:
-            raise OnnxImportError(f"initializer '{initializer.name}' has unsupported element type '{initializer.data_type}'")
+            raise _unsupported_type(f"initializer '{initializer.name}'", initializer.data_type, element_types)
         tensors[initializer.name] = _Tensor(initializer.name, tuple(int(d) for d in initializer.dims), element_type)
     return tensors
 
@@ -219,11 +285,15 @@ def _typed(value, element_types) -> _Tensor | None:
     if kind is None:
         return None
     if kind != "tensor_type":
-        raise OnnxImportError(f"value '{value.name}' is a '{kind}'; only tensors are supported")
+        type_name = kind.removesuffix("_type").replace("_", " ")
+        raise OnnxImportError(
+            f"value '{value.name}' is of type '{type_name}', not a dense tensor; the importer plans dense tensors only: "
+            "export the model without sequence, map, optional or sparse values"
+        )
     tensor_type = value.type.tensor_type
     element_type = element_types.get(tensor_type.elem_type)
     if element_type is None:
-        raise OnnxImportError(f"tensor '{value.name}' has unsupported element type '{tensor_type.elem_type}'")
+        raise _unsupported_type(f"tensor '{value.name}'", tensor_type.elem_type, element_types)
     if not tensor_type.HasField("shape"):
         return None
     shape = []
@@ -458,7 +528,10 @@ def _topological(nodes) -> list:
         if index in done:
             return
         if index in visiting:
-            raise OnnxImportError(f"the graph has a cycle through node '{nodes[index].name or nodes[index].op_type}'")
+            raise OnnxImportError(
+                f"the graph has a cycle through node '{nodes[index].name or nodes[index].op_type}'; "
+                "an ONNX graph must be acyclic: export the model again"
+            )
         visiting.add(index)
         for name in nodes[index].input:
             producer = produced_by.get(name)
@@ -494,22 +567,33 @@ def import_onnx(model_or_path, options: ImportOptions | None = None) -> Imported
     """Import an ONNX model (a path or a ModelProto) as a scratchpad-dialect module.
 
     Raises OnnxImportError (one line) for a file that is not an ONNX model, failed shape
-    inference, tensors without a static shape, or unsupported tensor types.
+    inference, tensors without a static shape, unsupported tensor types, or a `dims` name
+    that is no symbolic input dimension. Given a path, every message starts with it
+    (`model.onnx: ...`); only a missing onnx package names no file.
     """
     options = options or ImportOptions()
-    model = load_model(model_or_path) if isinstance(model_or_path, str) else model_or_path
+    _onnx()
+    if not isinstance(model_or_path, (str, os.PathLike)):
+        return _import(model_or_path, options)
+    path = os.fspath(model_or_path)
+    with _about(path):
+        return _import(_read(path), options)
+
+
+def _import(model, options: ImportOptions) -> ImportedModel:
     onnx = _onnx()
     from onnx import numpy_helper
 
     for node in model.graph.node:
         if not node.op_type:
-            raise OnnxImportError("a node has no op_type; the model is malformed")
+            raise OnnxImportError("a node has no op_type; the model is malformed: export it again")
     _check_defined(model.graph)
     copy = onnx.ModelProto()
     copy.CopyFrom(model)  # the caller's model stays as it was (dims, node order)
     ordered = _topological(list(copy.graph.node))  # shape inference needs producers first
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
+    _tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     model = _infer_shapes(copy, options.dims)
     graph = model.graph
     tensors = _tensor_types(model)
@@ -578,9 +662,15 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
     used_initializers = [name for name in initializer_names if (name in reads or name in output_set) and name not in produced]
     for name in outputs:
         if context.tensors.get(name) is None:
-            raise OnnxImportError(f"output '{name}' has no static shape after shape inference; give the model's inputs static shapes")
+            raise OnnxImportError(
+                f"output '{name}' has no static shape after shape inference; give the model's inputs static shapes "
+                "(or bind symbolic dimensions with --dim NAME=VALUE)"
+            )
         if name not in produced and name not in main_inputs and name not in used_initializers:
-            raise OnnxImportError(f"output '{name}' is neither computed by a node nor an input of the model")
+            raise OnnxImportError(
+                f"output '{name}' is neither computed by a node nor an input of the model; "
+                "compute it by a node or drop it from the graph's outputs"
+            )
 
     names = _Names()
     arguments = [(name, "in") for name in main_inputs] + [(name, "in") for name in used_initializers] + [(name, "out") for name in outputs]

@@ -13,9 +13,11 @@ option); `--dim batch=1` binds a symbolic input dimension before shape inference
 
 On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
 are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
-tensor types, a bad command line) print one line on stderr and exit with status 2, writing
-no output file; Ctrl-C exits with 130 (the convention of all four tools:
-`telamalloc.exit_status`). The output file is written atomically.
+tensor types, a `--dim` name that is no symbolic input dimension, a bad command line) print
+one line on stderr, `tela-import: error: model.onnx: <message>` when the model is to blame,
+and exit with status 2, writing no output file; Ctrl-C exits with 130 (the convention of all
+four tools: `telamalloc.exit_status`). The output file is written atomically.
+`docs/errors.md` lists every message.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ def notes(imported: ImportedModel) -> list[str]:
 def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.capacity is None and arguments.alignment is not None:
-        raise UsageError("--alignment needs --capacity (both describe the target memory)")
+        raise UsageError("--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment")
     options = ImportOptions(
         function=arguments.function,
         capacity=arguments.capacity,
@@ -123,7 +125,9 @@ def _run(argv: Sequence[str] | None) -> int:
     try:
         imported.module.verify()
     except VerifyException as error:  # an importer bug, not a user error: still one line
-        raise OnnxImportError(f"internal error: the imported program does not verify: {str(error).splitlines()[0]}") from None
+        raise OnnxImportError(
+            f"{arguments.model}: internal error: the imported program does not verify: {str(error).splitlines()[0]}; please report it"
+        ) from None
     text = render(imported, arguments.model)
     for line in notes(imported):
         print(line, file=sys.stderr)

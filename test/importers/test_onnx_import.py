@@ -11,7 +11,7 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
-from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx
+from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx, load_model
 from telamalloc.passes.tela_plan import collect_module, plan_module
 from telamalloc.runtime.interpreter import run_program, verify_program
 from telamalloc.runtime.validate import compute_load
@@ -223,13 +223,113 @@ def test_capacity_adds_a_target(model_files):
 def test_not_an_onnx_file(tmp_path):
     path = tmp_path / "bad.onnx"
     path.write_text("this is not a protobuf\n")
-    with pytest.raises(OnnxImportError, match="is not an ONNX model"):
-        import_onnx(str(path))
+    message = f"{path}: not an ONNX model (the protobuf does not parse); export the model with onnx.save"
+    for load in (import_onnx, load_model):
+        with pytest.raises(OnnxImportError) as error:
+            load(str(path))
+        assert str(error.value) == message
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(OnnxImportError, match="cannot read .*No such file"):
-        import_onnx(str(tmp_path / "missing.onnx"))
+    path = tmp_path / "missing.onnx"
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(path)  # a Path works as well as a str
+    assert str(error.value) == f"{path}: cannot read: No such file or directory"
+
+
+def test_errors_about_a_file_name_it_once_and_in_memory_models_name_none(tmp_path):
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_tensor("x", ["n", 4])], [_tensor("y", ["n", 4])])
+    path = tmp_path / "sym.onnx"
+    onnx.save(model, path)
+    message = "tensor 'x' of a 'Relu' node has no static shape after shape inference; "
+    with pytest.raises(OnnxImportError) as from_memory:
+        import_onnx(model)
+    with pytest.raises(OnnxImportError) as from_file:
+        import_onnx(str(path))
+    assert str(from_memory.value).startswith(message)
+    assert str(from_file.value) == f"{path}: {from_memory.value}"
+
+
+@pytest.mark.parametrize("element_type", ["STRING", "COMPLEX64", "COMPLEX128", "FLOAT8E4M3FN", "UINT4"])
+def test_unsupported_element_types_are_named_and_the_supported_ones_listed(element_type):
+    number = TensorProto.DataType.Value(element_type)
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", [4], number)], [_tensor("y", [4], number)])
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model)
+    message = str(error.value)
+    assert message.startswith(f"tensor 'x' has unsupported element type '{element_type}'; the supported element types are 'FLOAT', ")
+    assert message.endswith("'BOOL': export the model with one of them") and f"'{number}'" not in message
+
+
+def test_an_element_type_onnx_has_no_name_for_is_given_by_number():
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", [4], 99)], [_tensor("y", [4], 99)])
+    with pytest.raises(OnnxImportError, match="^tensor 'x' has unsupported element type '99'; the supported"):
+        import_onnx(model)
+
+
+def test_declared_types_are_checked_before_shape_inference():
+    """A STRING input to Add: our message, not shape inference's type error."""
+    string = TensorProto.STRING
+    model = _model([helper.make_node("Add", ["x", "x"], ["y"])], [_tensor("x", [4], string)], [_tensor("y", [4], string)])
+    with pytest.raises(OnnxImportError, match="^tensor 'x' has unsupported element type 'STRING'"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize(
+    "value, kind",
+    [
+        (helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [4]), "sequence"),
+        (helper.make_sparse_tensor_value_info("x", TensorProto.FLOAT, [4]), "sparse tensor"),
+        (helper.make_value_info("x", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [4]))), "optional"),
+    ],
+)
+def test_values_that_are_not_dense_tensors_are_named(value, kind):
+    model = _model([helper.make_node("Identity", ["x"], ["y"])], [value], [_tensor("y", [4])])
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model)
+    assert str(error.value) == (
+        f"value 'x' is of type '{kind}', not a dense tensor; the importer plans dense tensors only: "
+        "export the model without sequence, map, optional or sparse values"
+    )
+
+
+@pytest.mark.parametrize(
+    "dims, message",
+    [
+        ({"batc": 1}, "--dim 'batc' names no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
+        ({"batch": 1, "a": 2, "b": 3}, "--dim 'a', 'b' name no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
+    ],
+)
+def test_unknown_dims_are_errors_that_list_the_symbolic_dimensions(dims, message):
+    model = _model(
+        [helper.make_node("Add", ["x", "z"], ["y"])],
+        [_tensor("x", ["batch", "seq"]), _tensor("z", ["batch", 1])],
+        [_tensor("y", ["batch", "seq"])],
+    )
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model, ImportOptions(dims=dims))
+    assert str(error.value) == message
+    imported = import_onnx(model, ImportOptions(dims={"batch": 2, "seq": 3}))
+    assert [op.memref.type.get_shape() for op in _ops(imported.module, AllocOp)] == [(2, 3), (2, 1), (2, 3)]
+
+
+def test_unknown_dims_of_a_model_without_symbolic_dimensions():
+    model = _model([helper.make_node("Relu", ["x"], ["y"])], [_tensor("x", [4])], [_tensor("y", [4])])
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model, ImportOptions(dims={"n": 1}))
+    assert str(error.value) == (
+        "--dim 'n' names no symbolic dimension of the model's inputs; the model has no symbolic dimensions, so drop the option"
+    )
+
+
+def test_a_cycle_is_reported():
+    model = _model(
+        [helper.make_node("Relu", ["b"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2")],
+        [_tensor("x", [4])],
+        [_tensor("b", [4])],
+    )
+    with pytest.raises(OnnxImportError, match="^the graph has a cycle through node 'r1'; an ONNX graph must be acyclic"):
+        import_onnx(model)
 
 
 def test_shape_inference_errors_are_one_line():
@@ -240,7 +340,9 @@ def test_shape_inference_errors_are_one_line():
     )
     with pytest.raises(OnnxImportError) as error:
         import_onnx(model)
-    assert str(error.value).startswith("ONNX shape inference failed:") and "\n" not in str(error.value)
+    message = str(error.value)
+    assert message.startswith("ONNX shape inference failed:") and "\n" not in message
+    assert message.endswith("; fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it")
 
 
 def test_undefined_tensors_are_reported():

@@ -84,43 +84,174 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
     assert "memref<2x4xf32>" in out.read_text()
 
 
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        (b"not an onnx model\n", "is not an ONNX model"),
-        (b"", "is not an ONNX model"),
-    ],
+# --------------------------------------------------------------------------------------
+# Bad input: one line on stderr naming the model file, exit 2, no output file. Every case is a
+# row of docs/errors.md ("tela-import"), which test_the_catalogue_documents_every_import_case
+# keeps in step. The tests run in the model's directory, so the path is 'bad.onnx'.
+
+PREFIX = "tela-import: error: "
+SUPPORTED = (
+    "the supported element types are 'FLOAT', 'DOUBLE', 'FLOAT16', 'BFLOAT16', 'INT8', 'INT16', 'INT32', "
+    "'INT64', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'BOOL': export the model with one of them"
 )
-def test_bad_input_is_one_line_with_no_output_file(tmp_path, capsys, content, message):
-    path = tmp_path / "bad.onnx"
-    path.write_bytes(content)
-    out = tmp_path / "bad.mlir"
-    assert main([str(path), "-o", str(out)]) == 2
+NO_STATIC_SHAPE = "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
+
+
+def _value(name, element_type=TensorProto.FLOAT, shape=(4,)):
+    return helper.make_tensor_value_info(name, element_type, list(shape))
+
+
+def _save(nodes, inputs, outputs, initializers=(), domains=()):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    opsets = [helper.make_opsetid("", 17), *(helper.make_opsetid(domain, 1) for domain in domains)]
+    return helper.make_model(graph, opset_imports=opsets).SerializeToString()
+
+
+def _relu(inputs=None, outputs=None):
+    return _save([helper.make_node("Relu", ["x"], ["y"])], inputs or [_value("x")], outputs or [_value("y")])
+
+
+def _directory(path: Path) -> None:
+    path.mkdir()
+
+
+IMPORT_CASES = [
+    # (id, the content of bad.onnx (bytes, a function of its path, or None: no file), arguments, message)
+    ("not-an-onnx-file", b"not an onnx model\n", [],
+     "bad.onnx: not an ONNX model (the protobuf does not parse); export the model with onnx.save"),
+    ("binary-garbage", b"\x08\x01garbage", [],
+     "bad.onnx: not an ONNX model (the protobuf does not parse); export the model with onnx.save"),
+    ("empty-file", b"", [],
+     "bad.onnx: not an ONNX model or its graph has no nodes; export the model with onnx.save"),
+    ("graph-without-nodes", _save([], [_value("x")], [_value("x")]), [],
+     "bad.onnx: not an ONNX model or its graph has no nodes; export the model with onnx.save"),
+    ("missing-file", None, [], "bad.onnx: cannot read: No such file or directory"),
+    ("input-is-a-directory", _directory, [], "bad.onnx: cannot read: Is a directory"),
+    ("unsupported-element-type",
+     _save([helper.make_node("Identity", ["x"], ["y"])], [_value("x", TensorProto.STRING)], [_value("y", TensorProto.STRING)]),
+     [], f"bad.onnx: tensor 'x' has unsupported element type 'STRING'; {SUPPORTED}"),
+    ("unsupported-initializer-type",
+     _save([helper.make_node("Identity", ["w"], ["y"])], [], [_value("y", shape=(2,))],
+           [helper.make_tensor("w", TensorProto.COMPLEX64, [2], [1 + 2j, 3j])]),
+     [], f"bad.onnx: initializer 'w' has unsupported element type 'COMPLEX64'; {SUPPORTED}"),
+    ("non-tensor-value",
+     _save([helper.make_node("SequenceLength", ["s"], ["n"])], [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [4])],
+           [_value("n", TensorProto.INT64, ())]),
+     [], "bad.onnx: value 's' is of type 'sequence', not a dense tensor; the importer plans dense tensors only: "
+         "export the model without sequence, map, optional or sparse values"),
+    ("node-without-op-type", _save([helper.make_node("", ["x"], ["y"])], [_value("x")], [_value("y")]), [],
+     "bad.onnx: a node has no op_type; the model is malformed: export it again"),
+    ("undefined-tensor", _save([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [_value("x")], [_value("y")]), [],
+     "bad.onnx: node 'r' (Relu) reads 'ghost', which is no input, initializer or node output of the model; the graph is malformed"),
+    ("graph-cycle",
+     _save([helper.make_node("Relu", ["b"], ["a"], name="r1"), helper.make_node("Relu", ["a"], ["b"], name="r2")], [_value("x")], [_value("b")]),
+     [], "bad.onnx: the graph has a cycle through node 'r1'; an ONNX graph must be acyclic: export the model again"),
+    ("shape-inference-failure",
+     _save([helper.make_node("MatMul", ["a", "b"], ["c"])], [_value("a", shape=(2, 3)), _value("b", shape=(4, 5))], [_value("c", shape=(2, 5))]),
+     [], "bad.onnx: ONNX shape inference failed: [ShapeInferenceError] Inference error(s): (op_type:MatMul): "
+         "[ShapeInferenceError] Incompatible dimensions for matrix multiplication; "
+         "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"),
+    ("tensor-without-static-shape", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]), [],
+     f"bad.onnx: tensor 'x' of a 'Relu' node has no static shape after shape inference; {NO_STATIC_SHAPE}"),
+    ("output-without-static-shape",
+     _save([helper.make_node("Relu", ["a"], ["b"])], [_value("a"), _value("x", shape=("n",))], [_value("b"), _value("x", shape=("n",))]),
+     [], f"bad.onnx: output 'x' has no static shape after shape inference; {NO_STATIC_SHAPE}"),
+    ("node-without-shaped-output",
+     _save([helper.make_node("Foo", ["x"], ["t"], domain="com.example"), helper.make_node("Relu", ["x"], ["y"])],
+           [_value("x")], [_value("y")], domains=["com.example"]),
+     [], "bad.onnx: a 'Foo' node has no output with a static shape; give its outputs shapes in value_info"),
+    ("output-not-computed", _save([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], [_value("y"), _value("z")]), [],
+     "bad.onnx: output 'z' is neither computed by a node nor an input of the model; "
+     "compute it by a node or drop it from the graph's outputs"),
+    ("unknown-dim", _relu([_value("x", shape=("batch", "seq"))], [_value("y", shape=("batch", "seq"))]), ["--dim", "batc=1"],
+     "bad.onnx: --dim 'batc' names no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
+    ("unknown-dim-without-symbolic-dimensions", _relu(), ["--dim", "n=1"],
+     "bad.onnx: --dim 'n' names no symbolic dimension of the model's inputs; "
+     "the model has no symbolic dimensions, so drop the option"),
+    ("bad-dim-syntax", _relu(), ["--dim", "n"],
+     "argument --dim: dimension 'n' must be NAME=VALUE with a positive VALUE, e.g. 'batch=1'"),
+    ("capacity-zero", _relu(), ["--capacity", "0"], "argument --capacity: capacity '0' must be a positive number of bytes"),
+    ("alignment-without-capacity", _relu(), ["--alignment", "64"],
+     "--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment"),
+    ("unknown-option", _relu(), ["--fast"], "unrecognized arguments: --fast"),
+    ("unwritable-output", _relu(), ["-o", "missing/out.mlir"], "cannot write 'missing/out.mlir': No such file or directory"),
+]
+
+
+@pytest.mark.parametrize("content, arguments, message", [case[1:] for case in IMPORT_CASES], ids=[case[0] for case in IMPORT_CASES])
+def test_bad_input(tmp_path, monkeypatch, capsys, content, arguments, message):
+    monkeypatch.chdir(tmp_path)
+    if callable(content):
+        content(tmp_path / "bad.onnx")
+    elif content is not None:
+        (tmp_path / "bad.onnx").write_bytes(content)
+    (tmp_path / "out.mlir").write_text("// an earlier output\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["bad.onnx", "-o", "out.mlir", *arguments]) == 2
     captured = capsys.readouterr()
-    assert captured.err.startswith("tela-import: error: ") and message in captured.err
-    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
-    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["bad.onnx"]
+    assert captured.err == PREFIX + message + "\n"
+    assert captured.out == ""
+    assert (tmp_path / "out.mlir").read_text() == "// an earlier output\n"  # left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing else written
 
 
-@pytest.mark.parametrize(
-    "arguments, message",
-    [
-        (["--capacity", "0"], "capacity '0' must be a positive number of bytes"),
-        (["--alignment", "64"], "--alignment needs --capacity"),
-        (["--dim", "n"], "dimension 'n' must be NAME=VALUE"),
-    ],
-)
-def test_usage_errors_exit_2(models, capsys, arguments, message):
-    assert main([str(models["mlp"]), *arguments]) == 2
+CATALOGUE_PREFIX = "../tools/test_tela_import.py::"  # the rows name tests relative to test/hardening/
+ERRORS_MD = Path(__file__).resolve().parents[2] / "docs" / "errors.md"
+SECTION = "## tela-import (ONNX input, exit 2 for bad input or usage)"
+
+
+def _catalogue_rows() -> dict[str, list[str]]:
+    lines = ERRORS_MD.read_text(encoding="utf-8").splitlines()
+    assert SECTION in lines, f"docs/errors.md has no section {SECTION!r}"
+    rows = {}
+    for line in lines[lines.index(SECTION) + 1:]:
+        if line.startswith("## ") or line.startswith("Besides the catalogue"):
+            break
+        if line.startswith("| ") and not line.startswith("| class"):
+            cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+            assert len(cells) == 4, line
+            test_id = cells[-1].strip("`")
+            assert test_id not in rows, f"two rows name {test_id}"
+            rows[test_id] = cells
+    return rows
+
+
+def _missing_onnx_message() -> str:
+    from telamalloc.extras import install_hint
+
+    return f"{PREFIX}importing ONNX models needs the onnx package; {install_hint('onnx')}"
+
+
+MISSING_ONNX = _missing_onnx_message()
+
+
+def test_the_catalogue_documents_every_import_case():
+    """docs/errors.md's tela-import section: one row per case, its message exactly as printed."""
+    rows = _catalogue_rows()
+    expected = {f"{CATALOGUE_PREFIX}test_bad_input[{name}]": PREFIX + message for name, _, _, message in IMPORT_CASES}
+    expected[f"{CATALOGUE_PREFIX}test_without_the_onnx_package_says_how_to_install_it"] = MISSING_ONNX
+    assert sorted(rows) == sorted(expected), "docs/errors.md's tela-import rows and the test cases differ"
+    for test_id, cells in rows.items():
+        assert cells[2] == "2", f"{test_id}: exit status in the docs is {cells[2]}"
+        assert cells[1].strip("`").replace("\\|", "|") == expected[test_id], f"{test_id}: the docs show {cells[1]!r}"
+
+
+def test_without_the_onnx_package_says_how_to_install_it(tmp_path):
+    (tmp_path / "bad.onnx").write_bytes(_relu())
+    script = "import sys; sys.modules['onnx'] = None\nfrom telamalloc.tools.tela_import import main\nsys.exit(main(['bad.onnx', '-o', 'out.mlir']))"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == MISSING_ONNX + "\n" and result.stdout == ""
+    assert not (tmp_path / "out.mlir").exists()
+
+
+def test_the_path_is_given_once_as_typed(tmp_path, capsys):
+    """An absolute path is printed as given, once, at the start of the message."""
+    path = tmp_path / "sym.onnx"
+    path.write_bytes(_relu([_value("x", shape=("batch", 4))], [_value("y", shape=("batch", 4))]))
+    assert main([str(path), "--dim", "n=1"]) == 2
     err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
-
-
-def test_unwritable_output_is_one_line(models, tmp_path, capsys):
-    target = tmp_path / "missing" / "x.mlir"
-    assert main([str(models["mlp"]), "-o", str(target)]) == 2
-    err = capsys.readouterr().err
-    assert err == f"tela-import: error: cannot write '{target}': No such file or directory\n"
+    assert err.startswith(f"{PREFIX}{path}: --dim 'n' names no symbolic dimension") and err.count(str(path)) == 1
 
 
 def test_module_entry_point_runs_without_traceback(tmp_path):
