@@ -48,7 +48,7 @@ from xdsl.universe import Universe
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
-from telamalloc.tools.tela_opt import parse_module_text
+from telamalloc.ir_text import parse_module_text
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 MEMORY_SPACE_PREFIX = "#scratchpad.space"

@@ -48,7 +48,7 @@ from telamalloc.runtime.interpreter import (
     run_program,
     verify_program,
 )
-from telamalloc.tools.tela_opt import (
+from telamalloc.ir_text import (
     Diagnostic,
     one_line,
     parse_diagnostic,

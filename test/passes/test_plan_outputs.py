@@ -47,7 +47,8 @@ def test_the_ir_is_unchanged_when_an_output_cannot_be_written(tmp_path: Path):
     from xdsl.utils.exceptions import PassFailedException
 
     from telamalloc.passes import TelaPlanPass
-    from telamalloc.tools.tela_opt import TelaOptMain, parse_module_text
+    from telamalloc.ir_text import parse_module_text
+    from telamalloc.tools.tela_opt import TelaOptMain
 
     context = TelaOptMain(args=[str(EXAMPLE)]).ctx
     module = parse_module_text(context, EXAMPLE.read_text(), str(EXAMPLE))

@@ -1,0 +1,215 @@
+"""Reading MLIR text with located, one-line diagnostics: the helpers every driver shares.
+
+`parse_module_text` parses with source locations and a lexer that cannot hang;
+`parse_diagnostic`, `locate_verification_failure` and `find_dominance_violation` turn
+xDSL's errors into MLIR-style `file:line:col: error: message` diagnostics (`Diagnostic`,
+which also carries the exit status a driver gives for it). Used by `tela-opt`, `tela-run`
+and `telamalloc.interop`; it imports no driver (tools/ sit above it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import defaultdict
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Block, Operation
+from xdsl.parser import Parser
+from xdsl.parser.core import ForwardDeclaredValue
+from xdsl.parser.generic_parser import ParserState
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
+
+from telamalloc.exit_status import ExitStatus
+
+
+@dataclasses.dataclass
+class Diagnostic(Exception):
+    """A located error: `location: error: message` (location may be just the file)."""
+
+    location: str
+    message: str
+    status: ExitStatus = ExitStatus.BAD_INPUT  # the exit status it gives (telamalloc.exit_status)
+
+    def __str__(self) -> str:
+        return f"{self.location}: error: {self.message}"
+
+
+def one_line(text: str) -> str:
+    """`text` with every run of whitespace (newlines too) folded into one space."""
+    return " ".join(text.split())
+
+
+def source_location(op: Operation, fallback: str) -> str:
+    location = op.location
+    if isinstance(location, FileLineColLoc):
+        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
+    return fallback
+
+
+def locate_verification_failure(module: Operation, error: Exception, fallback: str, suffix: str = "") -> Diagnostic:
+    """The first op that fails to verify on its own (innermost first), as a Diagnostic."""
+    for op in module.walk(region_first=True):
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as op_error:
+            return Diagnostic(source_location(op, fallback), f"'{op.name}' op {one_line(str(op_error))}{suffix}")
+    return Diagnostic(fallback, one_line(str(error)) + suffix)
+
+
+def find_dominance_violation(module: Operation, fallback: str) -> Diagnostic | None:
+    """The first operand used where its definition is not visible, as MLIR's verifier
+    reports it (xDSL's verifier does not check dominance).
+
+    Checked for structured code: a value must be defined in the user's block or in an
+    enclosing block, and, when it is an op result, by an op that comes before the user
+    (or before the op enclosing the user) in that block. A value from another block of
+    the same multi-block region (a CFG) is not checked: that needs a dominator tree.
+    """
+    order: dict[Operation, int] = {}
+    for op in module.walk():
+        for index, operand in enumerate(op.operands):
+            if isinstance(operand, ForwardDeclaredValue):
+                # xDSL's parser leaves one when an op uses a value its own region defines,
+                # e.g. `scf.for %i = %a to %b step %i`
+                return Diagnostic(
+                    source_location(op, fallback),
+                    f"'{op.name}' op operand #{index} is used before it is defined (it is "
+                    "defined inside the op); define it before the op, in the same or an "
+                    "enclosing block",
+                )
+            defining_block = operand.owner if isinstance(operand.owner, Block) else operand.owner.parent_block()
+            if defining_block is None:
+                continue
+            user = op
+            while user is not None and user.parent_block() is not defining_block:
+                user = user.parent_op()
+            if user is None:
+                region = defining_block.parent
+                use_region = op.parent_region()
+                while use_region is not None and use_region is not region:
+                    parent = use_region.parent_op()
+                    use_region = None if parent is None else parent.parent_region()
+                if region is not None and use_region is region and len(region.blocks) > 1:
+                    continue  # a CFG: another block may dominate this one
+            elif isinstance(operand.owner, Block) or _position(order, operand.owner) < _position(order, user):
+                continue
+            name = f"%{operand.name_hint}" if operand.name_hint else f"operand #{index}"
+            return Diagnostic(
+                source_location(op, fallback),
+                f"'{op.name}' op operand #{index} ('{name}') does not dominate this use; define "
+                "it before the op, in the same or an enclosing block",
+            )
+    return None
+
+
+def _position(order: dict[Operation, int], op: Operation) -> int:
+    block = op.parent_block()
+    if op not in order and block is not None:
+        for index, sibling in enumerate(block.ops):
+            order[sibling] = index
+    return order.get(op, -1)
+
+
+class _SafeLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal pattern that runs in linear time.
+
+    xdsl 0.74.0 matches string literals with `"(?:[^"...]+|escape)*"`: on a string that is
+    never closed (one stray `"` in a file) the nested repetition backtracks exponentially
+    and the parser hangs. Matching one character per repetition accepts the same strings
+    and fails in linear time.
+    """
+
+    _unescaped_characters_regex = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+class _LocatingParser(Parser):
+    """The MLIR parser, recording each op's source position as its location.
+
+    Input without any operation (empty, blank, only comments or aliases) parses as an
+    empty `builtin.module` when an implicit module is allowed, as `mlir-opt` does (a
+    trailing `// -----` leaves such a chunk); xDSL's parser would reject it.
+    """
+
+    def __init__(self, ctx: Context, text: str, name: str, line_offset: int):
+        # Parser.__init__ with a lexer that cannot hang (see `_SafeLexer`); the state it
+        # sets up is that of xdsl==0.74.0's Parser.__init__.
+        super(Parser, self).__init__(ParserState(_SafeLexer(Input(text, name))), ctx)
+        self.ssa_values = dict()
+        self.blocks = dict()
+        self.forward_block_references = defaultdict(list)
+        self.forward_ssa_references = dict()
+        self._line_offset = line_offset
+        self._file_name = StringAttr(name)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except (VerifyException, ValueError, OverflowError) as error:
+            # An attribute or type whose own verifier rejected it while being built (xDSL
+            # raises ValueError for some, e.g. an out-of-range integer in a static list, and
+            # OverflowError for a float literal beyond its type, e.g. 2^62 as f16): a parse
+            # error at the token where the parser stopped.
+            raise ParseError(self._current_token.span, str(error)) from None
+        except ParseError as error:
+            no_operation = (
+                allow_implicit_module
+                and error.msg == _NO_OPERATION
+                and error.span.start >= len(error.span.input.content)
+            )
+            if no_operation:
+                return ModuleOp([])
+            raise
+
+    def parse_optional_attribute(self):
+        # A literal its type cannot hold (e.g. 2^62 as f16) makes xDSL raise OverflowError
+        # while building the attribute: report it at the literal, not where parsing stopped.
+        start = self._current_token.span
+        try:
+            return super().parse_optional_attribute()
+        except OverflowError as error:
+            raise ParseError(start, f"literal out of range for its type ({error})") from None
+
+    def parse_operation(self) -> Operation:
+        start = dataclasses.replace(self._current_token.span, line_offset=self._line_offset)
+        op = super().parse_operation()
+        if isinstance(op.location, UnknownLoc):
+            position = start.get_location()
+            op.location = FileLineColLoc(
+                self._file_name, IntAttr(position.line), IntAttr(position.col)
+            )
+        return op
+
+
+def parse_module_text(
+    ctx: Context, text: str, name: str, *, line_offset: int = 0, allow_implicit_module: bool = True
+) -> ModuleOp:
+    """Parses MLIR text into a module with the parser `tela-opt` uses.
+
+    Unlike xDSL's plain `Parser`, its lexer cannot hang on a stray `"`, ops carry their
+    source positions (lines shifted by `line_offset`, for a chunk of a split file), an
+    input without operations is an empty module, and an attribute that rejects its value
+    while being built is a parse error too. Raises `ParseError` (only) like xDSL's parser.
+    """
+    # Constructing the parser already lexes the first token, which may raise ParseError.
+    return _LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+
+
+_NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can start here
+_UNTERMINATED_STRING = "End of file reached before closing string literal."  # (also at the end of a line)
+
+
+def parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
+    """A located parse error; three of xDSL's messages are made to say what is wrong."""
+    position = span.get_location()
+    message = one_line(message)
+    if message == _NO_OPERATION:
+        message = "expected an operation; check for stray text or an unbalanced '}'"
+    elif message == _UNTERMINATED_STRING:
+        message = "unterminated string literal; close it with '\"' on the same line"
+    if span.start >= len(span.input.content) and not message.startswith("values used but not defined"):
+        message = f"unexpected end of input ({message}); the file may be truncated or miss a '}}'"
+    return Diagnostic(f"{position.file}:{position.line}:{position.col}", message)
