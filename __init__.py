@@ -8,9 +8,9 @@ The public API is plain data in, plain data out::
     assert solution.ok and telamalloc.validate(problem, solution.offsets) == []
 """
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.csv_io import CsvError, read_problem, write_solution
-from telamalloc.runtime.problem import (
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.csv_io import CsvError, read_problem, write_solution
+from telamalloc.runtime.alloc.problem import (
     Buffer,
     Mode,
     Overload,
@@ -21,7 +21,7 @@ from telamalloc.runtime.problem import (
     Stats,
     Status,
 )
-from telamalloc.runtime.validate import compute_load, validate
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 __all__ = [
     "Buffer",

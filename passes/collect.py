@@ -51,7 +51,7 @@ from telamalloc.dialects.scratchpad import (
     memref_byte_size,
 )
 from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
-from telamalloc.runtime.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
 

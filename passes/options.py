@@ -17,9 +17,9 @@ from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
-from telamalloc.runtime.api import ALGORITHMS
+from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.plot import PlotError, picture_format
-from telamalloc.runtime.problem import Mode
+from telamalloc.runtime.alloc.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)
 

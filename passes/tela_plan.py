@@ -49,10 +49,10 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.options import PlanningOptions, check_options
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.csv_io import write_problem
-from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.csv_io import write_problem
+from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.validate import validate
 
 MAX_LISTED_BUFFERS = 8  # diagnostics list at most this many buffer ids
 
@@ -278,7 +278,7 @@ def _dump_paths(path: str | None, problems: Sequence[FunctionProblem]) -> dict[s
 
 
 def _write_problem_csv(path: str, problem: Problem) -> None:
-    """The problem as MiniMalloc's CSV (`telamalloc.runtime.csv_io.write_problem`)."""
+    """The problem as MiniMalloc's CSV (`telamalloc.runtime.alloc.csv_io.write_problem`)."""
     try:
         write_problem(path, problem)
     except OSError as error:

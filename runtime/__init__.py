@@ -1,4 +1,10 @@
-"""The allocator runtime: plain-data problem vocabulary, the Cython kernel, the validator.
+"""What runs below the passes: the allocator and the reference interpreter.
 
-Nothing in this package imports xDSL, so the kernel can be embedded in any compiler.
+- `alloc/`: the allocator (vocabulary, API, Cython kernels, validator, CSV, portfolio,
+  batch, generated problems). It imports no xDSL and no IR code.
+- `interp/`: the reference interpreter (one module per dialect's `Functions`), its kernel
+  library and CPU-independent numerics. It imports xDSL and the dialects, never the passes.
+- `show/`: presentation of a solution (reports, pictures, the progress line); it imports
+  the allocator only.
+Verification, which plans and runs, sits above both in `telamalloc.verification`.
 """

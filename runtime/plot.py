@@ -25,9 +25,9 @@ import os
 from collections.abc import Sequence
 
 from telamalloc.extras import install_hint
-from telamalloc.runtime.problem import Problem, Solution
+from telamalloc.runtime.alloc.problem import Problem, Solution
 from telamalloc.runtime.report import open_atomically
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.validate import compute_load
 
 FORMATS = {".svg": "svg", ".png": "png"}
 FIGURE_INCHES = (10.0, 6.0)

@@ -30,9 +30,9 @@ from typing import TextIO
 
 import numpy as np
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Mode, Problem, Solution
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
+from telamalloc.runtime.alloc.validate import compute_load
 
 ERASE_LINE = "\r\x1b[K"
 

@@ -33,8 +33,8 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from telamalloc.runtime.problem import Problem, Solution
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.problem import Problem, Solution
+from telamalloc.runtime.alloc.validate import compute_load
 
 TEXT_LISTED_BUFFERS = 10  # the text format lists at most this many contended buffers
 FRAGMENTATION_DIGITS = 6  # JSON rounds fragmentation to this many decimals (deterministic text)

@@ -6,10 +6,10 @@
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
                [--algorithm=ALGORITHM] [--jobs=N | --scheduler=ADDRESS]
 
-ALGORITHM is one of `telamalloc.runtime.api.ALGORITHMS` (telamalloc, best-fit, first-fit...).
+ALGORITHM is one of `telamalloc.runtime.alloc.api.ALGORITHMS` (telamalloc, best-fit, first-fit...).
 
 `--jobs N` with `--input`: a parallel portfolio of N search orderings in N processes; the
-first proof wins and the others stop (`telamalloc.runtime.portfolio`). Which member wins
+first proof wins and the others stop (`telamalloc.runtime.alloc.portfolio`). Which member wins
 first may vary between runs; the layout written is the winner's, and `member:` names it.
 
 Prints a compact block on stdout (status, peak, LOAD, fragmentation, seconds, nodes,
@@ -25,7 +25,7 @@ Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed tim
 the greedy bound); it is erased when the solve ends and never shown when stderr is not a
 terminal.
 
-`--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.batch`: on a
+`--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.alloc.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
 with `--scheduler ADDRESS` (the `dask` extra). Each layout is validated and
 written to `OUT/<name>.csv` atomically as soon as its problem finishes; a line per problem
@@ -60,15 +60,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from telamalloc.runtime import batch as batch_planning
-from telamalloc.runtime.api import ALGORITHMS
-from telamalloc.runtime.csv_io import read_csv, write_solution
-from telamalloc.runtime.portfolio import solve_parallel
+from telamalloc.runtime.alloc import batch as batch_planning
+from telamalloc.runtime.alloc.api import ALGORITHMS
+from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
+from telamalloc.runtime.alloc.portfolio import solve_parallel
 from telamalloc.runtime.plot import PlotError, picture_format, plot_layout, require_matplotlib
-from telamalloc.runtime.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.report import build_report, format_json, format_text, write_text_atomically
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.validate import validate
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-alloc"

@@ -28,9 +28,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from telamalloc.runtime.csv_io import read_csv
-from telamalloc.runtime.problem import INT64_MAX
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.csv_io import read_csv
+from telamalloc.runtime.alloc.problem import INT64_MAX
+from telamalloc.runtime.alloc.validate import validate
 from telamalloc.tools import tela_alloc
 
 HARDENING = settings.get_profile("hardening")

@@ -37,9 +37,9 @@ from hypothesis import currently_in_test_context
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Buffer, Mode, Params, Problem, Status
-from telamalloc.runtime.validate import compute_load, validate
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Buffer, Mode, Params, Problem, Status
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 HARDENING = settings.get_profile("hardening")
 TOGGLES = ("canonical", "section_inference", "dominance", "decomposition", "contention_heuristic", "backjumping", "restarts")
@@ -364,9 +364,9 @@ def test_the_same_answer_twice(case, mode):
 
 _HASH_SEED_SCRIPT = r"""
 import json, random, sys
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Buffer, Problem, Params
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Buffer, Problem, Params
+from telamalloc.runtime.alloc.validate import compute_load
 
 rng = random.Random(int(sys.argv[1]))
 rows = []
@@ -425,7 +425,7 @@ CHALLENGING = Path("/work/shared/benchmarks/challenging")
 @pytest.mark.parametrize("name", ["A", "F", "K"])
 @pytest.mark.parametrize("mode", [Mode.FIT, Mode.MINIMIZE])
 def test_a_search_cut_short_returns_a_valid_layout_or_fallback(name, mode):
-    from telamalloc.runtime.csv_io import read_problem
+    from telamalloc.runtime.alloc.csv_io import read_problem
 
     problem = read_problem(CHALLENGING / f"{name}.1048576.csv")  # minimize: no upper bound
     capacity = 1048576 if mode is Mode.FIT else None

@@ -14,7 +14,7 @@ from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
 from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx, load_model
 from telamalloc.passes.tela_plan import collect_module, plan_module
 from telamalloc.runtime.interpreter import run_program, verify_program
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.validate import compute_load
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "onnx"
 

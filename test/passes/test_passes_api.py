@@ -23,7 +23,7 @@ from telamalloc.passes import (
     plan_module,
 )
 from telamalloc.passes.collect import collect_function, functions, selection_for
-from telamalloc.runtime.csv_io import read_problem
+from telamalloc.runtime.alloc.csv_io import read_problem
 
 
 def _context() -> Context:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.api import solve
+from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout
-from telamalloc.runtime.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 SVG = "{http://www.w3.org/2000/svg}"
 

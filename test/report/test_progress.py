@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Buffer, Mode, Problem
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Buffer, Mode, Problem
 from telamalloc.runtime.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Buffer, Problem, Solution, Stats, Status
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Buffer, Problem, Solution, Stats, Status
 from telamalloc.runtime.report import (
     TEXT_LISTED_BUFFERS,
     build_report,

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.batch import BatchError, BatchPlanner, BatchResult, exit_status, format_summary, plan_batch
-from telamalloc.runtime.csv_io import read_csv, write_problem
-from telamalloc.runtime.problem import Problem
-from telamalloc.runtime.puzzles import subset_sum_problem
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.batch import BatchError, BatchPlanner, BatchResult, exit_status, format_summary, plan_batch
+from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
+from telamalloc.runtime.alloc.problem import Problem
+from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
+from telamalloc.runtime.alloc.validate import validate
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-# Infeasible at its capacity, and no search refutes it in less than hours (runtime/puzzles.py);
+# Infeasible at its capacity, and no search refutes it in less than hours (runtime/alloc/generators/puzzles.py);
 # the small problems below fit at its capacity too.
 HARD = subset_sum_problem()
 HARD_CAPACITY = HARD.capacity

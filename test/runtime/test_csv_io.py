@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
-from telamalloc.runtime.problem import Buffer, Problem, ProblemError
+from telamalloc.runtime.alloc.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
+from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
 

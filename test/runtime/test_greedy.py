@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from telamalloc.runtime._greedy import greedy, placement_order
-from telamalloc.runtime.problem import Buffer, Problem
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc._greedy import greedy, placement_order
+from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.alloc.validate import validate
 
 ALGORITHMS = ["best-fit", "first-fit"]
 

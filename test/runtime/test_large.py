@@ -1,4 +1,4 @@
-"""The large-problem planner (runtime/_large.pyx) and algorithm "large" in solve()."""
+"""The large-problem planner (runtime/alloc/_large.pyx) and algorithm "large" in solve()."""
 
 import random
 import time
@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from telamalloc import Buffer, Problem, Status, solve, validate
-from telamalloc.runtime import api
-from telamalloc.runtime._greedy import greedy
-from telamalloc.runtime._large import ordering, plan
-from telamalloc.runtime.csv_io import read_problem
-from telamalloc.runtime.tracegen import generate
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc import api
+from telamalloc.runtime.alloc._greedy import greedy
+from telamalloc.runtime.alloc._large import ordering, plan
+from telamalloc.runtime.alloc.csv_io import read_problem
+from telamalloc.runtime.alloc.generators.tracegen import generate
+from telamalloc.runtime.alloc.validate import compute_load
 
 LARGE_SET = Path("/work/shared/benchmarks/large")
 
@@ -193,7 +193,7 @@ def test_fit_mode_tries_the_large_planner_first_above_the_threshold(monkeypatch)
 def test_fit_mode_falls_back_to_the_large_planner_above_the_threshold(monkeypatch):
     """The search times out: the fallback is the large planner's full layout, even though
     the time limit has passed (no pair lists of the greedy baselines on a large problem)."""
-    from telamalloc.runtime.puzzles import subset_sum_problem
+    from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 
     puzzle = subset_sum_problem(24)
     monkeypatch.setattr(api, "LARGE_THRESHOLD", 10)
@@ -257,7 +257,7 @@ def test_beats_idealloc_on_the_large_set(name, idealloc):
 def test_validator_fast_path_agrees_with_the_reporting_sweep(seed):
     """validate() accepts through its numpy fast path only layouts its reporting sweep
     accepts: greedy layouts (valid) and the same layouts with one buffer moved (often not)."""
-    from telamalloc.runtime import validate as checker
+    from telamalloc.runtime.alloc import validate as checker
 
     problem = random_problem(500 + seed, count=40)
     arrays = columns(problem)

@@ -14,8 +14,8 @@ import pytest
 
 import telamalloc
 from telamalloc import Buffer, Mode, Params, Problem, ProblemError, Status, solve, validate
-from telamalloc.runtime.portfolio import member_params, solve_parallel
-from telamalloc.runtime.puzzles import subset_sum_problem
+from telamalloc.runtime.alloc.portfolio import member_params, solve_parallel
+from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 
 
 # Ten buffers that pack in no layout at their LOAD 7 (see test_api.py): a proof below LOAD.
@@ -192,8 +192,8 @@ def test_a_killed_member_does_not_lose_the_answer(hard_problem, new_children):
 SCRIPT = textwrap.dedent(
     """
     import sys, telamalloc
-    from telamalloc.runtime.portfolio import solve_parallel
-    from telamalloc.runtime.puzzles import subset_sum_problem
+    from telamalloc.runtime.alloc.portfolio import solve_parallel
+    from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
     problem = subset_sum_problem()
     print("started", flush=True)
     try:

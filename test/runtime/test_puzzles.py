@@ -7,8 +7,8 @@ import pytest
 
 import telamalloc
 from telamalloc import Status
-from telamalloc.runtime.puzzles import some_subset_adds_up_to, subset_sum_problem, subset_sums
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc.generators.puzzles import some_subset_adds_up_to, subset_sum_problem, subset_sums
+from telamalloc.runtime.alloc.validate import compute_load
 
 
 def brute_force_hits(sizes: list[int], target: int) -> bool:

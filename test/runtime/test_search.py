@@ -1,4 +1,4 @@
-"""Tests of the exact search kernel (runtime/_search.pyx).
+"""Tests of the exact search kernel (runtime/alloc/_search.pyx).
 
 The kernel is checked against an independent brute-force oracle written here: it tries
 every order of the buffers and puts each one on top of its placed time-overlapping
@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc.runtime._search import (
+from telamalloc.runtime.alloc._search import (
     STATUS_INFEASIBLE,
     STATUS_OK,
     STATUS_TIMEOUT,
     search,
 )
-from telamalloc.runtime.problem import Params
+from telamalloc.runtime.alloc.problem import Params
 
 TOGGLES = (
     "canonical",

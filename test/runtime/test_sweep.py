@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from telamalloc.runtime._sweep import disjoint_while_live
+from telamalloc.runtime.alloc._sweep import disjoint_while_live
 
 
 def events_of(buffers):

@@ -1,12 +1,12 @@
-"""The deep-network trace generator (runtime/tracegen.py)."""
+"""The deep-network trace generator (runtime/alloc/generators/tracegen.py)."""
 
 import numpy as np
 import pytest
 
 from telamalloc import solve, validate
-from telamalloc.runtime._greedy import greedy
-from telamalloc.runtime.tracegen import WEIGHT_SHARE, deep_network_problem, generate
-from telamalloc.runtime.validate import compute_load
+from telamalloc.runtime.alloc._greedy import greedy
+from telamalloc.runtime.alloc.generators.tracegen import WEIGHT_SHARE, deep_network_problem, generate
+from telamalloc.runtime.alloc.validate import compute_load
 
 
 @pytest.mark.parametrize("buffers", [0, 1, 7, 100, 5000])

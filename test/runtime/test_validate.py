@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from telamalloc.runtime.problem import Buffer, Problem
-from telamalloc.runtime.validate import compute_load, validate
+from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 # input.12.csv (MiniMalloc): LOAD 12 at t in [0, 3): b1, b3, b5 are live there.
 EXAMPLE = Problem(

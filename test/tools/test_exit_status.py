@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
-from telamalloc.runtime.puzzles import subset_sum_problem
+from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.tools import tela_import, tela_opt, tela_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,7 @@ TWO_BUFFERS = """builtin.module attributes {scratchpad.target = #scratchpad.targ
 
 
 def puzzle_mlir() -> str:
-    """runtime/puzzles.py's subset-sum problem as IR: infeasible, and no search refutes it quickly."""
+    """runtime/alloc/generators/puzzles.py's subset-sum problem as IR: infeasible, and no search refutes it quickly."""
     problem = subset_sum_problem(24, 0)
     lines = [f'builtin.module attributes {{scratchpad.target = #scratchpad.target<"sram", capacity = {problem.capacity}>}} {{',
              "  func.func @puzzle() {"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.csv_io import read_csv, write_problem
-from telamalloc.runtime.puzzles import subset_sum_problem
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
+from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
+from telamalloc.runtime.alloc.validate import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "input.12.csv"

@@ -57,10 +57,10 @@ import numpy as np
 
 from telamalloc.exit_status import ExitStatus
 from telamalloc.extras import install_hint
-from telamalloc.runtime.api import ALGORITHMS, solve
-from telamalloc.runtime.csv_io import CsvTable, read_csv, write_solution
-from telamalloc.runtime.problem import Mode, Problem, ProblemError, Solution, Status
-from telamalloc.runtime.validate import validate
+from telamalloc.runtime.alloc.api import ALGORITHMS, solve
+from telamalloc.runtime.alloc.csv_io import CsvTable, read_csv, write_solution
+from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.validate import validate
 
 STATUS_CODES = {
     "OK": ExitStatus.OK,

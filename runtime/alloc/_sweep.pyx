@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The validator's fast sweep in C (runtime/validate.py): shares no code with any solver.
+"""The validator's fast sweep in C (runtime/alloc/validate.py): shares no code with any solver.
 
 ``disjoint_while_live(lows, highs, starting)`` walks lifetime events already in sweep order
 (ends before starts at the same program point) and keeps the byte ranges of the live

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from telamalloc.runtime.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 CHANNELS = (32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048)
 RESOLUTIONS = (7, 14, 28, 56, 112)

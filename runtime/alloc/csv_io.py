@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from telamalloc.runtime.problem import INT64_MAX, Buffer, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from telamalloc.runtime.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 SIZE_BITS = 54  # sizes in [2^54, 2^55): 40 of them stay below 2^61, far from the 64-bit limit
 MAX_BUFFERS = 40

@@ -9,7 +9,7 @@ checked one by one. Every colliding pair is reported once. Cost: O(n log n + n *
 live buffers in the worst case (list insertion), O(n log n) comparisons in practice.
 
 Large problems take a fast path first: when every field is a plain int within 64 bits, the
-per-buffer checks run on numpy columns and the sweep (in C, runtime/_sweep.pyx) keeps two
+per-buffer checks run on numpy columns and the sweep (in C, runtime/alloc/_sweep.pyx) keeps two
 sorted arrays (offsets and ends of the live, pairwise disjoint buffers) and stops at the
 first collision. Only a layout that
 passes it is accepted there; anything else (a violation, numpy integers, values beyond 64
@@ -25,8 +25,8 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from telamalloc.runtime._sweep import disjoint_while_live
-from telamalloc.runtime.problem import INT64_MAX, Problem
+from telamalloc.runtime.alloc._sweep import disjoint_while_live
+from telamalloc.runtime.alloc.problem import INT64_MAX, Problem
 
 # Beyond this many overlapping pairs the report says how many more were found.
 MAX_REPORTED_OVERLAPS = 100

@@ -5,7 +5,7 @@ storing overlapping pairs. Made for 10^4..10^6 buffers, where the exact search i
 For each ordering (pinned buffers always first), every buffer is placed best-fit: into the
 smallest gap between the byte ranges of the already placed buffers whose lifetimes overlap
 its own (ties: the lowest offset), else on top of them, exactly the rule of best-fit greedy
-(runtime/_greedy.pyx); or first-fit (the lowest aligned offset that fits). The layout with
+(runtime/alloc/_greedy.pyx); or first-fit (the lowest aligned offset that fits). The layout with
 the lowest peak is kept (ties: the earlier ordering). The orderings (``ordering()``): first
 the classic decreasing-size order with best-fit, so the result is never worse than best-fit
 greedy, and with first-fit; then size classes (sqrt(2)x, 8x, 4x, 2x wide, largest class

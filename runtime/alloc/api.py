@@ -5,16 +5,16 @@ buffers, prove the easy infeasibilities (pins, LOAD), run the chosen algorithm, 
 layout claimed valid with the independent validator, and summarize.
 
 Algorithms
-- ``telamalloc``: the exact search kernel (``runtime/_search.pyx``), in fit mode after a
+- ``telamalloc``: the exact search kernel (``runtime/alloc/_search.pyx``), in fit mode after a
   cheap portfolio step: when best-fit or first-fit already fits, no search runs
   (``greedy_first``; minimize mode starts from the greedy peak anyway). Its OK answers are
   re-checked by ``validate``; its INFEASIBLE answers are proofs, explained by a small core
   of buffers that cannot fit together; on TIMEOUT the better greedy layout is attached.
-- ``best-fit`` / ``first-fit``: the greedy baselines (``runtime/_greedy.pyx``). Greedy proves
+- ``best-fit`` / ``first-fit``: the greedy baselines (``runtime/alloc/_greedy.pyx``). Greedy proves
   nothing: when its layout exceeds the capacity the status is TIMEOUT (not INFEASIBLE),
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
-- ``large``: the large-problem planner (``runtime/_large.pyx``): best-fit and first-fit
+- ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
   placement over a portfolio of orderings (the classic decreasing-size best-fit one first,
   so it is never worse than best-fit greedy below 160000 buffers; a single first-fit one
   above), without storing overlapping pairs; 10^5 buffers in under a second. Like
@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from telamalloc.runtime import _greedy
-from telamalloc.runtime.problem import (
+from telamalloc.runtime.alloc import _greedy
+from telamalloc.runtime.alloc.problem import (
     INT64_MAX,
     Mode,
     Overload,
@@ -57,7 +57,7 @@ from telamalloc.runtime.problem import (
     Stats,
     Status,
 )
-from telamalloc.runtime.validate import compute_load, validate
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 INT64_MIN = -(2**63)
 ALGORITHMS = ("telamalloc", "best-fit", "first-fit", "large")
@@ -403,7 +403,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
     further orderings. ``limited`` False: ignore the time limit and the cancel flag (a
     fallback layout after the search, like the greedy fallback)."""
-    from telamalloc.runtime._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
+    from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
 
     orderings, first = _large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
     remaining = instance.remaining() if limited else None
@@ -468,7 +468,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
 
     Returns the SearchResult, or None when the time or the cancel flag left no room to call.
     """
-    from telamalloc.runtime._search import search  # imported here: the greedy paths do not need the kernel
+    from telamalloc.runtime.alloc._search import search  # imported here: the greedy paths do not need the kernel
 
     if instance.cancelled():
         instance.counters.cancelled = True
@@ -493,7 +493,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
 
 
 def _status_of(result) -> Status:
-    from telamalloc.runtime._search import STATUS_INFEASIBLE, STATUS_OK
+    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK
 
     if result is None:
         return Status.TIMEOUT

@@ -65,8 +65,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from telamalloc.runtime.api import solve
-from telamalloc.runtime.problem import Mode, Params, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Mode, Params, Problem, ProblemError, Solution, Status
 
 POLL_SECONDS = 0.05  # how often the caller's cancel flag and the progress arrays are polled
 STAGGER_SECONDS = 0.25  # members after the first start solving only when no answer came by then
