@@ -18,7 +18,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
 from telamalloc.runtime.alloc.api import ALGORITHMS
-from telamalloc.runtime.plot import PlotError, picture_format
+from telamalloc.runtime.show.plot import PlotError, picture_format
 from telamalloc.runtime.alloc.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)

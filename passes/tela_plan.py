@@ -326,7 +326,7 @@ class TelaPlanPass(PlanningOptions):
 
 def _require_plotting() -> None:
     """Fails before planning, not after a long solve, when no picture can be drawn."""
-    from telamalloc.runtime.plot import PlotError, require_matplotlib
+    from telamalloc.runtime.show.plot import PlotError, require_matplotlib
 
     try:
         require_matplotlib()
@@ -341,7 +341,7 @@ def _require_writable(option: str, path: str) -> None:
 
 
 def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.plot import PlotError, plot_plans
+    from telamalloc.runtime.show.plot import PlotError, plot_plans
 
     try:
         plot_plans(path, plans)
@@ -350,7 +350,7 @@ def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
 
 
 def _write_json_report(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.report import format_json, reports_for_plans, write_text_atomically
+    from telamalloc.runtime.show.report import format_json, reports_for_plans, write_text_atomically
 
     try:
         write_text_atomically(path, format_json(reports_for_plans(plans)))

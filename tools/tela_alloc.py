@@ -18,8 +18,8 @@ together). The output CSV (the input columns plus ``offset``) is written atomica
 only when a valid layout within the capacity exists.
 
 `--plot` draws the layout (time on x, address on y, the LOAD curve underneath; see
-`telamalloc.runtime.plot`), or only the LOAD curve when there is no layout. `--report`
-writes a summary (`telamalloc.runtime.report`): JSON when the file ends in `.json` or
+`telamalloc.runtime.show.plot`), or only the LOAD curve when there is no layout. `--report`
+writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in `.json` or
 `--report-format=json` is given, else text. Both are written on every outcome, also after
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
 the greedy bound); it is erased when the solve ends and never shown when stderr is not a
@@ -64,10 +64,10 @@ from telamalloc.runtime.alloc import batch as batch_planning
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
 from telamalloc.runtime.alloc.portfolio import solve_parallel
-from telamalloc.runtime.plot import PlotError, picture_format, plot_layout, require_matplotlib
+from telamalloc.runtime.show.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
-from telamalloc.runtime.progress import ProgressLine, describe_solve, solve_with_progress
-from telamalloc.runtime.report import build_report, format_json, format_text, write_text_atomically
+from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
+from telamalloc.runtime.show.report import build_report, format_json, format_text, write_text_atomically
 from telamalloc.runtime.alloc.validate import validate
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 

@@ -33,7 +33,7 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
-from telamalloc.runtime.report import write_text_atomically
+from telamalloc.runtime.show.report import write_text_atomically
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"

@@ -11,8 +11,8 @@ from xdsl.parser import Parser
 
 from telamalloc.dialects.scratchpad import Scratchpad
 from telamalloc.passes.tela_plan import plan_module
-from telamalloc.runtime.plot import plot_paths, plot_plans
-from telamalloc.runtime.report import format_json, reports_for_plans
+from telamalloc.runtime.show.plot import plot_paths, plot_plans
+from telamalloc.runtime.show.report import format_json, reports_for_plans
 
 PROGRAM = """
 builtin.module {

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout
+from telamalloc.runtime.show.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -134,7 +134,7 @@ def test_missing_matplotlib_says_how_to_install_it(tmp_path, monkeypatch):
 
 def test_importing_telamalloc_imports_neither_matplotlib_nor_onnx():
     code = (
-        "import sys, telamalloc, telamalloc.runtime.plot, telamalloc.runtime.report, telamalloc.runtime.progress, "
+        "import sys, telamalloc, telamalloc.runtime.show.plot, telamalloc.runtime.show.report, telamalloc.runtime.show.progress, "
         "telamalloc.importers.onnx_import; print('matplotlib' in sys.modules, 'onnx' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -148,7 +148,7 @@ def test_load_curve_steps_and_byte_labels():
 
 
 def test_many_rectangles_are_embedded_as_an_image_in_svg(tmp_path, monkeypatch):
-    import telamalloc.runtime.plot as plot
+    import telamalloc.runtime.show.plot as plot
 
     problem = _small()
     solution = solve(problem)

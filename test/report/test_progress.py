@@ -9,7 +9,7 @@ import numpy as np
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Mode, Problem
-from telamalloc.runtime.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
+from telamalloc.runtime.show.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
 
 
 class _Terminal(io.StringIO):
@@ -95,7 +95,7 @@ def test_a_terminal_without_a_size_gets_the_default_width():
     import os
     import pty
 
-    from telamalloc.runtime.progress import terminal_width
+    from telamalloc.runtime.show.progress import terminal_width
 
     master, slave = pty.openpty()
     try:

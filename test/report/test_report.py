@@ -9,7 +9,7 @@ import pytest
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem, Solution, Stats, Status
-from telamalloc.runtime.report import (
+from telamalloc.runtime.show.report import (
     TEXT_LISTED_BUFFERS,
     build_report,
     contended_point,
@@ -124,7 +124,7 @@ def test_several_reports_are_separated():
 
 
 def test_open_atomically_replaces_the_file_only_on_success(tmp_path):
-    from telamalloc.runtime.report import open_atomically, write_text_atomically
+    from telamalloc.runtime.show.report import open_atomically, write_text_atomically
 
     target = tmp_path / "out.txt"
     write_text_atomically(str(target), "first\n")
@@ -137,7 +137,7 @@ def test_open_atomically_replaces_the_file_only_on_success(tmp_path):
 
 
 def test_open_atomically_errors_name_the_target(tmp_path):
-    from telamalloc.runtime.report import write_text_atomically
+    from telamalloc.runtime.show.report import write_text_atomically
 
     target = tmp_path / "missing" / "out.json"
     with pytest.raises(OSError) as error:

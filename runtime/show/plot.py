@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from telamalloc.extras import install_hint
 from telamalloc.runtime.alloc.problem import Problem, Solution
-from telamalloc.runtime.report import open_atomically
+from telamalloc.runtime.show.report import open_atomically
 from telamalloc.runtime.alloc.validate import compute_load
 
 FORMATS = {".svg": "svg", ".png": "png"}
