@@ -16,7 +16,7 @@ into one `func.func` of the scratchpad dialect, ready for the usual pipeline
 Scratchpad buffers keep their ONNX tensor names (made valid SSA names), which become the
 planner's buffer ids.
 
-Kernels. A node maps to a kernel of the reference interpreter (`runtime/kernels.py`) when
+Kernels. A node maps to a kernel of the reference interpreter (`runtime/interp/kernels.py`) when
 its attributes are within what that kernel computes; then `tela-run` can execute it:
 
 =================== ============ =====================================================

@@ -39,15 +39,8 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
-from telamalloc.runtime.interpreter import (
-    DEFAULT_SEED,
-    InterpreterError,
-    Output,
-    make_context,
-    op_location,
-    run_program,
-    verify_program,
-)
+from telamalloc.runtime.interp import DEFAULT_SEED, InterpreterError, Output, make_context, op_location, run_program
+from telamalloc.verification import verify_program
 from telamalloc.ir_text import (
     Diagnostic,
     one_line,

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from telamalloc.runtime import detmath
-from telamalloc.runtime.interpreter import plan_and_lower, run_program
-from telamalloc.runtime.kernels import run_kernel
+from telamalloc.runtime.interp import detmath
+from telamalloc.runtime.interp import run_program
+from telamalloc.verification import plan_and_lower
+from telamalloc.runtime.interp.kernels import run_kernel
 from telamalloc.tools.tela_run import parse_program
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,7 +2,7 @@
 
 numpy picks BLAS kernels (OpenBLAS, by `OPENBLAS_CORETYPE` or the CPU it finds) and SIMD
 loops (by its CPU dispatch, narrowed with `NPY_DISABLE_CPU_FEATURES`) at run time; before
-`runtime/detmath.py`, two lit goldens failed on an AVX-512 machine. Each setting below runs
+`runtime/interp/detmath.py`, two lit goldens failed on an AVX-512 machine. Each setting below runs
 `cpu_reference.py` (every example before and after planning, every kernel on every float
 width, `exp` over its range, random programs) and the examples' lit goldens in a fresh
 process, and its output must be byte-identical to the default setting's.

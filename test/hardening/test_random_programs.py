@@ -26,7 +26,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telamalloc.passes import plan_module
-from telamalloc.runtime.interpreter import InterpreterError, verify_program
+from telamalloc.runtime.interp import InterpreterError
+from telamalloc.verification import verify_program
 from telamalloc.tools.tela_run import parse_program
 
 HARDENING = settings.get_profile("hardening")

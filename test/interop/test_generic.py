@@ -11,7 +11,7 @@ from xdsl.utils.exceptions import PassFailedException
 from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
 from telamalloc.interop import InteropError, parse_generic, plan_generic, print_generic
 from telamalloc.interop.__main__ import main as interop_main
-from telamalloc.runtime.interpreter import run_program
+from telamalloc.runtime.interp import run_program
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.mlir"))

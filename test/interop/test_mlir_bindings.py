@@ -22,7 +22,8 @@ from telamalloc.interop import (
     to_mlir,
     to_xdsl,
 )
-from telamalloc.runtime.interpreter import run_program, verify_program
+from telamalloc.runtime.interp import run_program
+from telamalloc.verification import verify_program
 
 if not have_mlir_bindings():
     pytest.skip(

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from telamalloc.runtime import detmath
+from telamalloc.runtime.interp import detmath
 
 
 def ulps(ours: np.ndarray, reference: np.ndarray) -> np.ndarray:

@@ -12,22 +12,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
 from telamalloc.dialects import scratchpad
 from telamalloc.passes import lower_module, plan_module
-from telamalloc.runtime.interpreter import (
-    InterpreterError,
-    ShadowViolation,
-    make_context,
-    random_inputs,
-    find_entry,
-    run_program,
-    verify_lowered,
-    verify_program,
-)
+from telamalloc.runtime.interp import InterpreterError, ShadowViolation, make_context, random_inputs, find_entry, run_program
+from telamalloc.verification import verify_lowered, verify_program
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 TARGET = '#scratchpad.target<"l1", capacity = 4096, alignment = 64>'
@@ -95,7 +87,7 @@ def test_importing_the_interpreter_leaves_xdsl_interpreters_importable():
     # The interpreter loads five of xDSL's interpreter modules without the package's
     # __init__ (start-up time); the real package must still import completely afterwards.
     code = (
-        "import sys, telamalloc.runtime.interpreter as ours; "
+        "import sys, telamalloc.runtime.interp.run as ours; "
         "assert 'xdsl.interpreters' not in sys.modules; "
         "assert 'xdsl.interpreters.riscv' not in sys.modules; "
         "import xdsl.interpreters as package; "

@@ -1,0 +1,607 @@
+"""The virtual accelerator: storages, typed views, shadow memory, placement of arenas and
+planned buffers, and the errors the interpreter reports.
+
+Memory model
+- Main memory: every entry-function argument is a separate numpy array; so is every
+  allocation the program does not place in the scratchpad (a `memref.alloc` without a
+  memory space, a `memref.get_global`).
+- Scratchpad: one byte array per scratchpad memory space. Arenas (`scratchpad.arena`, or
+  a 1-D `i8` `memref.alloc` that views are cut from, e.g. the one `tela-lower` emits)
+  are placed in it one after another, and an allocation that carries a planned offset
+  (`scratchpad.alloc ... offset N`, `memref.alloc {scratchpad.offset = N}`) lives at that
+  offset. Every buffer is a typed numpy view of those bytes (`MemRef`), so the kernels
+  compute on the very bytes the plan assigned. The capacity (`capacity` given to
+  `run_program`, else the `#scratchpad.target`'s, else none) is enforced when arenas and
+  planned buffers are placed; the byte array itself is only as large as the program
+  needs.
+- Before planning (or with `honor_offsets=False`), each allocation gets private storage
+  of its own: the reference for the differential check.
+
+Shadow memory. Every byte of every storage remembers the buffer that wrote it last.
+A buffer is an allocation (`scratchpad.alloc`, `memref.alloc`, an argument, a global) or
+a view (`scratchpad.view`, `memref.view`): a view's identity is its
+`scratchpad.buffer = "<id>"` attribute (the lowering pass tags each view so), else the
+view op itself. Subviews and casts keep their source's identity. Two rules, each a
+`ShadowViolation` naming both buffers, the op and the byte range:
+- a read of a byte whose last writer is another buffer (or that nobody wrote): with a
+  correct plan a buffer only ever reads its own bytes;
+- an op (kernel, DMA, copy) whose output shares bytes with a different operand: an
+  accelerator may write outputs while it still reads inputs, and the planner's half-open
+  lifetimes make an op's operands live at the same point. The same buffer as input and
+  output is an explicit in-place update and allowed.
+Element loads and stores are checked element by element, so an element-wise loop that
+reads each element before writing the same element of an overlapping buffer is (rightly)
+not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
+a memref's bounds are `InterpreterError`s.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import builtin, memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    FileLineColLoc,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    Signedness,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from telamalloc.dialects import scratchpad
+from telamalloc.exit_status import ExitStatus
+
+UNWRITTEN = -1  # shadow value of a byte no buffer has written
+BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
+PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offset
+PLANNED_BOUND_ATTR = "scratchpad.bound"  # a dynamic memref.alloc's most bytes
+ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
+DEFAULT_SEED = 0
+ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
+MAX_VIOLATIONS = 20  # violations kept per run when collecting instead of raising
+MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer or memory) a run may take
+
+
+class InterpreterError(Exception):
+    """A program the interpreter cannot run: a user error with the op it is about.
+
+    `exit_status` is what a driver exits with: bad input by default; "no" for a shadow
+    violation or a plan that does not fit, "timeout" for a plan not found in time.
+    """
+
+    exit_status = ExitStatus.BAD_INPUT
+
+    def __init__(self, message: str, op: Operation | None = None, exit_status: ExitStatus | None = None):
+        super().__init__(message)
+        self.message = message
+        self.op = op
+        if exit_status is not None:
+            self.exit_status = exit_status
+
+    def located(self, fallback: str = "<input>") -> str:
+        """`file:line:col: error: message` (the op's location, else `fallback`)."""
+        return f"{op_location(self.op, fallback)}: error: {self.message}"
+
+
+class ShadowViolation(InterpreterError):
+    """A buffer read bytes that another buffer (or nobody) wrote last."""
+
+    exit_status = ExitStatus.NO
+
+
+def op_location(op: Operation | None, fallback: str = "<input>") -> str:
+    if op is not None and isinstance(op.location, FileLineColLoc):
+        location = op.location
+        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
+    return fallback
+
+
+# --------------------------------------------------------------------------------------
+# Element types
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """The numpy dtype of a memref element type; raises `InterpreterError` if none."""
+    if isinstance(element_type, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        if width in (8, 16, 32, 64):
+            unsigned = element_type.signedness.data == Signedness.UNSIGNED
+            return np.dtype(f"{'u' if unsigned else ''}int{width}")
+    if isinstance(element_type, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element_type, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element_type, Float64Type):
+        return np.dtype(np.float64)
+    raise InterpreterError(
+        f"element type '{element_type}' is not supported by the interpreter; use i1, i8, "
+        "i16, i32, i64, index, f16, f32 or f64"
+    )
+
+
+def _integer_width(type_: Attribute) -> int:
+    if isinstance(type_, IndexType):
+        return 64
+    assert isinstance(type_, IntegerType)
+    return type_.width.data
+
+
+def _signed(value: int, width: int) -> int:
+    """`value` reduced to a signed `width`-bit integer (two's complement)."""
+    value = int(value) % (1 << width)
+    return value - (1 << width) if value >= 1 << (width - 1) else value
+
+
+def _wrapped(value: Any, dtype: np.dtype) -> Any:
+    """An integer reduced to the range of an integer `dtype` (two's complement), as the
+    bits of an `iN` value are the same whether read as signed or unsigned."""
+    if dtype.kind not in "iu" or isinstance(value, float):
+        return value
+    bits = 8 * dtype.itemsize
+    return _signed(value, bits) if dtype.kind == "i" else int(value) % (1 << bits)
+
+
+def _scalar(value: Any) -> int | float:
+    """A numpy scalar as the Python value xDSL's arith interpreter works on."""
+    if isinstance(value, np.floating):
+        return float(value)
+    return int(value)
+
+
+# --------------------------------------------------------------------------------------
+# Storage and memref values
+
+
+def _check_storage_size(name: str, size: int) -> None:
+    """The interpreter keeps every byte (and a 4-byte shadow per byte) in host memory, so
+    it refuses blocks beyond `MAX_STORAGE_BYTES` instead of exhausting the host."""
+    if size > MAX_STORAGE_BYTES:
+        raise InterpreterError(
+            f"{name} needs '{size}' bytes, beyond the reference interpreter's limit of "
+            f"'{MAX_STORAGE_BYTES}' bytes per block; run the program on smaller shapes"
+        )
+
+
+def _aligned_bytes(size: int) -> np.ndarray:
+    raw = np.zeros(size + ARENA_ALIGNMENT, dtype=np.uint8)
+    shift = (-raw.ctypes.data) % ARENA_ALIGNMENT
+    return raw[shift : shift + size]
+
+
+@dataclass(eq=False)
+class Storage:
+    """A block of bytes: main memory, a scratchpad memory, or a private buffer."""
+
+    name: str  # for messages: "scratchpad", "main memory argument %x", ...
+    data: np.ndarray  # uint8, contiguous, 64-byte aligned
+    shadow: np.ndarray  # int32 per byte: the buffer that wrote it last, or UNWRITTEN
+    written: bool = False  # some op wrote into it
+
+    @classmethod
+    def zeros(cls, name: str, size: int) -> Storage:
+        _check_storage_size(name, size)
+        return cls(name, _aligned_bytes(size), np.full(size, UNWRITTEN, dtype=np.int32))
+
+    @property
+    def size(self) -> int:
+        return int(self.data.shape[0])
+
+
+@dataclass(frozen=True, eq=False)
+class MemRef:
+    """The interpreter's value of a memref: a typed, strided view into a `Storage`."""
+
+    storage: Storage
+    buffer: int  # the buffer identity (an index into the run's buffer names)
+    offset: int  # bytes from the start of the storage to element [0, ..., 0]
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]  # in bytes
+    dtype: np.dtype
+    type: MemRefType[Attribute]
+
+    @property
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def byte_extent(self) -> tuple[int, int]:
+        """[first, last + 1) bytes of the storage the view touches (empty: (o, o))."""
+        if 0 in self.shape:
+            return self.offset, self.offset
+        low = self.offset + sum(min(0, (dim - 1) * s) for dim, s in zip(self.shape, self.strides))
+        high = self.offset + sum(max(0, (dim - 1) * s) for dim, s in zip(self.shape, self.strides))
+        return low, high + self.element_size
+
+    def array(self) -> np.ndarray:
+        """The typed numpy view of the bytes (writes go to the storage)."""
+        return np.ndarray(
+            self.shape, self.dtype, buffer=self.storage.data, offset=self.offset, strides=self.strides
+        )
+
+    def shadow_view(self) -> np.ndarray:
+        """The shadow bytes of every element: shape + (element_size,)."""
+        base = self.storage.shadow
+        item = base.itemsize
+        return np.lib.stride_tricks.as_strided(
+            base[self.offset :] if self.storage.size else base,
+            shape=self.shape + (self.element_size,),
+            strides=tuple(s * item for s in self.strides) + (item,),
+            writeable=True,
+        )
+
+    def with_view(
+        self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], type_: MemRefType[Attribute]
+    ) -> MemRef:
+        return MemRef(self.storage, self.buffer, offset, shape, strides, self.dtype, type_)
+
+
+def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ...]:
+    strides: list[int] = []
+    step = element_size
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= max(dim, 1)
+    return tuple(reversed(strides))
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    """A shape as MLIR writes it, quoted: `'4x16'` (`'scalar'` for rank 0)."""
+    return "'" + ("x".join(str(dim) for dim in shape) if shape else "scalar") + "'"
+
+
+# --------------------------------------------------------------------------------------
+# The machine: buffers, storages, shadow checks
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One shadow-memory violation (kept when a run collects instead of raising)."""
+
+    message: str
+    location: str
+
+
+@dataclass
+class Machine:
+    """The virtual accelerator of one run."""
+
+    capacity: int | None  # bytes of each scratchpad memory; None: no limit
+    memory_size: int  # bytes allocated for each memory (enough for what the program places)
+    honor_offsets: bool  # place `scratchpad.alloc` ops that carry an offset at that offset
+    shadow: bool  # check reads against shadow memory
+    collect: bool  # collect violations (up to MAX_VIOLATIONS) instead of raising the first
+    buffer_names: list[str] = field(default_factory=list)
+    _buffer_ids: dict[str, int] = field(default_factory=dict)
+    memories: dict[str | None, Storage] = field(default_factory=dict)
+    arena_bases: dict[Operation, int] = field(default_factory=dict)
+    arena_top: dict[str | None, int] = field(default_factory=dict)
+    globals: dict[str, MemRef] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    arena_bytes: int = 0  # bytes of all arenas placed
+
+    def buffer_id(self, name: str) -> int:
+        if name not in self._buffer_ids:
+            self._buffer_ids[name] = len(self.buffer_names)
+            self.buffer_names.append(name)
+        return self._buffer_ids[name]
+
+    def limit(self, memory: Storage) -> int:
+        """The bytes placements may use in `memory`: the capacity, if any."""
+        return memory.size if self.capacity is None else self.capacity
+
+    def memory(self, key: str | None) -> Storage:
+        """The memory planned buffers of a memory space live in (None: main memory)."""
+        if key not in self.memories:
+            if key is None:
+                label = "planned main-memory arena"
+            else:
+                label = f'scratchpad "{key}"' if key else "scratchpad"
+            self.memories[key] = Storage.zeros(label, self.memory_size)
+        return self.memories[key]
+
+    # --- shadow memory -----------------------------------------------------------------
+
+    def check_read(self, op: Operation, value: MemRef, what: str) -> None:
+        if not self.shadow or 0 in value.shape:
+            return
+        owners = value.shadow_view()
+        bad = owners != value.buffer
+        if not bad.any():
+            return
+        self._report_bad_read(op, value, what, owners, bad)
+
+    def check_read_element(self, op: Operation, value: MemRef, address: int) -> None:
+        if not self.shadow:
+            return
+        owners = value.storage.shadow[address : address + value.element_size]
+        bad = owners != value.buffer
+        if not bad.any():
+            return
+        self._report_bad_read(op, value, "element", owners, bad, address)
+
+    def _report_bad_read(
+        self,
+        op: Operation,
+        value: MemRef,
+        what: str,
+        owners: np.ndarray,
+        bad: np.ndarray,
+        element_address: int | None = None,
+    ) -> None:
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        writer = int(owners[first])
+        if element_address is not None:
+            addresses = element_address + np.flatnonzero(owners == writer)
+        else:
+            addresses = self._addresses(value)[owners == writer]
+        low, high = int(addresses.min()), int(addresses.max()) + 1
+        reader = self.buffer_names[value.buffer]
+        where = f"bytes [{low}, {high}) of the {value.storage.name}"
+        if writer == UNWRITTEN:
+            message = (
+                f"'{op.name}' reads {where} through buffer '{reader}' ({what}) but no buffer "
+                "wrote them; the program reads uninitialized memory"
+            )
+        else:
+            message = (
+                f"'{op.name}' reads {where} through buffer '{reader}' ({what}) but buffer "
+                f"'{self.buffer_names[writer]}' wrote them last; the two buffers overlap "
+                "while both are live, check their planned offsets"
+            )
+        self._violation(op, message)
+
+    def check_disjoint(
+        self,
+        op: Operation,
+        read: Sequence[tuple[MemRef, str]],
+        written: Sequence[tuple[MemRef, str]],
+    ) -> None:
+        """An op's outputs must not share bytes with its other operands.
+
+        A kernel or DMA engine streams: it may write an output while it still reads its
+        inputs, so an output that overlaps a *different* buffer among the operands is a
+        hazard (the planner's half-open lifetimes make both live at the op). The same
+        buffer as input and output (`ins(%a) outs(%a)`) is an explicit in-place update
+        and allowed.
+        """
+        if not self.shadow:
+            return
+        for index, (output, output_what) in enumerate(written):
+            for other, other_what in [*read, *written[:index]]:
+                if other.buffer == output.buffer:
+                    continue
+                overlap = self._overlap(output, other)
+                if overlap is None:
+                    continue
+                low, high = overlap
+                message = (
+                    f"'{op.name}' writes {output_what} (buffer '{self.buffer_names[output.buffer]}') "
+                    f"over bytes [{low}, {high}) of the {output.storage.name} that also hold "
+                    f"{other_what} (buffer '{self.buffer_names[other.buffer]}'); an op may "
+                    "write while it reads, so its operands must not share bytes, check their "
+                    "planned offsets"
+                )
+                self._violation(op, message)
+
+    def _overlap(self, first: MemRef, second: MemRef) -> tuple[int, int] | None:
+        """[low, high) spanning the bytes two views share, or None."""
+        if first.storage is not second.storage or 0 in first.shape or 0 in second.shape:
+            return None
+        first_low, first_high = first.byte_extent()
+        second_low, second_high = second.byte_extent()
+        if first_high <= second_low or second_high <= first_low:
+            return None
+        shared = np.intersect1d(self._addresses(first), self._addresses(second))
+        if shared.size == 0:
+            return None
+        return int(shared.min()), int(shared.max()) + 1
+
+    def _violation(self, op: Operation, message: str) -> None:
+        if not self.collect:
+            raise ShadowViolation(message, op)
+        if len(self.violations) < MAX_VIOLATIONS:
+            self.violations.append(Violation(message, op_location(op, "<input>")))
+
+    def _addresses(self, value: MemRef) -> np.ndarray:
+        """The byte address of every shadow entry of `value` (shape + (element_size,))."""
+        grids = np.indices(value.shape + (value.element_size,), dtype=np.int64)
+        addresses = np.full(grids.shape[1:], value.offset, dtype=np.int64)
+        for axis, stride in enumerate(value.strides + (1,)):
+            addresses += grids[axis] * stride
+        return addresses
+
+    def record_write(self, value: MemRef) -> None:
+        value.storage.written = True
+        if 0 in value.shape:
+            return
+        value.shadow_view()[...] = value.buffer
+
+    def record_write_element(self, value: MemRef, address: int) -> None:
+        value.storage.written = True
+        value.storage.shadow[address : address + value.element_size] = value.buffer
+
+    # --- element access ----------------------------------------------------------------
+
+    def element_address(self, op: Operation, value: MemRef, indices: Sequence[int]) -> int:
+        if len(indices) != len(value.shape):
+            raise InterpreterError(
+                f"'{op.name}' gives {len(indices)} indices for a rank-{len(value.shape)} memref",
+                op,
+            )
+        for index, dim in zip(indices, value.shape):
+            if not 0 <= index < dim:
+                raise InterpreterError(
+                    f"'{op.name}' index [{', '.join(str(i) for i in indices)}] is out of "
+                    f"bounds for '{value.type}' (shape {_shape_text(value.shape)})",
+                    op,
+                )
+        return value.offset + sum(i * s for i, s in zip(indices, value.strides))
+
+
+# --------------------------------------------------------------------------------------
+# Op implementations
+
+
+def _buffer_name(op: Operation, value: SSAValue, fallback: str) -> str:
+    tag = op.attributes.get(BUFFER_TAG)
+    if isinstance(tag, StringAttr):
+        return tag.data
+    if value.name_hint is not None:
+        return value.name_hint
+    return fallback
+
+
+def _memref_type(value: SSAValue) -> MemRefType[Attribute]:
+    type_ = value.type
+    assert isinstance(type_, MemRefType)
+    return type_
+
+
+def _resolve_shape(op: Operation, type_: MemRefType[Attribute], dynamic: Sequence[int]) -> tuple[int, ...]:
+    shape = list(type_.get_shape())
+    sizes = iter(dynamic)
+    for index, dim in enumerate(shape):
+        if dim == DYNAMIC_INDEX:
+            size = next(sizes)
+            if size < 0:
+                raise InterpreterError(f"'{op.name}' dynamic size '{size}' is negative", op)
+            shape[index] = size
+    return tuple(shape)
+
+
+def _is_arena(op: Operation) -> bool:
+    """A 1-D `i8` allocation that views are cut from: an arena of the lowered form."""
+    if isinstance(op, scratchpad.ArenaOp):
+        return True
+    if not isinstance(op, memref.AllocOp | memref.AllocaOp):
+        return False
+    if ARENA_MARK in op.attributes:
+        return True
+    type_ = _memref_type(op.memref)
+    if type_.element_type != builtin.i8 or len(type_.get_shape()) != 1:
+        return False
+    if DYNAMIC_INDEX in type_.get_shape():
+        return False
+    return any(isinstance(use.operation, memref.ViewOp | scratchpad.ViewOp) for use in op.memref.uses)
+
+
+def _memory_key(type_: MemRefType[Attribute]) -> str | None:
+    """The memory a planned buffer or arena of `type_` lives in (None: main memory)."""
+    space = type_.memory_space
+    if isinstance(space, scratchpad.ScratchpadSpaceAttr):
+        return space.space_name.data
+    return None
+
+
+def place_arena(
+    machine: Machine,
+    op: Operation,
+    result: SSAValue,
+    type_: MemRefType[Attribute],
+    size: int,
+    dtype: np.dtype,
+) -> MemRef:
+    """An arena in its scratchpad memory; one place per arena op, kept across executions."""
+    key = _memory_key(type_)
+    memory = machine.memory(key)
+    if op not in machine.arena_bases:
+        top = machine.arena_top.get(key, 0)
+        base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+        limit = machine.limit(memory)
+        assert base + size <= memory.size or base + size > limit, "memory sized too small"
+        if base + size > limit:
+            raise InterpreterError(
+                f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
+                f"past the '{limit}'-byte {memory.name}; plan for a capacity of at most "
+                f"'{limit}' bytes",
+                op,
+            )
+        machine.arena_bases[op] = base
+        machine.arena_top[key] = base + size
+        machine.arena_bytes += size
+    base = machine.arena_bases[op]
+    # A (re)executed allocation starts uninitialized.
+    memory.shadow[base : base + size] = UNWRITTEN
+    name = _buffer_name(op, result, f"arena@{op_location(op, '?')}")
+    return MemRef(memory, machine.buffer_id(name), base, (size,), (1,), dtype, type_)
+
+
+def place_planned(
+    machine: Machine, op: Operation, name: str, key: str | None, offset: int, size: int
+) -> Storage:
+    """The memory of a planned (not yet lowered) buffer at byte `offset`."""
+    memory = machine.memory(key)
+    limit = min(machine.limit(memory), memory.size)
+    if offset < 0 or offset + size > limit:
+        raise InterpreterError(
+            f"buffer '{name}' of '{size}' bytes at offset '{offset}' ends at byte "
+            f"'{offset + size}', outside the '{limit}'-byte {memory.name}",
+            op,
+        )
+    top = machine.arena_top.get(key, 0)
+    machine.arena_top[key] = max(top, offset + size)
+    machine.arena_bytes = max(machine.arena_bytes, offset + size)
+    # A (re)executed allocation starts uninitialized.
+    memory.shadow[offset : offset + size] = UNWRITTEN
+    return memory
+
+
+def make_view(
+    machine: Machine,
+    op: Operation,
+    source: MemRef,
+    byte_shift: int,
+    result: SSAValue,
+    sizes: Sequence[int],
+) -> MemRef:
+    """A typed view at `byte_shift` bytes into the 1-D i8 `source`; a new buffer identity."""
+    type_ = _memref_type(result)
+    dtype = numpy_dtype(type_.element_type)
+    shape = _resolve_shape(op, type_, sizes)
+    size = math.prod(shape) * dtype.itemsize
+    arena_size = source.shape[0] if source.shape else 0
+    if byte_shift < 0 or byte_shift + size > arena_size:
+        raise InterpreterError(
+            f"'{op.name}' of '{size}' bytes at byte offset '{byte_shift}' ends at byte "
+            f"'{byte_shift + size}', outside the '{arena_size}'-byte arena",
+            op,
+        )
+    if source.strides not in ((1,), ()) and arena_size > 1:
+        raise InterpreterError(f"'{op.name}' source must be a contiguous 1-D i8 memref", op)
+    offset = source.offset + byte_shift
+    name = _buffer_name(op, result, f"view@{op_location(op, '?')}")
+    return MemRef(
+        source.storage,
+        machine.buffer_id(name),
+        offset,
+        shape,
+        contiguous_strides(shape, dtype.itemsize),
+        dtype,
+        type_,
+    )
+
+
+def copy_between(machine: Machine, op: Operation, source: MemRef, destination: MemRef) -> None:
+    if source.shape != destination.shape:
+        raise InterpreterError(
+            f"'{op.name}' copies shape {_shape_text(source.shape)} into shape "
+            f"{_shape_text(destination.shape)}",
+            op,
+        )
+    machine.check_read(op, source, "source")
+    machine.check_disjoint(op, [(source, "source")], [(destination, "destination")])
+    destination.array()[...] = source.array()
+    machine.record_write(destination)

@@ -1,0 +1,226 @@
+"""The memref dialect's ops on the virtual accelerator (alloc, load/store, copy, view,
+subview, casts, reshapes, globals), over `machine.Machine`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.traits import SymbolTable
+
+from telamalloc.runtime.interp.machine import (
+    PLANNED_OFFSET_ATTR,
+    InterpreterError,
+    Machine,
+    MemRef,
+    Storage,
+    _buffer_name,
+    _is_arena,
+    _memory_key,
+    _memref_type,
+    _resolve_shape,
+    _scalar,
+    _wrapped,
+    contiguous_strides,
+    copy_between,
+    make_view,
+    numpy_dtype,
+    op_location,
+    place_arena,
+    place_planned,
+)
+
+
+@register_impls
+class MemRefFunctions(InterpreterFunctions):
+    """memref ops on `MemRef` values (replaces xDSL's, which knows neither views nor subviews)."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+
+    def _allocate(self, op: Operation, result: SSAValue, dynamic: Sequence[int]) -> MemRef:
+        type_ = _memref_type(result)
+        dtype = numpy_dtype(type_.element_type)
+        shape = _resolve_shape(op, type_, dynamic)
+        if _is_arena(op):
+            return place_arena(self.machine, op, result, type_, shape[0], dtype)
+        size = math.prod(shape) * dtype.itemsize
+        name = _buffer_name(op, result, f"{op.name}@{op_location(op, '?')}")
+        buffer = self.machine.buffer_id(name)
+        strides = contiguous_strides(shape, dtype.itemsize)
+        offset = op.attributes.get(PLANNED_OFFSET_ATTR)
+        if not isinstance(offset, IntegerAttr) or not self.machine.honor_offsets:
+            storage = Storage.zeros(f"private storage of '{name}'", size)
+            return MemRef(storage, buffer, 0, shape, strides, dtype, type_)
+        memory = place_planned(self.machine, op, name, _memory_key(type_), offset.value.data, size)
+        return MemRef(memory, buffer, offset.value.data, shape, strides, dtype, type_)
+
+    @impl(memref.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
+        return (self._allocate(op, op.memref, args[: len(op.dynamic_sizes)]),)
+
+    @impl(memref.AllocaOp)
+    def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args: PythonValues) -> PythonValues:
+        return (self._allocate(op, op.memref, args[: len(op.dynamic_sizes)]),)
+
+    @impl(memref.DeallocOp)
+    def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(memref.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: PythonValues) -> PythonValues:
+        value, *indices = args
+        address = self.machine.element_address(op, value, indices)
+        self.machine.check_read_element(op, value, address)
+        element = np.frombuffer(value.storage.data, value.dtype, 1, address)[0]
+        return (_scalar(element),)
+
+    @impl(memref.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
+        element, value, *indices = args
+        address = self.machine.element_address(op, value, indices)
+        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = _wrapped(
+            element, value.dtype
+        )
+        self.machine.record_write_element(value, address)
+        return ()
+
+    @impl(memref.CopyOp)
+    def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues) -> PythonValues:
+        source, destination = args
+        copy_between(self.machine, op, source, destination)
+        return ()
+
+    @impl(memref.ViewOp)
+    def run_view(self, interpreter: Interpreter, op: memref.ViewOp, args: PythonValues) -> PythonValues:
+        source, byte_shift, *sizes = args
+        return (make_view(self.machine, op, source, byte_shift, op.result, sizes),)
+
+    @impl(memref.SubviewOp)
+    def run_subview(self, interpreter: Interpreter, op: memref.SubviewOp, args: PythonValues) -> PythonValues:
+        source: MemRef = args[0]
+        dynamic = iter(args[1:])
+        offsets = [next(dynamic) if v == DYNAMIC_INDEX else v for v in op.static_offsets.get_values()]
+        sizes = [next(dynamic) if v == DYNAMIC_INDEX else v for v in op.static_sizes.get_values()]
+        strides = [next(dynamic) if v == DYNAMIC_INDEX else v for v in op.static_strides.get_values()]
+        for axis, (offset, size, stride, dim) in enumerate(zip(offsets, sizes, strides, source.shape)):
+            if offset < 0 or size < 0 or stride < 1 or (size and offset + (size - 1) * stride >= dim):
+                raise InterpreterError(
+                    f"'memref.subview' dimension {axis} (offset {offset}, size {size}, stride "
+                    f"{stride}) reaches past size {dim} of '{source.type}'",
+                    op,
+                )
+        byte_offset = source.offset + sum(o * s for o, s in zip(offsets, source.strides))
+        byte_strides = [s * step for s, step in zip(source.strides, strides)]
+        result_type = _memref_type(op.result)
+        shape, byte_strides = _rank_reduce(sizes, byte_strides, result_type.get_shape())
+        return (source.with_view(byte_offset, shape, byte_strides, result_type),)
+
+    @impl(memref.CastOp)
+    def run_cast(self, interpreter: Interpreter, op: memref.CastOp, args: PythonValues) -> PythonValues:
+        source: MemRef = args[0]
+        return (source.with_view(source.offset, source.shape, source.strides, _memref_type(op.dest)),)
+
+    @impl(memref.MemorySpaceCastOp)
+    def run_memory_space_cast(
+        self, interpreter: Interpreter, op: memref.MemorySpaceCastOp, args: PythonValues
+    ) -> PythonValues:
+        source: MemRef = args[0]
+        return (source.with_view(source.offset, source.shape, source.strides, _memref_type(op.dest)),)
+
+    @impl(memref.CollapseShapeOp)
+    def run_collapse_shape(
+        self, interpreter: Interpreter, op: memref.CollapseShapeOp, args: PythonValues
+    ) -> PythonValues:
+        return (_reshape(op, args[0], _memref_type(op.result)),)
+
+    @impl(memref.ExpandShapeOp)
+    def run_expand_shape(
+        self, interpreter: Interpreter, op: memref.ExpandShapeOp, args: PythonValues
+    ) -> PythonValues:
+        return (_reshape(op, args[0], _memref_type(op.result)),)
+
+    @impl(memref.DimOp)
+    def run_dim(self, interpreter: Interpreter, op: memref.DimOp, args: PythonValues) -> PythonValues:
+        source, index = args
+        if not 0 <= index < len(source.shape):
+            raise InterpreterError(f"'memref.dim' index '{index}' is out of range for '{source.type}'", op)
+        return (source.shape[index],)
+
+    @impl(memref.RankOp)
+    def run_rank(self, interpreter: Interpreter, op: memref.RankOp, args: PythonValues) -> PythonValues:
+        return (len(args[0].shape),)
+
+    @impl(memref.GetGlobalOp)
+    def run_get_global(
+        self, interpreter: Interpreter, op: memref.GetGlobalOp, args: PythonValues
+    ) -> PythonValues:
+        symbol = op.name_.string_value()
+        if symbol not in self.machine.globals:
+            self.machine.globals[symbol] = _global_value(self.machine, op, symbol)
+        value = self.machine.globals[symbol]
+        return (value.with_view(value.offset, value.shape, value.strides, _memref_type(op.memref)),)
+
+
+def _rank_reduce(
+    sizes: Sequence[int], strides: Sequence[int], result_shape: Sequence[int]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Drops unit dimensions of a subview so that its rank matches the result type's."""
+    drops = len(sizes) - len(result_shape)
+    shape: list[int] = []
+    kept_strides: list[int] = []
+    for index, (size, stride) in enumerate(zip(sizes, strides)):
+        position = len(shape)
+        sizes_left = len(sizes) - index - 1
+        results_left = len(result_shape) - position
+        result_is_unit = position < len(result_shape) and result_shape[position] == 1
+        if drops > 0 and size == 1 and (not result_is_unit or sizes_left >= results_left):
+            drops -= 1
+            continue
+        shape.append(size)
+        kept_strides.append(stride)
+    return tuple(shape), tuple(kept_strides)
+
+
+def _reshape(op: Operation, source: MemRef, result_type: MemRefType[Attribute]) -> MemRef:
+    shape = tuple(result_type.get_shape())
+    if DYNAMIC_INDEX in shape:
+        raise InterpreterError(f"'{op.name}' with a dynamic result shape is not supported", op)
+    if source.strides != contiguous_strides(source.shape, source.element_size):
+        raise InterpreterError(f"'{op.name}' of a non-contiguous memref is not supported", op)
+    return source.with_view(source.offset, shape, contiguous_strides(shape, source.element_size), result_type)
+
+
+def _global_value(machine: Machine, op: memref.GetGlobalOp, symbol: str) -> MemRef:
+    definition = SymbolTable.lookup_symbol(op, op.name_)
+    if not isinstance(definition, memref.GlobalOp):
+        raise InterpreterError(f"'memref.get_global' names '@{symbol}', which is not a 'memref.global'", op)
+    type_ = definition.type
+    dtype = numpy_dtype(type_.element_type)
+    shape = tuple(type_.get_shape())
+    storage = Storage.zeros(f"global '@{symbol}'", math.prod(shape) * dtype.itemsize)
+    buffer = machine.buffer_id(f"@{symbol}")
+    value = MemRef(storage, buffer, 0, shape, contiguous_strides(shape, dtype.itemsize), dtype, type_)
+    initial = definition.initial_value
+    if isinstance(initial, DenseIntOrFPElementsAttr):
+        data = np.asarray(initial.get_values(), dtype=dtype)
+        value.array()[...] = data.reshape(shape) if data.size == math.prod(shape) else data
+        machine.record_write(value)
+    return value

@@ -1,0 +1,142 @@
+"""The scratchpad dialect's ops (alloc, dealloc, dma, kernel, arena, view) on the virtual
+accelerator; kernels run from `kernels.py`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from xdsl.dialects import builtin
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
+    StringAttr,
+    UnitAttr,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
+)
+from xdsl.ir import Attribute, Operation
+
+from telamalloc.dialects import scratchpad
+from telamalloc.runtime.interp.kernels import KernelError, run_kernel
+from telamalloc.runtime.interp.machine import (
+    InterpreterError,
+    Machine,
+    MemRef,
+    Storage,
+    _buffer_name,
+    _memory_key,
+    _memref_type,
+    _resolve_shape,
+    _shape_text,
+    contiguous_strides,
+    copy_between,
+    make_view,
+    numpy_dtype,
+    op_location,
+    place_arena,
+    place_planned,
+)
+
+
+def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
+    if isinstance(attribute, IntegerAttr):
+        if attribute.type == builtin.i1:
+            return bool(attribute.value.data)
+        return attribute.value.data
+    if isinstance(attribute, FloatAttr):
+        return attribute.value.data
+    if isinstance(attribute, StringAttr):
+        return attribute.data
+    if isinstance(attribute, UnitAttr):
+        return True
+    if isinstance(attribute, DenseArrayBase):
+        return [int(v) if isinstance(v, int) else v for v in attribute.get_values()]
+    if isinstance(attribute, ArrayAttr):
+        return [_param_value(op, name, element) for element in attribute.data]
+    raise InterpreterError(
+        f"kernel parameter '{name}' has unsupported value '{attribute}'; use an integer, "
+        "float, bool, string or array of integers",
+        op,
+    )
+
+
+@register_impls
+class ScratchpadFunctions(InterpreterFunctions):
+    """The scratchpad dialect: alloc, dealloc, dma, kernel, arena, view."""
+
+    def __init__(self, machine: Machine):
+        self.machine = machine
+
+    @impl(scratchpad.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: scratchpad.AllocOp, args: PythonValues) -> PythonValues:
+        type_ = op.memref_type
+        dtype = numpy_dtype(type_.element_type)
+        shape = _resolve_shape(op, type_, args)
+        size = math.prod(shape) * dtype.itemsize
+        reserved = op.byte_size()
+        if size > reserved:
+            raise InterpreterError(
+                f"dynamic shape {_shape_text(shape)} needs '{size}' bytes but the declared "
+                f"bound is '{reserved}'; raise the 'bound'",
+                op,
+            )
+        name = _buffer_name(op, op.memref, f"scratchpad.alloc@{op_location(op, '?')}")
+        buffer = self.machine.buffer_id(name)
+        strides = contiguous_strides(shape, dtype.itemsize)
+        offset = op.offset.value.data if op.offset is not None else None
+        if offset is None or not self.machine.honor_offsets:
+            storage = Storage.zeros(f"private storage of '{name}'", reserved)
+            return (MemRef(storage, buffer, 0, shape, strides, dtype, type_),)
+        memory = place_planned(self.machine, op, name, _memory_key(type_), offset, reserved)
+        return (MemRef(memory, buffer, offset, shape, strides, dtype, type_),)
+
+    @impl(scratchpad.DeallocOp)
+    def run_dealloc(self, interpreter: Interpreter, op: scratchpad.DeallocOp, args: PythonValues) -> PythonValues:
+        return ()
+
+    @impl(scratchpad.DmaOp)
+    def run_dma(self, interpreter: Interpreter, op: scratchpad.DmaOp, args: PythonValues) -> PythonValues:
+        source, destination = args
+        copy_between(self.machine, op, source, destination)
+        return ()
+
+    @impl(scratchpad.KernelOp)
+    def run_kernel(self, interpreter: Interpreter, op: scratchpad.KernelOp, args: PythonValues) -> PythonValues:
+        ins: list[MemRef] = list(args[: len(op.ins)])
+        outs: list[MemRef] = list(args[len(op.ins) :])
+        params: dict[str, Any] = {}
+        if isinstance(op.params, DictionaryAttr):
+            params = {key: _param_value(op, key, value) for key, value in op.params.data.items()}
+        kernel = f'kernel "{op.kernel_name}"'
+        read = [(value, f"input #{index} of {kernel}") for index, value in enumerate(ins)]
+        written = [(value, f"output #{index} of {kernel}") for index, value in enumerate(outs)]
+        for value, what in read:
+            self.machine.check_read(op, value, what)
+        self.machine.check_disjoint(op, read, written)
+        try:
+            run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
+        except KernelError as error:
+            raise InterpreterError(str(error), op) from None
+        for value in outs:
+            self.machine.record_write(value)
+        return ()
+
+    @impl(scratchpad.ArenaOp)
+    def run_arena(self, interpreter: Interpreter, op: scratchpad.ArenaOp, args: PythonValues) -> PythonValues:
+        type_ = _memref_type(op.arena)
+        return (place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8)),)
+
+    @impl(scratchpad.ViewOp)
+    def run_view(self, interpreter: Interpreter, op: scratchpad.ViewOp, args: PythonValues) -> PythonValues:
+        return (make_view(self.machine, op, args[0], op.byte_offset, op.result, ()),)

@@ -1,0 +1,192 @@
+"""Differential verification of a plan: it plans, lowers and runs twice, so it sits above
+both the passes and the interpreter (neither imports it).
+
+Verification (`verify_program`): plan and lower a copy of the program with the
+telamalloc passes, run the original (private storage per buffer) and the lowered program
+(one arena) on the same inputs, collect shadow violations of the lowered run, and compare
+every output (results and main-memory arguments) bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ModuleOp,
+)
+from xdsl.utils.exceptions import DiagnosticException
+
+from telamalloc.dialects import scratchpad
+from telamalloc.exit_status import ExitStatus
+from telamalloc.passes import TelaPipelinePass
+from telamalloc.runtime.interp.machine import (
+    DEFAULT_SEED,
+    InterpreterError,
+    Violation,
+)
+from telamalloc.runtime.interp.run import (
+    RunResult,
+    _capacity_in_force,
+    find_entry,
+    random_inputs,
+    run_program,
+)
+
+# --------------------------------------------------------------------------------------
+# Differential verification
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """An output that differs before and after planning."""
+
+    name: str
+    differing: int  # elements whose bits differ
+    first_index: tuple[int, ...]
+    before: str
+    after: str
+
+    def __str__(self) -> str:
+        index = ", ".join(str(i) for i in self.first_index)
+        return (
+            f"output '{self.name}' differs after planning in {self.differing} elements, "
+            f"first at [{index}]: '{self.before}' before, '{self.after}' after"
+        )
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    entry: str
+    outputs: tuple[str, ...]  # the outputs compared
+    mismatches: tuple[Mismatch, ...]
+    violations: tuple[Violation, ...]  # shadow violations of the planned run
+    arena_bytes: int  # the planned arena(s), in bytes
+    capacity: int | None  # the capacity planned for (None: minimize)
+    buffers: int  # buffers seen by the planned run
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches and not self.violations
+
+    def lines(self) -> list[str]:
+        """A deterministic human-readable report, one fact per line."""
+        capacity = "minimize" if self.capacity is None else f"capacity {self.capacity}"
+        lines = [
+            f"verify: '@{self.entry}' planned into {self.arena_bytes} bytes ({capacity})",
+        ]
+        lines += [f"{violation.location}: error: {violation.message}" for violation in self.violations]
+        lines += [f"verify: error: {mismatch}" for mismatch in self.mismatches]
+        verdict = "ok" if self.ok else "FAILED"
+        lines.append(
+            f"verify: {verdict}: {len(self.outputs) - len(self.mismatches)} of "
+            f"{len(self.outputs)} outputs bit-identical, {len(self.violations)} shadow violations"
+        )
+        return lines
+
+
+def compare_outputs(reference: RunResult, planned: RunResult) -> tuple[Mismatch, ...]:
+    """Bit-for-bit comparison of two runs' outputs (same order and names)."""
+    mismatches: list[Mismatch] = []
+    for before, after in zip(reference.outputs, planned.outputs, strict=True):
+        if before.value.shape != after.value.shape or before.value.dtype != after.value.dtype:
+            mismatches.append(
+                Mismatch(before.name, before.value.size, (), f"{before.value.dtype}{before.value.shape}",
+                         f"{after.value.dtype}{after.value.shape}")
+            )
+            continue
+        if before.value.tobytes() == after.value.tobytes():
+            continue
+        width = before.value.dtype.itemsize
+        before_bits = before.value.reshape(-1).view(np.uint8).reshape(-1, width)
+        after_bits = after.value.reshape(-1).view(np.uint8).reshape(-1, width)
+        differing = np.flatnonzero((before_bits != after_bits).any(axis=1))
+        first = np.unravel_index(int(differing[0]), before.value.shape) if before.value.shape else ()
+        index = tuple(int(i) for i in first)
+        mismatches.append(
+            Mismatch(before.name, int(differing.size), index, repr(before.value[index].item()),
+                     repr(after.value[index].item()))
+        )
+    return tuple(mismatches)
+
+
+def verify_lowered(
+    original: ModuleOp,
+    lowered: ModuleOp,
+    *,
+    entry: str | None = None,
+    inputs: Sequence[np.ndarray] | None = None,
+    seed: int = DEFAULT_SEED,
+    capacity: int | None = None,
+    shadow: bool = True,
+) -> VerifyReport:
+    """Runs `original` (a private storage per buffer) and `lowered` on the same inputs.
+
+    Shadow violations of the lowered run are collected (with `shadow=True`); outputs are
+    compared bit for bit. Errors of the original run (the program itself is wrong) raise
+    `InterpreterError`.
+    """
+    function = find_entry(original, entry)
+    if inputs is None:
+        inputs = random_inputs(function, seed)
+    capacity = _capacity_in_force(find_entry(lowered, entry), capacity)
+    reference = run_program(
+        original, entry=entry, inputs=inputs, capacity=capacity, honor_offsets=False
+    )
+    planned = run_program(
+        lowered, entry=entry, inputs=inputs, capacity=capacity, shadow=shadow, collect_violations=True
+    )
+    return VerifyReport(
+        entry=reference.entry,
+        outputs=tuple(output.name for output in reference.outputs),
+        mismatches=compare_outputs(reference, planned),
+        violations=planned.violations,
+        arena_bytes=planned.arena_bytes,
+        capacity=capacity,
+        buffers=len(planned.buffers),
+    )
+
+
+PlanFunction = Callable[[ModuleOp, int | None], None]
+
+
+def plan_and_lower(module: ModuleOp, capacity: int | None) -> None:
+    """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
+
+    `capacity`, when given, overrides every `#scratchpad.target`'s capacity; a module
+    without targets and without `capacity` is planned in minimize mode. Planning failures raise `InterpreterError`.
+    """
+    has_target = any(
+        scratchpad.find_target(op) is not None for op in module.walk() if isinstance(op, func.FuncOp)
+    )
+    mode = "minimize" if capacity is None and not has_target else "fit"
+    try:
+        TelaPipelinePass(capacity=capacity, mode=mode).run(module)
+    except DiagnosticException as error:
+        op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
+        status = getattr(error, "exit_status", ExitStatus.BAD_INPUT)
+        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, status) from None
+
+
+def verify_program(
+    module: ModuleOp,
+    capacity: int | None = None,
+    *,
+    entry: str | None = None,
+    inputs: Sequence[np.ndarray] | None = None,
+    seed: int = DEFAULT_SEED,
+    shadow: bool = True,
+    plan: PlanFunction = plan_and_lower,
+) -> VerifyReport:
+    """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.
+
+    `module` itself is not changed. `plan` (default: the telamalloc pipeline) mutates
+    the copy in place; tests pass their own to inject faults.
+    """
+    lowered = module.clone()
+    plan(lowered, capacity)
+    return verify_lowered(
+        module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow
+    )
