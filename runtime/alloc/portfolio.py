@@ -12,7 +12,7 @@ in 5.5 s where seed 0 timed out at 25 s; without contention, B took 0.46 s inste
 but A, F, G, J and K got 10-1000 times slower. So member 1 only changes the seed, and the
 contention-free orderings start at member 2. With today's kernel member 0 answers every
 challenging instance within the stagger, so there the portfolio only adds its start-up
-(0.65 s -> 0.96 s for the set, `python tools/bench --runs 3 --jobs 2`); it pays off only on
+(0.65 s -> 0.96 s for the set, `python bench/exact --runs 3 --jobs 2`); it pays off only on
 problems whose search time depends on the ordering.
 
 Staging. All members are forked at once, but only member 0 starts solving; the others wait

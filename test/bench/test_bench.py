@@ -1,4 +1,4 @@
-"""tools/bench on the bundled example: every variant poses the same puzzle and is solved."""
+"""bench/exact on the bundled example: every variant poses the same puzzle and is solved."""
 
 import subprocess
 import sys
@@ -11,7 +11,7 @@ EXAMPLE = ROOT / "examples" / "input.12.csv"
 
 
 def bench(*arguments):
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "bench"), *arguments],
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "exact"), *arguments],
                           capture_output=True, text=True, timeout=120)
 
 
