@@ -23,7 +23,7 @@ The rules, for floating-point operands:
   float32 `exp` is up to 1 ulp off (2 among subnormals) and CPU-dependent.
 - Integer (and boolean) operands compute in the output's dtype, wrapping on overflow as
   numpy does; integer arithmetic is exact, so its order never shows.
-The tests (`test/runtime/test_detmath.py`) hold these tolerances against plain numpy.
+The tests (`test/runtime/interp/test_detmath.py`) hold these tolerances against plain numpy.
 """
 
 from __future__ import annotations

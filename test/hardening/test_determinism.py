@@ -19,7 +19,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SEEDS = ("0", "12345")
 
-# Ten buffers that pack at LOAD 7 in no layout (the core example of test/runtime/test_api.py),
+# Ten buffers that pack at LOAD 7 in no layout (the core example of test/runtime/alloc/test_api.py),
 # plus named neighbours: infeasible at 7, feasible at 8 after a search.
 CORE_CSV = """id,lower,upper,size
 zeta,0,1,3

@@ -14,7 +14,7 @@ from telamalloc.tools.tela_alloc import main, parse_duration
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
 HARD = Path("/work/shared/benchmarks/challenging/A.1048576.csv")
 
-# Ten buffers that fit in no layout at their LOAD 7 (see test/runtime/test_api.py).
+# Ten buffers that fit in no layout at their LOAD 7 (see test/runtime/alloc/test_api.py).
 CORE_CSV = """id,lower,upper,size
 b0,0,1,3
 b1,1,4,2

@@ -21,7 +21,7 @@ from telamalloc.passes import lower_module, plan_module
 from telamalloc.runtime.interp import InterpreterError, ShadowViolation, make_context, random_inputs, find_entry, run_program
 from telamalloc.verification import verify_lowered, verify_program
 
-EXAMPLES = Path(__file__).parents[2] / "examples"
+EXAMPLES = Path(__file__).parents[3] / "examples"
 TARGET = '#scratchpad.target<"l1", capacity = 4096, alignment = 64>'
 SP = "#scratchpad.space"
 

@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 import telamalloc
 from telamalloc import Buffer, Mode, Params, Problem, ProblemError, Status, solve, validate
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 BENCHMARKS = Path("/work/shared/benchmarks")
 
 # input.12.csv (MiniMalloc): LOAD 12 at t in [0, 3) (b1, b3, b5).

@@ -15,7 +15,7 @@ from telamalloc.runtime.alloc.problem import Problem
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.runtime.alloc.validate import validate
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 # Infeasible at its capacity, and no search refutes it in less than hours (runtime/alloc/generators/puzzles.py);
 # the small problems below fit at its capacity too.
 HARD = subset_sum_problem()

@@ -8,7 +8,7 @@ import pytest
 from telamalloc.runtime.alloc.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
 from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "input.12.csv"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "input.12.csv"
 
 
 def write(tmp_path, text, name="p.csv"):
