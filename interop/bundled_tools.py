@@ -19,16 +19,22 @@ from telamalloc.exit_status import ExitStatus
 from telamalloc.extras import install_hint
 
 
-def bundled_binary(name: str) -> Path | None:
-    """The path of binary `name` inside the installed `mlir` package, or None."""
+def mlir_package_dir() -> Path | None:
+    """The folder of the installed `mlir` package (it holds `bin/` and `lib/`), or None."""
     try:
         spec = importlib.util.find_spec("mlir")
     except (ImportError, ValueError):  # a broken or blocked package counts as not installed
-        spec = None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        candidate = Path(folder) / "bin" / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+        return None
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    return Path(folders[0]) if folders else None
+
+
+def bundled_binary(name: str) -> Path | None:
+    """The path of binary `name` inside the installed `mlir` package, or None."""
+    folder = mlir_package_dir()
+    candidate = None if folder is None else folder / "bin" / name
+    if candidate is not None and candidate.is_file() and os.access(candidate, os.X_OK):
+        return candidate
     return None
 
 

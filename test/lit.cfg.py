@@ -45,20 +45,18 @@ if "PYTHONPATH" in os.environ:
 
 # Upstream MLIR (the `mlir` extra): the `mlir-opt` feature marks tests that need its tools;
 # without them lit reports those tests as UNSUPPORTED.
-import importlib.util  # noqa: E402
+from telamalloc.interop.bundled_tools import bundled_binary, mlir_package_dir  # noqa: E402
 
-_mlir_spec = importlib.util.find_spec("mlir")
-_mlir_dirs = list(_mlir_spec.submodule_search_locations or []) if _mlir_spec else []
 config.substitutions.append(  # noqa: F821
     (r"(?<![\w./-])tela-mlir(?![\w./-])", f"{python} -m telamalloc.interop")
 )
-if _mlir_dirs and os.path.isfile(os.path.join(_mlir_dirs[0], "bin", "mlir-opt")):
+if bundled_binary("mlir-opt") is not None:
     config.available_features.add("mlir-opt")  # noqa: F821
     for _tool in ("mlir-opt", "mlir-runner"):
         config.substitutions.append(  # noqa: F821
-            (rf"(?<![\w./-]){_tool}(?![\w./-])", shlex.quote(os.path.join(_mlir_dirs[0], "bin", _tool)))
+            (rf"(?<![\w./-]){_tool}(?![\w./-])", shlex.quote(str(bundled_binary(_tool))))
         )
-    config.substitutions.append(("%mlir_lib", shlex.quote(os.path.join(_mlir_dirs[0], "lib"))))  # noqa: F821
+    config.substitutions.append(("%mlir_lib", shlex.quote(str(mlir_package_dir() / "lib"))))  # noqa: F821
     from telamalloc.interop.pipelines import LLVM_PIPELINE, LOOPS_PIPELINE  # noqa: E402
 
     config.substitutions.append(("%loops_pipeline", shlex.quote(LOOPS_PIPELINE)))  # noqa: F821
