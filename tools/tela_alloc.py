@@ -72,10 +72,6 @@ from telamalloc.runtime.alloc.validate import validate
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-alloc"
-EXIT_OK, EXIT_INFEASIBLE, EXIT_USAGE, EXIT_TIMEOUT, EXIT_INVALID, EXIT_INTERRUPTED = (
-    ExitStatus.OK, ExitStatus.NO, ExitStatus.BAD_INPUT, ExitStatus.TIMEOUT, ExitStatus.INVALID_SOLUTION,
-    ExitStatus.INTERRUPTED,
-)
 _DURATION = re.compile(r"(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -182,8 +178,8 @@ def _report(solution: Solution) -> str:
 
 def _exit_status(solution: Solution) -> int:
     if solution.stats.cancelled:
-        return EXIT_INTERRUPTED
-    return {Status.OK: EXIT_OK, Status.INFEASIBLE: EXIT_INFEASIBLE, Status.TIMEOUT: EXIT_TIMEOUT}[solution.status]
+        return ExitStatus.INTERRUPTED
+    return {Status.OK: ExitStatus.OK, Status.INFEASIBLE: ExitStatus.NO, Status.TIMEOUT: ExitStatus.TIMEOUT}[solution.status]
 
 
 def _validate_written(path: str, problem: Problem, capacity: int | None) -> list[str]:
@@ -323,7 +319,7 @@ def _run(argv: Sequence[str] | None) -> int:
             violations = _validate_written(arguments.output, table.problem, capacity)
             if violations:
                 print(f"{PROG}: error: the written solution is invalid: {violations[0]}", file=sys.stderr)
-                return EXIT_INVALID
+                return ExitStatus.INVALID_SOLUTION
             print(f"validated: {arguments.output} ({len(table.problem.buffers)} buffers, capacity {capacity}, no violations)")
     elif arguments.output:
         print(f"not written: {arguments.output} (no valid layout within the capacity)")
@@ -335,15 +331,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(argv)
     except (UsageError, ProblemError, PlotError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitStatus.BAD_INPUT
     except BrokenPipeError:  # e.g. piped into `head`: the reader has gone, stay quiet
         sys.stdout = open(os.devnull, "w")
-        return EXIT_OK
+        return ExitStatus.OK
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitStatus.INTERRUPTED
     except SystemExit as exit:  # --help
-        return exit.code if isinstance(exit.code, int) else EXIT_USAGE
+        return exit.code if isinstance(exit.code, int) else ExitStatus.BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ from telamalloc.runtime.show.report import write_text_atomically
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"
-EXIT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = ExitStatus.OK, ExitStatus.BAD_INPUT, ExitStatus.INTERRUPTED
 INT64_MAX = 2**63 - 1
 
 
@@ -135,7 +134,7 @@ def _run(argv: Sequence[str] | None) -> int:
         write_text_atomically(arguments.output, text)
     else:
         sys.stdout.write(text)
-    return EXIT_OK
+    return ExitStatus.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -143,15 +142,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(argv)
     except (UsageError, OnnxImportError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitStatus.BAD_INPUT
     except OSError as error:
         print(f"{PROG}: error: cannot write '{error.filename}': {error.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return ExitStatus.BAD_INPUT
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return ExitStatus.INTERRUPTED
     except SystemExit as exit:  # --help
-        return exit.code if isinstance(exit.code, int) else EXIT_BAD_INPUT
+        return exit.code if isinstance(exit.code, int) else ExitStatus.BAD_INPUT
 
 
 if __name__ == "__main__":
