@@ -76,12 +76,17 @@ def _accumulator_dtype(dtype: np.dtype) -> np.dtype:
     return np.dtype(np.float64) if _is_float(dtype) else dtype
 
 
+def _operand(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`values` rounded to the output type `dtype` (the kernels' contract), then widened to
+    its accumulator (exact: float64 holds every float16/float32 value)."""
+    return np.asarray(values).astype(dtype).astype(_accumulator_dtype(dtype))
+
+
 def ordered_sum(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     """The sum of `values` along `axis`, added in index order, rounded to `dtype` once."""
     dtype = np.dtype(dtype)
-    accumulator = _accumulator_dtype(dtype)
-    moved = np.moveaxis(np.asarray(values).astype(accumulator), axis, 0)
-    total = np.zeros(moved.shape[1:], dtype=accumulator)
+    moved = np.moveaxis(_operand(values, dtype), axis, 0)
+    total = np.zeros(moved.shape[1:], dtype=moved.dtype)
     with np.errstate(all="ignore"):
         for row in moved:
             total += row
@@ -91,10 +96,8 @@ def ordered_sum(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
 def ordered_matmul(lhs: np.ndarray, rhs: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """`lhs @ rhs` for 2-D operands, summing over k = 0, 1, ... in order (no BLAS)."""
     dtype = np.dtype(dtype)
-    accumulator = _accumulator_dtype(dtype)
-    left = np.asarray(lhs).astype(dtype).astype(accumulator)
-    right = np.asarray(rhs).astype(dtype).astype(accumulator)
-    total = np.zeros((left.shape[0], right.shape[1]), dtype=accumulator)
+    left, right = _operand(lhs, dtype), _operand(rhs, dtype)
+    total = np.zeros((left.shape[0], right.shape[1]), dtype=left.dtype)
     with np.errstate(all="ignore"):
         for k in range(left.shape[1]):
             total += left[:, k, None] * right[None, k, :]
@@ -110,14 +113,12 @@ def ordered_conv2d(
     (c, i, j) in lexicographic order (no einsum), rounded to `dtype` once.
     """
     dtype = np.dtype(dtype)
-    accumulator = _accumulator_dtype(dtype)
-    patches = np.asarray(windows).astype(dtype).astype(accumulator)
-    kernel = np.asarray(weights).astype(dtype).astype(accumulator)
+    patches, kernel = _operand(windows, dtype), _operand(weights, dtype)
     batch, channels, out_height, out_width, kernel_height, kernel_width = patches.shape
     filters = kernel.shape[0]
-    total = np.zeros((batch, filters, out_height, out_width), dtype=accumulator)
+    total = np.zeros((batch, filters, out_height, out_width), dtype=patches.dtype)
     if bias is not None:
-        total += np.asarray(bias).astype(dtype).astype(accumulator).reshape(1, filters, 1, 1)
+        total += _operand(bias, dtype).reshape(1, filters, 1, 1)
     with np.errstate(all="ignore"):
         for c in range(channels):
             for i in range(kernel_height):
@@ -129,7 +130,7 @@ def ordered_conv2d(
 
 def softmax(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
     """`exp(x - max) / sum(exp(x - max))` along `axis`, in float64, rounded to `dtype` once."""
-    wide = np.asarray(values).astype(dtype).astype(np.float64)
+    wide = _operand(values, dtype)
     with np.errstate(all="ignore"):
         shifted = exp(wide - wide.max(axis=axis, keepdims=True))
         total = np.expand_dims(ordered_sum(shifted, axis, np.float64), axis)
