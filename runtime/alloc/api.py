@@ -780,12 +780,14 @@ def solve(
         outcome = _fit(instance, capacity, algorithm, load, greedy_first)
     else:
         outcome = _minimize(instance, capacity, algorithm, load)
-    if outcome.capacity is None:
-        outcome.capacity = capacity
-    return _solution(instance, outcome, load[0], algorithm, mode, time.perf_counter() - started)
+    return _solution(instance, outcome, load[0], algorithm, mode, time.perf_counter() - started, capacity)
 
 
-def _solution(instance: _Instance, outcome: _Outcome, load: int, algorithm: str, mode: Mode, seconds: float) -> Solution:
+def _solution(
+    instance: _Instance, outcome: _Outcome, load: int, algorithm: str, mode: Mode, seconds: float, capacity: int | None
+) -> Solution:
+    """The public result. ``capacity`` is the one given (None: minimize without a bound);
+    the outcome's own capacity (the proved optimum, in minimize mode) becomes ``optimum``."""
     counters = instance.counters
     stats = Stats(counters.nodes, counters.backtracks, seconds, counters.restarts, counters.cancelled)
     peak = outcome.peak if outcome.peak is not None else None if outcome.offsets is None else _peak(instance.problem, outcome.offsets)
@@ -796,7 +798,7 @@ def _solution(instance: _Instance, outcome: _Outcome, load: int, algorithm: str,
         offsets=outcome.offsets,
         peak=peak,
         load=load,
-        capacity=outcome.capacity,
+        capacity=capacity,
         algorithm=algorithm,
         mode=mode,
         stats=stats,
@@ -805,6 +807,8 @@ def _solution(instance: _Instance, outcome: _Outcome, load: int, algorithm: str,
         overload=outcome.overload,
         core=outcome.core,
         message=message,
+        optimum=peak if mode is Mode.MINIMIZE and outcome.optimal and outcome.status is Status.OK else None,
+        ids=tuple(b.id for b in instance.problem.buffers),
     )
 
 

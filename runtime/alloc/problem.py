@@ -13,7 +13,7 @@ Conventions used everywhere in telamalloc (kernel, CSV, IR attributes, docs):
 from __future__ import annotations
 
 import enum
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 INT64_MAX = 2**63 - 1
@@ -36,14 +36,66 @@ class ProblemError(ValueError):
     """A problem that cannot be solved as stated (bad sizes, lifetimes, overflow...)."""
 
 
+_MISSING = object()
+
+
 @dataclass(frozen=True)
 class Buffer:
+    """One buffer: ``Buffer(id, start, end, size[, alignment][, offset])``.
+
+    ``start``/``end`` are the CSV format's ``lower``/``upper`` columns (half-open
+    ``[start, end)``); ``Buffer(id, lower=0, upper=3, size=4)`` is accepted as well, and
+    ``buffer.lower`` / ``buffer.upper`` read them back.
+    """
+
     id: Hashable  # a user-chosen name, unique within a problem (CSV: the `id` column)
-    start: int  # first program point at which the buffer is live (inclusive)
-    end: int  # first program point at which it is dead again (exclusive); end > start
+    start: int  # first program point at which the buffer is live (inclusive; CSV: `lower`)
+    end: int  # first program point at which it is dead again (exclusive; CSV: `upper`); end > start
     size: int  # bytes, >= 0; a zero-size buffer takes no space and conflicts with none
     alignment: int = 1  # bytes, a power of two; the offset must be a multiple of it
     offset: int | None = None  # a fixed (pinned) offset in bytes, or None to let the solver choose
+
+    def __init__(
+        self,
+        id: Hashable,
+        start: int = _MISSING,  # type: ignore[assignment]
+        end: int = _MISSING,  # type: ignore[assignment]
+        size: int = _MISSING,  # type: ignore[assignment]
+        alignment: int = 1,
+        offset: int | None = None,
+        *,
+        lower: int = _MISSING,  # type: ignore[assignment]
+        upper: int = _MISSING,  # type: ignore[assignment]
+    ):
+        start = _alias("start", start, "lower", lower)
+        end = _alias("end", end, "upper", upper)
+        if size is _MISSING:
+            raise TypeError("Buffer() missing required argument 'size'")
+        setter = object.__setattr__
+        setter(self, "id", id)
+        setter(self, "start", start)
+        setter(self, "end", end)
+        setter(self, "size", size)
+        setter(self, "alignment", alignment)
+        setter(self, "offset", offset)
+
+    @property
+    def lower(self) -> int:
+        """``start``, by the CSV format's name."""
+        return self.start
+
+    @property
+    def upper(self) -> int:
+        """``end``, by the CSV format's name."""
+        return self.end
+
+
+def _alias(name: str, value, alias: str, alias_value):
+    if value is _MISSING and alias_value is _MISSING:
+        raise TypeError(f"Buffer() missing required argument '{name}' (or its CSV name '{alias}')")
+    if value is not _MISSING and alias_value is not _MISSING:
+        raise TypeError(f"Buffer() got both '{name}' and its CSV name '{alias}'; give one")
+    return value if alias_value is _MISSING else alias_value
 
 
 @dataclass(frozen=True)
@@ -101,7 +153,7 @@ class Solution:
     offsets: tuple[int, ...] | None  # one per Problem.buffers entry; None when no valid layout is known
     peak: int | None  # max(offset + size); None when offsets is None
     load: int  # LOAD of the problem
-    capacity: int | None  # the capacity that was solved for (minimize: the optimum when proved)
+    capacity: int | None  # the capacity solved for: the given one (minimize: the upper bound), None when none was given
     algorithm: str  # "telamalloc", "best-fit" or "first-fit"
     mode: Mode = Mode.FIT
     stats: Stats = field(default_factory=Stats)
@@ -110,6 +162,20 @@ class Solution:
     overload: Overload | None = None  # INFEASIBLE by LOAD: the overloaded point
     core: tuple[Hashable, ...] | None = None  # INFEASIBLE below LOAD: buffers that cannot fit together
     message: str = ""  # a one-line human summary of the result
+    optimum: int | None = None  # minimize mode: the proved minimal peak (None when not proved, and in fit mode)
+    ids: tuple[Hashable, ...] = field(default=(), repr=False)  # the buffer ids in problem order (offsets follows it), for `offsets_by_id`
+
+    @property
+    def offsets_by_id(self) -> Mapping[Hashable, int] | None:
+        """The offsets as a read-only mapping buffer id -> offset (None when `offsets` is)."""
+        if self.offsets is None:
+            return None
+        if len(self.ids) != len(self.offsets):
+            raise ValueError(
+                f"this Solution has '{len(self.ids)}' buffer ids for '{len(self.offsets)}' offsets; "
+                "solutions made by telamalloc.solve carry them"
+            )
+        return OffsetsById(self.ids, self.offsets)
 
     @property
     def ok(self) -> bool:
@@ -121,3 +187,31 @@ class Solution:
         if self.peak is None or self.load == 0:
             return None
         return (self.peak - self.load) / self.load
+
+
+class OffsetsById(Mapping):
+    """A read-only view of a solution's offsets by buffer id (``solution.offsets_by_id``).
+
+    Iterates in problem order; ``mapping[id]`` is the offset of buffer ``id``.
+    """
+
+    __slots__ = ("_ids", "_offsets", "_index")
+
+    def __init__(self, ids: Sequence[Hashable], offsets: Sequence[int]):
+        self._ids = tuple(ids)
+        self._offsets = tuple(offsets)
+        self._index: dict[Hashable, int] | None = None
+
+    def __getitem__(self, buffer_id: Hashable) -> int:
+        if self._index is None:
+            self._index = {identifier: index for index, identifier in enumerate(self._ids)}
+        return self._offsets[self._index[buffer_id]]
+
+    def __iter__(self) -> Iterator[Hashable]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __repr__(self) -> str:
+        return f"OffsetsById({dict(zip(self._ids, self._offsets))!r})"

@@ -132,7 +132,8 @@ def test_greedy_over_capacity_is_a_timeout_not_a_proof():
 def test_minimize_proves_the_optimum():
     problem = Problem(CORE_BUFFERS)
     solution = solve(problem, mode="minimize")
-    assert solution.ok and solution.optimal and solution.peak == 8 and solution.capacity == 8
+    assert solution.ok and solution.optimal and solution.peak == 8 and solution.optimum == 8
+    assert solution.capacity is None  # none was given: the optimum has its own field
     assert solution.mode is Mode.MINIMIZE
     assert "minimal peak '8' (proved: '7' bytes do not fit)" in solution.message
     assert solve(problem, mode=Mode.MINIMIZE, capacity=7).status is Status.INFEASIBLE
