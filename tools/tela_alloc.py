@@ -12,8 +12,9 @@ ALGORITHM is one of `telamalloc.runtime.alloc.api.ALGORITHMS` (telamalloc, best-
 first proof wins and the others stop (`telamalloc.runtime.alloc.portfolio`). Which member wins
 first may vary between runs; the layout written is the winner's, and `member:` names it.
 
-Prints a compact block on stdout (status, peak, LOAD, fragmentation, seconds, nodes,
-backtracks, and on INFEASIBLE the overloaded point or a core of buffers that cannot fit
+Prints a compact block on stdout (status, capacity (`none` with --minimize and no
+--capacity), in minimize mode whether the peak is optimal and the proved optimum, peak,
+LOAD, fragmentation, seconds, nodes, backtracks, and on INFEASIBLE the overloaded point or a core of buffers that cannot fit
 together). The output CSV (the input columns plus ``offset``) is written atomically, and
 only when a valid layout within the capacity exists.
 
@@ -153,8 +154,10 @@ def _ids(ids: Sequence, limit: int = 20) -> str:
 
 def _report(solution: Solution) -> str:
     lines = [f"status: {solution.status.value}"]
+    lines.append(f"capacity: {'none' if solution.capacity is None else solution.capacity}")
     if solution.mode is Mode.MINIMIZE and solution.status is Status.OK:
         lines.append(f"optimal: {'yes' if solution.optimal else 'no'}")
+        lines.append(f"optimum: {'not proved' if solution.optimum is None else solution.optimum}")
     lines.append(f"peak: {solution.peak if solution.peak is not None else '-'}")
     lines.append(f"load: {solution.load}")
     fragmentation = solution.fragmentation
@@ -320,7 +323,8 @@ def _run(argv: Sequence[str] | None) -> int:
             if violations:
                 print(f"{PROG}: error: the written solution is invalid: {violations[0]}", file=sys.stderr)
                 return ExitStatus.INVALID_SOLUTION
-            print(f"validated: {arguments.output} ({len(table.problem.buffers)} buffers, capacity {capacity}, no violations)")
+            bound = f"capacity {capacity}" if arguments.capacity is not None else f"capacity none, within the peak {capacity}"
+            print(f"validated: {arguments.output} ({len(table.problem.buffers)} buffers, {bound}, no violations)")
     elif arguments.output:
         print(f"not written: {arguments.output} (no valid layout within the capacity)")
     return _exit_status(solution)

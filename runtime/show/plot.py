@@ -2,12 +2,15 @@
 
 `plot_layout` draws two panels that share the time axis:
 - top: each placed buffer as a rectangle `[start, end) x [offset, offset + size)`, the
-  capacity as a dashed line, the peak as a dotted line; a buffer is labelled with its id
+  capacity as a dashed line (when there is one), the peak as a dotted line; a buffer is labelled with its id
   only where the label fits inside its rectangle (so 10 buffers are all labelled and 2,000
   show only the large ones);
 - bottom: the LOAD curve, the bytes live at each program point, with LOAD and the capacity
   marked.
-The title gives the name, the buffer count, peak, LOAD, fragmentation and status.
+The title gives the name, the buffer count, peak, LOAD, fragmentation and status. Every
+byte count (axes, legends, title) is in one unit system, binary and human-readable (`512 B`,
+`4 KiB`, `106.6 MiB`: `telamalloc.runtime.show.report.human_bytes`); the report gives the
+exact bytes.
 
 matplotlib is imported only when a picture is drawn (`import telamalloc` stays light); a
 missing matplotlib is a `PlotError` that says how to install it. Rendering uses the Agg
@@ -26,7 +29,7 @@ from collections.abc import Sequence
 
 from telamalloc.extras import install_hint
 from telamalloc.runtime.alloc.problem import Problem, Solution
-from telamalloc.runtime.show.report import open_atomically
+from telamalloc.runtime.show.report import human_bytes, open_atomically
 from telamalloc.runtime.alloc.validate import compute_load
 
 FORMATS = {".svg": "svg", ".png": "png"}
@@ -65,11 +68,8 @@ def _import_matplotlib():
 
 
 def byte_label(value: float) -> str:
-    """Axis text for a byte count: `512`, `4 KiB`, `1.5 MiB`."""
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(value) >= scale:
-            return f"{value / scale:.4g} {unit}"
-    return f"{value:.4g}"
+    """Axis text for a byte count: `512 B`, `4 KiB`, `1.5 MiB` (the report's unit system)."""
+    return human_bytes(value)
 
 
 def load_curve(problem: Problem) -> tuple[list[int], list[int]]:
@@ -89,8 +89,8 @@ def load_curve(problem: Problem) -> tuple[list[int], list[int]]:
 
 
 def size_text(value: int) -> str:
-    """`512 B`, `4 KiB`, `1.5 MiB`."""
-    return byte_label(value) if abs(value) >= 1024 else f"{value} B"
+    """`512 B`, `4 KiB`, `1.5 MiB`: titles and legends use the axes' units (the report has exact bytes)."""
+    return human_bytes(value)
 
 
 def title_for(name: str, problem: Problem, solution: Solution | None, offsets: Sequence[int] | None) -> str:
@@ -118,7 +118,8 @@ def plot_layout(
 
     The offsets come from `offsets` if given, else from `solution` (None: only the LOAD
     curve is drawn, with "no layout" in the top panel). The capacity line comes from
-    `capacity`, else the solution's, else the problem's (none drawn when all are None).
+    `capacity`, else the solution's, else the problem's; none is drawn when all are None
+    (minimize mode without an upper bound: the peak line shows what the layout needs).
     Raises PlotError for an unknown format, a missing matplotlib or offsets that do not
     match the buffers; OSError when the file cannot be written.
     """
@@ -183,12 +184,12 @@ def _draw(Figure, problem: Problem, solution: Solution | None, offsets, capacity
     else:
         layout_axes.text(0.5, 0.5, "no layout", transform=layout_axes.transAxes, ha="center", va="center", color="#888888")
     if capacity is not None:
-        layout_axes.axhline(capacity, color="#c62828", linestyle="--", linewidth=1.2, label=f"capacity {capacity} B")
+        layout_axes.axhline(capacity, color="#c62828", linestyle="--", linewidth=1.2, label=f"capacity {size_text(capacity)}")
     if placed:
-        layout_axes.axhline(peak, color="#1565c0", linestyle=":", linewidth=1.2, label=f"peak {peak} B")
+        layout_axes.axhline(peak, color="#1565c0", linestyle=":", linewidth=1.2, label=f"peak {size_text(peak)}")
     layout_axes.set_xlim(first, last)
     layout_axes.set_ylim(0, top * 1.04)
-    layout_axes.set_ylabel("address (bytes)")
+    layout_axes.set_ylabel("address")
     layout_axes.yaxis.set_major_formatter(bytes_formatter)
     if top >= 1024:  # ticks at multiples of a power of two: 256, 512, 768, 1 KiB, ...
         layout_axes.yaxis.set_major_locator(MultipleLocator(1 << max(0, (top // 6).bit_length() - 1)))
@@ -200,11 +201,11 @@ def _draw(Figure, problem: Problem, solution: Solution | None, offsets, capacity
         load_axes.fill_between(times, live, step="post", color="#78909c", alpha=0.5, linewidth=0, rasterized=many)
         load_axes.step(times, live, where="post", color="#37474f", linewidth=0.8, rasterized=many)
     load = max(live, default=0)
-    load_axes.axhline(load, color="#2e7d32", linestyle=":", linewidth=1.0, label=f"LOAD {load} B")
+    load_axes.axhline(load, color="#2e7d32", linestyle=":", linewidth=1.0, label=f"LOAD {size_text(load)}")
     if capacity is not None:
         load_axes.axhline(capacity, color="#c62828", linestyle="--", linewidth=1.0)
     load_axes.set_ylim(0, top * 1.04)
-    load_axes.set_ylabel("live bytes")
+    load_axes.set_ylabel("live")
     load_axes.set_xlabel("program point")
     load_axes.yaxis.set_major_formatter(bytes_formatter)
     load_axes.yaxis.set_major_locator(

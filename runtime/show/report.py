@@ -1,7 +1,8 @@
 """Summaries of a solve for people and for tools: text and JSON, no xDSL import.
 
 A `Report` describes one problem (a CSV file, or one function of a module) and its solution:
-the buffer count, capacity, LOAD, peak, fragmentation, status, the solver's statistics, and
+the buffer count, capacity (none in minimize mode without an upper bound), LOAD, peak, the
+proved optimum (minimize mode), fragmentation, status, the solver's statistics, and
 the most contended program point (where LOAD is reached) with the buffers live there,
 largest first. Both formats are deterministic for a given problem and solution except for
 the solve time: the `seconds` field and the solver's `message` (which quotes it);
@@ -10,7 +11,7 @@ the solve time: the `seconds` field and the solver's `message` (which quotes it)
 JSON layout (one object per problem; `format_json` writes `{"reports": [...]}`)::
 
     {"name": "main", "status": "OK", "mode": "fit", "algorithm": "telamalloc",
-     "optimal": false, "fallback": false, "buffers": 3, "capacity": 1024, "load": 768,
+     "optimal": false, "optimum": null, "fallback": false, "buffers": 3, "capacity": 1024, "load": 768,
      "peak": 1024, "fragmentation": 0.333333, "seconds": 0.001, "nodes": 3,
      "backtracks": 0, "restarts": 0, "cancelled": false,
      "contended": {"time": 2, "bytes": 768,
@@ -18,6 +19,10 @@ JSON layout (one object per problem; `format_json` writes `{"reports": [...]}`):
                                 "offset": 0}, ...]},
      "message": "..."}
 
+Byte counts are exact integers in JSON; the text format writes exact bytes and, from 1 KiB
+on, the same figure in binary units (`111730592 B (106.6 MiB)`, the unit system of the
+pictures). `capacity` is null (text: `none`) when none was given (minimize mode without an
+upper bound); `optimum` is the proved minimal peak, null when not proved or in fit mode.
 Buffer ids are written as they are when they are JSON strings or integers, else as `str(id)`.
 `contended` is null when no buffer has a positive size; `offset` is null when the solution
 has no layout.
@@ -67,7 +72,7 @@ class Report:
     optimal: bool
     fallback: bool
     buffers: int  # buffers in the problem, zero-size ones included
-    capacity: int | None  # bytes solved for
+    capacity: int | None  # bytes solved for; None when none was given (minimize without a bound)
     load: int  # bytes
     peak: int | None  # bytes, None when no layout is known
     fragmentation: float | None  # (peak - LOAD) / LOAD
@@ -78,6 +83,7 @@ class Report:
     cancelled: bool
     contended: ContendedPoint | None
     message: str | None  # the solver's one-line summary; None when built without timing
+    optimum: int | None = None  # minimize mode: the proved minimal peak in bytes, None when not proved
 
 
 def build_report(name: str, problem: Problem, solution: Solution, *, timing: bool = True) -> Report:
@@ -101,6 +107,7 @@ def build_report(name: str, problem: Problem, solution: Solution, *, timing: boo
         cancelled=solution.stats.cancelled,
         contended=contended_point(problem, solution.offsets),
         message=solution.message if timing else None,
+        optimum=solution.optimum,
     )
 
 
@@ -154,6 +161,7 @@ def report_to_dict(report: Report) -> dict:
         "mode": report.mode,
         "algorithm": report.algorithm,
         "optimal": report.optimal,
+        "optimum": report.optimum,
         "fallback": report.fallback,
         "buffers": report.buffers,
         "capacity": report.capacity,
@@ -184,8 +192,22 @@ def format_json(reports: Sequence[Report]) -> str:
 # Text
 
 
-def _bytes(value: int | None) -> str:
-    return "-" if value is None else f"{value} B"
+def human_bytes(value: float) -> str:
+    """A byte count in binary units, 4 significant digits: `512 B`, `4 KiB`, `106.6 MiB`.
+
+    The one unit system of pictures and reports (`telamalloc.runtime.show.plot` labels its
+    axes and legends with it); reports add the exact bytes."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value:.4g} B"
+
+
+def _bytes(value: int | None, missing: str = "-") -> str:
+    """Exact bytes, with the binary-unit figure from 1 KiB on: `1048576 B (1 MiB)`."""
+    if value is None:
+        return missing
+    return f"{value} B" if abs(value) < 1024 else f"{value} B ({human_bytes(value)})"
 
 
 def format_text(reports: Sequence[Report]) -> str:
@@ -200,11 +222,13 @@ def _text_block(report: Report) -> str:
         f"{report.name}:",
         f"  status:        {status}, {report.mode}, {report.algorithm}",
         f"  buffers:       {report.buffers}",
-        f"  capacity:      {_bytes(report.capacity)}",
+        f"  capacity:      {_bytes(report.capacity, 'none')}",
         f"  LOAD:          {_bytes(report.load)}",
         f"  peak:          {_bytes(report.peak)}",
-        f"  fragmentation: {fragmentation}",
     ]
+    if report.mode == "minimize":
+        lines.append(f"  optimum:       {_bytes(report.optimum, 'not proved')}")
+    lines.append(f"  fragmentation: {fragmentation}")
     if report.seconds is not None:
         lines.append(f"  solve time:    {report.seconds:.3f} s")
     lines.append(

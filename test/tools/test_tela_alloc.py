@@ -85,8 +85,9 @@ def test_minimize_without_capacity(tmp_path):
     result = run("--minimize", f"--input={problem}", f"--output={out}", "--validate")
     assert result.returncode == 0, result.stderr
     report = fields(result.stdout)
-    assert report["optimal"] == "yes" and report["peak"] == "8"
-    assert "capacity 8, no violations" in result.stdout
+    assert report["optimal"] == "yes" and report["peak"] == "8" and report["optimum"] == "8"
+    assert report["capacity"] == "none"  # none was given: no capacity is invented from the peak
+    assert "capacity none, within the peak 8, no violations" in result.stdout
 
 
 def test_inclusive_columns_round_trip(tmp_path):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.show.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout
+from telamalloc.runtime.show.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout, size_text
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -61,9 +61,30 @@ def test_svg_of_a_small_layout_labels_every_buffer_and_gives_the_figures(tmp_pat
     texts = _svg_texts(out)
     assert all(f"b{i}" in texts for i in range(10))
     title = next(text for text in texts if text.startswith("small:"))
-    assert f"peak {solution.peak} B" in title and f"LOAD {solution.load} B" in title
+    assert f"peak {size_text(solution.peak)}" in title and f"LOAD {size_text(solution.load)}" in title
     assert "fragmentation" in title and "OK" in title
-    assert "capacity 2000 B" in texts
+    assert "capacity 1.953 KiB" in texts  # 2000 B: legends in the axes' units, not raw bytes
+    assert f"peak {size_text(solution.peak)}" in texts and f"LOAD {size_text(solution.load)}" in texts
+
+
+def test_legends_use_the_axes_units_for_large_capacities(tmp_path):
+    problem = Problem([Buffer("x", 0, 2, 64 * 2**20), Buffer("y", 1, 3, 32 * 2**20)], capacity=111730592)
+    out = tmp_path / "big.svg"
+    plot_layout(str(out), problem, solve(problem), name="big")
+    texts = _svg_texts(out)
+    assert "capacity 106.6 MiB" in texts and "peak 96 MiB" in texts and "LOAD 96 MiB" in texts
+    assert not any("111730592" in text for text in texts)
+
+
+def test_minimize_without_capacity_draws_no_capacity_line(tmp_path):
+    problem = Problem([Buffer("x", 0, 2, 64), Buffer("y", 1, 3, 64)])  # no capacity anywhere
+    solution = solve(problem, mode="minimize")
+    assert solution.capacity is None and solution.optimum == 128
+    out = tmp_path / "minimized.svg"
+    plot_layout(str(out), problem, solution, name="minimized")
+    texts = _svg_texts(out)
+    assert "peak 128 B" in texts
+    assert not any(text.startswith("capacity") for text in texts)
 
 
 def test_large_layout_labels_only_what_fits_and_stays_small(tmp_path):
@@ -144,7 +165,7 @@ def test_importing_telamalloc_imports_neither_matplotlib_nor_onnx():
 def test_load_curve_steps_and_byte_labels():
     problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 1, 3, 5), Buffer("c", 2, 4, 0)])
     assert load_curve(problem) == ([0, 1, 2, 3], [10, 15, 5, 0])
-    assert [byte_label(v) for v in (512, 4096, 1.5 * 2**20, 3 * 2**30)] == ["512", "4 KiB", "1.5 MiB", "3 GiB"]
+    assert [byte_label(v) for v in (512, 4096, 1.5 * 2**20, 3 * 2**30)] == ["512 B", "4 KiB", "1.5 MiB", "3 GiB"]
 
 
 def test_many_rectangles_are_embedded_as_an_image_in_svg(tmp_path, monkeypatch):

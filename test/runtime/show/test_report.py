@@ -143,3 +143,30 @@ def test_open_atomically_errors_name_the_target(tmp_path):
     with pytest.raises(OSError) as error:
         write_text_atomically(str(target), "{}")
     assert error.value.filename == str(target)
+
+
+def test_minimize_without_capacity_reports_capacity_none_and_the_optimum():
+    problem = Problem([Buffer("x", 0, 2, 64), Buffer("y", 1, 3, 64)])  # no capacity anywhere
+    solution = solve(problem, mode="minimize")
+    report = build_report("m", problem, solution, timing=False)
+    text = format_text([report])
+    assert "  capacity:      none\n" in text and "  optimum:       128 B\n" in text
+    data = report_to_dict(report)
+    assert data["capacity"] is None and data["optimum"] == 128 and data["peak"] == 128
+
+
+def test_unproved_optimum_and_fit_mode_reports():
+    problem = _problem()
+    greedy = solve(problem, mode="minimize", algorithm="best-fit", capacity=1024)
+    text = format_text([build_report("g", problem, greedy, timing=False)])
+    assert "  capacity:      1024 B (1 KiB)\n" in text
+    assert "  optimum:       " in text  # minimize mode always says whether the optimum is known
+    fitted = format_text([build_report("f", problem, solve(problem), timing=False)])
+    assert "optimum" not in fitted
+
+
+def test_text_report_gives_exact_bytes_and_the_binary_unit_figure():
+    problem = Problem([Buffer("a", 0, 2, 111730592)], capacity=111730592)
+    text = format_text([build_report("big", problem, solve(problem), timing=False)])
+    assert "  capacity:      111730592 B (106.6 MiB)\n" in text
+    assert "  peak:          111730592 B (106.6 MiB)\n" in text
