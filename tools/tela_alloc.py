@@ -207,7 +207,7 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
             mode = Mode.MINIMIZE if arguments.minimize else Mode.FIT
             progress = np.zeros(3, dtype=np.int64)  # the members' summed nodes, their best peak
             describe = describe_solve(problem, arguments.capacity, mode, None, progress)
-            with ProgressLine(sys.stderr, PROG, lambda elapsed: f"{arguments.jobs} jobs, {describe(elapsed)}"):
+            with ProgressLine(sys.stderr, PROG, lambda elapsed: [f"{arguments.jobs} jobs", *describe(elapsed)]):
                 return solve_parallel(
                     problem,
                     arguments.jobs,

@@ -14,8 +14,12 @@ polls for signals and stops cleanly, see `tela-alloc`).
 before the search starts (LOAD below; in minimize mode, the best greedy peak above), and
 live figures from `solve`'s `progress` array: the search nodes and backtracks so far (the
 kernel publishes them each time it polls its limits) and, in minimize mode, the best peak
-found so far. The line is cut to the terminal width, since a wrapped line could not be
-redrawn in place.
+found so far.
+
+One format for every tool: `prefix: field, field, ...`. `describe` returns the fields, most
+important first; when the line would not fit the terminal (a wrapped line could not be
+redrawn in place), whole fields are dropped from the end (`fit_fields`), so a number is never
+cut in half.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 import numpy as np
@@ -35,6 +39,9 @@ from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
 
 ERASE_LINE = "\r\x1b[K"
+FIELD_SEPARATOR = ", "
+
+Fields = Sequence[str]  # what a `describe` callable returns: the line's fields, most important first
 
 
 def is_terminal(stream: TextIO) -> bool:
@@ -53,14 +60,33 @@ def terminal_width(stream: TextIO, default: int = 80) -> int:
     return columns if columns >= 20 else default
 
 
+def fit_fields(prefix: str, fields: Fields | str, width: int) -> str:
+    """`prefix: f1, f2, ...` with as many whole fields as fit in `width - 1` columns.
+
+    Fields are dropped from the end, never cut (a string is one field); when not even the
+    first fits, the line is the prefix alone. The last column stays free: a line that fills
+    the terminal wraps on some terminals and could not be redrawn in place.
+    """
+    fields = [fields] if isinstance(fields, str) else list(fields)
+    room = width - 1
+    line = prefix
+    for index, field in enumerate(fields):
+        candidate = f"{line}{': ' if index == 0 else FIELD_SEPARATOR}{field}"
+        if len(candidate) > room:
+            break
+        line = candidate
+    return line[:room]
+
+
 class ProgressLine:
-    """Rewrites `prefix: describe(elapsed)` on a terminal while the `with` block runs."""
+    """Rewrites `prefix: field, field, ...` (the fields `describe(elapsed)` returns) on a
+    terminal while the `with` block runs; see `fit_fields`."""
 
     def __init__(
         self,
         stream: TextIO,
         prefix: str,
-        describe: Callable[[float], str],
+        describe: Callable[[float], Fields | str],
         *,
         interval: float = 0.25,
         delay: float = 0.5,
@@ -96,8 +122,8 @@ class ProgressLine:
             return
         while not self._stop.is_set():
             elapsed = time.monotonic() - self._started
-            line = f"{self.prefix}: {self.describe(elapsed)}"
-            self._write(ERASE_LINE + line[: terminal_width(self.stream) - 1])  # a wrapped line could not be redrawn
+            line = fit_fields(self.prefix, self.describe(elapsed), terminal_width(self.stream))
+            self._write(ERASE_LINE + line)
             self.shown = True
             self._stop.wait(self.interval)
 
@@ -115,22 +141,26 @@ def describe_solve(
     mode: Mode,
     greedy_peak: int | None,
     progress: np.ndarray | None = None,
-) -> Callable[[float], str]:
-    """`12.3 s, 81920 nodes, best peak 1050624 B, minimize 454 buffers, LOAD 1048576 B, peak
-    <= 1339392 B (greedy); Ctrl-C keeps the best` (live parts from `progress`, see `solve`)."""
+) -> Callable[[float], list[str]]:
+    """The fields `12.3 s`, `81920 nodes`, `best peak 1050624 B`, `minimize 454 buffers`,
+    `LOAD 1048576 B`, `peak <= 1339392 B (greedy)`, `Ctrl-C keeps the best` (live parts
+    from `progress`, see `solve`), most important first."""
     load = compute_load(problem)[0]
     if mode is Mode.MINIMIZE:
-        bound = "" if greedy_peak is None else f", peak <= {greedy_peak} B (greedy)"
-        target = f"minimize {len(problem.buffers)} buffers, LOAD {load} B{bound}"
+        target = [f"minimize {len(problem.buffers)} buffers", f"LOAD {load} B"]
+        if greedy_peak is not None:
+            target.append(f"peak <= {greedy_peak} B (greedy)")
     else:
-        target = f"fit {len(problem.buffers)} buffers in {capacity} B, LOAD {load} B"
+        target = [f"fit {len(problem.buffers)} buffers in {capacity} B", f"LOAD {load} B"]
 
-    def describe(elapsed: float) -> str:
-        live = ""
+    def describe(elapsed: float) -> list[str]:
+        fields = [f"{elapsed:.1f} s"]
         if progress is not None:
             nodes, _, best = (int(value) for value in progress)
-            live = f", {nodes} nodes" + (f", best peak {best} B" if best >= 0 else "")
-        return f"{elapsed:.1f} s{live}, {target}; Ctrl-C keeps the best"
+            fields.append(f"{nodes} nodes")
+            if best >= 0:
+                fields.append(f"best peak {best} B")
+        return [*fields, *target, "Ctrl-C keeps the best"]
 
     return describe
 

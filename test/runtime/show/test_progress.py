@@ -6,10 +6,18 @@ import io
 import time
 
 import numpy as np
+import pytest
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Mode, Problem
-from telamalloc.runtime.show.progress import ERASE_LINE, ProgressLine, describe_solve, is_terminal, solve_with_progress
+from telamalloc.runtime.show.progress import (
+    ERASE_LINE,
+    ProgressLine,
+    describe_solve,
+    fit_fields,
+    is_terminal,
+    solve_with_progress,
+)
 
 
 class _Terminal(io.StringIO):
@@ -50,17 +58,17 @@ def test_quick_work_prints_nothing_before_the_delay():
 def test_describe_solve_gives_the_bounds():
     problem = _problem()
     fit = describe_solve(problem, 32, Mode.FIT, None)(1.25)
-    assert fit == "1.2 s, fit 3 buffers in 32 B, LOAD 24 B; Ctrl-C keeps the best"
+    assert fit == ["1.2 s", "fit 3 buffers in 32 B", "LOAD 24 B", "Ctrl-C keeps the best"]
     minimize = describe_solve(problem, None, Mode.MINIMIZE, 32)(0.0)
-    assert minimize == "0.0 s, minimize 3 buffers, LOAD 24 B, peak <= 32 B (greedy); Ctrl-C keeps the best"
+    assert minimize == ["0.0 s", "minimize 3 buffers", "LOAD 24 B", "peak <= 32 B (greedy)", "Ctrl-C keeps the best"]
 
 
 def test_describe_solve_shows_live_nodes_and_the_best_peak():
     progress = np.array([81920, 80000, -1], dtype=np.int64)
     describe = describe_solve(_problem(), None, Mode.MINIMIZE, 32, progress)
-    assert describe(2.0).startswith("2.0 s, 81920 nodes, minimize 3 buffers")
+    assert describe(2.0)[:3] == ["2.0 s", "81920 nodes", "minimize 3 buffers"]
     progress[2] = 28
-    assert describe(2.0).startswith("2.0 s, 81920 nodes, best peak 28 B, minimize")
+    assert describe(2.0)[:4] == ["2.0 s", "81920 nodes", "best peak 28 B", "minimize 3 buffers"]
 
 
 def test_solve_fills_the_progress_array():
@@ -72,12 +80,33 @@ def test_solve_fills_the_progress_array():
     assert progress[2] == solution.peak
 
 
-def test_long_lines_are_cut_to_the_terminal_width():
+def test_long_lines_drop_whole_fields_to_fit_the_terminal_width():
     stream = _Terminal()  # no file descriptor: the default width, 80
-    with ProgressLine(stream, "tool", lambda elapsed: "x" * 200, interval=0.01, delay=0.0):
+    fields = ["12.3 s", "81920 nodes", "best peak 1050624 B", "minimize 454 buffers", "LOAD 1048576 B",
+              "peak <= 1339392 B (greedy)", "Ctrl-C keeps the best"]
+    with ProgressLine(stream, "tela-alloc", lambda elapsed: fields, interval=0.01, delay=0.0):
         time.sleep(0.05)
     lines = [line for line in stream.getvalue().split(ERASE_LINE) if line]
-    assert lines and all(len(line) == 79 for line in lines)
+    expected = "tela-alloc: 12.3 s, 81920 nodes, best peak 1050624 B, minimize 454 buffers"
+    assert lines and all(line == expected for line in lines)  # LOAD 1048576 B would pass column 79
+
+
+@pytest.mark.parametrize("width, expected", [
+    (80, "tela-alloc: 1.0 s, LOAD 1048576 B, Ctrl-C keeps the best"),
+    (57, "tela-alloc: 1.0 s, LOAD 1048576 B, Ctrl-C keeps the best"),  # exactly 56 columns + 1 free
+    (56, "tela-alloc: 1.0 s, LOAD 1048576 B"),
+    (34, "tela-alloc: 1.0 s, LOAD 1048576 B"),
+    (33, "tela-alloc: 1.0 s"),  # never 'LOAD 1048' or 'L'
+    (20, "tela-alloc: 1.0 s"),
+])
+def test_fit_fields_never_cuts_a_number(width, expected):
+    line = fit_fields("tela-alloc", ["1.0 s", "LOAD 1048576 B", "Ctrl-C keeps the best"], width)
+    assert line == expected and len(line) <= width - 1
+
+
+def test_fit_fields_keeps_the_prefix_when_no_field_fits():
+    assert fit_fields("tool", ["x" * 200], 80) == "tool"
+    assert fit_fields("tool", "a single field", 80) == "tool: a single field"
 
 
 def test_solve_with_progress_returns_what_solve_returns():
