@@ -31,7 +31,10 @@ local process pool of `--jobs` workers (default: the number of CPUs), or on a Da
 with `--scheduler ADDRESS` (the `dask` extra). Each layout is validated and
 written to `OUT/<name>.csv` atomically as soon as its problem finishes; a line per problem
 is printed as it finishes, and a summary table at the end. A problem that fails (bad CSV,
-infeasible, timeout, a worker that dies) is reported on its own line; the others go on.
+infeasible, timeout, a worker that dies) is reported on its own line; the others go on; its
+layout from an earlier run into the same OUT is removed, and the line says so. Entries of
+DIR that are not `*.csv` files (`UPPER.CSV`, a folder `x.csv`, `notes.txt`) are listed
+first, each with why it is skipped.
 
 Exit status (single problem; the convention of all four tools, `telamalloc.exit_status`):
   0    solved (a valid layout; in --minimize mode also when optimality is not proved)
@@ -269,8 +272,11 @@ def _run_batch(arguments) -> int:
             on_result=on_result,
         )
         total = len(planner.files())
+        skipped = planner.skipped()
     except batch_planning.BatchError as error:
         raise UsageError(str(error)) from None
+    for path, reason in skipped:
+        print(batch_planning.format_skipped(path, reason), flush=True)
 
     def on_interrupt(signum, frame):
         planner.cancel()
@@ -284,7 +290,7 @@ def _run_batch(arguments) -> int:
         raise UsageError(str(error)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
-    print(batch_planning.format_summary(results, time.monotonic() - started), flush=True)
+    print(batch_planning.format_summary(results, time.monotonic() - started, len(skipped)), flush=True)
     return batch_planning.exit_status(results)
 
 

@@ -4,14 +4,20 @@ a Dask distributed cluster, writing each valid layout as soon as its problem fin
     results = plan_batch("problems/", "layouts/", capacity=1048576, jobs=2)
     results = plan_batch("problems/", "layouts/", mode="minimize", scheduler="tcp://host:8786")
 
-Flow. The files are read in sorted order by the calling process (the client); a file that
+Flow. The problem files are the regular files of the directory whose names end in
+``.csv`` (lowercase, as the ``*.csv`` pattern says); every other entry is skipped and
+``skipped()`` lists it with the reason (a folder named ``x.csv``, ``UPPER.CSV``, ``notes.txt``).
+The files are read in sorted order by the calling process (the client); a file that
 is not a valid problem becomes an ``ERROR`` result at once and the others go on. Every
 valid problem is submitted as one task (``plan_problem``: one ``telamalloc.solve`` call).
 As each task completes, the client checks the layout with the independent validator and
 writes ``OUT/<name>.csv`` atomically (``csv_io.write_solution``: the input's columns plus
 ``offset``), so workers need no shared file system: only the problem and the offsets
 travel. Only valid layouts within the capacity are written (in minimize mode: any valid
-layout); an existing file of a problem that fails is left as it was.
+layout). A layout file in the output directory always belongs to the run that reports it:
+when a problem fails (any status but ``OK``), the ``OUT/<name>.csv`` an earlier run left is
+removed (one ``unlink``, atomic) and its result says so (``removed``), so a rerun at a
+smaller capacity never leaves a layout that no longer fits.
 
 Engines. Local (default): ``concurrent.futures.ProcessPoolExecutor`` with ``jobs`` workers
 (default ``os.cpu_count()``). Distributed: ``scheduler=ADDRESS`` connects Dask's own
@@ -48,9 +54,10 @@ import multiprocessing
 import os
 import signal
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +98,8 @@ class BatchResult:
     message: str = ""  # the solve's summary, or why the problem failed
     output: str | None = None  # the layout file written, None when none was
     optimal: bool = False  # minimize mode: the peak is proved minimal
+    removed: str | None = None  # a failed problem: the stale layout of an earlier run that was removed
+    stale: str | None = None  # a failed problem: an earlier layout that could not be removed, and why
 
     @property
     def code(self) -> int:
@@ -197,12 +206,31 @@ class BatchPlanner:
 
     def files(self) -> list[Path]:
         """The problem files of the batch, sorted; BatchError when there are none."""
+        files, skipped = self._scan()
+        if not files:
+            why = f" (skipped {_quoted(skipped[0][0])}: {skipped[0][1]})" if skipped else ""
+            raise BatchError(f"no '*.csv' files in '{self.input_dir}'{why}; put one problem per CSV file there")
+        return files
+
+    def skipped(self) -> list[tuple[Path, str]]:
+        """The entries of the batch directory that are not planned, sorted, each with why."""
+        return self._scan()[1]
+
+    def _scan(self) -> tuple[list[Path], list[tuple[Path, str]]]:
         if not self.input_dir.is_dir():
             raise BatchError(f"batch directory '{self.input_dir}' is not a directory")
-        files = sorted(path for path in self.input_dir.glob("*.csv") if path.is_file())
-        if not files:
-            raise BatchError(f"no '*.csv' files in '{self.input_dir}'; put one problem per CSV file there")
-        return files
+        try:
+            entries = sorted(self.input_dir.iterdir())
+        except OSError as error:
+            raise BatchError(f"cannot list batch directory '{self.input_dir}': {error.strerror or error}") from None
+        files, skipped = [], []
+        for path in entries:
+            why = _skip_reason(path)
+            if why is None:
+                files.append(path)
+            else:
+                skipped.append((path, why))
+        return files, skipped
 
     def _prepare_output(self) -> None:
         if self.output_dir.resolve() == self.input_dir.resolve():
@@ -368,9 +396,52 @@ class BatchPlanner:
     def _finish(self, result: BatchResult) -> None:
         if result.name in self._results:  # already final (e.g. written before a cancel)
             return
+        if result.output is None:
+            result = self._remove_stale(result)
         self._results[result.name] = result
         if self.on_result is not None:
             self.on_result(result)
+
+
+    def _remove_stale(self, result: BatchResult) -> BatchResult:
+        """A failed problem's layout from an earlier run goes: it does not belong to this run."""
+        path = self.output_dir / f"{result.name}.csv"
+        if not (path.is_file() or path.is_symlink()):
+            return result
+        try:
+            path.unlink()  # atomic: the file is there whole, or gone
+        except FileNotFoundError:
+            return result
+        except OSError as error:
+            return replace(result, stale=f"cannot remove the stale '{path}' of an earlier run: {error.strerror or error}")
+        return replace(result, removed=str(path))
+
+
+def _skip_reason(path: Path) -> str | None:
+    """Why a directory entry is not a problem file; None when it is one."""
+    name = path.name
+    is_csv_name = name.endswith(".csv")
+    if name.lower().endswith(".csv") and not is_csv_name:
+        suffix = name[-len(".csv"):]
+        return f"the suffix '{suffix}' is not '.csv' (names are case-sensitive); rename it to '{name[: -len('.csv')]}.csv'"
+    if not is_csv_name:
+        return "not a '*.csv' file"
+    if name == ".csv":
+        return "no problem name before '.csv'"
+    if path.is_dir():
+        return "a directory, not a problem file"
+    if not path.is_file():
+        return "not a regular file (a broken link, a device or a pipe)"
+    return None
+
+
+def _quoted(path: Path) -> str:
+    return f"'{path}'"
+
+
+def format_skipped(path: Path, reason: str) -> str:
+    """`skipped 'in/UPPER.CSV': the suffix '.CSV' is not '.csv' ...`"""
+    return f"skipped {_quoted(path)}: {reason}"
 
 
 def plan_batch(input_dir, output_dir, **options) -> list[BatchResult]:
@@ -395,7 +466,13 @@ def format_line(result: BatchResult, done: int, total: int) -> str:
     line = ", ".join(parts)
     if result.output is not None:
         return f"{line} -> {result.output}"
-    return f"{line}: {_reason(result.message)}" if result.message and result.status != "OK" else line
+    if result.message and result.status != "OK":
+        line = f"{line}: {_reason(result.message)}"
+    if result.removed is not None:
+        line = f"{line}; removed the stale layout '{result.removed}' of an earlier run"
+    if result.stale is not None:
+        line = f"{line}; {result.stale}"
+    return line
 
 
 def _reason(message: str) -> str:
@@ -405,15 +482,33 @@ def _reason(message: str) -> str:
     return reason if separator and summary.split(":", 1)[0].split(" ", 1)[0] in STATUS_CODES else message
 
 
-def format_summary(results: Sequence[BatchResult], wall_seconds: float | None = None) -> str:
-    """A table (name, buffers, status, peak, LOAD, peak/LOAD, seconds) and a total line."""
-    width = max([len("name")] + [len(result.name) for result in results])
+def display_width(text: str) -> int:
+    """Terminal columns of `text`: 2 for wide and full-width characters (CJK, most emoji),
+    0 for combining marks, zero-width joiners and variation selectors, else 1 (Unicode's
+    East Asian Width; the stdlib's tables, so no extra dependency)."""
+    width = 0
+    for character in text:
+        if unicodedata.combining(character) or unicodedata.category(character) in ("Mn", "Me", "Cf"):
+            continue
+        width += 2 if unicodedata.east_asian_width(character) in ("W", "F") else 1
+    return width
+
+
+def _pad(text: str, width: int) -> str:
+    """`text` left-aligned in `width` terminal columns."""
+    return text + " " * max(0, width - display_width(text))
+
+
+def format_summary(results: Sequence[BatchResult], wall_seconds: float | None = None, skipped: int = 0) -> str:
+    """A table (name, buffers, status, peak, LOAD, peak/LOAD, seconds) and a total line;
+    names are aligned by their display width (wide characters take two columns)."""
+    width = max([len("name")] + [display_width(result.name) for result in results])
     header = f"{'name':<{width}} {'buffers':>8} {'status':<10} {'peak':>14} {'LOAD':>14} {'peak/LOAD':>9} {'seconds':>8}"
     lines = [header, "-" * len(header)]
     for result in results:
         ratio = "-" if result.peak is None or not result.load else f"{result.peak / result.load:.4f}"
         lines.append(
-            f"{result.name:<{width}} {_cell(result.buffers):>8} {result.status:<10} {_cell(result.peak):>14} "
+            f"{_pad(result.name, width)} {_cell(result.buffers):>8} {result.status:<10} {_cell(result.peak):>14} "
             f"{_cell(result.load):>14} {ratio:>9} {'-' if result.seconds is None else f'{result.seconds:.2f}':>8}"
         )
     lines.append("-" * len(header))
@@ -424,7 +519,8 @@ def format_summary(results: Sequence[BatchResult], wall_seconds: float | None = 
     seconds = sum(result.seconds for result in results if result.seconds is not None)
     wall = "" if wall_seconds is None else f", {wall_seconds:.2f} s wall-clock"
     problems = "1 problem" if len(results) == 1 else f"{len(results)} problems"
-    lines.append(f"{problems}: {tally}; {seconds:.2f} s of solving{wall}")
+    skipped_text = "" if not skipped else f"; {skipped} {'entry' if skipped == 1 else 'entries'} skipped"
+    lines.append(f"{problems}: {tally}; {seconds:.2f} s of solving{wall}{skipped_text}")
     return "\n".join(lines)
 
 

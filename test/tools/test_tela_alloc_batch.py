@@ -64,13 +64,57 @@ def test_batch_prints_a_line_per_problem_and_a_summary(tmp_path):
     assert any(line.startswith("[1/4] bad: ERROR: ") and "bad.csv:2: 'upper' '2' <= 'lower' '3'" in line for line in progress)
     assert any("infeasible: INFEASIBLE, 2 buffers" in line for line in progress)
     assert any(line.endswith(f"-> {out}/fits.csv") for line in progress)
-    assert lines[-1] == "4 problems: 2 OK, 1 INFEASIBLE, 1 ERROR; " + lines[-1].split("; ")[1]
+    assert lines[0] == f"skipped '{folder}/notes.txt': not a '*.csv' file"
+    assert lines[-1] == "4 problems: 2 OK, 1 INFEASIBLE, 1 ERROR; " + lines[-1].split("; ")[1] + "; 1 entry skipped"
     table = [line.split() for line in lines if line.split()[:1] in (["bad"], ["example"], ["fits"], ["infeasible"])]
     assert [row[0] for row in table] == ["bad", "example", "fits", "infeasible"]  # sorted by name
     assert table[1][:5] == ["example", "5", "OK", "12", "12"]
     assert sorted(os.listdir(out)) == ["example.csv", "fits.csv"]
     check_layout(folder / "example.csv", out / "example.csv", 16)
     check_layout(folder / "fits.csv", out / "fits.csv", 16)
+
+
+def test_batch_lists_what_it_skips_and_why(tmp_path):
+    folder = batch_dir(tmp_path, fits=FITS)
+    (folder / "UPPER.CSV").write_text(FITS)
+    (folder / "x.csv").mkdir()
+    (folder / "notes.txt").write_text("not a problem")
+    result = run(f"--batch={folder}", f"--output-dir={tmp_path / 'out'}", "--capacity=16", "--jobs=1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        f"skipped '{folder}/UPPER.CSV': the suffix '.CSV' is not '.csv' (names are case-sensitive); rename it to 'UPPER.csv'",
+        f"skipped '{folder}/notes.txt': not a '*.csv' file",
+        f"skipped '{folder}/x.csv': a directory, not a problem file",
+    ]
+    assert lines[3].startswith("[1/1] fits: OK")
+    assert lines[-1].startswith("1 problem: 1 OK; ") and lines[-1].endswith("; 3 entries skipped")
+
+
+def test_a_rerun_removes_the_layouts_of_problems_that_now_fail(tmp_path):
+    folder = batch_dir(tmp_path, fits=FITS, tight="id,lower,upper,size\nx,0,2,8\ny,1,3,8\n")  # LOAD 16
+    out = tmp_path / "out"
+    assert run(f"--batch={folder}", f"--output-dir={out}", "--capacity=16", "--jobs=1").returncode == 0
+    assert sorted(os.listdir(out)) == ["fits.csv", "tight.csv"]
+    result = run(f"--batch={folder}", f"--output-dir={out}", "--capacity=15", "--jobs=1")
+    assert result.returncode == 1, result.stderr
+    line = next(line for line in result.stdout.splitlines() if "] tight: " in line)
+    assert "tight: INFEASIBLE" in line and line.endswith(f"; removed the stale layout '{out}/tight.csv' of an earlier run")
+    assert sorted(os.listdir(out)) == ["fits.csv"]  # every file left belongs to this run
+    check_layout(folder / "fits.csv", out / "fits.csv", 15)
+
+
+def test_the_summary_aligns_wide_names_by_display_width(tmp_path):
+    folder = batch_dir(tmp_path, **{"a": FITS, "問題😀": FITS})
+    result = run(f"--batch={folder}", f"--output-dir={tmp_path / 'out'}", "--capacity=16", "--jobs=1")
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line.startswith(("name ", "a ", "問題"))]
+    header, *table = rows
+    from telamalloc.runtime.alloc.batch import display_width
+
+    # 問題😀 takes 6 columns: every row's 'buffers' column ends where the header's does
+    ends = {display_width(row[: row.index("OK")].rstrip()) for row in table}
+    assert ends == {display_width(header[: header.index("buffers") + len("buffers")])}
 
 
 def test_batch_exit_status_is_zero_when_all_are_solved(tmp_path):
@@ -102,6 +146,9 @@ USAGE_CASES = [
      "batch directory 'missing' is not a directory"),
     ("batch-without-csv-files", ["--batch=empty", "--output-dir={out}", "--capacity=12"], 2,
      "no '*.csv' files in 'empty'; put one problem per CSV file there"),
+    ("batch-with-only-skipped-files", ["--batch=upper", "--output-dir={out}", "--capacity=12"], 2,
+     "no '*.csv' files in 'upper' (skipped 'upper/UPPER.CSV': the suffix '.CSV' is not '.csv' (names are "
+     "case-sensitive); rename it to 'UPPER.csv'); put one problem per CSV file there"),
     ("output-dir-is-the-batch", ["--batch={in}", "--output-dir={in}", "--capacity=12"], 2,
      "output directory 'in' is the batch directory; the layouts would replace the problems, choose another"),
     ("output-dir-not-creatable", ["--batch={in}", "--output-dir=in/fits.csv/out", "--capacity=12"], 2,
@@ -122,6 +169,8 @@ def test_batch_usage_errors(tmp_path, name, arguments, exit_status, message):
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "fits.csv").write_text(FITS)
     (tmp_path / "empty").mkdir()
+    (tmp_path / "upper").mkdir()
+    (tmp_path / "upper" / "UPPER.CSV").write_text(FITS)
     if name == "scheduler-unreachable":
         pytest.importorskip("distributed")
     arguments = [argument.replace("{in}", "in").replace("{out}", "out") for argument in arguments]

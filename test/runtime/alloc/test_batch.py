@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.alloc.batch import BatchError, BatchPlanner, BatchResult, exit_status, format_summary, plan_batch
+from telamalloc.runtime.alloc.batch import (
+    BatchError,
+    BatchPlanner,
+    BatchResult,
+    display_width,
+    exit_status,
+    format_line,
+    format_summary,
+    plan_batch,
+)
 from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
 from telamalloc.runtime.alloc.problem import Problem
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
@@ -276,3 +285,67 @@ def test_a_killed_dask_worker_loses_no_finished_result(tmp_path, dask_cluster):
     # reported, and the others were not lost.
     assert by_name["hard"].status in ("TIMEOUT", "CRASHED")
     assert not (out / "hard.csv").exists()
+
+
+def test_a_failing_problem_loses_its_layout_of_an_earlier_run(tmp_path):
+    batch = make_batch(tmp_path / "in", fits=FITS, infeasible=INFEASIBLE)
+    out = tmp_path / "out"
+    first = {r.name: r for r in plan_batch(batch, out, capacity=20, jobs=1)}
+    assert first["infeasible"].status == "OK" and (out / "infeasible.csv").exists()
+    second = {r.name: r for r in plan_batch(batch, out, capacity=16, jobs=1)}
+    assert second["infeasible"].status == "INFEASIBLE"
+    assert second["infeasible"].removed == str(out / "infeasible.csv")
+    assert "removed the stale layout" in format_line(second["infeasible"], 1, 2)
+    assert second["fits"].removed is None and second["fits"].output == str(out / "fits.csv")
+    assert sorted(os.listdir(out)) == ["fits.csv"]
+    third = {r.name: r for r in plan_batch(batch, out, capacity=16, jobs=1)}
+    assert third["infeasible"].removed is None  # nothing left to remove
+
+
+def test_a_bad_file_loses_its_layout_of_an_earlier_run(tmp_path):
+    batch = make_batch(tmp_path / "in", fits=FITS)
+    out = tmp_path / "out"
+    plan_batch(batch, out, capacity=16, jobs=1)
+    (batch / "fits.csv").write_text(BAD)
+    (result,) = plan_batch(batch, out, capacity=16, jobs=1)
+    assert result.status == "ERROR" and result.removed == str(out / "fits.csv")
+    assert os.listdir(out) == []
+
+
+def test_skipped_entries_are_listed_with_the_reason(tmp_path):
+    batch = make_batch(tmp_path / "in", fits=FITS)
+    (batch / "UPPER.CSV").write_text(FITS)
+    (batch / "x.csv").mkdir()
+    (batch / "notes.txt").write_text("")
+    (batch / "dangling.csv").symlink_to(tmp_path / "nowhere.csv")
+    planner = BatchPlanner(batch, tmp_path / "out", capacity=16, jobs=1)
+    assert planner.files() == [batch / "fits.csv"]
+    assert [(path.name, reason.split(" (")[0].split(";")[0]) for path, reason in planner.skipped()] == [
+        ("UPPER.CSV", "the suffix '.CSV' is not '.csv'"),
+        ("dangling.csv", "not a regular file"),
+        ("notes.txt", "not a '*.csv' file"),
+        ("x.csv", "a directory, not a problem file"),
+    ]
+
+
+def test_an_unlistable_batch_directory_is_a_batch_error(tmp_path, monkeypatch):
+    batch = make_batch(tmp_path / "in", fits=FITS)
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "iterdir", refuse)
+    with pytest.raises(BatchError, match=f"cannot list batch directory '{batch}': Permission denied"):
+        BatchPlanner(batch, tmp_path / "out", capacity=16).files()
+
+
+@pytest.mark.parametrize("text, width", [("abc", 3), ("問題", 4), ("😀", 2), ("e\u0301", 1), ("👩\u200d💻", 4), ("", 0)])
+def test_display_width(text, width):
+    assert display_width(text) == width
+
+
+def test_summary_pads_wide_names_to_the_same_columns():
+    results = [BatchResult("a", "OK", 3, 12, 12, 0.0), BatchResult("問題😀", "OK", 3, 12, 12, 0.0)]
+    lines = format_summary(results).splitlines()
+    header, rows = lines[0], lines[2:4]
+    assert all(display_width(row) == display_width(header) for row in rows)
