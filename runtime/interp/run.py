@@ -42,6 +42,7 @@ from xdsl.interpreter import (
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
+from telamalloc.dialects import make_context as dialects_make_context
 from telamalloc.dialects import scratchpad
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
@@ -420,10 +421,6 @@ def _output_array(value: Any, type_: Attribute) -> np.ndarray:
 
 
 def make_context() -> Context:
-    """A context with the dialects the interpreter runs, and the scratchpad dialect."""
-    context = Context()
-    for dialect in (
-        builtin.Builtin, func.Func, arith.Arith, cf.Cf, memref.MemRef, scf.Scf, scratchpad.Scratchpad
-    ):
-        context.load_dialect(dialect)
-    return context
+    """A context with the dialects the interpreter runs, and the scratchpad dialect
+    (`telamalloc.dialects.make_context`, the public one)."""
+    return dialects_make_context()
