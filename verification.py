@@ -4,32 +4,38 @@ both the passes and the interpreter (neither imports it).
 Verification (`verify_program`): plan and lower a copy of the program with the
 telamalloc passes, run the original (private storage per buffer) and the lowered program
 (one arena) on the same inputs, collect shadow violations of the lowered run, and compare
-every output (results and main-memory arguments) bit for bit.
+every output bit for bit: the results and the arguments the function writes
+(`telamalloc.outputs`; inputs it never writes are not outputs). The report gives each
+planned function's arena on its own (the entry's, then its callees'), never their sum.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import (
-    ModuleOp,
-)
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from telamalloc.dialects import scratchpad
 from telamalloc.exit_status import ExitStatus
+from telamalloc.outputs import written_arguments
 from telamalloc.passes import TelaPipelinePass
+from telamalloc.passes.collect import PEAK_ATTR
 from telamalloc.runtime.interp.machine import (
+    ARENA_MARK,
     DEFAULT_SEED,
     InterpreterError,
     Violation,
 )
 from telamalloc.runtime.interp.run import (
+    Output,
     RunResult,
     _capacity_in_force,
+    argument_name,
     find_entry,
     random_inputs,
     run_program,
@@ -58,14 +64,25 @@ class Mismatch:
 
 
 @dataclass(frozen=True)
+class FunctionArena:
+    """The arena one function of the lowered program reserves (its own, not its callees')."""
+
+    name: str  # the function, without '@'
+    bytes: int  # its arenas' bytes (0: nothing planned)
+    capacity: int | None  # the capacity in force for it (None: minimize, no limit)
+
+
+@dataclass(frozen=True)
 class VerifyReport:
     entry: str
-    outputs: tuple[str, ...]  # the outputs compared
+    outputs: tuple[str, ...]  # the outputs compared: results, then the arguments the function writes
     mismatches: tuple[Mismatch, ...]
     violations: tuple[Violation, ...]  # shadow violations of the planned run
-    arena_bytes: int  # the planned arena(s), in bytes
+    arena_bytes: int  # the entry function's own arena, in bytes
     capacity: int | None  # the capacity planned for (None: minimize)
     buffers: int  # buffers seen by the planned run
+    arenas: tuple[FunctionArena, ...] = ()  # the entry, then each callee it reaches that has an arena
+    values: tuple[Output, ...] = field(default=(), repr=False, compare=False)  # the planned run's outputs
 
     @property
     def ok(self) -> bool:
@@ -73,9 +90,11 @@ class VerifyReport:
 
     def lines(self) -> list[str]:
         """A deterministic human-readable report, one fact per line."""
-        capacity = "minimize" if self.capacity is None else f"capacity {self.capacity}"
+        arenas = self.arenas or (FunctionArena(self.entry, self.arena_bytes, self.capacity),)
         lines = [
-            f"verify: '@{self.entry}' planned into {self.arena_bytes} bytes ({capacity})",
+            f"verify: '@{arena.name}' planned into {arena.bytes} bytes "
+            f"({'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
+            for arena in arenas
         ]
         lines += [f"{violation.location}: error: {violation.message}" for violation in self.violations]
         lines += [f"verify: error: {mismatch}" for mismatch in self.mismatches]
@@ -131,22 +150,84 @@ def verify_lowered(
     function = find_entry(original, entry)
     if inputs is None:
         inputs = random_inputs(function, seed)
-    capacity = _capacity_in_force(find_entry(lowered, entry), capacity)
+    lowered_entry = find_entry(lowered, entry)
+    given_capacity = capacity
+    capacity = _capacity_in_force(lowered_entry, capacity)
     reference = run_program(
         original, entry=entry, inputs=inputs, capacity=capacity, honor_offsets=False
     )
     planned = run_program(
         lowered, entry=entry, inputs=inputs, capacity=capacity, shadow=shadow, collect_violations=True
     )
+    reference, planned = _written_only(function, reference, planned)
+    arenas = function_arenas(lowered, lowered_entry, given_capacity)
     return VerifyReport(
         entry=reference.entry,
         outputs=tuple(output.name for output in reference.outputs),
         mismatches=compare_outputs(reference, planned),
         violations=planned.violations,
-        arena_bytes=planned.arena_bytes,
+        arena_bytes=arenas[0].bytes,
         capacity=capacity,
         buffers=len(planned.buffers),
+        arenas=arenas,
+        values=planned.outputs,
     )
+
+
+def _written_only(function: func.FuncOp, reference: RunResult, planned: RunResult) -> tuple[RunResult, RunResult]:
+    """Both runs' outputs cut to what the function writes: its results, the arguments the
+    static analysis finds written, and any argument either run wrote."""
+    written = {argument_name(function, index) for index in written_arguments(function)}
+    results = len(function.function_type.outputs.data)
+    keep = [
+        index < results or before.name in written or before.written or after.written
+        for index, (before, after) in enumerate(zip(reference.outputs, planned.outputs, strict=True))
+    ]
+
+    def cut(run: RunResult) -> RunResult:
+        outputs = tuple(output for output, kept in zip(run.outputs, keep) if kept)
+        return RunResult(run.entry, outputs, run.violations, run.arena_bytes, run.buffers)
+
+    return cut(reference), cut(planned)
+
+
+def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None = None) -> tuple[FunctionArena, ...]:
+    """Each function's own arena in a lowered `module`: `entry` first, then the functions it
+    calls (transitively, in the order first called) that reserve an arena.
+
+    A function's arena is the sum of its `scratchpad.arena` ops and `tela-lower`'s marked
+    `memref.alloc` arenas, else its `scratchpad.peak` (planned but not lowered), else 0.
+    `capacity` overrides each function's target capacity, as for planning."""
+    order: list[func.FuncOp] = [entry]
+    index = 0
+    while index < len(order):
+        for op in order[index].walk():
+            if isinstance(op, func.CallOp):
+                callee = SymbolTable.lookup_symbol(module, op.callee)
+                if isinstance(callee, func.FuncOp) and callee not in order and callee.body.blocks:
+                    order.append(callee)
+        index += 1
+    arenas = []
+    for function in order:
+        size = _own_arena_bytes(function)
+        if function is entry or size:
+            arenas.append(FunctionArena(function.sym_name.data, size, _capacity_in_force(function, capacity)))
+    return tuple(arenas)
+
+
+def _own_arena_bytes(function: func.FuncOp) -> int:
+    total, found = 0, False
+    for op in function.walk():
+        if isinstance(op, scratchpad.ArenaOp):
+            total, found = total + op.byte_size, True
+        elif isinstance(op, memref.AllocOp | memref.AllocaOp) and ARENA_MARK in op.attributes:
+            type_ = op.memref.type
+            if isinstance(type_, MemRefType) and type_.get_shape():
+                total, found = total + max(type_.get_shape()[0], 0), True
+    if found:
+        return total
+    peak = function.attributes.get(PEAK_ATTR)
+    return peak.value.data if isinstance(peak, IntegerAttr) else 0
 
 
 PlanFunction = Callable[[ModuleOp, int | None], None]

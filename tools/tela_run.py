@@ -4,19 +4,26 @@
     tela-run --verify prog.mlir [--capacity BYTES]
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
-its outputs: every result, then every main-memory argument the program wrote, each as
+its outputs: every result, then every argument the function writes, each as
 `name: type` followed by one line per innermost row (`[i,j] v0 v1 ...`, floats with 6
 fixed decimals).
-With `--output-dir D` the outputs are written to `D/<name>.npy` instead.
+With `--output-dir D` the outputs are written to `D/<name>.npy` instead (atomically).
 
-Inputs: one `.npy` file per argument, in order (`--inputs` may repeat; commas separate
-files). Without `--inputs`, arguments get deterministic pseudo-random values from
-`numpy.random.default_rng([seed, index])` with `--seed` (default 0): floats uniform in
-[-1, 1), signed integers in [-8, 8), unsigned integers and `index` in [0, 8), `i1` coin flips.
+Outputs and inputs. The outputs of a function are its results and the memref arguments it
+writes (by `memref.store`, `memref.copy`, `scratchpad.dma` into them, `scratchpad.kernel`
+outs, or a call that writes them; `telamalloc.outputs`); its inputs are the other
+arguments. `--inputs` takes one `.npy` file per input, in argument order (`--inputs` may
+repeat; commas separate files): the outputs then start zero-filled. One file per argument,
+outputs included, is accepted as well. Without `--inputs`, every argument gets
+deterministic pseudo-random values from `numpy.random.default_rng([seed, index])` with
+`--seed` (default 0): floats uniform in [-1, 1), signed integers in [-8, 8), unsigned
+integers and `index` in [0, 8), `i1` coin flips.
 
 `--verify` plans and lowers the program with the telamalloc pipeline (for `--capacity`,
 else the target's capacity, else in minimize mode), runs it before and after planning,
-and reports shadow-memory violations and outputs that differ bit for bit.
+and reports each planned function's arena (the entry's, then each callee's, on its own
+line), shadow-memory violations and outputs that differ bit for bit (the outputs as above).
+With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`.
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
 Exit status (the convention of all four tools, `telamalloc.exit_status`): 0 success; 1 the
@@ -35,11 +42,23 @@ from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
-from telamalloc.runtime.interp import DEFAULT_SEED, InterpreterError, Output, make_context, op_location, run_program
+from telamalloc.dialects import make_context
+from telamalloc.outputs import complete_inputs, written_arguments
+from telamalloc.runtime.interp import (
+    DEFAULT_SEED,
+    InterpreterError,
+    Output,
+    argument_name,
+    find_entry,
+    op_location,
+    run_program,
+)
+from telamalloc.runtime.show.report import open_atomically
 from telamalloc.verification import verify_program
 from telamalloc.ir_text import (
     Diagnostic,
@@ -82,12 +101,19 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="A.npy,B.npy",
         action="append",
         default=[],
-        help="one .npy file per argument, in order (default: seeded pseudo-random values)",
+help="one .npy file per input, in argument order: the arguments the function does not "
+        "write; its outputs (the memref arguments it writes: stores, dma into them, kernel "
+        "outs) start zero-filled. One file per argument, outputs included, is accepted too "
+        "(default: seeded pseudo-random values for every argument)",
     )
     parser.add_argument(
         "--seed", type=_seed, default=DEFAULT_SEED, help="seed of the random inputs (default: 0)"
     )
-    parser.add_argument("--output-dir", metavar="D", help="write each output to D/<name>.npy")
+    parser.add_argument(
+        "--output-dir",
+        metavar="D",
+        help="write each output to D/<name>.npy instead of printing it (with --verify: the planned run's outputs)",
+    )
     parser.add_argument(
         "--verify",
         action="store_true",
@@ -180,8 +206,12 @@ def format_output(output: Output) -> str:
     return "\n".join(lines)
 
 
-def _shown(outputs: Sequence[Output]) -> list[Output]:
-    return [output for output in outputs if output.written]
+def _shown(function: func.FuncOp, outputs: Sequence[Output]) -> list[Output]:
+    """The results, then the arguments the function writes (by the static analysis, or in
+    this run)."""
+    written = {argument_name(function, index) for index in written_arguments(function)}
+    results = len(function.function_type.outputs.data)
+    return [output for index, output in enumerate(outputs) if index < results or output.written or output.name in written]
 
 
 def _write_outputs(outputs: Sequence[Output], directory: str) -> list[str]:
@@ -194,7 +224,8 @@ def _write_outputs(outputs: Sequence[Output], directory: str) -> list[str]:
     for output in outputs:
         path = target / f"{output.name.lstrip('%')}.npy"
         try:
-            np.save(path, output.value, allow_pickle=False)
+            with open_atomically(str(path), binary=True) as stream:
+                np.save(stream, output.value, allow_pickle=False)
         except OSError as error:
             raise UserError(f"cannot write output '{path}': {error.strerror}") from None
         written.append(f"wrote {path}")
@@ -211,6 +242,9 @@ def run(argv: Sequence[str] | None) -> int:
     module = parse_program(text, name)
     inputs = _load_inputs(args.inputs)
     try:
+        function = find_entry(module, args.entry)
+        if inputs is not None:
+            inputs = complete_inputs(function, inputs)
         if args.verify:
             report = verify_program(
                 module,
@@ -220,7 +254,10 @@ def run(argv: Sequence[str] | None) -> int:
                 seed=args.seed,
                 shadow=not args.no_shadow,
             )
-            print("\n".join(report.lines()))
+            lines = report.lines()
+            if args.output_dir is not None:
+                lines += _write_outputs(report.values, args.output_dir)
+            print("\n".join(lines))
             return ExitStatus.OK if report.ok else ExitStatus.NO
         result = run_program(
             module,
@@ -232,7 +269,7 @@ def run(argv: Sequence[str] | None) -> int:
         )
     except InterpreterError as error:
         raise Diagnostic(op_location(error.op, name), error.message, error.exit_status) from None
-    outputs = _shown(result.outputs)
+    outputs = _shown(function, result.outputs)
     if args.output_dir is not None:
         lines = _write_outputs(outputs, args.output_dir)
     else:

@@ -115,7 +115,7 @@ def test_verify_passes_on_a_correct_program(program, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("verify: '@main' planned into ")
     assert lines[0].endswith("bytes (capacity 1024)")
-    assert lines[-1] == "verify: ok: 2 of 2 outputs bit-identical, 0 shadow violations"
+    assert lines[-1] == "verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations"  # %out; %x is only read
 
 
 @pytest.mark.parametrize("name", ["mlp", "upstream_loops"])
@@ -156,7 +156,8 @@ def test_a_layout_that_overlaps_live_buffers_fails_with_a_located_error(tmp_path
         (["missing.mlir"], "tela-run: error: cannot open input file 'missing.mlir': No such file or directory"),
         (["{prog}", "--entry", "nope"], "{prog}: error: no function '@nope' to run; functions with a body: '@main'"),
         (["{prog}", "--inputs", "absent.npy"], "tela-run: error: cannot read input 'absent.npy': No such file or directory"),
-        (["{prog}", "--inputs", "{x}"], "{prog}:3:3: error: '@main' takes 2 arguments but 1 inputs are given"),
+        (["{prog}", "--inputs", "{x},{x},{x}"], "{prog}:3:3: error: '@main' takes 1 input (%x) and writes 1 output "
+         "(%out), but 3 are given; pass the 1 input in argument order (the outputs start zero-filled), or all 2 arguments"),
         (["{prog}", "--capacity", "0"], "tela-run: error: capacity '0' must be a positive number of bytes"),
         (["{prog}", "--bogus"], "tela-run: error: unrecognized arguments: --bogus; run 'tela-run --help' for usage"),
     ],
@@ -191,3 +192,119 @@ def test_the_installed_module_prints_no_traceback(tmp_path):
     assert completed.returncode == 1
     assert "Traceback" not in completed.stderr
     assert completed.stderr.count("\n") == 1
+
+
+# @main writes %tmp itself and %out through @inc; each function has its own arena.
+CALLS = """\
+!t = memref<2x3xf32, #scratchpad.space>
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 1024>} {
+  func.func @inc(%src: memref<2x3xf32>, %dst: memref<2x3xf32>) {
+    %a = scratchpad.alloc() : !t
+    %one = scratchpad.alloc() : !t
+    scratchpad.dma %src -> %a : memref<2x3xf32> -> !t
+    scratchpad.kernel "fill" outs(%one : !t) params {value = 1.0 : f32}
+    scratchpad.kernel "add" ins(%a, %one : !t, !t) outs(%a : !t)
+    scratchpad.dma %a -> %dst : !t -> memref<2x3xf32>
+    func.return
+  }
+  func.func @main(%x: memref<2x3xf32>, %tmp: memref<2x3xf32>, %out: memref<2x3xf32>) {
+    %m = scratchpad.alloc() : !t
+    scratchpad.dma %x -> %m : memref<2x3xf32> -> !t
+    scratchpad.kernel "relu" ins(%m : !t) outs(%m : !t)
+    scratchpad.dma %m -> %tmp : !t -> memref<2x3xf32>
+    func.call @inc(%tmp, %out) : (memref<2x3xf32>, memref<2x3xf32>) -> ()
+    func.return
+  }
+}
+"""
+
+
+def test_inputs_alone_are_enough_and_outputs_start_zero_filled(program, tmp_path, capsys):
+    x = np.array([[0.5, -1.0, 2.0], [0.0, 3.25, -0.125]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    status, out, err = run([program, "--inputs", tmp_path / "x.npy"], capsys)
+    assert (status, err) == (0, "")
+    assert out == "%out: memref<2x3xf32>\n  [0] 1.500000 0.000000 3.000000\n  [1] 1.000000 4.250000 0.875000\n"
+    status, verified, _ = run(["--verify", program, "--inputs", tmp_path / "x.npy"], capsys)
+    assert status == 0 and verified.splitlines()[-1] == "verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations"
+
+
+def test_an_output_read_before_it_is_written_starts_at_zero(tmp_path, capsys):
+    path = tmp_path / "acc.mlir"  # acc += x: reads and writes %acc, so %acc is an output
+    path.write_text(
+        "func.func @main(%x: memref<2xf32>, %acc: memref<2xf32>) {\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %a = memref.load %acc[%c0] : memref<2xf32>\n"
+        "  %b = memref.load %x[%c0] : memref<2xf32>\n"
+        "  %s = arith.addf %a, %b : f32\n"
+        "  memref.store %s, %acc[%c0] : memref<2xf32>\n"
+        "  func.return\n}\n"
+    )
+    np.save(tmp_path / "x.npy", np.array([2.5, 7.0], np.float32))
+    status, out, err = run([path, "--inputs", tmp_path / "x.npy"], capsys)
+    assert (status, err) == (0, "")
+    assert out == "%acc: memref<2xf32>\n  2.500000 0.000000\n"
+    np.save(tmp_path / "acc.npy", np.array([1.0, 1.0], np.float32))  # every argument: as before
+    status, out, _ = run([path, "--inputs", f"{tmp_path / 'x.npy'},{tmp_path / 'acc.npy'}"], capsys)
+    assert status == 0 and out == "%acc: memref<2xf32>\n  3.500000 1.000000\n"
+
+
+def test_a_dynamic_output_cannot_be_zero_filled(tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(
+        "func.func @main(%x: memref<2xf32>, %y: memref<?xf32>) {\n"
+        "  %c0 = arith.constant 0 : index\n"
+        "  %v = memref.load %x[%c0] : memref<2xf32>\n"
+        "  memref.store %v, %y[%c0] : memref<?xf32>\n"
+        "  func.return\n}\n"
+    )
+    np.save(tmp_path / "x.npy", np.ones(2, np.float32))
+    status, out, err = run([path, "--inputs", tmp_path / "x.npy"], capsys)
+    assert status == 2 and out == ""
+    assert err == (f"{path}:1:1: error: output %y 'memref<?xf32>' of '@main' has a dynamic shape, so it cannot be "
+                   "zero-filled; pass all 2 arguments, outputs included\n")
+
+
+def test_without_outputs_the_count_error_names_the_inputs(tmp_path, capsys):
+    path = tmp_path / "ret.mlir"
+    path.write_text("func.func @main(%a: i32, %b: i32) -> i32 {\n  %s = arith.addi %a, %b : i32\n  func.return %s : i32\n}\n")
+    np.save(tmp_path / "a.npy", np.array(3, np.int32))
+    status, _, err = run([path, "--inputs", tmp_path / "a.npy"], capsys)
+    assert status == 2
+    assert err == f"{path}:1:1: error: '@main' takes 2 inputs (%a, %b) but 1 is given; pass one .npy file per input, in argument order\n"
+
+
+def test_verify_reports_each_function_arena_on_its_own_and_counts_what_is_written(tmp_path, capsys):
+    path = tmp_path / "calls.mlir"
+    path.write_text(CALLS)
+    status, out, err = run(["--verify", path], capsys)
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        "verify: '@main' planned into 24 bytes (capacity 1024)",  # not 72: @inc's 48 are its own
+        "verify: '@inc' planned into 48 bytes (capacity 1024)",
+        "verify: ok: 2 of 2 outputs bit-identical, 0 shadow violations",  # %tmp and %out; %x is only read
+    ]
+
+
+def test_verify_with_output_dir_writes_the_planned_runs_outputs(tmp_path, capsys):
+    path = tmp_path / "calls.mlir"
+    path.write_text(CALLS)
+    x = np.array([[0.5, -1.0, 2.0], [0.0, 3.25, -0.125]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    directory = tmp_path / "results"
+    status, out, err = run(["--verify", path, "--inputs", tmp_path / "x.npy", "--output-dir", directory], capsys)
+    assert (status, err) == (0, "")
+    assert out.splitlines()[-2:] == [f"wrote {directory / 'tmp.npy'}", f"wrote {directory / 'out.npy'}"]
+    assert sorted(p.name for p in directory.iterdir()) == ["out.npy", "tmp.npy"]  # no temporary files left
+    np.testing.assert_array_equal(np.load(directory / "out.npy"), np.maximum(x, 0) + 1)
+    status, plain, _ = run([path, "--inputs", tmp_path / "x.npy", "--output-dir", tmp_path / "plain"], capsys)
+    assert status == 0 and (tmp_path / "plain" / "out.npy").read_bytes() == (directory / "out.npy").read_bytes()
+
+
+def test_help_says_which_arguments_are_inputs_and_outputs(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--help"])
+    assert exit.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "one .npy file per input, in argument order: the arguments the function does not write" in text
+    assert "start zero-filled" in text and "with --verify: the planned run's outputs" in text
