@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, cf, func, memref, scf
+from xdsl.dialects import func, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     Float16Type,
