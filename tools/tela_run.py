@@ -101,7 +101,7 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="A.npy,B.npy",
         action="append",
         default=[],
-help="one .npy file per input, in argument order: the arguments the function does not "
+        help="one .npy file per input, in argument order: the arguments the function does not "
         "write; its outputs (the memref arguments it writes: stores, dma into them, kernel "
         "outs) start zero-filled. One file per argument, outputs included, is accepted too "
         "(default: seeded pseudo-random values for every argument)",
