@@ -402,7 +402,6 @@ class BatchPlanner:
         if self.on_result is not None:
             self.on_result(result)
 
-
     def _remove_stale(self, result: BatchResult) -> BatchResult:
         """A failed problem's layout from an earlier run goes: it does not belong to this run."""
         path = self.output_dir / f"{result.name}.csv"
