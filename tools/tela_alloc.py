@@ -14,8 +14,8 @@ first may vary between runs; the layout written is the winner's, and `member:` n
 
 Prints a compact block on stdout (status, capacity (`none` with --minimize and no
 --capacity), in minimize mode whether the peak is optimal and the proved optimum, peak,
-LOAD, fragmentation, seconds, nodes, backtracks, and on INFEASIBLE the overloaded point or a core of buffers that cannot fit
-together). The output CSV (the input columns plus ``offset``) is written atomically, and
+LOAD, fragmentation, seconds, nodes, backtracks, and on INFEASIBLE the overloaded point
+or a core of buffers that cannot fit together). The output CSV (the input columns plus ``offset``) is written atomically, and
 only when a valid layout within the capacity exists.
 
 `--plot` draws the layout (time on x, address on y, the LOAD curve underneath; see
