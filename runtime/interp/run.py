@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, cf, func, memref, scf
+from xdsl.dialects import math as math_dialect
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     Float16Type,
@@ -64,9 +65,12 @@ from telamalloc.runtime.interp.machine import (
     contiguous_strides,
     numpy_dtype,
 )
+from telamalloc.runtime.interp.compiled import CompiledLoopFunctions
+from telamalloc.runtime.interp.mathops import MathFunctions
 from telamalloc.runtime.interp.memref import (
     MemRefFunctions,
 )
+from telamalloc.runtime.interp.scf import ScfExtraFunctions
 from telamalloc.runtime.interp.scratchpad import (
     ScratchpadFunctions,
 )
@@ -274,6 +278,7 @@ def run_program(
     honor_offsets: bool = True,
     shadow: bool = True,
     collect_violations: bool = False,
+    compiled: bool = True,
 ) -> RunResult:
     """Runs function `entry` of `module` on `inputs` (default: `random_inputs(seed)`).
 
@@ -285,7 +290,10 @@ def run_program(
     With `honor_offsets=False`, `scratchpad.alloc` ops get private storage even when
     they carry a planned offset. `shadow=False` turns the shadow-memory read check off;
     `collect_violations=True` records violations in the result and keeps running instead
-    of raising the first `ShadowViolation`. Raises `InterpreterError` for user errors.
+    of raising the first `ShadowViolation`. `compiled=False` interprets every op through
+    xDSL's interpreter instead of compiling loop nests (`compiled.py`): the same results,
+    shadow checks and errors, about 20 times slower; the reference the tests compare the
+    fast path with. Raises `InterpreterError` for user errors.
     """
     function = find_entry(module, entry)
     name = function.sym_name.data
@@ -316,8 +324,13 @@ def run_program(
     interpreter.register_implementations(CfFunctions())
     interpreter.register_implementations(ArithFunctions())
     interpreter.register_implementations(ArithExtraFunctions(), override=True)
+    interpreter.register_implementations(ScfExtraFunctions())
+    interpreter.register_implementations(MathFunctions())
+    if compiled:
+        interpreter.register_implementations(CompiledLoopFunctions(machine), override=True)
     interpreter.register_implementations(MemRefFunctions(machine))
     interpreter.register_implementations(ScratchpadFunctions(machine))
+    _check_supported(function, interpreter)
     try:
         results = interpreter.call_op(function, tuple(arguments))
     except InterpreterError as error:
@@ -345,10 +358,30 @@ def run_program(
     )
 
 
+UNSUPPORTED_HINT = (
+    "it runs the func, scf, cf, arith, math, memref and scratchpad ops listed in "
+    "'telamalloc.runtime.interp.run'; lower the op to those first"
+)
+
+
+def unsupported_message(op: Operation) -> str:
+    return f"op '{op.name}' is not supported by the interpreter; {UNSUPPORTED_HINT}"
+
+
+def _check_supported(function: func.FuncOp, interpreter: Interpreter) -> None:
+    """Reports the first op of the entry function the interpreter has no implementation
+    for before anything runs (a long run should not fail at its end). Functions it calls
+    are checked when they run."""
+    implemented = interpreter._impls._impl_dict  # noqa: SLF001 (xDSL keeps no public lookup)
+    for op in function.walk():
+        if op is not function and type(op) not in implemented:
+            raise InterpreterError(unsupported_message(op), op)
+
+
 def _interpretation_message(op: Operation, error: InterpretationError) -> str:
     text = " ".join(str(error).split())
     if "Could not find interpretation function" in text:
-        return f"op '{op.name}' is not supported by the interpreter"
+        return unsupported_message(op)
     return f"'{op.name}' failed: {text}"
 
 
@@ -423,7 +456,8 @@ def make_context() -> Context:
     """A context with the dialects the interpreter runs, and the scratchpad dialect."""
     context = Context()
     for dialect in (
-        builtin.Builtin, func.Func, arith.Arith, cf.Cf, memref.MemRef, scf.Scf, scratchpad.Scratchpad
+        builtin.Builtin, func.Func, arith.Arith, cf.Cf, math_dialect.Math, memref.MemRef, scf.Scf,
+        scratchpad.Scratchpad,
     ):
         context.load_dialect(dialect)
     return context
