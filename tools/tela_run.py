@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.runtime.show.progress import ProgressLine
 from telamalloc.runtime.interp import DEFAULT_SEED, InterpreterError, Output, make_context, op_location, run_program
 from telamalloc.verification import verify_program
 from telamalloc.ir_text import (
@@ -210,28 +211,35 @@ def run(argv: Sequence[str] | None) -> int:
     text, name = _read_program(args.input)
     module = parse_program(text, name)
     inputs = _load_inputs(args.inputs)
+    what = "verifying" if args.verify else "running"
+    # Long runs show a progress line on a terminal (after 2 s; nothing on pipes or files).
+    progress = ProgressLine(sys.stderr, TOOL_NAME, lambda elapsed: f"{elapsed:.1f} s, {what} '{name}'; Ctrl-C stops",
+                            delay=2.0)
     try:
-        if args.verify:
-            report = verify_program(
-                module,
-                args.capacity,
-                entry=args.entry,
-                inputs=inputs,
-                seed=args.seed,
-                shadow=not args.no_shadow,
-            )
-            print("\n".join(report.lines()))
-            return ExitStatus.OK if report.ok else ExitStatus.NO
-        result = run_program(
-            module,
-            entry=args.entry,
-            inputs=inputs,
-            seed=args.seed,
-            capacity=args.capacity,
-            shadow=not args.no_shadow,
-        )
+        with progress:
+            if args.verify:
+                report = verify_program(
+                    module,
+                    args.capacity,
+                    entry=args.entry,
+                    inputs=inputs,
+                    seed=args.seed,
+                    shadow=not args.no_shadow,
+                )
+            else:
+                result = run_program(
+                    module,
+                    entry=args.entry,
+                    inputs=inputs,
+                    seed=args.seed,
+                    capacity=args.capacity,
+                    shadow=not args.no_shadow,
+                )
     except InterpreterError as error:
         raise Diagnostic(op_location(error.op, name), error.message, error.exit_status) from None
+    if args.verify:
+        print("\n".join(report.lines()))
+        return ExitStatus.OK if report.ok else ExitStatus.NO
     outputs = _shown(result.outputs)
     if args.output_dir is not None:
         lines = _write_outputs(outputs, args.output_dir)

@@ -194,7 +194,10 @@ def _expm1_64(wide: np.ndarray) -> np.ndarray:
     exponent = k.astype(np.int32)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         scaled = np.ldexp(p, exponent) + (np.ldexp(np.ones_like(p), exponent) - 1.0)
-    result = np.where(k == 0, p, scaled)
+        # far from 0 the -1 is below the rounding: 2**k * (1 + p) - 1 cannot overflow to inf - inf
+        large = np.ldexp(p + 1.0, exponent) - 1.0
+    result = np.where(k == 0, p, np.where(k > 56, large, scaled))
+    result = np.where(wide == 0.0, wide, result)  # keeps the sign of zero
     return np.where(nan, wide, result)
 
 
