@@ -53,8 +53,8 @@ def _round_half_away(values: np.ndarray) -> np.ndarray:
     """math.round: to the nearest integer, ties away from zero (exact steps only)."""
     truncated = np.trunc(values)
     fraction = np.abs(values - truncated)  # exact
-    step = np.where(fraction >= 0.5, np.copysign(np.ones_like(values), values), 0.0).astype(values.dtype)
-    return np.where(np.isfinite(values), truncated + step, values)
+    away = truncated + np.copysign(np.ones_like(values), values)
+    return np.where(np.isfinite(values) & (fraction >= 0.5), away, truncated)  # keeps -0.0
 
 
 _UNARY_FLOAT[math.RoundOp] = _round_half_away
