@@ -57,48 +57,40 @@ _FORMATS = {
 _F32 = struct.Struct("=f")
 
 
-def round_f32(value: float) -> float:
+def round_f32(value: float, _pack: Callable = _F32.pack, _unpack: Callable = _F32.unpack) -> float:
     """`float(numpy.float32(value))`, faster: the same C cast through `struct`."""
     if value != value:  # NaN: numpy's conversion, whatever its payload handling
         return float(np.float32(value))
     try:
-        return _F32.unpack(_F32.pack(value))[0]
+        return _unpack(_pack(value))[0]
     except OverflowError:  # finite beyond float32's range: numpy gives +-inf
         with np.errstate(over="ignore"):
             return float(np.float32(value))
 
 
-class FastAccess:
-    """What the compiled loads and stores need of a `MemRef`, gathered once per value."""
-
-    __slots__ = ("data", "shadow", "offset", "shape", "strides", "unpack", "pack", "pattern", "size", "kind",
-                 "storage", "dtype")
-
-    def __init__(self, value: MemRef):
-        self.storage = value.storage
-        self.data = memoryview(value.storage.data)
-        self.shadow = memoryview(value.storage.shadow)
-        self.offset = value.offset
-        self.shape = value.shape
-        self.strides = value.strides
-        self.dtype = value.dtype
-        fmt = struct.Struct("=" + _FORMATS[value.dtype.name])
-        self.unpack = fmt.unpack_from
-        self.pack = fmt.pack_into
-        self.size = value.element_size
-        self.pattern = memoryview(array("i", [value.buffer] * value.element_size))
-        self.kind = value.dtype.kind
-
-
-_ACCESS: dict[int, tuple[MemRef, FastAccess]] = {}
-
-
-def fast_access(value: MemRef) -> FastAccess:
-    entry = value.__dict__.get("_fast")
-    if entry is None:
-        entry = FastAccess(value)
-        object.__setattr__(value, "_fast", entry)  # a cache on the frozen value
-    return entry
+def _access_state(op: Operation, value: MemRef, rank: int) -> tuple[Any, ...]:
+    """What a compiled load or store of `rank` indices needs of `value`, as one tuple:
+    (data, shadow, offset, *shape, *strides, unpack, pack, pattern, size, mode, half, mask,
+    storage). `mode`: 0 a float32/float64 stored with `struct`, 1 a signed and 2 an unsigned
+    integer (wrapped to `mask` as `machine._wrapped` does), 3 through numpy (f16, i1)."""
+    if len(value.shape) != rank:
+        raise InterpreterError(f"'{op.name}' gives {rank} indices for a rank-{len(value.shape)} memref", op)
+    dtype = value.dtype
+    fmt = struct.Struct("=" + _FORMATS[dtype.name])
+    bits = 8 * dtype.itemsize
+    if dtype.kind == "f" and dtype.itemsize != 2:
+        mode = 0
+    elif dtype.kind == "i":
+        mode = 1
+    elif dtype.kind == "u":
+        mode = 2
+    else:
+        mode = 3
+    return (
+        memoryview(value.storage.data), memoryview(value.storage.shadow), value.offset, *value.shape,
+        *value.strides, fmt.unpack_from, fmt.pack_into, memoryview(array("i", [value.buffer] * dtype.itemsize)),
+        dtype.itemsize, mode, 1 << (bits - 1), (1 << bits) - 1, value.storage,
+    )
 
 
 def _bounds_error(op: Operation, value: MemRef, indices: tuple[int, ...]) -> InterpreterError:
@@ -111,66 +103,66 @@ def _bounds_error(op: Operation, value: MemRef, indices: tuple[int, ...]) -> Int
     )
 
 
-def _rank_error(op: Operation, value: MemRef, count: int) -> InterpreterError:
-    return InterpreterError(f"'{op.name}' gives {count} indices for a rank-{len(value.shape)} memref", op)
-
-
 _ACCESSORS: dict[tuple[str, int, bool], Callable[..., Callable[..., Any]]] = {}
 
 
 def _accessor_factory(kind: str, rank: int, shadow: bool) -> Callable[..., Callable[..., Any]]:
     """A factory `make(op, machine)` of a load (`load(m, i0, ...)`) or store
-    (`store(v, m, i0, ...)`) specialized to `rank` indices."""
+    (`store(v, m, i0, ...)`) specialized to `rank` indices. Each keeps the state of the
+    memref it saw last (a loop's load sees the same one on every iteration)."""
     key = (kind, rank, shadow)
     if key in _ACCESSORS:
         return _ACCESSORS[key]
     indices = [f"i{k}" for k in range(rank)]
     names = ", ".join(indices)
-    bounds = " and ".join(f"0 <= i{k} < f.shape[{k}]" for k in range(rank)) or "True"
-    address = " + ".join(["f.offset", *(f"i{k} * f.strides[{k}]" for k in range(rank))])
-    lines = ["def make(op, machine):"]
-    if kind == "load":
-        lines.append(f"    def load(m, {names}):" if rank else "    def load(m):")
-    else:
-        lines.append(f"    def store(v, m, {names}):" if rank else "    def store(v, m):")
-    lines += [
-        "        f = m.__dict__.get('_fast') or fast_access(m)",
-        f"        if len(f.shape) != {rank}: raise _rank_error(op, m, {rank})",
+    sizes = "".join(f"n{k}, " for k in range(rank))
+    strides = "".join(f"t{k}, " for k in range(rank))
+    bounds = " and ".join(f"0 <= i{k} < n{k}" for k in range(rank)) or "True"
+    address = " + ".join(["base", *(f"i{k} * t{k}" for k in range(rank))])
+    signature = f"m, {names}" if rank else "m"
+    lines = [
+        "def make(op, machine):",
+        "    last = state = None",
+        f"    def {kind}({'v, ' if kind == 'store' else ''}{signature}):",
+        "        nonlocal last, state",
+        "        if m is not last:",
+        f"            state = _access_state(op, m, {rank})",
+        "            last = m",
+        f"        data, shadow, base, {sizes}{strides}unpack, pack, pattern, size, mode, half, mask, storage = state",
         f"        if not ({bounds}): raise _bounds_error(op, m, ({names}{',' if rank else ''}))",
         f"        a = {address}",
     ]
     if kind == "load":
         if shadow:
-            lines.append("        if f.shadow[a:a + f.size] != f.pattern: machine.check_read_element(op, m, a)")
-        lines.append("        return f.unpack(f.data, a)[0]")
-        lines.append("    return load")
+            lines.append("        if shadow[a:a + size] != pattern: machine.check_read_element(op, m, a)")
+        lines.append("        return unpack(data, a)[0]")
     else:
         lines += [
-            "        k = f.kind",
-            "        if k == 'f' and f.size != 2 and v == v and type(v) is float:",
+            "        if mode == 0 and v == v and type(v) is float:",
             "            try:",
-            "                f.pack(f.data, a, v)",
+            "                pack(data, a, v)",
             "            except OverflowError:",
-            "                _numpy_store(f, a, v)",
-            "        elif k == 'i' or k == 'u':",
-            "            f.pack(f.data, a, _wrapped(v, f.dtype))",
+            "                _numpy_store(m, a, v)",
+            "        elif mode == 1:",
+            "            pack(data, a, ((v + half) & mask) - half)",
+            "        elif mode == 2:",
+            "            pack(data, a, v & mask)",
             "        else:",
-            "            _numpy_store(f, a, v)",
-            "        f.shadow[a:a + f.size] = f.pattern",
-            "        f.storage.written = True",
-            "    return store",
+            "            _numpy_store(m, a, v)",
+            "        shadow[a:a + size] = pattern",
+            "        storage.written = True",
         ]
-    namespace = {"fast_access": fast_access, "_rank_error": _rank_error, "_bounds_error": _bounds_error,
-                 "_wrapped": _wrapped, "_numpy_store": _numpy_store}
+    lines.append(f"    return {kind}")
+    namespace = {"_access_state": _access_state, "_bounds_error": _bounds_error, "_numpy_store": _numpy_store}
     exec(compile("\n".join(lines), f"<tela-{kind}{rank}>", "exec"), namespace)  # noqa: S102
     _ACCESSORS[key] = namespace["make"]
     return namespace["make"]
 
 
-def _numpy_store(f: FastAccess, address: int, value: Any) -> None:
+def _numpy_store(value: MemRef, address: int, element: Any) -> None:
     """A store the way `MemRefFunctions.run_store` does it (NaN, overflow, f16, i1)."""
     with np.errstate(over="ignore"):
-        np.ndarray((), f.dtype, buffer=f.storage.data, offset=address)[()] = _wrapped(value, f.dtype)
+        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = _wrapped(element, value.dtype)
 
 
 # --------------------------------------------------------------------------------------
