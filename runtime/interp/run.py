@@ -1,12 +1,18 @@
 """Running a function of a program: the interpreter with every dialect's `Functions`,
 inputs (given or seeded random), outputs.
 
-Limits. Only the ops of func, scf, cf (br, cond_br), arith (xDSL's set plus float ops
-rounded to their type, the float/int casts, trunci, extsi and extui), memref (alloc, alloca, dealloc, load,
-store, copy, view, subview, cast, memory_space_cast, collapse/expand_shape with static
-shapes, dim, rank, get_global) and scratchpad run; element types are i1/i8/i16/i32/i64
-(signless or signed as signed, unsigned as unsigned), index (64-bit), f16, f32 and f64.
-Scalar float arithmetic follows IEEE rounding of the result type. Kernels run atomically
+Limits. Only the ops of func, scf (for, if, while, parallel with reduce), cf (br,
+cond_br), arith (xDSL's set plus `arith.py`'s: float ops rounded to their type, the casts,
+the unsigned and extended ops, bitcast, maxnumf/minnumf), math (`mathops.SUPPORTED`: exp,
+log, tanh, erf, powf, sqrt, rsqrt, ... on detmath's CPU-independent numerics), memref
+(alloc, alloca, dealloc, load, store, copy, view, subview, cast, memory_space_cast,
+collapse/expand_shape with static shapes, dim, rank, get_global) and scratchpad run; an
+entry function holding any other op is refused before it runs, naming the op. Element
+types are i1/i8/i16/i32/i64 (signless or signed as signed, unsigned as unsigned), index
+(64-bit), f16, f32 and f64. Scalar float arithmetic follows IEEE rounding of the result
+type. `scf.for` and `scf.parallel` nests run compiled (`compiled.py`) unless
+`compiled=False`; both ways give the same bits, shadow checks and errors.
+Kernels run atomically
 (inputs are read in full before outputs are written), which is why the second shadow rule
 of `machine.py` exists: the interpreter itself cannot observe a streaming hazard.
 """

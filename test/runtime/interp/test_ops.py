@@ -329,3 +329,27 @@ func.func @main(%x: memref<6x7xi32>, %out: memref<6xi16>) -> i64 {
     rows = [np.array(sum(int(v) for v in row) % 2**32).astype(np.uint32).view(np.int32) for row in wide]
     assert result.outputs[-1].value.tolist() == [int(np.int32(r).astype(np.int16)) for r in rows]
     assert int(result.outputs[0].value) == sum(int(r) for r in rows)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("%r = arith.shrui %a, %b : i32", "'arith.shrui' shifts a 32-bit value by '32' bits"),
+    ("%m = arith.constant -1 : i32\n  %z = arith.constant 0 : i32\n  %r = math.ipowi %z, %m : i32",
+     "'math.ipowi' raises zero to the negative power '-1'"),
+])
+def test_poison_cases_are_located_errors(body, message):
+    with pytest.raises(InterpreterError, match=message) as caught:
+        run_scalar(body, "i32", b=32)
+    assert caught.value.located().startswith("ops.mlir:")
+
+
+def test_math_on_an_unsupported_float_type_is_an_error():
+    module = parse("""
+func.func @main() {
+  %c = arith.constant 1.0 : bf16
+  %e = math.exp %c : bf16
+  func.return
+}
+""")
+    with pytest.raises(InterpreterError, match="'math.exp' on type 'bf16' is not supported by the interpreter; use f16, f32 or f64") as caught:
+        run_program(module)
+    assert caught.value.located().startswith("ops.mlir:4:")
