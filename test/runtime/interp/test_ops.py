@@ -353,3 +353,48 @@ func.func @main() {
     with pytest.raises(InterpreterError, match="'math.exp' on type 'bf16' is not supported by the interpreter; use f16, f32 or f64") as caught:
         run_program(module)
     assert caught.value.located().startswith("ops.mlir:4:")
+
+
+# --- reshapes of strided memrefs (MLIR's lowering collapses and expands subviews) ----------
+
+RESHAPES = """
+func.func @main(%x: memref<4x6x2xf32>, %out: memref<2x12xf32>, %out2: memref<4x3x2x2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c12 = arith.constant 12 : index
+  %sub = memref.subview %x[1, 0, 0] [2, 6, 2] [1, 1, 1] : memref<4x6x2xf32> to memref<2x6x2xf32, strided<[12, 2, 1], offset: 12>>
+  %flat = memref.collapse_shape %sub [[0], [1, 2]] : memref<2x6x2xf32, strided<[12, 2, 1], offset: 12>> into memref<2x12xf32, strided<[12, 1], offset: 12>>
+  scf.for %i = %c0 to %c2 step %c1 {
+    scf.for %j = %c0 to %c12 step %c1 {
+      %v = memref.load %flat[%i, %j] : memref<2x12xf32, strided<[12, 1], offset: 12>>
+      memref.store %v, %out[%i, %j] : memref<2x12xf32>
+    }
+  }
+  %col = memref.subview %x[0, 0, 1] [4, 6, 1] [1, 1, 1] : memref<4x6x2xf32> to memref<4x6xf32, strided<[12, 2], offset: 1>>
+  %split = memref.expand_shape %col [[0], [1, 2]] output_shape [4, 3, 2] : memref<4x6xf32, strided<[12, 2], offset: 1>> into memref<4x3x2xf32, strided<[12, 4, 2], offset: 1>>
+  %dst = memref.subview %out2[0, 0, 0, 1] [4, 3, 2, 1] [1, 1, 1, 1] : memref<4x3x2x2xf32> to memref<4x3x2xf32, strided<[12, 4, 2], offset: 1>>
+  "memref.copy"(%split, %dst) : (memref<4x3x2xf32, strided<[12, 4, 2], offset: 1>>, memref<4x3x2xf32, strided<[12, 4, 2], offset: 1>>) -> ()
+  func.return
+}
+"""
+
+
+def test_collapse_and_expand_of_strided_views_read_the_right_elements():
+    x = np.arange(48, dtype=np.float32).reshape(4, 6, 2)
+    result = both(parse(RESHAPES), inputs=[x, np.zeros((2, 12), np.float32), np.zeros((4, 3, 2, 2), np.float32)])
+    values = {output.name: output.value for output in result.outputs}
+    assert np.array_equal(values["%out"], x[1:3].reshape(2, 12))
+    assert np.array_equal(values["%out2"][..., 1], x[:, :, 1].reshape(4, 3, 2))
+
+
+def test_collapsing_dimensions_that_are_not_contiguous_is_an_error():
+    module = parse("""
+func.func @main(%x: memref<4x6xf32>) {
+  %sub = memref.subview %x[0, 0] [4, 2] [1, 2] : memref<4x6xf32> to memref<4x2xf32, strided<[6, 2]>>
+  %flat = memref.collapse_shape %sub [[0, 1]] : memref<4x2xf32, strided<[6, 2]>> into memref<8xf32, strided<[?]>>
+  func.return
+}
+""")
+    with pytest.raises(InterpreterError, match=r"'memref.collapse_shape' collapses dimensions \[0, 1\] of .* not contiguous"):
+        run_program(module)
