@@ -19,7 +19,8 @@ become `for` loops, `scf.if` an `if`, and each op one line:
 So every value, shadow entry and error is the same as the op-by-op interpretation
 (`run_program(..., compiled=False)`, which the tests compare against). A nest is compiled
 only if every op in it has no regions or is `scf.for`, `scf.if`, `scf.parallel` (or their
-terminators); otherwise xDSL interprets it op by op. An error inside a compiled nest names
+terminators), and nests deeper than Python's limit of nested blocks; otherwise xDSL
+interprets it op by op (its inner nests are compiled when reached). An error inside a compiled nest names
 the op that raised it, found from the line of the generated function.
 """
 
@@ -438,7 +439,13 @@ class CompiledLoopFunctions(InterpreterFunctions):
     def _nest(self, interpreter: Interpreter, op: Operation) -> CompiledNest | None:
         if op not in self.nests:
             impls = interpreter._impls._impl_dict  # noqa: SLF001
-            self.nests[op] = CompiledNest(op, interpreter, self.machine) if compilable(op, impls) else None
+            nest = None
+            if compilable(op, impls):
+                try:
+                    nest = CompiledNest(op, interpreter, self.machine)
+                except (SyntaxError, RecursionError):  # deeper than Python's 20 nested blocks
+                    nest = None
+            self.nests[op] = nest
         return self.nests[op]
 
     @impl(scf.ForOp)

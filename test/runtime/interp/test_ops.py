@@ -398,3 +398,23 @@ func.func @main(%x: memref<4x6xf32>) {
 """)
     with pytest.raises(InterpreterError, match=r"'memref.collapse_shape' collapses dimensions \[0, 1\] of .* not contiguous"):
         run_program(module)
+
+
+def test_a_nest_deeper_than_pythons_block_limit_runs_op_by_op():
+    depth = 24
+    opening = "\n".join(f"  scf.for %i{k} = %c0 to %c1 step %c1 {{" for k in range(depth))
+    closing = "\n".join("  }" for _ in range(depth))
+    module = parse(f"""
+func.func @main(%x: memref<1xf32>) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+{opening}
+    %v = memref.load %x[%i{depth - 1}] : memref<1xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %x[%i0] : memref<1xf32>
+{closing}
+  func.return
+}}
+""")
+    result = both(module, inputs=[np.array([1.5], np.float32)])
+    assert result.outputs[0].value.tolist() == [3.0]
