@@ -39,31 +39,31 @@ from mlir import ir  # noqa: E402
 PARALLEL_LOOPS_PIPELINE = LOOPS_PIPELINE.replace("convert-linalg-to-loops", "convert-linalg-to-parallel-loops")
 
 CONV_PAD_BLOCK = """
-func.func @block(%x: tensor<1x8x8x4xf32>, %w1: tensor<3x3x4x4xf32>, %w2: tensor<1x1x4x4xf32>) -> tensor<1x4x4x4xf32> {
+func.func @block(%x: tensor<1x6x6x2xf32>, %w1: tensor<3x3x2x2xf32>, %w2: tensor<1x1x2x2xf32>) -> tensor<1x3x3x2xf32> {
   %zero = arith.constant 0.0 : f32
   %lowest = arith.constant -3.40282347E+38 : f32
   %padded = tensor.pad %x low[0, 1, 1, 0] high[0, 1, 1, 0] {
   ^bb0(%a: index, %b: index, %c: index, %d: index):
     tensor.yield %zero : f32
-  } : tensor<1x8x8x4xf32> to tensor<1x10x10x4xf32>
-  %e1 = tensor.empty() : tensor<1x8x8x4xf32>
-  %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+  } : tensor<1x6x6x2xf32> to tensor<1x8x8x2xf32>
+  %e1 = tensor.empty() : tensor<1x6x6x2xf32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
   %c1 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%padded, %w1 : tensor<1x10x10x4xf32>, tensor<3x3x4x4xf32>) outs(%z1 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
-  %e2 = tensor.empty() : tensor<1x8x8x4xf32>
-  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
+      ins(%padded, %w1 : tensor<1x8x8x2xf32>, tensor<3x3x2x2xf32>) outs(%z1 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
+  %e2 = tensor.empty() : tensor<1x6x6x2xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
   %c2 = linalg.conv_2d_nhwc_hwcf {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%x, %w2 : tensor<1x8x8x4xf32>, tensor<1x1x4x4xf32>) outs(%z2 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
-  %e3 = tensor.empty() : tensor<1x8x8x4xf32>
-  %s = linalg.add ins(%c1, %c2 : tensor<1x8x8x4xf32>, tensor<1x8x8x4xf32>) outs(%e3 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
-  %e4 = tensor.empty() : tensor<1x8x8x4xf32>
-  %r = linalg.max ins(%s, %z1 : tensor<1x8x8x4xf32>, tensor<1x8x8x4xf32>) outs(%e4 : tensor<1x8x8x4xf32>) -> tensor<1x8x8x4xf32>
-  %e5 = tensor.empty() : tensor<1x4x4x4xf32>
-  %p0 = linalg.fill ins(%lowest : f32) outs(%e5 : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
+      ins(%x, %w2 : tensor<1x6x6x2xf32>, tensor<1x1x2x2xf32>) outs(%z2 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
+  %e3 = tensor.empty() : tensor<1x6x6x2xf32>
+  %s = linalg.add ins(%c1, %c2 : tensor<1x6x6x2xf32>, tensor<1x6x6x2xf32>) outs(%e3 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
+  %e4 = tensor.empty() : tensor<1x6x6x2xf32>
+  %r = linalg.max ins(%s, %z1 : tensor<1x6x6x2xf32>, tensor<1x6x6x2xf32>) outs(%e4 : tensor<1x6x6x2xf32>) -> tensor<1x6x6x2xf32>
+  %e5 = tensor.empty() : tensor<1x3x3x2xf32>
+  %p0 = linalg.fill ins(%lowest : f32) outs(%e5 : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
   %window = tensor.empty() : tensor<2x2xf32>
   %pool = linalg.pooling_nhwc_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
-      ins(%r, %window : tensor<1x8x8x4xf32>, tensor<2x2xf32>) outs(%p0 : tensor<1x4x4x4xf32>) -> tensor<1x4x4x4xf32>
-  return %pool : tensor<1x4x4x4xf32>
+      ins(%r, %window : tensor<1x6x6x2xf32>, tensor<2x2xf32>) outs(%p0 : tensor<1x3x3x2xf32>) -> tensor<1x3x3x2xf32>
+  return %pool : tensor<1x3x3x2xf32>
 }
 """
 
@@ -164,7 +164,7 @@ def _conv_nhwc(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def _block_reference(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> np.ndarray:
     padded = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
     relu = np.maximum(_conv_nhwc(padded, w1) + _conv_nhwc(x, w2), 0)
-    return relu.reshape(1, 4, 2, 4, 2, 4).max(axis=(2, 4))
+    return relu.reshape(1, 3, 2, 3, 2, 2).max(axis=(2, 4))
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,8 @@ class Model:
 
 
 MODELS = (
-    Model("conv-pad-residual-pool", CONV_PAD_BLOCK, "block", ((1, 8, 8, 4), (3, 3, 4, 4), (1, 1, 4, 4)),
-          (1, 4, 4, 4), _block_reference),
+    Model("conv-pad-residual-pool", CONV_PAD_BLOCK, "block", ((1, 6, 6, 2), (3, 3, 2, 2), (1, 1, 2, 2)),
+          (1, 3, 3, 2), _block_reference),
     Model("softmax", SOFTMAX, "softmax", ((4, 16),), (4, 16), _softmax_reference),
     Model("math-chain", MATH_CHAIN, "chain", ((4, 16),), (4, 16), _gelu_chain_reference),
 )
@@ -267,3 +267,13 @@ func.func @f(%x: memref<4xf32>) {
         module = ir.Module.parse(source)
         with pytest.raises(InteropError, match="MLIR"):
             run_jit(module, "f", [np.zeros(4, np.float32)])
+
+
+def test_missing_runtime_libraries_are_named(tmp_path, monkeypatch):
+    import telamalloc.interop.bundled_tools as bundled_tools
+    from telamalloc.interop.mlir_bindings import runtime_libraries
+
+    assert all(path.endswith(".so") for path in runtime_libraries())
+    monkeypatch.setattr(bundled_tools, "mlir_package_dir", lambda: tmp_path)
+    with pytest.raises(InteropError, match=r"the MLIR runtime library '.*/lib/libmlir_c_runner_utils.so' is missing; reinstall"):
+        runtime_libraries()
