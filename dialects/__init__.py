@@ -20,15 +20,15 @@ if TYPE_CHECKING:
 
 
 def make_context(*dialects: Dialect) -> Context:
-    """A new `Context` with builtin, func, arith, cf, memref, scf and scratchpad loaded,
+    """A new `Context` with builtin, func, arith, cf, math, memref, scf and scratchpad loaded,
     plus `dialects` (e.g. `xdsl.dialects.linalg.Linalg`) for a compiler that needs more."""
     from xdsl.context import Context
-    from xdsl.dialects import arith, builtin, cf, func, memref, scf
+    from xdsl.dialects import arith, builtin, cf, func, math, memref, scf
 
     from telamalloc.dialects import scratchpad
 
     context = Context()
-    for dialect in (builtin.Builtin, func.Func, arith.Arith, cf.Cf, memref.MemRef, scf.Scf, scratchpad.Scratchpad, *dialects):
+    for dialect in (builtin.Builtin, func.Func, arith.Arith, cf.Cf, math.Math, memref.MemRef, scf.Scf, scratchpad.Scratchpad, *dialects):
         if dialect.name not in context.registered_dialect_names:
             context.load_dialect(dialect)
     return context

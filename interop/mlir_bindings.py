@@ -16,7 +16,8 @@ context, so the compiler keeps running its own passes on it::
 
 Limits: only ops xDSL knows cross (see `telamalloc.interop.generic`); the JIT helper
 `run_jit` runs functions whose arguments are statically shaped memrefs in the default
-memory space and that return nothing (destination-passing style).
+memory space and that return nothing (destination-passing style); it lowers math ops and
+strided copies too, loading the runner-utils libraries of the bindings (`runtime_libraries`).
 """
 
 from __future__ import annotations
@@ -185,12 +186,38 @@ def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None
         _check_jit_arguments(function, entry, arrays)
         function.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
         run_pipeline(lowered, LLVM_PIPELINE)
-        engine = execution_engine.ExecutionEngine(lowered, opt_level=2)
+        try:
+            engine = execution_engine.ExecutionEngine(lowered, opt_level=2, shared_libs=runtime_libraries())
+        except RuntimeError as error:
+            raise InteropError(
+                f"MLIR's JIT cannot compile '@{entry}': {_one_line(error)}; the module may use an "
+                "op that LLVM_PIPELINE does not lower"
+            ) from None
         descriptors = [
             ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(array)))
             for array in arrays
         ]
         engine.invoke(entry, *descriptors)
+
+
+RUNTIME_LIBRARIES = ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")
+
+
+def runtime_libraries() -> list[str]:
+    """The runtime libraries the bindings ship in `mlir/lib/` that the JIT loads: the
+    runner utils define `memrefCopy` (a strided `memref.copy`) and the printing helpers.
+    Raises `InteropError` when the installed bindings lack them."""
+    from telamalloc.interop.bundled_tools import mlir_package_dir
+
+    folder = mlir_package_dir()
+    paths = [] if folder is None else [folder / "lib" / name for name in RUNTIME_LIBRARIES]
+    missing = [str(path) for path in paths if not path.is_file()]
+    if folder is None or missing:
+        raise InteropError(
+            f"the MLIR runtime library '{missing[0] if missing else RUNTIME_LIBRARIES[0]}' is missing; "
+            f"reinstall the bindings: {INSTALL_HINT}"
+        )
+    return [str(path) for path in paths]
 
 
 def _find_function(module: ir.Module, entry: str) -> ir.Operation:

@@ -29,6 +29,8 @@ would make every temporary live to the end."""
 LLVM_PIPELINE = (
     "builtin.module("
     "convert-scf-to-cf,"
+    "convert-math-to-llvm,"
+    "convert-math-to-libm,"
     "expand-strided-metadata,"
     "finalize-memref-to-llvm,"
     "convert-arith-to-llvm,"
@@ -38,7 +40,12 @@ LLVM_PIPELINE = (
 )
 """Loops over memrefs (before or after telamalloc) to the LLVM dialect, for the JIT
 (`mlir.execution_engine.ExecutionEngine`) or `mlir-runner`. `memref.view` of the arena
-becomes pointer arithmetic via `expand-strided-metadata`. Memrefs must be in the
+becomes pointer arithmetic via `expand-strided-metadata`. `math` ops become LLVM intrinsics
+(`convert-math-to-llvm`: exp, log, sqrt, powf, ...) or calls of the C library's functions
+for those without one (`convert-math-to-libm`: erf, tanh, ...); a `memref.copy` that is not
+a plain memcpy becomes a call of `memrefCopy`, which lives in the runner-utils library the
+bindings ship (`run_jit` loads it; `mlir-runner` needs
+`--shared-libs=.../mlir/lib/libmlir_c_runner_utils.so`). Memrefs must be in the
 default memory space: LLVM lowering accepts no string memory space, so this pipeline is
 for main-memory IR (plain upstream memrefs planned without a `#scratchpad.target`)."""
 

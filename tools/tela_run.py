@@ -58,6 +58,7 @@ from telamalloc.runtime.interp import (
     op_location,
     run_program,
 )
+from telamalloc.runtime.show.progress import ProgressLine
 from telamalloc.runtime.show.report import open_atomically
 from telamalloc.verification import verify_program
 from telamalloc.ir_text import (
@@ -241,34 +242,41 @@ def run(argv: Sequence[str] | None) -> int:
     text, name = _read_program(args.input)
     module = parse_program(text, name)
     inputs = _load_inputs(args.inputs)
+    what = "verifying" if args.verify else "running"
+    # Long runs show a progress line on a terminal (after 2 s; nothing on pipes or files).
+    progress = ProgressLine(sys.stderr, TOOL_NAME, lambda elapsed: [f"{elapsed:.1f} s", f"{what} '{name}'", "Ctrl-C stops"],
+                            delay=2.0)
     try:
         function = find_entry(module, args.entry)
         if inputs is not None:
             inputs = complete_inputs(function, inputs)
-        if args.verify:
-            report = verify_program(
-                module,
-                args.capacity,
-                entry=args.entry,
-                inputs=inputs,
-                seed=args.seed,
-                shadow=not args.no_shadow,
-            )
-            lines = report.lines()
-            if args.output_dir is not None:
-                lines += _write_outputs(report.values, args.output_dir)
-            print("\n".join(lines))
-            return ExitStatus.OK if report.ok else ExitStatus.NO
-        result = run_program(
-            module,
-            entry=args.entry,
-            inputs=inputs,
-            seed=args.seed,
-            capacity=args.capacity,
-            shadow=not args.no_shadow,
-        )
+        with progress:
+            if args.verify:
+                report = verify_program(
+                    module,
+                    args.capacity,
+                    entry=args.entry,
+                    inputs=inputs,
+                    seed=args.seed,
+                    shadow=not args.no_shadow,
+                )
+            else:
+                result = run_program(
+                    module,
+                    entry=args.entry,
+                    inputs=inputs,
+                    seed=args.seed,
+                    capacity=args.capacity,
+                    shadow=not args.no_shadow,
+                )
     except InterpreterError as error:
         raise Diagnostic(op_location(error.op, name), error.message, error.exit_status) from None
+    if args.verify:
+        lines = report.lines()
+        if args.output_dir is not None:
+            lines += _write_outputs(report.values, args.output_dir)
+        print("\n".join(lines))
+        return ExitStatus.OK if report.ok else ExitStatus.NO
     outputs = _shown(function, result.outputs)
     if args.output_dir is not None:
         lines = _write_outputs(outputs, args.output_dir)

@@ -1,8 +1,10 @@
 """The reference interpreter: runs scratchpad and memref programs on a virtual accelerator.
 
 One module per dialect's `InterpreterFunctions`, as xDSL's own interpreters are laid out:
-`memref`, `scratchpad`, `arith` (the ops xDSL's arith interpreter lacks); xDSL's own
-interpreters run func, scf, cf, builtin and the rest of arith. `machine` is the virtual
+`memref`, `scratchpad`, `arith` (the ops xDSL's arith interpreter lacks), `mathops` (the
+math dialect on detmath), `scf` (scf.parallel); xDSL's own interpreters run func, scf, cf,
+builtin and the rest of arith. `compiled` turns scf loop nests into Python functions (the
+fast path, same semantics). `machine` is the virtual
 accelerator (storages, typed views, shadow memory, placement); `run` runs a function
 (`run_program`, `random_inputs`); `kernels` is the library `scratchpad.kernel` names, on
 `detmath`'s CPU-independent numerics.

@@ -199,13 +199,49 @@ def _rank_reduce(
     return tuple(shape), tuple(kept_strides)
 
 
+def _groups(op: Operation) -> list[list[int]]:
+    reassociation = op.properties.get("reassociation")
+    return [[int(index.value.data) for index in group.data] for group in reassociation.data]
+
+
 def _reshape(op: Operation, source: MemRef, result_type: MemRefType[Attribute]) -> MemRef:
+    """collapse_shape / expand_shape as a view of the same bytes (strided sources too).
+
+    Collapsing a group of dimensions needs them laid out contiguously one inside the
+    other (MLIR's own rule); the collapsed dimension takes the innermost one's stride.
+    Expanding a dimension splits its stride over the new sizes, innermost last.
+    """
     shape = tuple(result_type.get_shape())
     if DYNAMIC_INDEX in shape:
         raise InterpreterError(f"'{op.name}' with a dynamic result shape is not supported", op)
-    if source.strides != contiguous_strides(source.shape, source.element_size):
-        raise InterpreterError(f"'{op.name}' of a non-contiguous memref is not supported", op)
-    return source.with_view(source.offset, shape, contiguous_strides(shape, source.element_size), result_type)
+    groups = _groups(op)
+    strides: list[int] = []
+    if not groups:  # to or from rank 0: one element
+        strides = list(contiguous_strides(shape, source.element_size))
+    elif isinstance(op, memref.CollapseShapeOp):
+        for group in groups:
+            for outer, inner in zip(group, group[1:]):
+                if source.shape[outer] > 1 and source.shape[inner] > 1 and (
+                    source.strides[outer] != source.strides[inner] * source.shape[inner]
+                ):
+                    raise InterpreterError(
+                        f"'{op.name}' collapses dimensions {group} of '{source.type}', which are "
+                        "not contiguous in memory",
+                        op,
+                    )
+            real = [axis for axis in group if source.shape[axis] != 1] or group[-1:]
+            strides.append(source.strides[real[-1]] if group else source.element_size)
+    else:
+        for axis, group in enumerate(groups):
+            step = source.strides[axis] if axis < len(source.strides) else source.element_size
+            inner: list[int] = []
+            for index in reversed(group):
+                inner.append(step)
+                step *= max(shape[index], 1)
+            strides.extend(reversed(inner))
+    if len(strides) != len(shape) or math.prod(shape) != math.prod(source.shape):
+        raise InterpreterError(f"'{op.name}' from '{source.type}' to '{result_type}' does not keep the elements", op)
+    return source.with_view(source.offset, shape, tuple(strides), result_type)
 
 
 def _global_value(machine: Machine, op: memref.GetGlobalOp, symbol: str) -> MemRef:

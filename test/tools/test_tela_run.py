@@ -308,3 +308,71 @@ def test_help_says_which_arguments_are_inputs_and_outputs(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "one .npy file per input, in argument order: the arguments the function does not write" in text
     assert "start zero-filled" in text and "with --verify: the planned run's outputs" in text
+
+
+SOFTMAX_ROW = """\
+func.func @main(%x: memref<4xf32>, %out: memref<4xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %i = %c0 to %c4 step %c1 iter_args(%acc = %zero) -> (f32) {
+    %v = memref.load %x[%i] : memref<4xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %out[%i] : memref<4xf32>
+    %s = arith.addf %acc, %e : f32
+    scf.yield %s : f32
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %e = memref.load %out[%i] : memref<4xf32>
+    %q = arith.divf %e, %sum : f32
+    memref.store %q, %out[%i] : memref<4xf32>
+  }
+  func.return
+}
+"""
+
+
+def test_runs_math_ops_of_a_lowered_softmax(tmp_path, capsys):
+    path = tmp_path / "softmax.mlir"
+    path.write_text(SOFTMAX_ROW)
+    np.save(tmp_path / "x.npy", np.array([0.0, 1.0, 2.0, 3.0], np.float32))
+    np.save(tmp_path / "out.npy", np.zeros(4, np.float32))
+    status, out, err = run([str(path), "--inputs", f"{tmp_path / 'x.npy'},{tmp_path / 'out.npy'}"], capsys)
+    assert status == 0 and err == ""
+    assert out.splitlines()[1].split() == ["0.032059", "0.087144", "0.236883", "0.643914"]
+
+
+def test_an_unsupported_op_is_one_line_naming_it_and_its_place(tmp_path, capsys):
+    path = tmp_path / "sin.mlir"
+    path.write_text(SOFTMAX_ROW.replace("math.exp", "math.sin"))
+    status, out, err = run([str(path)], capsys)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"{path}:8:5: error: op 'math.sin' is not supported by the interpreter; it runs")
+
+
+def test_long_runs_show_the_progress_line_on_a_terminal(tmp_path, capsys, monkeypatch):
+    import time
+
+    import telamalloc.tools.tela_run as tela_run
+    from telamalloc.runtime.show.progress import ERASE_LINE, ProgressLine
+
+    class Forced(ProgressLine):
+        def __init__(self, stream, prefix, describe, **options):
+            super().__init__(stream, prefix, describe, interval=0.05, delay=0.05, force=True)
+
+    real_run = tela_run.run_program
+
+    def slow_run(*args, **kwargs):
+        time.sleep(0.3)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(tela_run, "ProgressLine", Forced)
+    monkeypatch.setattr(tela_run, "run_program", slow_run)
+    monkeypatch.chdir(tmp_path)  # a short name: the line is cut to the terminal's width
+    (tmp_path / "softmax.mlir").write_text(SOFTMAX_ROW)
+    status, out, err = run(["softmax.mlir"], capsys)
+    assert status == 0
+    assert "tela-run: 0." in err and "s, running 'softmax.mlir', Ctrl-C stops" in err
+    assert err.endswith(ERASE_LINE) and "0.032059" not in err

@@ -114,3 +114,135 @@ def test_softmax_matches_numpy(dtype):
         np.testing.assert_allclose(ours, reference, rtol=1e-14, atol=1e-300)
     else:
         assert ulps(ours, reference.astype(dtype)).max() <= 1
+
+
+# --- the other elementwise functions -------------------------------------------------
+
+def _libm(function, values: np.ndarray) -> np.ndarray:
+    def one(value: float) -> float:
+        try:
+            return function(float(value))
+        except (ValueError, OverflowError):
+            return float("nan")
+
+    return np.array([one(value) for value in values])
+
+
+_RNG = np.random.default_rng(8)
+_POSITIVE = np.concatenate([np.exp(_RNG.uniform(-700, 700, 4000)), _RNG.uniform(0, 2, 4000)])
+# (function, libm reference, float64 samples, float64 ulp bound)
+ELEMENTWISE = [
+    ("log", math.log, _POSITIVE, 3),
+    ("log2", math.log2, _POSITIVE, 3),
+    ("log10", math.log10, _POSITIVE, 3),
+    ("log1p", math.log1p, np.concatenate([_POSITIVE, _RNG.uniform(-0.99, 0, 2000)]), 3),
+    ("expm1", math.expm1, np.concatenate([_RNG.uniform(-700, 700, 4000), _RNG.uniform(-1, 1, 4000)]), 2),
+    ("exp2", lambda v: 2.0**v, _RNG.uniform(-1000, 1000, 4000), 2),
+    ("tanh", math.tanh, np.concatenate([_RNG.uniform(-25, 25, 4000), _RNG.uniform(-1e-3, 1e-3, 1000)]), 3),
+    ("erf", math.erf, np.concatenate([_RNG.uniform(-3, 3, 4000), _RNG.uniform(-1e-5, 1e-5, 1000)]), 20),
+    ("erf", math.erf, _RNG.uniform(-6.5, 6.5, 4000), 50),
+    ("sqrt", math.sqrt, _POSITIVE, 0),
+]
+
+
+@pytest.mark.parametrize("name, reference, samples, bound", ELEMENTWISE, ids=[f"{e[0]}-{i}" for i, e in enumerate(ELEMENTWISE)])
+def test_elementwise_float64_is_within_its_stated_ulp_of_libm(name, reference, samples, bound):
+    ours = getattr(detmath, name)(samples)
+    expected = _libm(reference, samples)
+    assert ours.dtype == np.float64
+    assert ulps(ours, expected).max() <= bound
+
+
+@pytest.mark.parametrize("name, reference, samples, bound", ELEMENTWISE, ids=[f"{e[0]}-{i}" for i, e in enumerate(ELEMENTWISE)])
+def test_elementwise_float32_is_correctly_rounded_on_the_samples(name, reference, samples, bound):
+    values = samples.astype(np.float32)
+    expected = _libm(reference, values).astype(np.float32)
+    ours = getattr(detmath, name)(values)
+    assert ours.dtype == np.float32
+    finite = np.isfinite(expected)
+    assert ulps(ours[finite], expected[finite]).max() <= 1
+    assert (ours[finite] == expected[finite]).mean() > 0.999
+
+
+def test_powf_is_within_its_stated_ulp_and_exact_on_powers_of_two():
+    rng = np.random.default_rng(9)
+    base, exponent = rng.uniform(0, 10, 8000), rng.uniform(-30, 30, 8000)
+    expected = np.array([math.pow(x, y) for x, y in zip(base, exponent)])
+    assert ulps(detmath.powf(base, exponent), expected).max() <= 25
+    powers = detmath.powf(np.full(9, 2.0), np.array([-1074.0, -10, -1, 0, 1, 3, 10, 52, 1023]))
+    assert list(powers) == [2.0**-1074, 2.0**-10, 0.5, 1.0, 2.0, 8.0, 1024.0, 2.0**52, 2.0**1023]
+    base32, exponent32 = base.astype(np.float32), exponent.astype(np.float32)
+    expected32 = np.array([math.pow(float(x), float(y)) for x, y in zip(base32, exponent32)]).astype(np.float32)
+    finite = np.isfinite(expected32)
+    assert ulps(detmath.powf(base32, exponent32)[finite], expected32[finite]).max() <= 1
+
+
+def test_powf_special_cases_follow_c99():
+    cases = [  # (x, y, pow(x, y)) from C99 Annex F.9.4.4
+        (-2.0, 3.0, -8.0), (-2.0, 2.0, 4.0), (-3.0, 0.5, math.nan), (0.0, -1.0, math.inf), (-0.0, -1.0, -math.inf),
+        (-0.0, 3.0, -0.0), (-0.0, 0.5, 0.0), (math.inf, -2.0, 0.0), (-math.inf, 3.0, -math.inf),
+        (-math.inf, 0.5, math.inf), (-1.0, math.inf, 1.0), (1.0, math.nan, 1.0), (math.nan, 0.0, 1.0),
+        (0.5, math.inf, 0.0), (2.0, -math.inf, 0.0), (math.nan, 1.0, math.nan),
+    ]
+    for x, y, expected in cases:
+        ours = float(detmath.powf(np.array(x), np.array(y)))
+        assert (math.isnan(ours) and math.isnan(expected)) or (ours == expected and math.copysign(1, ours) ==
+                                                               math.copysign(1, expected)), (x, y, ours)
+        try:
+            libm = math.pow(x, y)
+        except ValueError:  # Python's pow raises where C returns NaN or a pole's infinity
+            continue
+        assert (math.isnan(expected) and math.isnan(libm)) or libm == expected
+
+
+def test_special_values_of_the_elementwise_functions():
+    nan, inf = math.nan, math.inf
+    table = {
+        "log": ([0.0, -1.0, inf, nan, 1.0], [-inf, nan, inf, nan, 0.0]),
+        "log1p": ([-1.0, -2.0, inf, 0.0, -0.0], [-inf, nan, inf, 0.0, -0.0]),
+        "expm1": ([-inf, inf, 0.0, -0.0, 800.0], [-1.0, inf, 0.0, -0.0, inf]),
+        "tanh": ([inf, -inf, 0.0, -0.0, nan], [1.0, -1.0, 0.0, -0.0, nan]),
+        "erf": ([inf, -inf, 0.0, -0.0, nan], [1.0, -1.0, 0.0, -0.0, nan]),
+        "exp2": ([-inf, inf, 0.0, 1100.0, -1100.0], [0.0, inf, 1.0, inf, 0.0]),
+        "rsqrt": ([0.0, 4.0, -1.0, inf], [inf, 0.5, nan, 0.0]),
+    }
+    for name, (inputs, expected) in table.items():
+        ours = getattr(detmath, name)(np.array(inputs))
+        for value, want in zip(ours, expected):
+            assert (math.isnan(want) and math.isnan(value)) or (
+                value == want and math.copysign(1, value) == math.copysign(1, want)
+            ), (name, list(ours))
+    with pytest.raises(TypeError, match="floating-point"):
+        detmath.tanh(np.array([1, 2]))
+
+
+# Bits the algorithms give (so any change of the arithmetic's order shows), float64 then float32.
+PINNED = [
+    ("log", (2.0,), "0x1.62e42fefa39efp-1", "0x1.62e4300000000p-1"),
+    ("log", (0.1,), "-0x1.26bb1bbb55515p+1", "-0x1.26bb1c0000000p+1"),
+    ("tanh", (0.5,), "0x1.d9353d7568af3p-2", "0x1.d9353e0000000p-2"),
+    ("erf", (0.5,), "0x1.0a7ef5c18edd3p-1", "0x1.0a7ef60000000p-1"),
+    ("erf", (2.5,), "0x1.ffcaa8f4c9bf0p-1", "0x1.ffcaa80000000p-1"),
+    ("expm1", (1e-3,), "0x1.06466dfb8cf3ap-10", "0x1.06466e0000000p-10"),
+    ("exp2", (0.3,), "0x1.3b2c47bff8329p+0", "0x1.3b2c480000000p+0"),
+    ("log1p", (1e-3,), "0x1.060354f8c3ec0p-10", "0x1.0603560000000p-10"),
+    ("log2", (10.0,), "0x1.a934f0979a371p+1", "0x1.a934f00000000p+1"),
+    ("log10", (2.0,), "0x1.34413509f79ffp-2", "0x1.3441360000000p-2"),
+    ("powf", (2.0, 0.5), "0x1.6a09e667f3bccp+0", "0x1.6a09e60000000p+0"),
+    ("rsqrt", (3.0,), "0x1.279a74590331dp-1", "0x1.279a740000000p-1"),
+]
+
+
+@pytest.mark.parametrize("name, arguments, bits64, bits32", PINNED)
+def test_pinned_values(name, arguments, bits64, bits32):
+    function = getattr(detmath, name)
+    assert float(function(*[np.array(a) for a in arguments])).hex() == bits64
+    assert float(function(*[np.array(a, np.float32) for a in arguments])).hex() == bits32
+
+
+def test_an_elements_value_does_not_depend_on_its_neighbours():
+    values = np.random.default_rng(10).uniform(-6, 6, 300)
+    for name in ("erf", "tanh", "expm1", "exp2"):
+        together = getattr(detmath, name)(values)
+        alone = np.array([getattr(detmath, name)(np.array([v]))[0] for v in values])
+        assert together.tobytes() == alone.tobytes(), name
