@@ -2,6 +2,7 @@
 
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
                 [--target NAME]] [--function NAME] [--dim NAME=VALUE ...]
+                [--max-global-bytes BYTES]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -74,7 +75,18 @@ def _parser() -> _Parser:
     parser.add_argument("--target", default="l1", help="the target memory's name (default l1)")
     parser.add_argument("--function", default="main", help="the generated function's name (default main)")
     parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE", help="bind a symbolic input dimension")
+    parser.add_argument(
+        "--max-global-bytes", type=_bytes_or_zero, default=65536, metavar="BYTES",
+        help="constants (weights) up to this size are carried with their values as memref.globals; "
+        "larger ones are function arguments (default 65536; 0: every constant an argument)",
+    )
     return parser
+
+
+def _bytes_or_zero(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"max-global-bytes '{text}' must be a number of bytes (0 or more)")
+    return int(text)
 
 
 def _count(number: int, noun: str) -> str:
@@ -93,6 +105,11 @@ def render(imported: ImportedModel, source: str) -> str:
         f"// Interpreter kernels: {runnable}.",
         f"// Planned only (no interpreter kernel): {planned}.",
     ]
+    if imported.folded or imported.globals or imported.constant_arguments:
+        header.append(
+            f"// Constants: {_count(imported.folded, 'folded node')}; {imported.globals} carried as memref.global, "
+            f"{imported.constant_arguments} as arguments."
+        )
     return "\n".join(header) + "\n" + stream.getvalue().rstrip("\n") + "\n"
 
 
@@ -119,6 +136,7 @@ def _run(argv: Sequence[str] | None) -> int:
         alignment=64 if arguments.alignment is None else arguments.alignment,
         target_name=arguments.target,
         dims=dict(arguments.dim),
+        max_global_bytes=arguments.max_global_bytes,
     )
     imported = import_onnx(arguments.model, options)
     try:
