@@ -627,7 +627,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())
     context = _Graph(tensors, constants, opset)
 
-    folded_nodes, constant_names = _constant_foldable(graph, tensors)
+    folded_nodes = _constant_foldable(graph, tensors)
     constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
     folded_ids = {id(node) for node in folded_nodes}
     nodes = [node for node in graph.node if id(node) not in folded_ids]
@@ -644,8 +644,8 @@ NONDETERMINISTIC_OPS = frozenset(
 """Op types whose outputs are not functions of their inputs: never folded."""
 
 
-def _constant_foldable(graph, tensors: Mapping[str, _Tensor | None]) -> tuple[list, set[str]]:
-    """The nodes of constant-foldable subgraphs and every constant tensor's name.
+def _constant_foldable(graph, tensors: Mapping[str, _Tensor | None]) -> list:
+    """The nodes of constant-foldable subgraphs, in graph order.
 
     A node is foldable when it is a deterministic default-domain op without subgraphs,
     every input it reads is an initializer or a foldable node's output, and its outputs
@@ -667,7 +667,7 @@ def _constant_foldable(graph, tensors: Mapping[str, _Tensor | None]) -> tuple[li
         if all(name in constant for name in _inputs(node)):
             folded.append(node)
             constant.update(outputs)
-    return folded, constant
+    return folded
 
 
 def _evaluate_folded(model, folded_nodes: list, tensors, constants: Mapping[str, Any], limit: int) -> dict[str, Any]:
@@ -683,7 +683,7 @@ def _evaluate_folded(model, folded_nodes: list, tensors, constants: Mapping[str,
             available.update(outputs)
     if not small_nodes:
         return {}
-    from onnx import helper, numpy_helper
+    from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
     wanted = [name for node in small_nodes for name in node.output if name]
@@ -697,7 +697,6 @@ def _evaluate_folded(model, folded_nodes: list, tensors, constants: Mapping[str,
         values = ReferenceEvaluator(sub).run(None, {})
     except Exception:  # an op the reference evaluator lacks: the constants stay arguments
         return {}
-    del numpy_helper
     return {name: value for name, value in zip(wanted, values) if value is not None}
 
 
@@ -705,9 +704,7 @@ def _bytes(tensor: _Tensor) -> int:
     count = 1
     for dim in tensor.shape:
         count *= dim
-    width = getattr(tensor.element_type, "bitwidth", None) or getattr(tensor.element_type, "width", None)
-    bits = width.data if hasattr(width, "data") else width
-    return count * max(1, (int(bits or 8) + 7) // 8)
+    return count * max(1, (int(getattr(tensor.element_type, "bitwidth", 8)) + 7) // 8)
 
 
 def _map_nodes(nodes, context: _Graph, graph_outputs: set[str]):
@@ -784,11 +781,11 @@ def _build(
             )
 
     names = _Names()
-    global_values = {
-        name: value
+    global_values = {  # constant -> its dense attribute, for those carried as memref.global
+        name: dense
         for name in used_initializers
         if (value := context.constants.get(name)) is not None and value.nbytes <= options.max_global_bytes
-        and _dense(context.tensors[name], value) is not None
+        and (dense := _dense(context.tensors[name], value)) is not None
     }
     argument_constants = [name for name in used_initializers if name not in global_values]
     arguments = [(name, "in") for name in main_inputs] + [(name, "in") for name in argument_constants] + [(name, "out") for name in outputs]
@@ -802,16 +799,11 @@ def _build(
     buffer_names = {name: names.make(name) for name in sorted(context.tensors) if name}
     global_ops: list[Operation] = []
     global_symbols = _Names()
-    global_symbols.used = set()
     symbol_of = {name: global_symbols.make(f"{name}_value") for name in global_values}
-    for name, value in global_values.items():
-        tensor = context.tensors[name]
+    for name, dense in global_values.items():
         global_ops.append(
             memref.GlobalOp.get(
-                StringAttr(symbol_of[name]),
-                tensor.memref(scratchpad=False),
-                _dense(tensor, value),
-                constant=UnitAttr(),
+                StringAttr(symbol_of[name]), context.tensors[name].memref(scratchpad=False), dense, constant=UnitAttr()
             )
         )
 

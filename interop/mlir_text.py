@@ -87,27 +87,31 @@ def generic_text_via_mlir(text: str, known_op: callable) -> str:
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             name = op.name
-            if name not in unknown and not known_op(name):
-                unknown[name] = _position(op.location)
+            if not known_op(name):
+                position = _position(op.location)
+                if name not in unknown or (position is not None and (unknown[name] is None or position < unknown[name])):
+                    unknown[name] = position
             return ir.WalkResult.ADVANCE
 
         module.operation.walk(visit)
         if unknown:
-            line, column = min(unknown.values())
+            # The first op with a position in the text (ops that a custom form implies,
+            # e.g. the body of `linalg.fill`, have none).
+            line, column = min((position for position in unknown.values() if position is not None), default=(1, 1))
             raise UnknownToXdsl(line, column, sorted(unknown))
         return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=True, use_local_scope=True)
 
 
-def _position(location: ir.Location) -> tuple[int, int]:
+def _position(location: ir.Location) -> tuple[int, int] | None:
     match = _LOCATION.search(str(location))
-    return (int(match[1]), int(match[2])) if match else (1, 1)
+    return (int(match[1]), int(match[2])) if match else None
 
 
 def _rejection(error: Exception) -> MlirRejects:
     diagnostics = list(getattr(error, "error_diagnostics", []) or [])
     if diagnostics:
         first = diagnostics[0]
-        line, column = _position(first.location)
+        line, column = _position(first.location) or (1, 1)
         return MlirRejects(line, column, " ".join(str(first.message).split()))
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     return MlirRejects(1, 1, lines[-1] if lines else "upstream MLIR cannot parse the text")

@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -283,6 +283,7 @@ def analyze_function(
     function_end = len(points)
     region_spans: dict[int, tuple[int, int]] = {}
     lifetimes: list[Lifetime] = []
+    cfgs: dict[int, _Cfg] = {}
     conservative = False
     for op in points:
         if not op.results or not is_allocation(op):
@@ -299,7 +300,7 @@ def analyze_function(
         if any(id(region) not in held for use in uses for region in _branching_regions(use.op, func)):
             conservative = True  # used in a branching region of an op it is live across whole
         for region in regions:
-            interval = None if opaque else _cfg_interval(region, op, uses, ancestors, point_of, last_of, func)
+            interval = None if opaque else _cfg_interval(region, op, uses, ancestors, point_of, last_of, func, cfgs)
             if interval is None:
                 interval = _region_span(region, point_of, last_of, region_spans)
                 conservative = True
@@ -355,6 +356,25 @@ def _anchor(op: Operation, region: Region) -> Operation | None:
     return None
 
 
+_Cfg = tuple[list[Block], dict[int, int], dict[int, int], list[list[int]]]
+
+
+def _cfg_of(region: Region, cfgs: dict[int, _Cfg]) -> _Cfg:
+    """`region`'s blocks, each block's index, each op's position in its block, and each
+    block's successors (indices), computed once per region."""
+    if id(region) not in cfgs:
+        blocks = list(region.blocks)
+        index_of = {id(block): index for index, block in enumerate(blocks)}
+        position = {id(op): index for block in blocks for index, op in enumerate(block.ops)}
+        successors = [
+            [index_of[id(successor)] for successor in (block.last_op.successors if block.last_op else ())
+             if id(successor) in index_of]
+            for block in blocks
+        ]
+        cfgs[id(region)] = (blocks, index_of, position, successors)
+    return cfgs[id(region)]
+
+
 def _cfg_interval(
     region: Region,
     alloc: Operation,
@@ -363,13 +383,12 @@ def _cfg_interval(
     point_of: dict[Operation, int],
     last_of: dict[Operation, int],
     func: FuncOp,
+    cfgs: dict[int, _Cfg],
 ) -> tuple[int, int] | None:
     """The (first, last) points of the buffer allocated by `alloc` inside the branching
     `region`, by dataflow liveness over the region's blocks; None when it cannot be
     told that precisely (see the module doc)."""
-    blocks = list(region.blocks)
-    index_of = {id(block): index for index, block in enumerate(blocks)}
-    position = {id(op): index for block in blocks for index, op in enumerate(block.ops)}
+    blocks, index_of, position, successors = _cfg_of(region, cfgs)
     alloc_anchor = _anchor(alloc, region)
     if alloc_anchor is None:
         return None
@@ -390,11 +409,6 @@ def _cfg_interval(
         block_uses[b].append((position[id(anchor)], extent))
         if b != def_block or position[id(anchor)] < def_position or use.op.operands[use.operand_index] not in fresh:
             exposed[b] = True
-    successors = [
-        [index_of[id(successor)] for successor in (block.last_op.successors if block.last_op else ())
-         if id(successor) in index_of]
-        for block in blocks
-    ]
     live_in = list(exposed)
     live_out = [False] * len(blocks)
     changed = True

@@ -1,7 +1,7 @@
 // A padded 3x3 convolution block as upstream MLIR users write it: linalg on tensors
 // (tensor.pad, conv, bias + relu, 2x2 max pool). Bring it to loops with MLIR's own passes
 // (telamalloc.interop.LOOPS_PIPELINE) and plan the output, as mlir-opt prints it:
-//   tela-mlir-opt examples/padded_conv_block.mlir --pass-pipeline="$(python -c 'from telamalloc.interop import LOOPS_PIPELINE; print(LOOPS_PIPELINE)')" -o conv.loops.mlir
+//   tela-mlir-opt examples/linalg/padded_conv_block.mlir --pass-pipeline="$(python -c 'from telamalloc.interop import LOOPS_PIPELINE; print(LOOPS_PIPELINE)')" -o conv.loops.mlir
 //   tela-opt conv.loops.mlir -p 'tela-pipeline{mode=minimize}' -o conv.planned.mlir
 func.func @padconv(%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x4xf32>, %b: tensor<4xf32>) -> tensor<1x3x3x4xf32> {
   %zero = arith.constant 0.0 : f32
