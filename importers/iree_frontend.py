@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -83,10 +84,14 @@ def _require() -> Path:
     return binary
 
 
+_TOOL_LOCATION = re.compile(r"^\S+:\d+:\d+: error: ")
+
+
 def _first_error(stderr: str) -> str:
+    """The first error line of a tool, without its position in our temporary files."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line for line in lines if "error" in line.lower()]
-    return " ".join((errors or lines or ["no message"])[0].split())
+    return _TOOL_LOCATION.sub("", " ".join((errors or lines or ["no message"])[0].split()))
 
 
 def onnx_to_linalg(path: str | os.PathLike) -> str:

@@ -96,6 +96,22 @@ def test_tela_import_frontend_iree_writes_a_verified_program(tmp_path: Path, cap
 
 
 @needs_iree
+def test_verify_says_when_the_jit_cannot_run_the_program(tmp_path: Path, capsys) -> None:
+    """The bundled MLP's softmax needs `math.exp`: verified once MLIR's JIT lowers it, else a
+    one-line error and no output file."""
+    output = tmp_path / "mlp.mlir"
+    status = tela_import.main(["--frontend=iree", str(EXAMPLES / "mlp.onnx"), "--verify", "-o", str(output)])
+    error = capsys.readouterr().err
+    if status == 0:
+        assert "verified with MLIR's JIT" in error and output.exists()
+        return
+    assert status == 2 and not output.exists()
+    (line,) = [line for line in error.splitlines() if "error:" in line]
+    assert line.startswith(f"tela-import: error: {EXAMPLES / 'mlp.onnx'}: cannot verify: MLIR's JIT cannot run it (")
+    assert line.endswith("; drop --verify to write the planned program unverified")
+
+
+@needs_iree
 def test_a_capacity_below_load_is_a_planning_failure(tmp_path: Path, capsys) -> None:
     status = tela_import.main(["--frontend=iree", str(_relu_mlp(tmp_path / "m.onnx")), "--capacity", "100"])
     assert status == 1
@@ -110,6 +126,23 @@ def test_a_file_iree_cannot_import_is_one_line(tmp_path: Path, capsys) -> None:
     assert tela_import.main(["--frontend=iree", str(bad)]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith(f"tela-import: error: {bad}: iree-import-onnx failed:") and len(error.splitlines()) == 1
+
+
+@needs_iree
+def test_an_op_torch_mlir_cannot_lower_is_named(tmp_path: Path, capsys) -> None:
+    node = helper.make_node("Magic", ["x"], ["y"], domain="com.vendor")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.vendor", 1)])
+    model.ir_version = 8
+    path = tmp_path / "magic.onnx"
+    onnx.save(model, str(path))
+    assert tela_import.main(["--frontend=iree", str(path)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(
+        f"tela-import: error: {path}: iree-opt cannot lower the model to linalg: failed to legalize operation 'torch.operator'"
+    )
+    assert "onnx.Magic" in error and "tela-iree-" not in error  # no temporary file names
 
 
 def test_without_iree_the_message_says_what_to_install(monkeypatch, tmp_path: Path) -> None:
