@@ -1,4 +1,4 @@
-"""Install hints for the optional extras (`plot`, `onnx`, `mlir`, `dask`).
+"""Install hints for the optional extras (`plot`, `onnx`, `mlir`, `dask`, `iree`).
 
 telamalloc is installed from a checkout, not from a package index, so a hint such as
 `pip install 'telamalloc[onnx]'` would fail. The hint names the extra's own requirements,

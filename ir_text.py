@@ -193,9 +193,84 @@ def parse_module_text(
     source positions (lines shifted by `line_offset`, for a chunk of a split file), an
     input without operations is an empty module, and an attribute that rejects its value
     while being built is a parse error too. Raises `ParseError` (only) like xDSL's parser.
+
+    Text that xDSL alone cannot read but upstream MLIR can, e.g. `mlir-opt`'s pretty
+    output with ops whose custom form xDSL lacks (`memref.global`, `memref.copy`), is
+    read through MLIR's generic form when the `mlir` extra is installed; the ops keep
+    their positions in `text` (see `telamalloc.interop.mlir_text`).
     """
     # Constructing the parser already lexes the first token, which may raise ParseError.
-    return _LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+    try:
+        return _LocatingParser(ctx, text, name, line_offset).parse_module(allow_implicit_module)
+    except ParseError as error:
+        module = _parse_through_mlir(ctx, text, name, line_offset, allow_implicit_module, error)
+        if module is None:
+            raise
+        return module
+
+
+def _parse_through_mlir(
+    ctx: Context, text: str, name: str, line_offset: int, allow_implicit_module: bool, error: ParseError
+) -> ModuleOp | None:
+    """The module of `text` read through upstream MLIR's generic form (see
+    `telamalloc.interop.mlir_text`), when xDSL alone could not read it; None when MLIR
+    rejects the text too and xDSL's error `error` is the one to report.
+
+    Raises a `ParseError` that says what to do when the text is valid MLIR that xDSL
+    cannot read: an op xDSL does not know, or (without the `mlir` extra) an op whose
+    custom form xDSL lacks; and MLIR's own error when xDSL stopped at a missing custom
+    format (MLIR reads that op, so its diagnostic points at the real problem).
+    """
+    from telamalloc.interop import mlir_text
+
+    lacks_custom_format = mlir_text.missing_custom_format_hint(error.msg) is not None
+    if not allow_implicit_module and not lacks_custom_format:
+        return None  # MLIR would wrap a bare op in a module, which the caller forbids
+    if not mlir_text.have_bindings():
+        hint = mlir_text.missing_custom_format_hint(error.msg)
+        if hint is None:
+            return None
+        raise ParseError(error.span, hint) from None
+
+    def known(op_name: str) -> bool:
+        return ctx.allow_unregistered or ctx.get_optional_op(op_name) is not None
+
+    try:
+        generic = mlir_text.generic_text_via_mlir(text, known)
+    except mlir_text.MlirRejects as rejection:
+        if not lacks_custom_format:
+            return None
+        raise ParseError(_span_at(text, name, rejection.line, rejection.column), rejection.message) from None
+    except mlir_text.UnknownToXdsl as unknown:
+        listed = ", ".join(f"'{op_name}'" for op_name in unknown.op_names)
+        plural = len(unknown.op_names) > 1
+        raise ParseError(
+            _span_at(text, name, unknown.line, unknown.column),
+            f"{'ops' if plural else 'op'} {listed} {'are' if plural else 'is'} not registered here; "
+            f"lower {'them' if plural else 'it'} in MLIR first (telamalloc.interop.LOOPS_PIPELINE "
+            "brings tensor and linalg ops to scf loops)",
+        ) from None
+    try:
+        module = _LocatingParser(ctx, generic, name, 0).parse_module(True)
+    except ParseError:
+        return None  # xDSL cannot read MLIR's generic form of it either: its first error stands
+    file_name = StringAttr(name)
+    for op in module.walk():
+        location = op.location
+        if isinstance(location, FileLineColLoc) and location.filename.data == "-":  # MLIR's name for a string
+            op.location = FileLineColLoc(
+                file_name, IntAttr(location.line.data + line_offset), location.column
+            )
+    return module
+
+
+def _span_at(text: str, name: str, line: int, column: int) -> Span[str]:
+    """The one-character span at 1-based `line`:`column` of `text` (clamped to the text)."""
+    lines = text.split("\n")
+    line = min(max(line, 1), len(lines))
+    start = sum(len(previous) + 1 for previous in lines[: line - 1]) + max(column, 1) - 1
+    start = min(start, len(text))
+    return Span(start, min(start + 1, len(text)), Input(text, name))
 
 
 _NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can start here

@@ -4,9 +4,21 @@
 into one `func.func` of the scratchpad dialect, ready for the usual pipeline
 (`tela-opt model.mlir -p 'tela-pipeline{capacity=...}'`):
 
-- the model's inputs, its initializers (weights) and its outputs are main-memory memref
-  arguments of the function, in that order, named `<tensor>_in` and `<tensor>_out`;
-- an input or initializer is moved into the scratchpad (`scratchpad.alloc` +
+- constants are the initializers (weights) and the outputs of constant-foldable
+  subgraphs: nodes that read only constants (`Constant`, `ConstantOfShape` of a constant
+  shape, a `Reshape` of a weight, ...; deterministic default-domain ops without
+  subgraphs). They are not kernels: like initializers they stay in main memory;
+- a constant of at most `ImportOptions.max_global_bytes` (64 KiB by default) whose value
+  is known (an initializer, or a folded output that ONNX's reference evaluator computes
+  from such small tensors) is carried with its value: a `memref.global` constant with
+  dense values, read by `memref.get_global`; so a model's small weights travel in the
+  IR and `tela-run` computes the model's real outputs. Larger constants are function
+  arguments: their values would make the text IR huge (vgg19's 411 MB fc6 weight would be
+  a gigabyte of hex) and a compiler hands weights over as buffers anyway;
+- the model's inputs, the constants that are arguments, and its outputs are main-memory
+  memref arguments of the function, in that order, named `<tensor>_in` and `<tensor>_out`
+  (`ImportedModel.arguments` lists them);
+- an input or constant is moved into the scratchpad (`scratchpad.alloc` +
   `scratchpad.dma`) right before the first node that reads it;
 - every node becomes one `scratchpad.kernel`, in a topological order of the graph (the
   file's order wherever it is one), writing a fresh `scratchpad.alloc` per output;
@@ -40,9 +52,9 @@ Limits: shapes must be static after shape inference (symbolic dimensions can be 
 `dims`, e.g. `{"batch": 1}`; a name that is no symbolic dimension of an input is an error,
 not ignored); sequence, map, optional and sparse tensors are rejected;
 subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
-inner tensors are not planned. Initializer values are not carried into the IR (they are
-arguments, as weights are in a compiled model); a Constant node that fills its output with
-one value becomes `fill`, any other Constant an opaque `onnx.Constant` kernel.
+inner tensors are not planned. A Constant node whose output shape inference leaves open is
+not folded; if it fills its output with one value it becomes `fill`, else an opaque
+`onnx.Constant` kernel.
 """
 
 from __future__ import annotations
@@ -55,8 +67,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    TensorType,
+    UnitAttr,
     BFloat16Type,
     DenseArrayBase,
     Float16Type,
@@ -115,6 +131,7 @@ class ImportOptions:
     alignment: int = 64  # the target's default alignment (only with a capacity)
     target_name: str = "l1"
     dims: Mapping[str, int] = field(default_factory=dict)  # values for symbolic input dimensions
+    max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
 
 
 @dataclass(frozen=True)
@@ -127,6 +144,10 @@ class ImportedModel:
     runnable: dict[str, str]  # ONNX op type -> interpreter kernel, for the mapped op types
     planned_only: dict[str, int]  # ONNX op type -> nodes the interpreter cannot run
     reasons: dict[str, str]  # ONNX op type -> why a known op type was not mapped (first seen)
+    folded: int = 0  # nodes of constant-foldable subgraphs (their outputs are constants)
+    globals: int = 0  # constants carried with their values (memref.global)
+    constant_arguments: int = 0  # constants passed as function arguments (larger, or no value known)
+    arguments: tuple[tuple[str, str], ...] = ()  # (ONNX tensor, "in" or "out") per function argument
 
 
 # --------------------------------------------------------------------------------------
@@ -323,7 +344,7 @@ class _NotMapped(Exception):
 @dataclass
 class _Graph:
     tensors: dict[str, _Tensor]
-    constants: dict[str, Any]  # initializer and Constant values, as numpy arrays (for axes inputs)
+    constants: dict[str, Any]  # initializer, Constant and small folded values, as numpy arrays
     opset: int
 
     def shape(self, name: str) -> tuple[int, ...]:
@@ -606,9 +627,84 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())
     context = _Graph(tensors, constants, opset)
 
-    nodes = list(graph.node)
+    folded_nodes = _constant_foldable(graph, tensors)
+    constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
+    folded_ids = {id(node) for node in folded_nodes}
+    nodes = [node for node in graph.node if id(node) not in folded_ids]
     kernels, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
-    return _build(model, nodes, kernels, context, options, runnable, planned_only, reasons)
+    folded_outputs = [name for node in folded_nodes for name in node.output if name]
+    return _build(
+        model, nodes, kernels, context, options, runnable, planned_only, reasons, folded_outputs, len(folded_nodes)
+    )
+
+
+NONDETERMINISTIC_OPS = frozenset(
+    {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
+)
+"""Op types whose outputs are not functions of their inputs: never folded."""
+
+
+def _constant_foldable(graph, tensors: Mapping[str, _Tensor | None]) -> list:
+    """The nodes of constant-foldable subgraphs, in graph order.
+
+    A node is foldable when it is a deterministic default-domain op without subgraphs,
+    every input it reads is an initializer or a foldable node's output, and its outputs
+    have static shapes (e.g. `Constant`, and `ConstantOfShape` of an initializer shape:
+    the weights of the onnx package's "light" models).
+    """
+    from onnx import AttributeProto
+
+    constant = {initializer.name for initializer in graph.initializer}
+    folded = []
+    for node in graph.node:  # topological already
+        if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+            continue
+        if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+            continue
+        outputs = [name for name in node.output if name]
+        if not outputs or any(tensors.get(name) is None for name in outputs):
+            continue
+        if all(name in constant for name in _inputs(node)):
+            folded.append(node)
+            constant.update(outputs)
+    return folded
+
+
+def _evaluate_folded(model, folded_nodes: list, tensors, constants: Mapping[str, Any], limit: int) -> dict[str, Any]:
+    """The values of the folded outputs that are at most `limit` bytes and computed only
+    from such tensors, by ONNX's reference evaluator (larger ones are not evaluated:
+    they stay arguments, and computing them could take gigabytes)."""
+    small_nodes = []
+    available = {name for name, value in constants.items() if value.nbytes <= limit}
+    for node in folded_nodes:
+        outputs = [name for name in node.output if name]
+        if all(name in available for name in _inputs(node)) and all(_bytes(tensors[name]) <= limit for name in outputs):
+            small_nodes.append(node)
+            available.update(outputs)
+    if not small_nodes:
+        return {}
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    wanted = [name for node in small_nodes for name in node.output if name]
+    read = {name for node in small_nodes for name in _inputs(node)}
+    initializers = [init for init in model.graph.initializer if init.name in read]
+    graph = helper.make_graph(
+        small_nodes, "folded", [], [helper.make_empty_tensor_value_info(name) for name in wanted], initializers
+    )
+    sub = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+    try:
+        values = ReferenceEvaluator(sub).run(None, {})
+    except Exception:  # an op the reference evaluator lacks: the constants stay arguments
+        return {}
+    return {name: value for name, value in zip(wanted, values) if value is not None}
+
+
+def _bytes(tensor: _Tensor) -> int:
+    count = 1
+    for dim in tensor.shape:
+        count *= dim
+    return count * max(1, (int(getattr(tensor.element_type, "bitwidth", 8)) + 7) // 8)
 
 
 def _map_nodes(nodes, context: _Graph, graph_outputs: set[str]):
@@ -644,9 +740,21 @@ def _map_nodes(nodes, context: _Graph, graph_outputs: set[str]):
     return kernels, runnable, dict(sorted(planned_only.items())), reasons
 
 
-def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: ImportOptions, runnable, planned_only, reasons) -> ImportedModel:
+def _build(
+    model,
+    nodes,
+    kernels: list[_Kernel],
+    context: _Graph,
+    options: ImportOptions,
+    runnable,
+    planned_only,
+    reasons,
+    folded_outputs: Sequence[str] = (),
+    folded: int = 0,
+) -> ImportedModel:
     graph = model.graph
-    initializer_names = [init.name for init in graph.initializer]
+    # Constants: the initializers, then the outputs of constant-foldable subgraphs.
+    initializer_names = list(dict.fromkeys([init.name for init in graph.initializer] + list(folded_outputs)))
     initializers = set(initializer_names)
     outputs = [value.name for value in graph.output]
     output_set = set(outputs)
@@ -673,7 +781,14 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
             )
 
     names = _Names()
-    arguments = [(name, "in") for name in main_inputs] + [(name, "in") for name in used_initializers] + [(name, "out") for name in outputs]
+    global_values = {  # constant -> its dense attribute, for those carried as memref.global
+        name: dense
+        for name in used_initializers
+        if (value := context.constants.get(name)) is not None and value.nbytes <= options.max_global_bytes
+        and (dense := _dense(context.tensors[name], value)) is not None
+    }
+    argument_constants = [name for name in used_initializers if name not in global_values]
+    arguments = [(name, "in") for name in main_inputs] + [(name, "in") for name in argument_constants] + [(name, "out") for name in outputs]
     argument_types = [context.tensors[name].memref(scratchpad=False) for name, _ in arguments]
     function = FuncOp(options.function, FunctionType.from_lists(argument_types, []))
     block: Block = function.body.block
@@ -682,6 +797,15 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
         argument.name_hint = names.make(f"{name}_{direction}")
         main_values[(name, direction)] = argument
     buffer_names = {name: names.make(name) for name in sorted(context.tensors) if name}
+    global_ops: list[Operation] = []
+    global_symbols = _Names()
+    symbol_of = {name: global_symbols.make(f"{name}_value") for name in global_values}
+    for name, dense in global_values.items():
+        global_ops.append(
+            memref.GlobalOp.get(
+                StringAttr(symbol_of[name]), context.tensors[name].memref(scratchpad=False), dense, constant=UnitAttr()
+            )
+        )
 
     last_read = {name: positions[-1] for name, positions in reads.items()}
     in_scratchpad: dict[str, SSAValue] = {}
@@ -707,19 +831,29 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
         if last_read.get(name, -1) <= position:
             emit(DeallocOp(in_scratchpad.pop(name)))
 
+    def source(name: str) -> SSAValue:
+        """The main-memory value of input or constant `name` (a global's, read here)."""
+        if name in global_values:
+            read = emit(memref.GetGlobalOp(symbol_of[name], context.tensors[name].memref(scratchpad=False)))
+            read.memref.name_hint = names.make(f"{name}_in")
+            return read.memref
+        return main_values[(name, "in")]
+
     stored: set[str] = set()
     for name in main_inputs + used_initializers:  # outputs that are inputs: move through at once
         if name in output_set and name not in reads:
+            main = source(name)
             allocate(name)
-            emit(DmaOp(main_values[(name, "in")], in_scratchpad[name]))
+            emit(DmaOp(main, in_scratchpad[name]))
             counts["loads"] += 1
             store_and_free(name, -1)
 
     for position, (node, kernel) in enumerate(zip(nodes, kernels)):
         for name in kernel.ins:
             if name not in in_scratchpad:
+                main = source(name)
                 allocate(name)
-                emit(DmaOp(main_values[(name, "in")], in_scratchpad[name]))
+                emit(DmaOp(main, in_scratchpad[name]))
                 counts["loads"] += 1
         results = list(kernel.outs)
         for name in results:
@@ -737,7 +871,7 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
                 store_and_free(name, position)
     emit(ReturnOp())
 
-    module = ModuleOp([function])
+    module = ModuleOp([*global_ops, function])
     if options.capacity is not None:
         module.attributes[TARGET_ATTR_KEY] = TargetAttr(options.target_name, options.capacity, options.alignment)
     return ImportedModel(
@@ -749,4 +883,28 @@ def _build(model, nodes, kernels: list[_Kernel], context: _Graph, options: Impor
         runnable=dict(sorted(runnable.items())),
         planned_only=planned_only,
         reasons=reasons,
+        folded=folded,
+        globals=len(global_values),
+        constant_arguments=len(argument_constants),
+        arguments=tuple(arguments),
     )
+
+
+def _dense(tensor: _Tensor, value) -> DenseIntOrFPElementsAttr | None:
+    """The dense attribute of a constant's value (None for an element type it cannot hold)."""
+    import numpy as np
+
+    array = np.asarray(value)
+    if tuple(array.shape) != tensor.shape:
+        return None
+    element = tensor.element_type
+    try:
+        if array.dtype.kind == "f":
+            data = [float(v) for v in array.astype(np.float64).reshape(-1)]
+        elif array.dtype.kind in "iub":
+            data = [int(v) for v in array.astype(np.int64 if array.dtype.kind != "u" else np.uint64).reshape(-1)]
+        else:
+            return None
+        return DenseIntOrFPElementsAttr.from_list(TensorType(element, tensor.shape), data)
+    except (ValueError, TypeError, OverflowError):
+        return None

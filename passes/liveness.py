@@ -24,9 +24,22 @@ last point at which the buffer, or a value aliasing it, is used or deallocated:
   assumed not to keep it);
 - with a dealloc the lifetime includes the dealloc; without one it ends at the last use
   (a use after a dealloc still extends it, as this analysis does not judge programs);
-- unstructured control flow: a buffer allocated or used in a region with several blocks
-  (`cf.br`, `cf.cond_br`, ...) is live over that whole region, as branches may repeat
-  blocks or run them out of textual order (back edges are not analysed more finely);
+- unstructured control flow (a region with several blocks, e.g. after `scf-to-cf`):
+  dataflow liveness over the region's control-flow graph. The buffer (with its
+  aliases, including the block arguments that `cf.br` / `cf.cond_br` pass it to) is
+  live into a block when a path from the block's entry reaches a use before its
+  allocation, and out of a block when it is live into a successor; loops are solved
+  by iterating to a fixed point. In each block where it is live, it covers from the
+  block's first point (live in) or its allocation, to the block's last point (live
+  out) or its last use there; the lifetime is the tightest single interval over these
+  pieces in the block order of the region (points follow the blocks as listed). With
+  one block per region this is the structured result; it is never looser than
+  treating the whole region as live. Where the analysis cannot follow the buffer (a
+  branch other than `cf.br` / `cf.cond_br` takes it, or it is live around a back edge
+  into its own allocation, so two iterations' buffers would overlap) the buffer is live
+  over that whole region; then, and when a buffer is used in a branching region of an op
+  that does not hold its allocation (live across that op whole, like a loop),
+  `FunctionLiveness.conservative` is true;
 - a buffer that *escapes* lives to the end of the function: returned by `func.return`,
   yielded by a terminator other than the structured ones above (`scf.yield` in a loop,
   `scf.condition`, ...), stored as a value (`memref.store` of the memref itself), or
@@ -42,9 +55,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from xdsl.dialects import cf
 from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -104,6 +118,7 @@ class FunctionLiveness:
     func: FuncOp
     points: tuple[Operation, ...]  # points[t] is the op numbered t
     lifetimes: tuple[Lifetime, ...]  # one per selected allocation, in program order
+    conservative: bool = False  # some lifetime spans a whole branching region (see module doc)
 
     @property
     def end(self) -> int:
@@ -180,8 +195,36 @@ def _yielded_aliases(terminator: Operation, operand_index: int) -> tuple[SSAValu
     return tuple(result for result in parent.results if is_memref(result.type))
 
 
+BRANCH_OPS = frozenset({"cf.br", "cf.cond_br"})
+"""Branches whose forwarded operands the analysis follows into the successors' arguments."""
+
+
+def _branch_aliases(branch: Operation, operand_index: int) -> tuple[SSAValue, ...] | None:
+    """The successor block argument a branch passes operand `operand_index` to (none for
+    `cf.cond_br`'s condition); None for a branch the analysis does not know."""
+    if isinstance(branch, cf.BranchOp):
+        return (branch.successor.args[operand_index],)
+    if isinstance(branch, cf.ConditionalBranchOp):
+        then_count = len(branch.then_arguments)
+        if operand_index == 0:
+            return ()
+        if operand_index <= then_count:
+            return (branch.then_block.args[operand_index - 1],)
+        return (branch.else_block.args[operand_index - 1 - then_count],)
+    return None
+
+
 def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
     """Every use of `value` and of its aliases; the deallocs among them; whether it escapes."""
+    uses, deallocs, escapes, _ = _trace(value, follow_branches=True)
+    return uses, deallocs, escapes
+
+
+def _trace(
+    value: SSAValue, *, follow_branches: bool
+) -> tuple[list[_Use], list[Operation], bool, set[SSAValue]]:
+    """`trace_buffer`, and the set of aliases; without `follow_branches`, the aliases
+    reached without passing through a branch into a block argument."""
     uses: list[_Use] = []
     deallocs: list[Operation] = []
     escapes = False
@@ -198,7 +241,15 @@ def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
             if op.name in ESCAPING_OPS or (op.name == "memref.store" and use.index == 0):
                 escapes = True
                 continue
-            if op.has_trait(IsTerminator):
+            if op.successors:
+                if not follow_branches:
+                    continue
+                forwarded = _branch_aliases(op, use.index)
+                if forwarded is None:
+                    escapes = True
+                    continue
+                aliases = forwarded
+            elif op.has_trait(IsTerminator):
                 forwarded = _yielded_aliases(op, use.index)
                 if forwarded is None:
                     escapes = True
@@ -210,7 +261,7 @@ def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
                 if alias not in seen:
                     seen.add(alias)
                     worklist.append(alias)
-    return uses, deallocs, escapes
+    return uses, deallocs, escapes, seen
 
 
 def _innermost_loop(op: Operation, func: FuncOp) -> Operation | None:
@@ -232,6 +283,8 @@ def analyze_function(
     function_end = len(points)
     region_spans: dict[int, tuple[int, int]] = {}
     lifetimes: list[Lifetime] = []
+    cfgs: dict[int, _Cfg] = {}
+    conservative = False
     for op in points:
         if not op.results or not is_allocation(op):
             continue
@@ -241,42 +294,153 @@ def analyze_function(
         last = start
         for use in uses:
             last = max(last, _extent(use.op, ancestors, point_of, last_of, func))
-        for user in (op, *(use.op for use in uses)):
-            for first_point, last_point in _branching_regions(user, func, point_of, last_of, region_spans):
-                start = min(start, first_point)
-                last = max(last, last_point)
+        opaque = escapes and any(use.op.successors and use.op.name not in BRANCH_OPS for use in uses)
+        regions = list(_branching_regions(op, func))
+        held = {id(region) for region in regions}
+        if any(id(region) not in held for use in uses for region in _branching_regions(use.op, func)):
+            conservative = True  # used in a branching region of an op it is live across whole
+        for region in regions:
+            interval = None if opaque else _cfg_interval(region, op, uses, ancestors, point_of, last_of, func, cfgs)
+            if interval is None:
+                interval = _region_span(region, point_of, last_of, region_spans)
+                conservative = True
+            start = min(start, interval[0])
+            last = max(last, interval[1])
         end = function_end if escapes else last + 1
         lifetimes.append(
             Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op])
         )
-    return FunctionLiveness(func, points, tuple(lifetimes))
+    return FunctionLiveness(func, points, tuple(lifetimes), conservative)
 
 
-def _branching_regions(
-    op: Operation,
-    func: FuncOp,
-    point_of: dict[Operation, int],
-    last_of: dict[Operation, int],
-    region_spans: dict[int, tuple[int, int]],
-) -> Iterator[tuple[int, int]]:
-    """(first, last) points of every region with several blocks that holds `op`.
+def _branching_regions(op: Operation, func: FuncOp) -> Iterator[Region]:
+    """Every region with several blocks that holds `op`, innermost first (up to `func`'s body).
 
-    Branches between blocks may run them in any order and repeat them, so a buffer that
-    appears in such a region is conservatively live over all of it.
+    (A branching region that holds a use but not the allocation is inside an op that
+    the use's `_extent` already covers whole: such an op counts as a loop.)
     """
     block = op.parent_block()
     while block is not None:
         region = block.parent
         if region is not None and len(region.blocks) > 1:
-            if id(region) not in region_spans:
-                firsts = [point_of[b.first_op] for b in region.blocks if b.first_op is not None]
-                lasts = [last_of[b.last_op] for b in region.blocks if b.last_op is not None]
-                region_spans[id(region)] = (min(firsts), max(lasts))
-            yield region_spans[id(region)]
+            yield region
         owner = block.parent_op()
         if owner is None or owner is func:
             return
         block = owner.parent_block()
+
+
+def _region_span(
+    region: Region,
+    point_of: dict[Operation, int],
+    last_of: dict[Operation, int],
+    region_spans: dict[int, tuple[int, int]],
+) -> tuple[int, int]:
+    """(first, last) points of `region`: the conservative lifetime inside it."""
+    if id(region) not in region_spans:
+        firsts = [point_of[b.first_op] for b in region.blocks if b.first_op is not None]
+        lasts = [last_of[b.last_op] for b in region.blocks if b.last_op is not None]
+        region_spans[id(region)] = (min(firsts), max(lasts))
+    return region_spans[id(region)]
+
+
+def _anchor(op: Operation, region: Region) -> Operation | None:
+    """The ancestor of `op` (or `op`) that sits directly in a block of `region`."""
+    while op is not None:
+        block = op.parent_block()
+        if block is None:
+            return None
+        if block.parent is region:
+            return op
+        op = block.parent_op()
+    return None
+
+
+_Cfg = tuple[list[Block], dict[int, int], dict[int, int], list[list[int]]]
+
+
+def _cfg_of(region: Region, cfgs: dict[int, _Cfg]) -> _Cfg:
+    """`region`'s blocks, each block's index, each op's position in its block, and each
+    block's successors (indices), computed once per region."""
+    if id(region) not in cfgs:
+        blocks = list(region.blocks)
+        index_of = {id(block): index for index, block in enumerate(blocks)}
+        position = {id(op): index for block in blocks for index, op in enumerate(block.ops)}
+        successors = [
+            [index_of[id(successor)] for successor in (block.last_op.successors if block.last_op else ())
+             if id(successor) in index_of]
+            for block in blocks
+        ]
+        cfgs[id(region)] = (blocks, index_of, position, successors)
+    return cfgs[id(region)]
+
+
+def _cfg_interval(
+    region: Region,
+    alloc: Operation,
+    uses: Sequence[_Use],
+    alloc_ancestors: set[Operation],
+    point_of: dict[Operation, int],
+    last_of: dict[Operation, int],
+    func: FuncOp,
+    cfgs: dict[int, _Cfg],
+) -> tuple[int, int] | None:
+    """The (first, last) points of the buffer allocated by `alloc` inside the branching
+    `region`, by dataflow liveness over the region's blocks; None when it cannot be
+    told that precisely (see the module doc)."""
+    blocks, index_of, position, successors = _cfg_of(region, cfgs)
+    alloc_anchor = _anchor(alloc, region)
+    if alloc_anchor is None:
+        return None
+    def_block = index_of[id(alloc_anchor.parent_block())]
+    def_position = position[id(alloc_anchor)]
+    # Aliases that hold this execution's buffer in the allocating block: those reached
+    # from the allocation without a branch (a block argument may hold an earlier one).
+    fresh = _trace(alloc.results[0], follow_branches=False)[3]
+    # Per block: uses (position of the anchor, last point it keeps the buffer live at).
+    block_uses: list[list[tuple[int, int]]] = [[] for _ in blocks]
+    exposed = [False] * len(blocks)  # a use reached from the block's entry before the allocation
+    for use in uses:
+        anchor = _anchor(use.op, region)
+        if anchor is None:
+            return None  # used outside the region without passing through it: cannot happen in SSA
+        extent = _extent(use.op, alloc_ancestors, point_of, last_of, func)
+        b = index_of[id(anchor.parent_block())]
+        block_uses[b].append((position[id(anchor)], extent))
+        if b != def_block or position[id(anchor)] < def_position or use.op.operands[use.operand_index] not in fresh:
+            exposed[b] = True
+    live_in = list(exposed)
+    live_out = [False] * len(blocks)
+    changed = True
+    while changed:  # backward dataflow to a fixed point
+        changed = False
+        for b in reversed(range(len(blocks))):
+            out = any(live_in[s] for s in successors[b])
+            into = exposed[b] or (out and b != def_block)
+            if out != live_out[b] or into != live_in[b]:
+                live_out[b], live_in[b] = out, into
+                changed = True
+    if live_in[def_block]:
+        return None  # live around a back edge into its own allocation
+    first = last = None
+    for b, block in enumerate(blocks):
+        if block.first_op is None:
+            continue
+        if live_in[b]:
+            low = point_of[block.first_op]
+        elif b == def_block:
+            low = point_of[alloc]
+        elif block_uses[b]:
+            low = point_of[block.first_op]  # a block the allocation does not reach
+        else:
+            continue
+        if live_out[b]:
+            high = last_of[block.last_op]
+        else:
+            high = max([low, *(extent for _, extent in block_uses[b])])
+        first = low if first is None else min(first, low)
+        last = high if last is None else max(last, high)
+    return first, last
 
 
 def _ancestors(op: Operation, func: FuncOp) -> set[Operation]:

@@ -14,7 +14,9 @@ unchanged. For each function with a body it prints, before the module:
 //   buffer 'b' [1, 4) at #1 scratchpad.alloc, escapes
 ```
 
-Nested ops are indented by two spaces per level. Lifetimes are half-open.
+Nested ops are indented by two spaces per level. Lifetimes are half-open. The first
+line ends in `, conservative` when some lifetime spans a whole branching region because
+the analysis could not follow the buffer there (`FunctionLiveness.conservative`).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def format_liveness(liveness: FunctionLiveness) -> str:
     lines = [
         f"// liveness of @{func.sym_name.data}: {len(liveness.points)} program points, "
         f"{_plural(len(liveness.lifetimes), 'buffer')}"
+        + (", conservative" if liveness.conservative else "")
     ]
     for point, op in enumerate(liveness.points):
         lines.append(f"//   {'  ' * _depth(op, func)}#{point} {op.name}")

@@ -2,6 +2,7 @@
 
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
                 [--target NAME]] [--function NAME] [--dim NAME=VALUE ...]
+                [--max-global-bytes BYTES]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -18,6 +19,16 @@ one line on stderr, `tela-import: error: model.onnx: <message>` when the model i
 and exit with status 2, writing no output file; Ctrl-C exits with 130 (the convention of all
 four tools: `telamalloc.exit_status`). The output file is written atomically.
 `docs/errors.md` lists every message.
+
+`--frontend=iree` (the `iree` extra) takes the model through IREE's ONNX importer,
+torch-mlir's conversions to linalg and MLIR's bufferization to loops, then plans and
+lowers it with telamalloc and writes MLIR's program (`telamalloc.importers.iree_frontend`):
+
+    tela-import --frontend=iree model.onnx -o planned.mlir [--capacity BYTES] [--verify]
+
+A note per planned function gives its LOAD and peak; `--verify` runs the program before
+and after planning with MLIR's JIT and requires bit-identical outputs (exit 1 when they
+differ, 2 when the JIT cannot run the program).
 """
 
 from __future__ import annotations
@@ -71,10 +82,33 @@ def _parser() -> _Parser:
     parser.add_argument("-o", "--output", help="the .mlir file to write (default: stdout)")
     parser.add_argument("--capacity", type=_positive("capacity"), help="scratchpad bytes: adds a #scratchpad.target")
     parser.add_argument("--alignment", type=_positive("alignment"), help="the target's default alignment (default 64)")
-    parser.add_argument("--target", default="l1", help="the target memory's name (default l1)")
-    parser.add_argument("--function", default="main", help="the generated function's name (default main)")
+    parser.add_argument("--target", help="the target memory's name (default l1)")
+    parser.add_argument("--function", help="the generated function's name (default main)")
     parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE", help="bind a symbolic input dimension")
+    parser.add_argument(
+        "--max-global-bytes", type=_bytes_or_zero, default=65536, metavar="BYTES",
+        help="constants (weights) up to this size are carried with their values as memref.globals; "
+        "larger ones are function arguments (default 65536; 0: every constant an argument)",
+    )
+    parser.add_argument(
+        "--frontend", choices=("telamalloc", "iree"), default="telamalloc",
+        help="telamalloc (default): the scratchpad dialect, one kernel per node; iree: IREE's ONNX "
+        "importer and torch-mlir's conversions to linalg, MLIR's bufferization to loops, then "
+        "planned and lowered by telamalloc (the 'iree' extra)",
+    )
+    parser.add_argument("--verify", action="store_true",
+                        help="(--frontend=iree) run the program before and after planning with MLIR's JIT "
+                        "and require bit-identical outputs")
+    parser.add_argument("--seed", type=int, default=0, help="(--frontend=iree) seed of the --verify inputs (default 0)")
+    parser.add_argument("--emit", choices=("planned", "loops"), default="planned",
+                        help="(--frontend=iree) write the planned program (default) or the loops before planning")
     return parser
+
+
+def _bytes_or_zero(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) > INT64_MAX:
+        raise argparse.ArgumentTypeError(f"max-global-bytes '{text}' must be a number of bytes (0 or more)")
+    return int(text)
 
 
 def _count(number: int, noun: str) -> str:
@@ -93,6 +127,11 @@ def render(imported: ImportedModel, source: str) -> str:
         f"// Interpreter kernels: {runnable}.",
         f"// Planned only (no interpreter kernel): {planned}.",
     ]
+    if imported.folded or imported.globals or imported.constant_arguments:
+        header.append(
+            f"// Constants: {_count(imported.folded, 'folded node')}; {imported.globals} carried as memref.global, "
+            f"{imported.constant_arguments} as arguments."
+        )
     return "\n".join(header) + "\n" + stream.getvalue().rstrip("\n") + "\n"
 
 
@@ -109,16 +148,65 @@ def notes(imported: ImportedModel) -> list[str]:
     return lines
 
 
+def _run_iree(arguments) -> int:
+    """`--frontend=iree`: the model through IREE and MLIR, planned (and verified) by telamalloc."""
+    from telamalloc.importers.iree_frontend import plan_onnx_with_iree
+
+    for flag, value in (("--dim", arguments.dim), ("--function", arguments.function),
+                        ("--alignment", arguments.alignment), ("--target", arguments.target),
+                        ("--max-global-bytes", arguments.max_global_bytes != 65536)):
+        if value:
+            raise UsageError(f"{flag} applies to --frontend=telamalloc only; drop it (IREE names the "
+                             "functions, weights are memref.globals, memrefs are plain upstream ones)")
+    from xdsl.utils.exceptions import PassFailedException
+
+    try:
+        result = plan_onnx_with_iree(arguments.model, capacity=arguments.capacity, verify=arguments.verify,
+                                     seed=arguments.seed)
+    except PassFailedException as error:
+        print(f"{PROG}: error: {arguments.model}: planning failed: {' '.join(str(error).split())}", file=sys.stderr)
+        return ExitStatus.NO
+    mode = "minimize" if arguments.capacity is None else f"fit in {arguments.capacity} B"
+    for function, figures in result.functions.items():
+        print(f"{PROG}: note: @{function} planned: LOAD {figures['load']} B, peak {figures['peak']} B ({mode})",
+              file=sys.stderr)
+    if arguments.verify:
+        if result.verification.startswith("mismatch"):
+            print(f"{PROG}: error: {arguments.model}: verification {result.verification}", file=sys.stderr)
+            return ExitStatus.NO
+        if not result.verified:
+            raise OnnxImportError(
+                f"{arguments.model}: cannot verify: {result.verification.removeprefix('not verified: ')}; "
+                "drop --verify to write the planned program unverified"
+            )
+        print(f"{PROG}: note: {result.verification}", file=sys.stderr)
+    text = result.planned if arguments.emit == "planned" else result.loops
+    header = f"// Imported from '{os.path.basename(arguments.model)}' by {PROG} --frontend=iree ({arguments.emit}).\n"
+    if arguments.output:
+        write_text_atomically(arguments.output, header + text)
+    else:
+        sys.stdout.write(header + text)
+    return ExitStatus.OK
+
+
 def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
+    if arguments.frontend == "iree":
+        return _run_iree(arguments)
+    for flag, value in (("--verify", arguments.verify), ("--emit", arguments.emit != "planned"),
+                        ("--seed", arguments.seed != 0)):
+        if value:
+            raise UsageError(f"{flag} applies to --frontend=iree only; plan and verify the imported "
+                             "program with tela-opt and 'tela-run --verify'")
     if arguments.capacity is None and arguments.alignment is not None:
         raise UsageError("--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment")
     options = ImportOptions(
-        function=arguments.function,
+        function=arguments.function or "main",
         capacity=arguments.capacity,
         alignment=64 if arguments.alignment is None else arguments.alignment,
-        target_name=arguments.target,
+        target_name=arguments.target or "l1",
         dims=dict(arguments.dim),
+        max_global_bytes=arguments.max_global_bytes,
     )
     imported = import_onnx(arguments.model, options)
     try:

@@ -63,13 +63,14 @@ def test_committed_example_files_match_their_builders(builders):
 
 def test_mlp_lifetimes_follow_program_order(model_files):
     lifetimes = _lifetimes(import_onnx(model_files["mlp"]).module)
-    # Program points: alloc x (0), dma (1), alloc w1 (2), dma (3), alloc mm1 (4), matmul (5),
-    # dealloc x (6): x lives [0, 7), 8 x 32 f32 = 1024 bytes.
-    assert lifetimes["x"] == (0, 7, 1024)
-    # w1 is loaded right before dense1 and freed after it (dealloc at 7): [2, 8), 32 x 64 x 4.
-    assert lifetimes["w1"] == (2, 8, 8192)
-    # mm1 is written by dense1 and last read by bias1; b1 is loaded only then (at 8).
-    assert lifetimes["mm1"][0] == 4 and lifetimes["b1"][0] == 8 and lifetimes["mm1"][1] > lifetimes["b1"][0]
+    # Program points: alloc x (0), dma (1), get_global w1 (2), alloc w1 (3), dma (4), alloc
+    # mm1 (5), matmul (6), dealloc x (7): x lives [0, 8), 8 x 32 f32 = 1024 bytes.
+    assert lifetimes["x"] == (0, 8, 1024)
+    # w1 (a memref.global: 8192 bytes) is loaded right before dense1 and freed after it
+    # (dealloc at 8): [3, 9), 32 x 64 x 4.
+    assert lifetimes["w1"] == (3, 9, 8192)
+    # mm1 is written by dense1 and last read by bias1; b1 is loaded only then (at 10).
+    assert lifetimes["mm1"][0] == 5 and lifetimes["b1"][0] == 10 and lifetimes["mm1"][1] > lifetimes["b1"][0]
     # w2 is loaded only after layer 1 is done: it never meets w1.
     assert lifetimes["w2"][0] >= lifetimes["w1"][1]
     # probs is the last buffer: moved out, then freed.
@@ -102,9 +103,8 @@ def test_imported_mlp_runs_like_the_onnx_reference(model_files, builders):
     rng = np.random.default_rng(0)
     x = rng.standard_normal((8, 32)).astype(np.float32)
     expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
-    weights = [numpy_helper.to_array(init) for init in model.graph.initializer]
-    module = import_onnx(model_files["mlp"]).module
-    inputs = [x, *weights, np.zeros((8, 10), np.float32)]
+    module = import_onnx(model_files["mlp"]).module  # the weights are memref.globals
+    inputs = [x, np.zeros((8, 10), np.float32)]
     result = run_program(module, inputs=inputs)
     probs = next(output.value for output in result.outputs if output.name == "%probs_out")
     np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-6)
@@ -351,29 +351,56 @@ def test_undefined_tensors_are_reported():
     with pytest.raises(OnnxImportError, match="node 'r' \\(Relu\\) reads 'ghost', which is no input"):
         import_onnx(model)
 
+# The real architectures of the onnx package (light models, backend test models): see
+# test_real_models.py.
+
 
 # --------------------------------------------------------------------------------------
-# Real architectures: the "light" models the onnx package ships for its backend tests
-# (the real graphs of ResNet-50 and SqueezeNet, weights replaced by ConstantOfShape nodes)
-
-LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+# Constants: folded subgraphs and values carried as memref.globals
 
 
-@pytest.mark.parametrize(
-    "name, nodes, buffers",
-    [
-        ("light_squeezenet.onnx", 105, 158),
-        ("light_resnet50.onnx", 415, 684),
-    ],
-)
-def test_real_architectures_import_and_plan_at_load(name, nodes, buffers):
-    path = LIGHT / name
-    if not path.exists():
-        pytest.skip(f"the onnx package does not ship '{name}'")
-    imported = import_onnx(str(path))
-    imported.module.verify()
-    assert (imported.nodes, imported.buffers) == (nodes, buffers)
-    assert "ConstantOfShape" in imported.planned_only  # the stand-ins for the weights
-    load = compute_load(collect_module(imported.module, capacity=1 << 40)[0].problem())[0]
-    (plan,) = plan_module(imported.module, capacity=load, time_limit=60)
-    assert plan.solution.ok and plan.solution.peak == load
+def _folded_weight_model():
+    """y = x @ reshape(ConstantOfShape([12]) * 0.5 + w, [4, 3]): the weight is a folded subgraph."""
+    shape = numpy_helper.from_array(np.array([12], dtype=np.int64), "shape")
+    target = numpy_helper.from_array(np.array([4, 3], dtype=np.int64), "target")
+    w = numpy_helper.from_array(np.arange(12, dtype=np.float32), "w")
+    nodes = [
+        helper.make_node("ConstantOfShape", ["shape"], ["half"],
+                         value=numpy_helper.from_array(np.array([0.5], dtype=np.float32))),
+        helper.make_node("Add", ["half", "w"], ["flat"]),
+        helper.make_node("Reshape", ["flat", "target"], ["weight"]),
+        helper.make_node("MatMul", ["x", "weight"], ["y"]),
+    ]
+    return _model(nodes, [_tensor("x", [2, 4])], [_tensor("y", [2, 3])], [shape, target, w])
+
+
+def test_constant_foldable_subgraphs_are_constants_with_their_values():
+    from onnx.reference import ReferenceEvaluator
+
+    model = _folded_weight_model()
+    imported = import_onnx(model)
+    assert (imported.nodes, imported.folded, imported.globals, imported.constant_arguments) == (1, 3, 1, 0)
+    assert [kernel.kernel_name for kernel in _ops(imported.module, KernelOp)] == ["matmul"]
+    assert imported.arguments == (("x", "in"), ("y", "out"))
+    (value,) = [op for op in imported.module.walk() if op.name == "memref.global"]
+    assert value.sym_name.data == "weight_value"
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    expected = ReferenceEvaluator(model).run(None, {"x": x})[0]
+    result = run_program(imported.module, inputs=[x, np.zeros((2, 3), np.float32)])
+    np.testing.assert_array_equal(next(o.value for o in result.outputs if o.name == "%y_out"), expected)
+
+
+def test_constants_above_the_global_limit_are_arguments():
+    imported = import_onnx(_folded_weight_model(), ImportOptions(max_global_bytes=47))  # the weight is 48 bytes
+    assert (imported.globals, imported.constant_arguments) == (0, 1)
+    assert imported.arguments == (("x", "in"), ("weight", "in"), ("y", "out"))
+    assert not [op for op in imported.module.walk() if op.name == "memref.global"]
+
+
+def test_random_nodes_are_not_folded():
+    nodes = [
+        helper.make_node("RandomNormal", [], ["noise"], shape=[4]),
+        helper.make_node("Add", ["x", "noise"], ["y"]),
+    ]
+    imported = import_onnx(_model(nodes, [_tensor("x", [4])], [_tensor("y", [4])]))
+    assert imported.folded == 0 and imported.nodes == 2

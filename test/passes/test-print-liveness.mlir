@@ -229,11 +229,12 @@ func.func @pointer_and_unranked() {
 }
 
 // -----
-// Unstructured control flow: branches may repeat blocks, so a buffer that appears in a
-// region with several blocks lives over the whole region: a is used in ^loop only, yet
-// lives over all 6 points of the function body, [0, 6).
+// Unstructured control flow: dataflow liveness over the blocks (more cases in
+// test-print-liveness-cfg.mlir). a is live into ^loop and, through its back edge, out
+// of it: from its alloc (#1) to ^loop's last point, the cond_br at #4: [1, 5). It is
+// dead in ^exit.
 // CHECK-LABEL: // liveness of @branches: 6 program points, 1 buffer
-// CHECK:       //   buffer 'a' [0, 6) at #1 scratchpad.alloc
+// CHECK:       //   buffer 'a' [1, 5) at #1 scratchpad.alloc
 func.func @branches(%c : i1) {
   %x = "test.op"() : () -> i32
   %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>

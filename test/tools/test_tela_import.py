@@ -173,6 +173,8 @@ IMPORT_CASES = [
     ("capacity-zero", _relu(), ["--capacity", "0"], "argument --capacity: capacity '0' must be a positive number of bytes"),
     ("alignment-without-capacity", _relu(), ["--alignment", "64"],
      "--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment"),
+    ("max-global-bytes-negative", _relu(), ["--max-global-bytes", "-1"],
+     "argument --max-global-bytes: max-global-bytes '-1' must be a number of bytes (0 or more)"),
     ("unknown-option", _relu(), ["--fast"], "unrecognized arguments: --fast"),
     ("unwritable-output", _relu(), ["-o", "missing/out.mlir"], "cannot write 'missing/out.mlir': No such file or directory"),
 ]
