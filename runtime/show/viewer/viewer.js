@@ -1,6 +1,6 @@
 /* telamalloc plan viewer (runtime/show/html.py inlines this file into each page).
  *
- * Reads the JSON of <script id="tela-data"> and draws each plan on canvases by hand:
+ * Reads the JSON of the script element "tela-data" and draws each plan on canvases by hand:
  * rectangles are batched by colour into one path each, culled to the view, and given at
  * least one pixel (level of detail), so 10^5 buffers redraw in milliseconds. Tests and the
  * benchmark read `window.telaViewer` and the canvases' data-* attributes (data-drawn,
@@ -207,6 +207,7 @@
     row("capacity", r.capacity === null ? "none" : exactBytes(r.capacity));
     row("LOAD", exactBytes(r.load));
     var self = this;
+    if (!this.layouts.length || this.layouts[0].sketch) row("peak", "- (no layout)");
     this.layouts.forEach(function (layout, k) {
       if (layout.sketch) return;
       var td = row(k === 0 ? "peak" : "peak (" + layout.label + ")", exactBytes(layout.peak));
@@ -337,7 +338,7 @@
     ctx.beginPath();
     ctx.rect(plot.left, plot.top, plot.width, plot.height);
     ctx.clip();
-    this.drawBands(ctx, plot, sx, true);
+    this.drawBands(ctx, plot, sx, false);
     function box(i, off) {
       var o = off[i];
       if (o !== o || size[i] <= 0) return null;
@@ -431,6 +432,7 @@
       ctx.textAlign = "center";
       ctx.fillText("no layout", plot.left + plot.width / 2, plot.top + plot.height / 2);
     }
+    this.drawBands(ctx, plot, sx, true);
     // capacity and peak lines
     var yOf = function (a) { return bottom - (a - v.a0) * sy; };
     ctx.textAlign = "right";
@@ -456,7 +458,7 @@
       ctx.setLineDash([]);
       ctx.fillStyle = ctx.strokeStyle;
       ctx.textAlign = "left";
-      lineLabel(ctx, "peak " + bytes(layout.peak) + (panel.layouts.length > 1 ? " (" + layout.label + ")" : ""), left + 4 + 190 * position, y, plot);
+      lineLabel(ctx, (layout.sketch ? "these buffers need " : "peak ") + bytes(layout.peak) + (panel.layouts.length > 1 ? " (" + layout.label + ")" : ""), left + 4 + 190 * position, y, plot);
     });
     ctx.restore();
     panel.canvas.dataset.drawn = String(drawn);
@@ -470,7 +472,7 @@
   };
 
   /* The most contended point (orange) and an overloaded point (red), as time bands. */
-  Plan.prototype.drawBands = function (ctx, plot, sx, labelled) {
+  Plan.prototype.drawBands = function (ctx, plot, sx, labelled) { // labelled: the labels only
     var v = this.view, left = plot.left;
     var bands = [];
     if (this.report.contended) bands.push([num(this.report.contended.time), "rgba(239,108,0,0.16)", "#ef6c00", "most contended: t=" + this.report.contended.time]);
@@ -480,6 +482,13 @@
       var x0 = left + (band[0] - v.t0) * sx, x1 = left + (band[0] + 1 - v.t0) * sx;
       if (x1 < plot.left || x0 > plot.left + plot.width) return;
       var w = Math.max(x1 - x0, 2);
+      if (labelled) {
+        ctx.fillStyle = band[2];
+        ctx.textAlign = "left";
+        ctx.textBaseline = "bottom";
+        ctx.fillText(band[3], x0 + w / 2 + 4, plot.top + plot.height - 3 - 14 * k);
+        return;
+      }
       ctx.fillStyle = band[1];
       ctx.fillRect(x0, plot.top, w, plot.height);
       ctx.strokeStyle = band[2];
@@ -487,12 +496,6 @@
       ctx.setLineDash([3, 3]);
       ctx.beginPath(); ctx.moveTo(x0 + w / 2, plot.top); ctx.lineTo(x0 + w / 2, plot.top + plot.height); ctx.stroke();
       ctx.setLineDash([]);
-      if (labelled) {
-        ctx.fillStyle = band[2];
-        ctx.textAlign = "left";
-        ctx.textBaseline = "bottom";
-        ctx.fillText(band[3], x0 + w / 2 + 4, plot.top + plot.height - 3 - 14 * k);
-      }
     });
   };
 
