@@ -438,7 +438,9 @@
     ctx.textAlign = "right";
     ctx.textBaseline = "bottom";
     ctx.font = "11px system-ui, sans-serif";
+    var lines = [];
     if (this.capacity !== null) {
+      lines.push("capacity");
       var y = yOf(this.capacity);
       ctx.setLineDash([6, 4]);
       ctx.strokeStyle = "#c62828";
@@ -450,6 +452,7 @@
     }
     panel.layouts.forEach(function (k, position) {
       var layout = self.layouts[k];
+      lines.push("peak");
       var y = yOf(layout.peak);
       ctx.setLineDash([2, 3]);
       ctx.strokeStyle = position === 0 ? "#1565c0" : position === 1 ? "#6a1b9a" : "#00695c";
@@ -462,6 +465,7 @@
     });
     ctx.restore();
     panel.canvas.dataset.drawn = String(drawn);
+    panel.canvas.dataset.lines = lines.join(" "); // the horizontal lines drawn: capacity, peak
     this.drawAxes(ctx, plot, true);
     ctx.fillStyle = "#1f2933";
     ctx.font = "12px system-ui, sans-serif";
@@ -698,7 +702,7 @@
       if (!d.inside) { hideTooltip(); return; }
       if (panel.kind === "load") {
         var t = Math.floor(d.t);
-        showTooltip(event, "<b>time " + t + "</b><br><span class=\"tela-k\">live</span>" + escapeHtml(exactBytes(self.liveAt(t))), -1);
+        showTooltip(event, "<b>time " + t + "</b><br><span class=\"tela-k\">live</span> " + escapeHtml(exactBytes(self.liveAt(t))), -1);
         return;
       }
       var i = self.hit(panel, d.t, d.a);
@@ -734,7 +738,7 @@
   Plan.prototype.describe = function (i, panel) {
     var lines = ["<b>" + escapeHtml(this.ids[i]) + "</b>"];
     var b = this.plan.buffers;
-    function line(key, value) { lines.push("<span class=\"tela-k\">" + key + "</span>" + escapeHtml(value)); }
+    function line(key, value) { lines.push("<span class=\"tela-k\">" + key + "</span> " + escapeHtml(value)); }
     line("size", exactBytes(b.size[i]));
     line("lifetime", "[" + b.start[i] + ", " + b.end[i] + ")");
     var self = this;
