@@ -149,7 +149,10 @@ def _int(value: int) -> int | str:
 
 
 def _ints(values) -> list[int | str]:
-    return [_int(value) for value in values]
+    numbers = [int(value) for value in values]
+    if numbers and (max(numbers) > EXACT_INTEGER or min(numbers) < -EXACT_INTEGER):
+        return [_int(value) for value in numbers]
+    return numbers
 
 
 def _text_id(value: Hashable) -> str:
@@ -217,24 +220,16 @@ def _plan_data(page: PlanPage, timing: bool) -> dict:
         "explanation": None,
     }
     if solution is not None:
-        report = report_to_dict(build_report(page.name, problem, solution, timing=timing))
+        built = build_report(page.name, problem, solution, timing=timing)
+        report = report_to_dict(built)
         report["capacity"] = data["capacity"]
-        contended = report.get("contended")
-        if contended is not None:  # the page indexes buffers by position, not id
-            contended["buffers"] = [index[_lookup(buffers, b["id"])] for b in contended["buffers"]]
+        if built.contended is not None:  # the page indexes buffers by position, not id
+            report["contended"]["buffers"] = [index[b.id] for b in built.contended.buffers]
         data["report"] = _jsonable(report)
         data["explanation"] = _explanation(problem, solution, index)
     else:
         data["report"] = _load_only_report(page.name, problem)
     return data
-
-
-def _lookup(buffers: Sequence[Buffer], json_id) -> Hashable:
-    """The id as the problem has it (the report writes non-string ids as text)."""
-    for buffer in buffers:
-        if buffer.id == json_id or str(buffer.id) == str(json_id):
-            return buffer.id
-    raise KeyError(json_id)
 
 
 def _load_only_report(name: str, problem: Problem) -> dict:

@@ -488,9 +488,10 @@
       var w = Math.max(x1 - x0, 2);
       if (labelled) {
         ctx.fillStyle = band[2];
-        ctx.textAlign = "left";
+        var right = x0 + w / 2 + 4 + ctx.measureText(band[3]).width > plot.left + plot.width; // no room: label on the left
+        ctx.textAlign = right ? "right" : "left";
         ctx.textBaseline = "bottom";
-        ctx.fillText(band[3], x0 + w / 2 + 4, plot.top + plot.height - 3 - 14 * k);
+        ctx.fillText(band[3], x0 + w / 2 + (right ? -4 : 4), plot.top + plot.height - 3 - 14 * k);
         return;
       }
       ctx.fillStyle = band[1];

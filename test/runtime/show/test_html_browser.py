@@ -58,7 +58,9 @@ class Page:
     def __init__(self, driver, path: Path):
         self.driver = driver
         driver.get(path.as_uri())
-        assert driver.execute_script("return window.telaViewer !== undefined && window.telaViewer.ready") is True
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script("return window.telaViewer !== undefined && window.telaViewer.ready === true"))
         self.check_console()
 
     def check_console(self):
