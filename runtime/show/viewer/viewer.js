@@ -150,7 +150,7 @@
     toolbar.appendChild(this.searchStatus);
     var unitSelect = el("select", "tela-unit");
     unitSelect.setAttribute("aria-label", "units");
-    ["auto", "B", "KiB", "MiB"].forEach(function (u) {
+    ["auto", "B", "KiB", "MiB", "GiB"].forEach(function (u) {
       var option = el("option", null, u === "auto" ? "units: auto" : "units: " + u);
       option.value = u;
       unitSelect.appendChild(option);

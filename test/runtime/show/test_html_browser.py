@@ -320,3 +320,19 @@ def test_a_large_page_draws_every_buffer(browser, tmp_path):
     tooltip = page.hover(canvas, *_centre(problem, solution.offsets, index))
     assert tooltip.text.splitlines()[0] == str(problem.buffers[index].id)
     page.check_console()
+
+
+@pytest.mark.parametrize(
+    "example, capacity",
+    [("input.12.csv", 12), ("batch/A.1048576.csv", 1048576), ("batch/B.1048576.csv", 1048576), ("batch/C.1048576.csv", 1048576)],
+)
+def test_tela_alloc_pages_of_the_bundled_examples(browser, tmp_path, capsys, example, capacity):
+    from telamalloc.tools import tela_alloc
+
+    out = tmp_path / "plan.html"
+    assert tela_alloc.main(["--input", str(REPO / "examples" / example), f"--capacity={capacity}", f"--html={out}"]) == 0
+    capsys.readouterr()
+    problem = read_problem(REPO / "examples" / example)
+    page = Page(browser, out)
+    assert int(page.find("canvas.tela-layout").get_attribute("data-drawn")) == sum(1 for b in problem.buffers if b.size > 0)
+    page.check_console()
