@@ -82,7 +82,7 @@ def write_html(
     per buffer. Raises HtmlError when offsets do not match the buffers or a compared layout
     has overlapping or misaligned buffers; OSError (naming `path`) when it cannot be written.
     """
-    offsets = {label: _offsets_of(value) for label, value in (compare or {}).items()}
+    offsets = {label: _offsets_of(label, value) for label, value in (compare or {}).items()}
     write_pages(path, [PlanPage(name, problem, solution, offsets, sources)], timing=timing, title=name)
 
 
@@ -128,10 +128,10 @@ def _asset(name: str) -> str:
     return resources.files("telamalloc.runtime.show").joinpath("viewer", name).read_text(encoding="utf-8")
 
 
-def _offsets_of(value: Solution | Sequence[int]) -> Sequence[int]:
+def _offsets_of(label: str, value: Solution | Sequence[int]) -> Sequence[int]:
     if isinstance(value, Solution):
         if value.offsets is None:
-            raise HtmlError("a compared solution has no layout")
+            raise HtmlError(f"layout '{label}' cannot be compared: its solution ('{value.status.value}') has no layout")
         return value.offsets
     return value
 
