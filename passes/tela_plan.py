@@ -351,11 +351,30 @@ def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
         raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
 
 
+def write_plan_viewer(path: str, plans: Sequence[FunctionPlan], *, timing: bool = True) -> None:
+    """The plan viewer page of `plans` (`telamalloc.runtime.show.html`): a tab per function,
+    each buffer with its allocating op and source location. Raises HtmlError or OSError."""
+    from telamalloc.ir_text import source_location
+    from telamalloc.runtime.show.html import BufferSource, PlanPage, write_pages
+
+    pages = [
+        PlanPage(
+            f"@{plan.name}",
+            plan.problem.problem(),
+            plan.solution,
+            None,
+            [BufferSource(b.op.name, source_location(b.op, "") or None) for b in plan.problem.buffers],
+        )
+        for plan in plans
+    ]
+    write_pages(path, pages, timing=timing, title=", ".join(page.name for page in pages) or "plan")
+
+
 def _write_html(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.show.html import HtmlError, write_html_plans
+    from telamalloc.runtime.show.html import HtmlError
 
     try:
-        write_html_plans(path, plans)
+        write_plan_viewer(path, plans)
     except (HtmlError, OSError) as error:
         raise PassFailedException(f"cannot write the plan viewer: {error}; pass a writable 'html' path") from None
 

@@ -16,8 +16,9 @@
   no layout, the explaining buffers are placed by stacking them (overload) or best-fit
   (core) so that the chart shows them crossing the capacity line.
 
-`write_html_plans(path, plans)` writes one page with a tab per function (tela-plan's
-`html=` option). The viewer's script and style are package data (`viewer/viewer.js`,
+`write_pages(path, pages)` writes one page with a tab per plan (tela-plan's `html=` option,
+`telamalloc.passes.tela_plan.write_plan_viewer`, which adds each buffer's op and source
+location as `BufferSource`s; this module imports no xDSL). The viewer's script and style are package data (`viewer/viewer.js`,
 `viewer/viewer.css`) inlined into the page; the data is one JSON object in a
 `<script type="application/json">` element. Output is deterministic: the same plan gives a
 byte-identical file (integers only, fixed key order, no date); `timing=False` also drops
@@ -86,16 +87,6 @@ def write_html(
     write_pages(path, [PlanPage(name, problem, solution, offsets, sources)], timing=timing, title=name)
 
 
-def write_html_plans(path: str, plans, *, timing: bool = True) -> None:
-    """One page with a tab per planned function (the planning pass's `FunctionPlan`s,
-    duck-typed: `name`, `problem.problem()`, `problem.buffers[i].op`, `solution`)."""
-    pages = []
-    for plan in plans:
-        sources = [_source(buffer.op) for buffer in plan.problem.buffers]
-        pages.append(PlanPage(f"@{plan.name}", plan.problem.problem(), plan.solution, None, sources))
-    write_pages(path, pages, timing=timing, title=", ".join(page.name for page in pages) or "plan")
-
-
 def write_pages(path: str, pages: Sequence[PlanPage], *, timing: bool = True, title: str = "plan") -> None:
     """Write a page of several plans (tabs); see `write_html`."""
     text = render(pages, timing=timing, title=title)
@@ -134,13 +125,6 @@ def _offsets_of(label: str, value: Solution | Sequence[int]) -> Sequence[int]:
             raise HtmlError(f"layout '{label}' cannot be compared: its solution ('{value.status.value}') has no layout")
         return value.offsets
     return value
-
-
-def _source(op) -> BufferSource:
-    from telamalloc.ir_text import source_location  # xDSL: only when pages come from IR
-
-    location = source_location(op, "")
-    return BufferSource(op.name, location or None)
 
 
 def _int(value: int) -> int | str:

@@ -14,7 +14,7 @@ import pytest
 
 import telamalloc
 from telamalloc import Buffer, Problem, solve
-from telamalloc.runtime.show.html import EXACT_INTEGER, HtmlError, render, write_html, write_html_plans, PlanPage
+from telamalloc.runtime.show.html import EXACT_INTEGER, HtmlError, PlanPage, render, write_html
 from telamalloc.tools import tela_alloc
 
 REPO = Path(__file__).resolve().parents[3]
@@ -300,17 +300,17 @@ def test_tela_plan_html_errors(tmp_path):
     assert "invalid html 'plan.svg'; expected a quoted '.html' file path" in result.stderr
 
 
-def test_write_html_plans_from_the_planning_pass(tmp_path):
+def test_write_plan_viewer_from_the_planning_pass(tmp_path):
     from telamalloc.ir_text import parse_module_text
-    from telamalloc.passes.tela_plan import plan_module
+    from telamalloc.passes.tela_plan import plan_module, write_plan_viewer
     from telamalloc.tools.tela_opt import TelaOptMain
 
     context = TelaOptMain(args=["two.mlir"]).ctx  # the driver's context: every dialect tela-opt knows
     module = parse_module_text(context, TWO_FUNCTIONS, "two.mlir")
     plans = plan_module(module, capacity=1024)
     out = tmp_path / "plan.html"
-    write_html_plans(str(out), plans, timing=False)
+    write_plan_viewer(str(out), plans, timing=False)
     text = out.read_text()
     assert "<title>@first, @second - telamalloc plan viewer</title>" in text
-    write_html_plans(str(tmp_path / "again.html"), plans, timing=False)
+    write_plan_viewer(str(tmp_path / "again.html"), plans, timing=False)
     assert (tmp_path / "again.html").read_text() == text

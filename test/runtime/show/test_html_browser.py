@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from telamalloc import Buffer, Problem, read_problem, solve
-from telamalloc.runtime.show.html import write_html, write_html_plans
+from telamalloc.runtime.show.html import write_html
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "batch" / "A.1048576.csv"
@@ -281,7 +281,7 @@ def test_minimize_without_capacity_draws_no_capacity_line(browser, tmp_path):
 
 def test_tela_plan_page_has_a_tab_per_function_with_source_locations(browser, tmp_path):
     from telamalloc.ir_text import parse_module_text
-    from telamalloc.passes.tela_plan import plan_module
+    from telamalloc.passes.tela_plan import plan_module, write_plan_viewer
     from telamalloc.tools.tela_opt import TelaOptMain
 
     from .test_html import TWO_FUNCTIONS
@@ -289,7 +289,7 @@ def test_tela_plan_page_has_a_tab_per_function_with_source_locations(browser, tm
     module = parse_module_text(TelaOptMain(args=["two.mlir"]).ctx, TWO_FUNCTIONS, "two.mlir")
     plans = plan_module(module, capacity=1024)
     out = tmp_path / "plans.html"
-    write_html_plans(str(out), plans)
+    write_plan_viewer(str(out), plans)
     page = Page(browser, out)
     tabs = page.find_all(".tela-tabs button")
     assert [tab.text for tab in tabs] == ["@first", "@second"]
