@@ -7,7 +7,7 @@
 - the LOAD curve under it, sharing the time axis;
 - a tooltip per buffer (id, size, lifetime, offset, alignment, pin, and from tela-plan the
   allocating op and its source location), click to highlight a buffer and the buffers
-  whose lifetimes overlap it, search by id, zoom (wheel) and pan (drag), units B/KiB/MiB;
+  whose lifetimes overlap it, search by id, zoom (wheel) and pan (drag), units B/KiB/MiB/GiB;
 - other layouts of the same problem (`compare=`) side by side or overlaid, with the peak
   difference;
 - a summary panel from `telamalloc.runtime.show.report` (status, peak, LOAD,
@@ -16,12 +16,13 @@
   no layout, the explaining buffers are placed by stacking them (overload) or best-fit
   (core) so that the chart shows them crossing the capacity line.
 
-`write_pages(path, pages)` writes one page with a tab per plan (tela-plan's `html=` option,
-`telamalloc.passes.tela_plan.write_plan_viewer`, which adds each buffer's op and source
-location as `BufferSource`s; this module imports no xDSL). The viewer's script and style are package data (`viewer/viewer.js`,
-`viewer/viewer.css`) inlined into the page; the data is one JSON object in a
+`write_pages(path, pages)` writes one page with a tab per plan (tela-plan's `html=` option
+goes through `telamalloc.passes.tela_plan.write_plan_viewer`, which adds each buffer's op
+and source location as `BufferSource`s; this module imports no xDSL). The viewer's script
+and style are package data (`viewer/viewer.js`, `viewer/viewer.css`) inlined into the page; the data is one JSON object in a
 `<script type="application/json">` element. Output is deterministic: the same plan gives a
-byte-identical file (integers only, fixed key order, no date); `timing=False` also drops
+byte-identical file (integers, fractions rounded as `report.py` rounds them, fixed key
+order, no date); `timing=False` also drops
 the solve time and the solver's message, which quote the wall clock. Integers beyond
 2^53 are written as strings so that the page shows them exactly. The file is written
 atomically (`open_atomically`): a failure leaves no file.
