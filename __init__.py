@@ -6,6 +6,7 @@ The public API is plain data in, plain data out::
     problem = telamalloc.read_problem("examples/input.12.csv", capacity=12)
     solution = telamalloc.solve(problem)
     assert solution.ok and telamalloc.validate(problem, solution.offsets) == []
+    telamalloc.write_html(problem, solution, "plan.html")  # an interactive viewer page
 """
 
 from telamalloc.runtime.alloc.api import solve
@@ -22,6 +23,7 @@ from telamalloc.runtime.alloc.problem import (
     Status,
 )
 from telamalloc.runtime.alloc.validate import compute_load, validate
+from telamalloc.runtime.show.html import write_html
 
 __all__ = [
     "Buffer",
@@ -38,5 +40,6 @@ __all__ = [
     "read_problem",
     "solve",
     "validate",
+    "write_html",
     "write_solution",
 ]

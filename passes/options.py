@@ -35,6 +35,7 @@ _EXPECTED = {
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
     "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
     "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
+    "html": "a quoted '.html' file path, e.g. 'html=\"plan.html\"'",
 }
 
 
@@ -50,6 +51,7 @@ def check_options(
     memory_space: object = None,
     plot: object = None,
     report_json: object = None,
+    html: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -75,6 +77,7 @@ def check_options(
         ("report-file", report_file),
         ("plot", plot),
         ("report-json", report_json),
+        ("html", html),
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
@@ -83,6 +86,8 @@ def check_options(
             picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
         except PlotError:
             raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}") from None
+    if html is not None and not html.lower().endswith((".html", ".htm")):
+        raise ValueError(f"invalid html '{html}'; expected {_accepted('html')}")
 
 
 def _accepted(option: str) -> str:
@@ -132,6 +137,10 @@ class PlanningOptions(ModulePass):
     """Write a JSON report per planned function (LOAD, peak, fragmentation, status, solve
     time, nodes, the most contended point and its buffers) to this file."""
 
+    html: str | None = None
+    """Write an interactive viewer of the plans to this self-contained `.html` file (one
+    tab per planned function; `telamalloc.runtime.show.html`)."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -144,6 +153,7 @@ class PlanningOptions(ModulePass):
             memory_space=self.memory_space,
             plot=self.plot,
             report_json=self.report_json,
+            html=self.html,
         )
 
     @contextlib.contextmanager
@@ -184,7 +194,7 @@ class PlanningOptions(ModulePass):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "time-limit" and not isinstance(value, float):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json") and not isinstance(value, str):
+            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "html") and not isinstance(value, str):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "report" and not isinstance(value, bool):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")

@@ -302,7 +302,7 @@ class TelaPlanPass(PlanningOptions):
             _require_plotting()
         # Outputs are written after the IR is planned: catch unwritable paths before that,
         # so that a failing pass leaves the IR unchanged.
-        for option, path in (("plot", self.plot), ("report-json", self.report_json)):
+        for option, path in (("plot", self.plot), ("report-json", self.report_json), ("html", self.html)):
             if path is not None:
                 _require_writable(option, path)
         with self.report_stream() as report:
@@ -321,6 +321,8 @@ class TelaPlanPass(PlanningOptions):
             _draw_plans(self.plot, plans)
         if self.report_json is not None:
             _write_json_report(self.report_json, plans)
+        if self.html is not None:
+            _write_html(self.html, plans)
         return plans
 
 
@@ -347,6 +349,34 @@ def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
         plot_plans(path, plans)
     except (PlotError, OSError) as error:
         raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
+
+
+def write_plan_viewer(path: str, plans: Sequence[FunctionPlan], *, timing: bool = True) -> None:
+    """The plan viewer page of `plans` (`telamalloc.runtime.show.html`): a tab per function,
+    each buffer with its allocating op and source location. Raises HtmlError or OSError."""
+    from telamalloc.ir_text import source_location
+    from telamalloc.runtime.show.html import BufferSource, PlanPage, write_pages
+
+    pages = [
+        PlanPage(
+            f"@{plan.name}",
+            plan.problem.problem(),
+            plan.solution,
+            None,
+            [BufferSource(b.op.name, source_location(b.op, "") or None) for b in plan.problem.buffers],
+        )
+        for plan in plans
+    ]
+    write_pages(path, pages, timing=timing, title=", ".join(page.name for page in pages) or "plan")
+
+
+def _write_html(path: str, plans: tuple[FunctionPlan, ...]) -> None:
+    from telamalloc.runtime.show.html import HtmlError
+
+    try:
+        write_plan_viewer(path, plans)
+    except (HtmlError, OSError) as error:
+        raise PassFailedException(f"cannot write the plan viewer: {error}; pass a writable 'html' path") from None
 
 
 def _write_json_report(path: str, plans: tuple[FunctionPlan, ...]) -> None:

@@ -3,6 +3,7 @@
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
+               [--html=plan.html [--compare=other.csv]]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
                [--algorithm=ALGORITHM] [--jobs=N | --scheduler=ADDRESS]
 
@@ -19,9 +20,13 @@ or a core of buffers that cannot fit together). The output CSV (the input column
 only when a valid layout within the capacity exists.
 
 `--plot` draws the layout (time on x, address on y, the LOAD curve underneath; see
-`telamalloc.runtime.show.plot`), or only the LOAD curve when there is no layout. `--report`
+`telamalloc.runtime.show.plot`), or only the LOAD curve when there is no layout. `--html`
+writes an interactive viewer page, one self-contained HTML file (`telamalloc.runtime.show.html`);
+`--compare` adds another layout of the same problem (a solution CSV, e.g. written by
+`--algorithm=best-fit --output=...`) to that page, side by side or overlaid, with the peak
+difference. `--report`
 writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in `.json` or
-`--report-format=json` is given, else text. Both are written on every outcome, also after
+`--report-format=json` is given, else text. All three are written on every outcome, also after
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
 the greedy bound); it is erased when the solve ends and never shown when stderr is not a
 terminal.
@@ -55,6 +60,7 @@ stop, valid layouts found so far are still written).
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import signal
@@ -68,6 +74,7 @@ from telamalloc.runtime.alloc import batch as batch_planning
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
 from telamalloc.runtime.alloc.portfolio import solve_parallel
+from telamalloc.runtime.show.html import HtmlError, write_html
 from telamalloc.runtime.show.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
@@ -129,18 +136,23 @@ def _parser() -> _Parser:
     parser.add_argument("--algorithm", default="telamalloc", choices=list(ALGORITHMS))
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
+    parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
+    parser.add_argument("--compare", metavar="CSV", help="--html: also show this solution CSV of the same problem (e.g. best-fit's)")
     parser.add_argument("--report", help="write a summary report to this file (.json: JSON, else text)")
     parser.add_argument("--report-format", choices=["text", "json"], help="the report's format (default: from the file extension)")
     return parser
 
 
-def _write_outputs(arguments, problem: Problem, solution: Solution) -> None:
-    """The picture and the report, when asked for; one line each on stdout."""
+def _write_outputs(arguments, problem: Problem, solution: Solution, compare: dict[str, tuple[int, ...]]) -> None:
+    """The picture, the viewer page and the report, when asked for; one line each on stdout."""
     name = os.path.splitext(os.path.basename(arguments.input))[0]
     try:
         if arguments.plot:
             plot_layout(arguments.plot, problem, solution, name=name)
             print(f"plotted: {arguments.plot}")
+        if arguments.html:
+            write_html(Problem(problem.buffers, arguments.capacity), solution, arguments.html, name=name, compare=compare)
+            print(f"viewer: {arguments.html}")
         if arguments.report:
             report = build_report(name, problem, solution)
             json_format = arguments.report_format == "json" or (arguments.report_format is None and arguments.report.endswith(".json"))
@@ -148,6 +160,40 @@ def _write_outputs(arguments, problem: Problem, solution: Solution) -> None:
             print(f"reported: {arguments.report}")
     except OSError as error:
         raise UsageError(f"cannot write '{error.filename}': {error.strerror or error}") from None
+
+
+def _require_writable_folder(path: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot write '{path}': {os.strerror(errno.ENOENT)}")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write '{path}': {os.strerror(errno.EACCES)}")
+
+
+def _read_compare(path: str, problem: Problem) -> dict[str, tuple[int, ...]]:
+    """--compare: the offsets of another solution CSV of `problem`, in the input's order."""
+    other = read_csv(path).problem
+    where = f"cannot compare with '{path}'"
+    theirs = {b.id: b for b in other.buffers}
+    for buffer in problem.buffers:
+        mine = theirs.get(buffer.id)
+        if mine is None:
+            raise UsageError(f"{where}: it has no buffer '{buffer.id}' of the input; compare solutions of the same problem")
+        if (mine.start, mine.end, mine.size, mine.alignment) != (buffer.start, buffer.end, buffer.size, buffer.alignment):
+            raise UsageError(
+                f"{where}: buffer '{buffer.id}' is live [{mine.start}, {mine.end}) with size '{mine.size}' and alignment "
+                f"'{mine.alignment}' there but [{buffer.start}, {buffer.end}) with '{buffer.size}' and '{buffer.alignment}' in the input"
+            )
+        if mine.offset is None:
+            raise UsageError(f"{where}: buffer '{buffer.id}' has no offset; pass a solution CSV (e.g. written by tela-alloc --output)")
+    if len(other.buffers) != len(problem.buffers):
+        extra = next(b.id for b in other.buffers if b.id not in {b.id for b in problem.buffers})
+        raise UsageError(f"{where}: its buffer '{extra}' is not in the input; compare solutions of the same problem")
+    offsets = tuple(theirs[b.id].offset for b in problem.buffers)
+    violations = validate(problem, list(offsets), None)
+    if violations:
+        raise UsageError(f"{where}: its layout is not valid: {violations[0]}")
+    return {os.path.basename(path): offsets}
 
 
 def _ids(ids: Sequence, limit: int = 20) -> str:
@@ -239,7 +285,8 @@ def _check_batch_arguments(arguments) -> None:
         raise UsageError("--input and --batch exclude each other; give one problem or one directory")
     if not arguments.output_dir:
         raise UsageError("--batch needs --output-dir OUT for the layouts")
-    for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--report", arguments.report),
+    for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
+                        ("--compare", arguments.compare), ("--report", arguments.report),
                         ("--report-format", arguments.report_format), ("--validate", arguments.validate)):
         if value:
             raise UsageError(f"{flag} applies to --input only; --batch validates and writes every layout to --output-dir")
@@ -310,13 +357,18 @@ def _run(argv: Sequence[str] | None) -> int:
     if arguments.plot:
         picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
         require_matplotlib()
+    if arguments.compare is not None and not arguments.html:
+        raise UsageError("--compare needs --html FILE, the page that shows both layouts")
+    if arguments.html:
+        _require_writable_folder(arguments.html)  # before the solve, which may be long
     table = read_csv(arguments.input)
+    compare = {} if arguments.compare is None else _read_compare(arguments.compare, table.problem)
     try:
         solution = _solve_interruptibly(table.problem, arguments)
     except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
         raise ProblemError(f"{arguments.input}: {error}") from None
     print(_report(solution), flush=True)
-    _write_outputs(arguments, table.problem, solution)
+    _write_outputs(arguments, table.problem, solution, compare)
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
         try:
@@ -339,7 +391,7 @@ def _run(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
-    except (UsageError, ProblemError, PlotError) as error:
+    except (UsageError, ProblemError, PlotError, HtmlError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return ExitStatus.BAD_INPUT
     except BrokenPipeError:  # e.g. piped into `head`: the reader has gone, stay quiet

@@ -132,10 +132,13 @@ MLIR_CASES = [
     ("pass-option-alignment-not-power-of-two", "tela-opt", SMALL, ["-p", "tela-plan{alignment=3}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{alignment=3}': invalid alignment '3'; expected a power of two "
      "in bytes, e.g. 'alignment=64'"),
+    ("pass-option-html-not-html", "tela-opt", SMALL, ["-p", 'tela-plan{html="plan.svg"}'], 2,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{html=\"plan.svg\"}': invalid html 'plan.svg'; expected a "
+     "quoted '.html' file path, e.g. 'html=\"plan.html\"'"),
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', "
-     "'report-file', 'plot', 'report-json'"),
+     "'report-file', 'plot', 'report-json', 'html'"),
     ("unknown-pass", "tela-opt", SMALL, ["-p", "no-such-pass"], 2,
      "tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --help' to list the available passes"),
     ("missing-input-file", "tela-opt", None, [], 2,

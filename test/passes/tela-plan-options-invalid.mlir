@@ -9,6 +9,7 @@
 // RUN: not tela-opt %s -p 'tela-plan{report=maybe}' 2>&1 | filecheck %s --check-prefix=REPORT
 // RUN: not tela-opt %s -p 'tela-plan{memory-space=-1}' 2>&1 | filecheck %s --check-prefix=SPACE
 // RUN: not tela-opt %s -p 'tela-plan{colour=blue}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not tela-opt %s -p 'tela-plan{html="plan.svg"}' 2>&1 | filecheck %s --check-prefix=HTML
 // RUN: not tela-opt %s -p 'tela-pipeline{mode=fastest}' 2>&1 | filecheck %s --check-prefix=PIPELINE
 // RUN: not tela-opt %s -p 'tela-plan{dump-problem="/nonexistent/dir/p.csv"}' 2>&1 | filecheck %s --check-prefix=DUMP
 // RUN: tela-opt %s --verify-diagnostics -p 'tela-plan{algorithm=best-fit}' | filecheck %s --check-prefix=GREEDY
@@ -21,7 +22,8 @@
 // TIME: tela-opt: error: invalid pass pipeline 'tela-plan{time-limit=soon}': invalid time-limit 'soon'; expected a number of seconds >= 0, e.g. 'time-limit=2.5'
 // REPORT: tela-opt: error: invalid pass pipeline 'tela-plan{report=maybe}': invalid report 'maybe'; expected 'true' or 'false'
 // SPACE: tela-opt: error: invalid pass pipeline 'tela-plan{memory-space=-1}': invalid memory-space '-1'; expected a non-negative integer memory space, e.g. 'memory-space=3'
-// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', 'report-file', 'plot', 'report-json'
+// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', 'report-file', 'plot', 'report-json', 'html'
+// HTML: tela-opt: error: invalid pass pipeline 'tela-plan{html="plan.svg"}': invalid html 'plan.svg'; expected a quoted '.html' file path, e.g. 'html="plan.html"'
 // PIPELINE: tela-opt: error: invalid pass pipeline 'tela-pipeline{mode=fastest}': unknown mode 'fastest'; expected 'fit' or 'minimize'
 // DUMP: error: pass 'tela-plan' failed: cannot write the problem to '/nonexistent/dir/p.csv': No such file or directory; pass a writable 'dump-problem' path
 
