@@ -75,6 +75,14 @@ LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
+# Large-neighbourhood search after each improving ordering (see _lns): at most this many
+# exact window searches (the budget without a time limit), windows of at most
+# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS per search, a failed window doubled
+# at most LNS_GROWTH times before the search gives up on the peak.
+LARGE_LNS_ROUNDS = 200
+LNS_EXACT_BUFFERS = 3000
+LNS_WINDOW_SECONDS = 0.1
+LNS_GROWTH = 4
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
 # fraction of the time left under a time limit.
@@ -388,42 +396,164 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     return best
 
 
-def _large_orderings(count: int, fixed: int) -> tuple[int, int]:
-    """(orderings, first ordering) of the large planner without a time limit: as many of
-    its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
-    from the classic best-fit one, so never worse than best-fit greedy; from
-    LARGE_PLACEMENTS / 2 buffers on a single one, the classic first-fit one (the best single
-    ordering on tracegen at 10^5 and 10^6 buffers: 1.018 x LOAD where best-fit leaves 1.053)."""
+def _large_orderings(count: int, fixed: int) -> list[int]:
+    """The orderings of the large planner without a time limit, in the order tried: as many
+    of its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
+    at least one. First the classic first-fit one (the best single ordering on the trace
+    families of bench/large: 1.018 x LOAD on tracegen at 10^5 buffers where best-fit leaves
+    1.053, 1.034 on deepnet where best-fit leaves 1.18), then the classic best-fit one (so
+    the result is never worse than either greedy baseline once two orderings ran), then the
+    class orderings."""
     orderings = max(1, min(fixed, LARGE_PLACEMENTS // max(count, 1)))
-    return (orderings, 0) if orderings > 1 else (1, 1)
+    return ([1, 0] + list(range(2, max(fixed, 2))))[:orderings]
+
+
+def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
+    """LOAD of a few buffers (numpy sweep: ends before starts at the same point)."""
+    if len(starts) == 0:
+        return 0
+    times = np.concatenate((ends, starts))
+    deltas = np.concatenate((-sizes, sizes))
+    order = np.lexsort((deltas, times))
+    return int(np.cumsum(deltas[order]).max())
+
+
+@dataclass
+class _LnsStats:
+    windows: int = 0  # exact window searches run
+    improved: int = 0  # of which lowered the layout
+    stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
+
+
+def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop: float | None, stats: _LnsStats) -> np.ndarray:
+    """Large-neighbourhood search on a large planner layout (live offsets, changed in place).
+
+    Round after round: take the highest buffer (the lowest index at the peak), the window
+    of program points of its lifetime, widened until no buffer reaching the peak crosses
+    its ends; unplace the buffers living inside the window and re-place them with the exact
+    search kernel, the buffers crossing the window pinned where they are, below the peak:
+    first at the height of everything else (or the window's LOAD, if higher), else one byte
+    below the peak. A window that fails is doubled (LNS_GROWTH times, up to
+    LNS_EXACT_BUFFERS free buffers); when even that fails the peak cannot be lowered this
+    way and the search stops (``stats.stuck``). At most ``rounds`` window searches, until
+    ``stop`` (a time.monotonic() value) and the cancel flag; each search gets at most
+    LNS_WINDOW_SECONDS. Every accepted layout is valid: the kernel places the free buffers
+    clear of the pinned ones and of each other, and nothing outside the window overlaps a
+    free buffer in time.
+    """
+    from telamalloc.runtime.alloc._search import STATUS_OK, search  # imported here: only this path needs it
+
+    starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
+    tops = offsets + sizes
+    while stats.windows < rounds and len(tops):
+        peak = int(tops.max())
+        if peak <= lower:
+            break
+        highest = int(np.argmax(tops))
+        low, high = int(starts[highest]), int(ends[highest])
+        lowered = False
+        for _ in range(LNS_GROWTH):
+            while True:  # no buffer at the peak may cross the window's ends
+                inside = (starts >= low) & (ends <= high)
+                crossing = (starts < high) & (ends > low) & ~inside
+                blocking = crossing & (tops >= peak)
+                if not blocking.any():
+                    break
+                low, high = min(low, int(starts[blocking].min())), max(high, int(ends[blocking].max()))
+            free = inside & (fixed < 0)
+            if not free.any() or int(free.sum()) > LNS_EXACT_BUFFERS:
+                break
+            members = np.flatnonzero(inside | crossing)
+            pins = np.where(free[members], -1, offsets[members])
+            rest = np.where(free, 0, tops)
+            aim = max(int(rest.max()), _window_load(starts[members], ends[members], sizes[members]), lower)
+            for capacity in dict.fromkeys((min(aim, peak - 1), peak - 1)):
+                remaining = None if stop is None else stop - time.monotonic()
+                if stats.windows >= rounds or instance.cancelled() or (remaining is not None and remaining <= 0):
+                    return offsets
+                limit = LNS_WINDOW_SECONDS if remaining is None else min(LNS_WINDOW_SECONDS, remaining)
+                result = search(starts[members], ends[members], sizes[members], aligns[members], pins, capacity,
+                                instance.params, max(limit, 1e-6), instance.cancel, instance.progress)
+                instance.counters.add(result)
+                stats.windows += 1
+                if result.status == STATUS_OK:
+                    offsets[members] = result.offsets
+                    tops[members] = result.offsets + sizes[members]
+                    stats.improved += 1
+                    lowered = True
+                    break
+            if lowered:
+                break
+            width = high - low
+            low, high = low - width // 2 - 1, high + width // 2 + 1
+        if not lowered:
+            stats.stuck = not instance.cancelled() and (stop is None or time.monotonic() < stop) and stats.windows < rounds
+            break
+        _publish_best(instance, int(tops.max()))
+    return offsets
 
 
 def _large_layout(instance: _Instance, target: int | None, anytime: bool, limited: bool = True) -> tuple[tuple[int, ...], int, dict]:
     """The large planner's best layout (all buffers), its peak and the planner's info.
-    ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
-    further orderings. ``limited`` False: ignore the time limit and the cancel flag (a
-    fallback layout after the search, like the greedy fallback)."""
+
+    A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
+    whole layout; the better one kept), and with ``anytime`` after each ordering that
+    improved, a large-neighbourhood search on the best layout (``_lns``, at most
+    LARGE_LNS_ROUNDS window searches each). Without a time limit that is the whole budget;
+    with one (``anytime``) the schedule goes on with further orderings (seeded random ones
+    from the twelfth) until the time runs out. The time only cuts the schedule short, so a
+    longer limit never gives a worse layout. Stops early at ``target`` (a peak at most this).
+    ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
+    the search, like the greedy fallback; orderings only)."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
 
-    orderings, first = _large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
+    count = len(instance.starts)
+    schedule = _large_orderings(count, len(FIXED_ORDERINGS))
     remaining = instance.remaining() if limited else None
+    stop = None
     if remaining is not None:  # leave time for the independent check of the layout
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
-    live_offsets, info = plan(
-        instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
-        orderings=orderings,
-        first=first,
-        until_deadline=anytime and remaining is not None,
-        time_limit=0.0 if remaining is None else max(remaining, 1e-6),
-        target=-1 if target is None else target,
-        seed=instance.params.seed,
-        cancel=instance.cancel if limited else None,
-        progress=instance.progress,
-    )
+        stop = time.monotonic() + remaining
+    goal = -1 if target is None else target
+    best = None
+    best_peak = None
+    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
+    step = 0
+    while True:
+        if step < len(schedule):
+            index = schedule[step]
+        elif anytime and stop is not None:
+            index = step  # past the fixed ones: seeded random orderings
+        else:
+            break
+        left = None if stop is None else stop - time.monotonic()
+        if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
+            break
+        live_offsets, result = plan(
+            instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
+            orderings=1, first=index,
+            time_limit=0.0 if left is None else max(left, 1e-6),
+            seed=instance.params.seed,
+            cancel=instance.cancel if limited else None,
+        )
+        step += 1
+        if result["stopped"]:
+            if best is not None:  # a later ordering cut short: dropped
+                break
+            info["stopped"] = True
+        info["orderings"] = step
+        if best is None or result["peak"] < best_peak:
+            best, best_peak, info["ordering"] = live_offsets, int(result["peak"]), index
+            _publish_best(instance, best_peak)
+            if anytime and limited and best_peak > goal and not info["stopped"]:
+                best = _lns(instance, best, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+                best_peak = int((best + instance.sizes).max())
+        if info["stopped"] or best_peak <= goal:
+            break
     if limited and instance.cancelled():
         instance.counters.cancelled = True
-    offsets = instance.full_offsets(live_offsets.tolist())
-    peak = int((live_offsets + instance.sizes).max()) if len(live_offsets) else 0
+    offsets = instance.full_offsets(best.tolist())
+    peak = best_peak if count else 0
     if len(instance.live) < len(offsets):  # zero-size buffers count at their offset
         peak = max(peak, max(offsets[index] for index, b in enumerate(instance.problem.buffers) if b.size == 0))
     _publish_best(instance, peak)
@@ -432,7 +562,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 def _large_note(info: dict) -> str:
     cut = "; the time limit or cancel cut the first ordering short" if info["stopped"] else ""
-    return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){cut}"
+    lns = info["lns"]
+    searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
+    return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"
 
 
 def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algorithm: str) -> _Outcome:
@@ -754,6 +886,7 @@ def solve(
     Raises ProblemError for problems that cannot be solved as stated.
     """
     started = time.perf_counter()
+    began = time.monotonic()  # the time limit covers the whole call: checks, LOAD, validation
     mode = _check_mode(mode)
     if algorithm not in ALGORITHMS:
         raise ProblemError(f"unknown algorithm '{algorithm}'; use " + ", ".join(f"'{name}'" for name in ALGORITHMS))
@@ -772,7 +905,7 @@ def solve(
     if mode is Mode.FIT and capacity is None:
         raise ProblemError("fit mode needs a capacity; pass capacity=... or use mode='minimize'")
 
-    deadline = None if time_limit is None else time.monotonic() + float(time_limit)
+    deadline = None if time_limit is None else began + float(time_limit)
     instance = _make_instance(problem, params, cancel, deadline, columns)
     instance.progress = progress
     load = compute_load(problem)
