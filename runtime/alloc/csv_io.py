@@ -283,6 +283,10 @@ def write_solution(
         raise ValueError(f"unknown column '{unknown[0]}'")
     if "offset" not in columns:
         columns.append("offset")
+    fast = _solution_text(problem, offsets, columns)
+    if fast is not None:
+        _write_atomically(os.fspath(path), fast)
+        return
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -299,6 +303,39 @@ def write_solution(
         }
         writer.writerow([values[column] for column in columns])
     _write_atomically(os.fspath(path), out.getvalue())
+
+
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
+
+def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> str | None:
+    """The text ``write_solution`` writes, built column by column (10^6 rows: ~1 s instead
+    of ~4 s); None when some id needs quoting or a value is not a plain int (then the csv
+    writer does it, byte for byte the same otherwise)."""
+    buffers = problem.buffers
+    ids = [buffer.id for buffer in buffers]
+    if not all(type(identifier) is str for identifier in ids) or any(map(_NEEDS_QUOTES.search, ids)):
+        return None
+    if any(identifier == "" for identifier in ids):
+        return None
+    starts = [buffer.start for buffer in buffers]
+    ends = [buffer.end for buffer in buffers]
+    values = {
+        "id": ids,
+        "lower": starts,
+        "upper": ends,
+        "begin": starts,
+        "end": [end - 1 for end in ends],
+        "size": [buffer.size for buffer in buffers],
+        "alignment": [buffer.alignment for buffer in buffers],
+        "offset": list(offsets),
+    }
+    if not all(type(value) is int for column in columns if column != "id" for value in values[column]):
+        return None
+    cells = [values[column] if column == "id" else list(map(str, values[column])) for column in columns]
+    lines = [",".join(columns)]
+    lines.extend(map(",".join, zip(*cells)))
+    return "\n".join(lines) + "\n"
 
 
 def write_problem(path: str | os.PathLike, problem: Problem) -> None:
