@@ -294,7 +294,7 @@ def _report_unsolved(arguments, read_seconds: float) -> str:
         "status: TIMEOUT",
         "peak: -",
         f"seconds: {read_seconds:.3f}",
-        f"message: TIMEOUT: reading '{arguments.input}' took '{read_seconds:.3f}' s of the time limit "
+        f"message: TIMEOUT: start-up and reading '{arguments.input}' took '{read_seconds:.3f}' s of the time limit "
         f"'{arguments.timeout:g}' s, leaving no time to solve and write; raise --timeout",
     ))
 
@@ -329,15 +329,17 @@ def _run(argv: Sequence[str] | None) -> int:
     if arguments.plot:
         picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
         require_matplotlib()
+    reading = time.monotonic()
     table = read_csv(arguments.input)
     if arguments.timeout is not None:
-        # --timeout bounds the whole process: the solve gets what reading left, minus the
-        # writing (and --validate's re-reading), estimated from the time reading took
-        read_seconds = time.monotonic() - started
+        # --timeout bounds the whole process: the solve gets what start-up and reading left,
+        # minus the writing (and --validate's re-reading), estimated from the time reading took
+        now = time.monotonic()
+        read_seconds = now - reading
         reserve = read_seconds * (WRITE_SHARE_OF_READ if arguments.output else 0.0) + (read_seconds if arguments.validate else 0.0)
-        solve_seconds = arguments.timeout - read_seconds - reserve
+        solve_seconds = arguments.timeout - (now - started) - reserve
         if solve_seconds <= 0:
-            print(_report_unsolved(arguments, read_seconds), flush=True)
+            print(_report_unsolved(arguments, now - started), flush=True)
             if arguments.output:
                 print(f"not written: {arguments.output} (no time left to solve)")
             return ExitStatus.TIMEOUT
