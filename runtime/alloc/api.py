@@ -75,14 +75,16 @@ LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
-# Large-neighbourhood search after each improving ordering (see _lns): at most this many
+# Large-neighbourhood search after the orderings (see _lns): at most this many
 # exact window searches (the budget without a time limit), windows of at most
 # LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS per search, a failed window doubled
 # at most LNS_GROWTH times before the search gives up on the peak.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
-LNS_WINDOW_SECONDS = 0.1
+LNS_WINDOW_SECONDS = 0.02
 LNS_GROWTH = 4
+# Failed window searches (a timeout costs LNS_WINDOW_SECONDS) allowed per solve in all.
+LNS_FAILED_WINDOWS = 4
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
 # fraction of the time left under a time limit.
@@ -435,6 +437,7 @@ def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int
 class _LnsStats:
     windows: int = 0  # exact window searches run
     improved: int = 0  # of which lowered the layout
+    failed: int = 0  # of which did not
     stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
 
 
@@ -462,7 +465,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop
 
     starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
     tops = offsets + sizes
-    while stats.windows < rounds and len(tops):
+    while stats.windows < rounds and stats.failed < LNS_FAILED_WINDOWS and len(tops):
         peak = int(tops.max())
         if peak <= lower:
             break
@@ -488,7 +491,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop
             aim = max(int(rest.max()), _window_load(*window[:3]), lower)
             for capacity in dict.fromkeys((min(aim, peak - 1), peak - 1)):
                 remaining = None if stop is None else stop - time.monotonic()
-                if stats.windows >= rounds or instance.cancelled() or (remaining is not None and remaining <= 0):
+                if stats.windows >= rounds or stats.failed >= LNS_FAILED_WINDOWS or instance.cancelled() or (remaining is not None and remaining <= 0):
                     return offsets
                 stats.windows += 1
                 limit = LNS_WINDOW_SECONDS if remaining is None else min(LNS_WINDOW_SECONDS, remaining)
@@ -501,6 +504,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop
                     stats.improved += 1
                     lowered = True
                     break
+                stats.failed += 1
             if lowered:
                 break
             width = high - low
@@ -516,11 +520,11 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     """The large planner's best layout (all buffers), its peak and the planner's info.
 
     A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
-    whole layout; the better one kept), and with ``anytime`` after each ordering that
-    improved, a large-neighbourhood search on the best layout (``_lns``, at most
-    LARGE_LNS_ROUNDS window searches each). Without a time limit that is the whole budget;
-    with one (``anytime``) the schedule goes on with further orderings (seeded random ones
-    from the twelfth) until the time runs out. The time only cuts the schedule short, so a
+    whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
+    on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and LNS_FAILED_WINDOWS
+    failed ones in all). Without a time limit that is the whole budget; with one
+    (``anytime``) the schedule goes on with further orderings (seeded random ones from the
+    twelfth), each one that improves followed by the search, until the time runs out. The time only cuts the schedule short, so a
     longer limit never gives a worse layout. Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only)."""
@@ -538,7 +542,14 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     best_peak = None
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
     step = 0
+    searching = False  # a large-neighbourhood search is due on the best layout
     while True:
+        if searching and step >= len(schedule):
+            best = _lns(instance, best, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+            best_peak = int((best + instance.sizes).max())
+            searching = False
+            if best_peak <= goal:
+                break
         if step < len(schedule):
             index = schedule[step]
         elif anytime and stop is not None:
@@ -564,9 +575,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         if best is None or result["peak"] < best_peak:
             best, best_peak, info["ordering"] = live_offsets, int(result["peak"]), index
             _publish_best(instance, best_peak)
-            if anytime and limited and best_peak > goal and not info["stopped"]:
-                best = _lns(instance, best, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
-                best_peak = int((best + instance.sizes).max())
+            searching = anytime and limited and best_peak > goal and not info["stopped"]
         if info["stopped"] or best_peak <= goal:
             break
     if limited and instance.cancelled():
