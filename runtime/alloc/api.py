@@ -75,16 +75,20 @@ LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
-# Large-neighbourhood search after the orderings (see _lns): at most this many
-# exact window searches (the budget without a time limit), windows of at most
-# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS per search, a failed window doubled
-# at most LNS_GROWTH times before the search gives up on the peak.
+# Large-neighbourhood search after the orderings (see _lns): at most LARGE_LNS_ROUNDS exact
+# window searches (the budget without a time limit) and LNS_TIMEOUT_SECONDS_PER_BUFFER x
+# buffers (at most LNS_TIMEOUT_SECONDS) of searches that time out; windows of at most
+# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS for the first search of a window,
+# twice that for each of the LNS_GROWTH doublings; LNS_BISECTIONS capacities proved
+# infeasible per window; done within LNS_CLOSE of the lower bound.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
-LNS_WINDOW_SECONDS = 0.02
-LNS_GROWTH = 4
-# Failed window searches (a timeout costs LNS_WINDOW_SECONDS) allowed per solve in all.
-LNS_FAILED_WINDOWS = 4
+LNS_WINDOW_SECONDS = 0.05
+LNS_GROWTH = 5
+LNS_BISECTIONS = 3
+LNS_TIMEOUT_SECONDS = 1.0
+LNS_TIMEOUT_SECONDS_PER_BUFFER = 1e-5
+LNS_CLOSE = 1e-6
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
 # fraction of the time left under a time limit.
@@ -437,41 +441,50 @@ def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int
 class _LnsStats:
     windows: int = 0  # exact window searches run
     improved: int = 0  # of which lowered the layout
-    failed: int = 0  # of which did not
+    timed_out: float = 0.0  # seconds spent in window searches that timed out
     stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
 
 
-def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop: float | None, stats: _LnsStats) -> np.ndarray:
-    """Large-neighbourhood search on a large planner layout (live offsets, changed in place).
+def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int, rounds: int, stop: float | None, stats: _LnsStats) -> np.ndarray:
+    """Large-neighbourhood search on a large planner layout (live offsets, changed in place;
+    ``fixed``: the pins the layout was made with).
 
     Round after round: take the highest buffer (the lowest index at the peak) and the window
     of program points of its lifetime, widened until no buffer reaching the peak crosses
-    the window's ends. Unplace the buffers living inside the window and re-place them, the
-    buffers crossing the window pinned where they are (all below the peak), with the exact
-    search kernel: capacity first the height of everything else (or the window's LOAD, if
-    higher), else one byte below the peak. A window that fails is doubled (LNS_GROWTH
-    times, up to LNS_EXACT_BUFFERS free buffers); when even that fails the peak cannot be
-    lowered this way and the search stops (``stats.stuck``). Measured: this lowers peaks
-    made by short-lived buffers (unet at 10^5 buffers: 1.167 to 1.000 x LOAD in 0.1 s);
-    where a long-lived buffer holds the peak (deepnet, tracegen, transformer) its window
-    is too large, and re-placing such windows with the large planner's orderings instead
-    never lowered the peak there. At most ``rounds`` window attempts,
-    until ``stop`` (a time.monotonic() value) and the cancel flag; each exact search gets
-    at most LNS_WINDOW_SECONDS. Every accepted layout is valid: the free buffers are placed
-    clear of the pinned ones and of each other, and nothing outside the window overlaps a
-    free buffer in time.
-    """
-    from telamalloc.runtime.alloc._search import STATUS_OK, search  # imported here: only this path needs it
+    the window's ends. Unplace the buffers living inside the window and re-place them with
+    the exact search kernel, the buffers crossing the window pinned where they are (all
+    below the peak): at the lowest useful capacity first (the height of everything else,
+    or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
+    capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search times out is doubled,
+    with twice the time (LNS_GROWTH times from LNS_WINDOW_SECONDS, up to LNS_EXACT_BUFFERS
+    free buffers); when even that fails the peak cannot be lowered this way and the search
+    stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``, after ``rounds``
+    window searches, after LNS_TIMEOUT_SECONDS_PER_BUFFER x buffers (at most
+    LNS_TIMEOUT_SECONDS) spent in searches that timed out, at ``stop`` (a time.monotonic()
+    value) and on the cancel flag. Every accepted layout is valid: the free buffers are
+    placed clear of the pinned ones and of each other, and nothing outside the window
+    overlaps a free buffer in time.
 
-    starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
+    Measured (10^5 buffers): unet 1.167 -> 1.000 x LOAD in two windows; tracegen, once its
+    whole-program buffers are lifted (``_lifted``), 1.0177 -> 1.0000 in two windows of
+    0.6 s on a busy machine. Where a long-lived buffer holds the peak (deepnet,
+    transformer) its window holds more than LNS_EXACT_BUFFERS buffers and nothing is
+    tried; re-placing such windows with the large planner's orderings instead never lowered
+    a peak there (tried and dropped).
+    """
+    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
+
+    starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     tops = offsets + sizes
-    while stats.windows < rounds and stats.failed < LNS_FAILED_WINDOWS and len(tops):
+    patience = min(LNS_TIMEOUT_SECONDS, LNS_TIMEOUT_SECONDS_PER_BUFFER * len(starts))
+    while len(tops):
         peak = int(tops.max())
-        if peak <= lower:
+        if peak <= lower or peak - lower <= lower * LNS_CLOSE:
             break
         highest = int(np.argmax(tops))
         low, high = int(starts[highest]), int(ends[highest])
         lowered = False
+        seconds = LNS_WINDOW_SECONDS
         for _ in range(LNS_GROWTH):
             while True:  # no buffer at the peak may cross the window's ends
                 inside = (starts >= low) & (ends <= high)
@@ -488,32 +501,63 @@ def _lns(instance: _Instance, offsets: np.ndarray, lower: int, rounds: int, stop
             pins = np.where(free[members], -1, offsets[members])
             window = (starts[members], ends[members], sizes[members], aligns[members], pins)
             rest = np.where(free, 0, tops)
-            aim = max(int(rest.max()), _window_load(*window[:3]), lower)
-            for capacity in dict.fromkeys((min(aim, peak - 1), peak - 1)):
+            floor = max(int(rest.max()), _window_load(*window[:3]), lower)
+            capacity = min(floor, peak - 1)
+            for _ in range(LNS_BISECTIONS + 1):
                 remaining = None if stop is None else stop - time.monotonic()
-                if stats.windows >= rounds or stats.failed >= LNS_FAILED_WINDOWS or instance.cancelled() or (remaining is not None and remaining <= 0):
-                    return offsets
+                if (stats.windows >= rounds or stats.timed_out >= patience or instance.cancelled()
+                        or (remaining is not None and remaining <= 0)):
+                    return offsets  # the budget or the time is spent
                 stats.windows += 1
-                limit = LNS_WINDOW_SECONDS if remaining is None else min(LNS_WINDOW_SECONDS, remaining)
+                limit = seconds if remaining is None else min(seconds, remaining)
+                began = time.monotonic()
                 result = search(*window, capacity, instance.params, max(limit, 1e-6), instance.cancel, instance.progress)
                 instance.counters.add(result)
                 if result.status == STATUS_OK:
-                    placed = result.offsets
-                    offsets[members] = placed
-                    tops[members] = placed + sizes[members]
+                    offsets[members] = result.offsets
+                    tops[members] = result.offsets + sizes[members]
                     stats.improved += 1
                     lowered = True
                     break
-                stats.failed += 1
+                if result.status != STATUS_INFEASIBLE:
+                    stats.timed_out += time.monotonic() - began  # a wider window instead
+                    break
+                floor = capacity + 1
+                if floor >= peak:
+                    break
+                capacity = floor + (peak - 1 - floor) // 2
             if lowered:
                 break
             width = high - low
             low, high = low - width // 2 - 1, high + width // 2 + 1
+            seconds *= 2
         if not lowered:
-            stats.stuck = not instance.cancelled() and (stop is None or time.monotonic() < stop) and stats.windows < rounds
+            stats.stuck = not instance.cancelled() and (stop is None or time.monotonic() < stop)
             break
         _publish_best(instance, int(tops.max()))
     return offsets
+
+
+def _lifted(instance: _Instance) -> np.ndarray:
+    """The pins the large planner works with: the user's, and when no buffer is pinned, the
+    buffers live at every point of the program ("global": weights, constants) stacked at
+    the bottom, largest first. They take the same bytes at every point, so stacking them
+    below everything loses nothing (alignment aside), and no search has to move them: on
+    top of a layout they make the peak a window as long as the program."""
+    starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
+    if len(starts) < 2 or np.any(fixed >= 0):
+        return fixed
+    everywhere = np.flatnonzero((starts <= starts.min()) & (ends >= ends.max()))
+    if len(everywhere) == 0 or len(everywhere) == len(starts):
+        return fixed
+    lifted = fixed.copy()
+    top = 0
+    for index in everywhere[np.lexsort((everywhere, -sizes[everywhere]))].tolist():
+        align = int(aligns[index])
+        top = (top + align - 1) // align * align
+        lifted[index] = top
+        top += int(sizes[index])
+    return lifted
 
 
 def _large_layout(instance: _Instance, target: int | None, anytime: bool, limited: bool = True) -> tuple[tuple[int, ...], int, dict]:
@@ -521,8 +565,8 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
     A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
     whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
-    on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and LNS_FAILED_WINDOWS
-    failed ones in all). Without a time limit that is the whole budget; with one
+    on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
+    ones in all). Without a time limit that is the whole budget; with one
     (``anytime``) the schedule goes on with further orderings (seeded random ones from the
     twelfth), each one that improves followed by the search, until the time runs out. The time only cuts the schedule short, so a
     longer limit never gives a worse layout. Stops early at ``target`` (a peak at most this).
@@ -538,6 +582,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
         stop = time.monotonic() + remaining
     goal = -1 if target is None else target
+    fixed = _lifted(instance)
     best = None
     best_peak = None
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
@@ -545,7 +590,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     searching = False  # a large-neighbourhood search is due on the best layout
     while True:
         if searching and step >= len(schedule):
-            best = _lns(instance, best, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+            best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             best_peak = int((best + instance.sizes).max())
             searching = False
             if best_peak <= goal:
@@ -560,7 +605,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break
         live_offsets, result = plan(
-            instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
+            instance.starts, instance.ends, instance.sizes, instance.aligns, fixed,
             orderings=1, first=index,
             time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,

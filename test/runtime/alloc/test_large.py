@@ -313,3 +313,24 @@ def test_union_heights_change_speed_not_layouts():
     for block_levels, low_levels, level_step in ((1, 1, 1), (4, 2, 1), (13, 6, 2), (30, 1, 1), (10, 2, 4), (9, 3, 3)):
         offsets, _ = plan(*arrays, orderings=3, block_levels=block_levels, low_levels=low_levels, level_step=level_step)
         assert np.array_equal(offsets, reference), (block_levels, low_levels, level_step)
+
+
+def test_buffers_live_everywhere_are_stacked_at_the_bottom():
+    """Weights live at every point: stacked below everything, largest first, aligned."""
+    problem = Problem([Buffer("w1", 0, 10, 3, 1), Buffer("w2", 0, 10, 8, 4), Buffer("a", 0, 4, 5), Buffer("b", 4, 10, 6)])
+    instance = api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+    assert api._lifted(instance).tolist() == [8, 0, -1, -1]
+    solution = solve(problem, mode="minimize", algorithm="large")
+    assert solution.ok and solution.offsets[:2] == (8, 0) and solution.peak == solution.load == 17
+    pinned = Problem([Buffer("w1", 0, 10, 3, 1, 0), Buffer("w2", 0, 10, 8), Buffer("a", 0, 4, 5)])
+    instance = api._make_instance(pinned, api.Params(), None, None, api._fast_columns(pinned))
+    assert api._lifted(instance).tolist() == [0, -1, -1]  # the user's pins only
+
+
+def test_lifted_tracegen_layouts_are_valid_and_no_worse_than_first_fit():
+    problem = generate(20000, 1).problem()
+    solution = solve(problem, mode="minimize", algorithm="large")
+    arrays = columns(problem)
+    first_fit = peak_of(plan(*arrays, orderings=1, first=1)[0], arrays[2])
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak <= first_fit
