@@ -15,9 +15,11 @@ Algorithms
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
-  placement over a portfolio of orderings (the classic decreasing-size best-fit one first,
-  so it is never worse than best-fit greedy below 160000 buffers; a single first-fit one
-  above), without storing overlapping pairs; 10^5 buffers in under a second. Like
+  placement over a portfolio of orderings (the classic decreasing-size first-fit one first,
+  the best-fit one second, so it is never worse than either greedy baseline below 160000
+  buffers; first-fit alone above), without storing overlapping pairs; buffers live at every
+  point stacked at the bottom; in minimize mode then a large-neighbourhood search with the
+  exact kernel on windows around the peak (``_large_layout``, ``_lns``). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
   layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
   itself above LARGE_THRESHOLD buffers, where the exact search is hopeless.
