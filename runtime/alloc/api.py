@@ -17,8 +17,8 @@ Algorithms
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
   placement over a portfolio of orderings (the classic decreasing-size first-fit one first,
   the best-fit one second, so it is never worse than either greedy baseline below 160000
-  buffers; first-fit alone above), without storing overlapping pairs; buffers live at every
-  point stacked at the bottom; in minimize mode then a large-neighbourhood search with the
+  buffers unless some are lifted; first-fit alone above), without storing overlapping pairs; buffers live at every
+  point are lifted: stacked at the bottom first; in minimize mode then a large-neighbourhood search with the
   exact kernel on windows around the peak (``_large_layout``, ``_lns``). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
   layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
