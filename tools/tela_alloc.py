@@ -312,7 +312,7 @@ def _process_age() -> float:
 
 def _run(argv: Sequence[str] | None) -> int:
     # the command line (argv None) counts --timeout from the process start; a call from
-    # Python from the call
+    # Python (main(argv)) counts from the call
     started = time.monotonic() - (_process_age() if argv is None else 0.0)
     arguments = _parser().parse_args(argv)
     if arguments.batch:
