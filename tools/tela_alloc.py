@@ -55,6 +55,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -288,6 +289,31 @@ def _run_batch(arguments) -> int:
     return batch_planning.exit_status(results)
 
 
+class _OutOfTime(Exception):
+    """--timeout ran out while the input was being read."""
+
+
+def _read_within(path: str, seconds: float | None):
+    """read_csv, given up with _OutOfTime when ``seconds`` pass first (a POSIX interval
+    timer on the main thread; elsewhere the read runs to its end and the caller finds no
+    time left)."""
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return read_csv(path)
+    if seconds <= 0:
+        raise _OutOfTime
+
+    def on_alarm(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return read_csv(path)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _report_unsolved(arguments, read_seconds: float) -> str:
     """The status block when reading the input used up --timeout (nothing solved)."""
     return "\n".join((
@@ -330,7 +356,13 @@ def _run(argv: Sequence[str] | None) -> int:
         picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
         require_matplotlib()
     reading = time.monotonic()
-    table = read_csv(arguments.input)
+    try:
+        table = _read_within(arguments.input, None if arguments.timeout is None else arguments.timeout - (reading - started))
+    except _OutOfTime:
+        print(_report_unsolved(arguments, time.monotonic() - started), flush=True)
+        if arguments.output:
+            print(f"not written: {arguments.output} (no time left to solve)")
+        return ExitStatus.TIMEOUT
     if arguments.timeout is not None:
         # --timeout bounds the whole process: the solve gets what start-up and reading left,
         # minus the writing (and --validate's re-reading), estimated from the time reading took

@@ -204,3 +204,18 @@ def test_the_timeout_bounds_the_whole_process(tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.exists() and "validated:" in result.stdout
     assert seconds < 10 * 1.1 + 1  # start-up, reading, solving, writing and --validate included
+
+
+def test_a_read_longer_than_the_timeout_is_given_up(tmp_path, monkeypatch, capsys):
+    from telamalloc.tools import tela_alloc
+
+    def slow_read(path):
+        time.sleep(5)
+        raise AssertionError("the read should have been given up")
+
+    monkeypatch.setattr(tela_alloc, "read_csv", slow_read)
+    out = tmp_path / "out.csv"
+    began = time.perf_counter()
+    assert main(["--minimize", f"--input={EXAMPLE}", "--timeout=300ms", f"--output={out}"]) == 3
+    assert time.perf_counter() - began < 2 and not out.exists()
+    assert "start-up and reading" in capsys.readouterr().out
