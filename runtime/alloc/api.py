@@ -570,8 +570,11 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
     ones in all). Without a time limit that is the whole budget; with one
     (``anytime``) the schedule goes on with further orderings (seeded random ones from the
-    twelfth), each one that improves followed by the search, until the time runs out. The time only cuts the schedule short, so a
-    longer limit never gives a worse layout. Stops early at ``target`` (a peak at most this).
+    twelfth), each one that improves followed by the search, until the time runs out. The
+    time only cuts the schedule short, so a longer limit never gives a worse layout, with
+    one exception: the window searches have time limits of their own (LNS_WINDOW_SECONDS,
+    the timeout budget), so whether one succeeds depends on the machine's speed; the
+    orderings alone are deterministic. Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only)."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
