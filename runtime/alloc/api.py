@@ -426,7 +426,13 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     the result is never worse than either greedy baseline once two orderings ran), then the
     class orderings."""
     orderings = max(1, min(fixed, LARGE_PLACEMENTS // max(count, 1)))
-    return ([1, 0] + list(range(2, max(fixed, 2))))[:orderings]
+    return [_large_ordering(step) for step in range(orderings)]
+
+
+def _large_ordering(step: int) -> int:
+    """The ordering (of ``_large.ordering``) the large planner tries at ``step``: first-fit
+    (1), best-fit (0), then 2, 3, ... (fixed ones, then seeded random ones)."""
+    return (1, 0)[step] if step < 2 else step
 
 
 def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
@@ -600,12 +606,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
             searching = False
             if best_peak <= goal:
                 break
-        if step < len(schedule):
-            index = schedule[step]
-        elif anytime and stop is not None:
-            index = step  # past the fixed ones: seeded random orderings
-        else:
+        if step >= len(schedule) and not (anytime and stop is not None):
             break
+        index = _large_ordering(step)  # past the budget: the next fixed ones, then seeded random ones
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break
