@@ -574,9 +574,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
     whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
     on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
-    ones in all). Without a time limit that is the whole budget; with one
-    (``anytime``) the schedule goes on with further orderings (seeded random ones from the
-    twelfth), each one that improves followed by the search, until the time runs out. The
+    ones in all). Without a time limit that is the whole budget; with one (``anytime``)
+    every ordering that improves is followed by the search at once (the limit may not
+    leave time for all the orderings first), and the schedule goes on with further
+    orderings (seeded random ones from the twelfth) until the time runs out. The
     time only cuts the schedule short, so a longer limit never gives a worse layout, with
     one exception: the window searches have time limits of their own (LNS_WINDOW_SECONDS,
     the timeout budget), so whether one succeeds depends on the machine's speed; the
@@ -600,7 +601,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     while True:
-        if searching and step >= len(schedule):
+        if searching and (step >= len(schedule) or stop is not None):  # under a limit: at once
             best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             best_peak = int((best + instance.sizes).max())
             searching = False
