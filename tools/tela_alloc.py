@@ -65,6 +65,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 
@@ -83,6 +84,9 @@ from telamalloc.runtime.alloc.validate import validate
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-alloc"
+# Under --timeout, writing the solution CSV is budgeted at this share of the time reading
+# the input took (the writer does less per row than the reader; 10^6 rows: ~0.6x here).
+WRITE_SHARE_OF_READ = 0.8
 _DURATION = re.compile(r"(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -341,7 +345,57 @@ def _run_batch(arguments) -> int:
     return batch_planning.exit_status(results)
 
 
+class _OutOfTime(Exception):
+    """--timeout ran out while the input was being read."""
+
+
+def _read_within(path: str, seconds: float | None):
+    """read_csv, given up with _OutOfTime when ``seconds`` pass first (a POSIX interval
+    timer on the main thread; elsewhere the read runs to its end and the caller finds no
+    time left)."""
+    if seconds is None or not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        return read_csv(path)
+    if seconds <= 0:
+        raise _OutOfTime
+
+    def on_alarm(signum, frame):
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return read_csv(path)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _report_unsolved(arguments, read_seconds: float) -> str:
+    """The status block when reading the input used up --timeout (nothing solved)."""
+    return "\n".join((
+        "status: TIMEOUT",
+        "peak: -",
+        f"seconds: {read_seconds:.3f}",
+        f"message: TIMEOUT: start-up and reading '{arguments.input}' took '{read_seconds:.3f}' s of the time limit "
+        f"'{arguments.timeout:g}' s, leaving no time to solve and write; raise --timeout",
+    ))
+
+
+def _process_age() -> float:
+    """Seconds since this process started (interpreter start-up and imports included), from
+    /proc; 0 where that is not available."""
+    try:
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return max(0.0, time.clock_gettime(time.CLOCK_BOOTTIME) - int(fields[19]) / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
+
+
 def _run(argv: Sequence[str] | None) -> int:
+    # the command line (argv None) counts --timeout from the process start; a call from
+    # Python (main(argv)) counts from the call
+    started = time.monotonic() - (_process_age() if argv is None else 0.0)
     arguments = _parser().parse_args(argv)
     if arguments.batch:
         return _run_batch(arguments)
@@ -361,7 +415,27 @@ def _run(argv: Sequence[str] | None) -> int:
         raise UsageError("--compare needs --html FILE, the page that shows both layouts")
     if arguments.html:
         _require_writable_folder(arguments.html)  # before the solve, which may be long
-    table = read_csv(arguments.input)
+    reading = time.monotonic()
+    try:
+        table = _read_within(arguments.input, None if arguments.timeout is None else arguments.timeout - (reading - started))
+    except _OutOfTime:
+        print(_report_unsolved(arguments, time.monotonic() - started), flush=True)
+        if arguments.output:
+            print(f"not written: {arguments.output} (no time left to solve)")
+        return ExitStatus.TIMEOUT
+    if arguments.timeout is not None:
+        # --timeout bounds the whole process: the solve gets what start-up and reading left,
+        # minus the writing (and --validate's re-reading), estimated from the time reading took
+        now = time.monotonic()
+        read_seconds = now - reading
+        reserve = read_seconds * (WRITE_SHARE_OF_READ if arguments.output else 0.0) + (read_seconds if arguments.validate else 0.0)
+        solve_seconds = arguments.timeout - (now - started) - reserve
+        if solve_seconds <= 0:
+            print(_report_unsolved(arguments, now - started), flush=True)
+            if arguments.output:
+                print(f"not written: {arguments.output} (no time left to solve)")
+            return ExitStatus.TIMEOUT
+        arguments.timeout = solve_seconds
     compare = {} if arguments.compare is None else _read_compare(arguments.compare, table.problem)
     try:
         solution = _solve_interruptibly(table.problem, arguments)

@@ -15,9 +15,11 @@ Algorithms
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
-  placement over a portfolio of orderings (the classic decreasing-size best-fit one first,
-  so it is never worse than best-fit greedy below 160000 buffers; a single first-fit one
-  above), without storing overlapping pairs; 10^5 buffers in under a second. Like
+  placement over a portfolio of orderings (the classic decreasing-size first-fit one first,
+  the best-fit one second, so it is never worse than either greedy baseline below 160000
+  buffers unless some are lifted; first-fit alone above), without storing overlapping pairs; buffers live at every
+  point are lifted: stacked at the bottom first; in minimize mode then a large-neighbourhood search with the
+  exact kernel on windows around the peak (``_large_layout``, ``_lns``). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
   layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
   itself above LARGE_THRESHOLD buffers, where the exact search is hopeless.
@@ -75,6 +77,20 @@ LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
+# Large-neighbourhood search after the orderings (see _lns): at most LARGE_LNS_ROUNDS exact
+# window searches (the budget without a time limit) and LNS_TIMEOUT_SECONDS_PER_BUFFER x
+# buffers (at most LNS_TIMEOUT_SECONDS) of searches that time out; windows of at most
+# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS for the first search of a window,
+# twice that for each of the LNS_GROWTH doublings; LNS_BISECTIONS capacities proved
+# infeasible per window; done within LNS_CLOSE of the lower bound.
+LARGE_LNS_ROUNDS = 200
+LNS_EXACT_BUFFERS = 3000
+LNS_WINDOW_SECONDS = 0.05
+LNS_GROWTH = 5
+LNS_BISECTIONS = 3
+LNS_TIMEOUT_SECONDS = 1.0
+LNS_TIMEOUT_SECONDS_PER_BUFFER = 1e-5
+LNS_CLOSE = 1e-6
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
 # fraction of the time left under a time limit.
@@ -144,6 +160,12 @@ def _fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     with numpy; None when anything is unusual (non-int fields, values near the 64-bit
     limits, duplicate or unhashable ids, a violation), so that _check_problem decides and
     words the error. 10^6 buffers: ~0.5 s instead of ~2 s."""
+    from telamalloc.runtime.alloc.validate import _problem_columns  # the validator's cache (the CSV reader seeds it)
+
+    cached = _problem_columns(problem)
+    if cached is not None:
+        arrays = {"starts": cached["starts"], "ends": cached["ends"], "sizes": cached["sizes"], "aligns": cached["aligns"], "fixed": cached["pins"]}
+        return _checked_columns(arrays)
     buffers = problem.buffers
     try:
         if len({b.id for b in buffers}) != len(buffers):
@@ -169,6 +191,11 @@ def _fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
         arrays["fixed"] = np.array([-1 if pin is None else pin for pin in pins], dtype=np.int64)
     except OverflowError:
         return None
+    return _checked_columns(arrays)
+
+
+def _checked_columns(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray] | None:
+    """``arrays`` when they pass every check of _check_problem, else None."""
     starts, ends, sizes, aligns, fixed = (arrays[name] for name in ("starts", "ends", "sizes", "aligns", "fixed"))
     if len(starts) == 0:
         return arrays
@@ -178,6 +205,8 @@ def _fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
         return None
     if fixed.max() > quarter:
+        return None
+    if np.any(fixed < -1):
         return None
     stacked = sum(sizes.tolist()) + sum(aligns.tolist()) - len(sizes)
     highest_pin = int(np.max(np.where(fixed >= 0, fixed + sizes, 0)))
@@ -388,42 +417,225 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     return best
 
 
-def _large_orderings(count: int, fixed: int) -> tuple[int, int]:
-    """(orderings, first ordering) of the large planner without a time limit: as many of
-    its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
-    from the classic best-fit one, so never worse than best-fit greedy; from
-    LARGE_PLACEMENTS / 2 buffers on a single one, the classic first-fit one (the best single
-    ordering on tracegen at 10^5 and 10^6 buffers: 1.018 x LOAD where best-fit leaves 1.053)."""
+def _large_orderings(count: int, fixed: int) -> list[int]:
+    """The orderings of the large planner without a time limit, in the order tried: as many
+    of its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
+    at least one. First the classic first-fit one (the best single ordering on the trace
+    families of bench/large: 1.018 x LOAD on tracegen at 10^5 buffers where best-fit leaves
+    1.053, 1.034 on deepnet where best-fit leaves 1.18), then the classic best-fit one (so
+    the result is never worse than either greedy baseline once two orderings ran), then the
+    class orderings."""
     orderings = max(1, min(fixed, LARGE_PLACEMENTS // max(count, 1)))
-    return (orderings, 0) if orderings > 1 else (1, 1)
+    return [_large_ordering(step) for step in range(orderings)]
+
+
+def _large_ordering(step: int) -> int:
+    """The ordering (of ``_large.ordering``) the large planner tries at ``step``: first-fit
+    (1), best-fit (0), then 2, 3, ... (fixed ones, then seeded random ones)."""
+    return (1, 0)[step] if step < 2 else step
+
+
+def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
+    """LOAD of a few buffers (numpy sweep: ends before starts at the same point)."""
+    if len(starts) == 0:
+        return 0
+    times = np.concatenate((ends, starts))
+    deltas = np.concatenate((-sizes, sizes))
+    order = np.lexsort((deltas, times))
+    return int(np.cumsum(deltas[order]).max())
+
+
+@dataclass
+class _LnsStats:
+    windows: int = 0  # exact window searches run
+    improved: int = 0  # of which lowered the layout
+    timed_out: float = 0.0  # seconds spent in window searches that timed out
+    stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
+
+
+def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int, rounds: int, stop: float | None, stats: _LnsStats) -> np.ndarray:
+    """Large-neighbourhood search on a large planner layout (live offsets, changed in place;
+    ``fixed``: the pins the layout was made with).
+
+    Round after round: take the highest buffer (the lowest index at the peak) and the window
+    of program points of its lifetime, widened until no buffer reaching the peak crosses
+    the window's ends. Unplace the buffers living inside the window and re-place them with
+    the exact search kernel, the buffers crossing the window pinned where they are (all
+    below the peak): at the lowest useful capacity first (the height of everything else,
+    or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
+    capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search times out is doubled,
+    with twice the time (LNS_GROWTH times from LNS_WINDOW_SECONDS, up to LNS_EXACT_BUFFERS
+    free buffers); when even that fails the peak cannot be lowered this way and the search
+    stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``, after ``rounds``
+    window searches, after LNS_TIMEOUT_SECONDS_PER_BUFFER x buffers (at most
+    LNS_TIMEOUT_SECONDS) spent in searches that timed out, at ``stop`` (a time.monotonic()
+    value) and on the cancel flag. Every accepted layout is valid: the free buffers are
+    placed clear of the pinned ones and of each other, and nothing outside the window
+    overlaps a free buffer in time.
+
+    Measured (10^5 buffers): unet 1.167 -> 1.000 x LOAD in two windows; tracegen, once its
+    whole-program buffers are lifted (``_lifted``), 1.0177 -> 1.0000 in two windows of
+    0.6 s on a busy machine. Where a long-lived buffer holds the peak (deepnet,
+    transformer) its window holds more than LNS_EXACT_BUFFERS buffers and nothing is
+    tried; re-placing such windows with the large planner's orderings instead never lowered
+    a peak there (tried and dropped).
+    """
+    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
+
+    starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
+    tops = offsets + sizes
+    patience = min(LNS_TIMEOUT_SECONDS, LNS_TIMEOUT_SECONDS_PER_BUFFER * len(starts))
+    while len(tops):
+        peak = int(tops.max())
+        if peak <= lower or peak - lower <= lower * LNS_CLOSE:
+            break
+        highest = int(np.argmax(tops))
+        low, high = int(starts[highest]), int(ends[highest])
+        lowered = False
+        seconds = LNS_WINDOW_SECONDS
+        for _ in range(LNS_GROWTH):
+            while True:  # no buffer at the peak may cross the window's ends
+                inside = (starts >= low) & (ends <= high)
+                crossing = (starts < high) & (ends > low) & ~inside
+                blocking = crossing & (tops >= peak)
+                if not blocking.any():
+                    break
+                low, high = min(low, int(starts[blocking].min())), max(high, int(ends[blocking].max()))
+            free = inside & (fixed < 0)
+            count = int(np.count_nonzero(free))
+            if not count or count > LNS_EXACT_BUFFERS:
+                break
+            members = np.flatnonzero(inside | crossing)
+            pins = np.where(free[members], -1, offsets[members])
+            window = (starts[members], ends[members], sizes[members], aligns[members], pins)
+            rest = np.where(free, 0, tops)
+            floor = max(int(rest.max()), _window_load(*window[:3]), lower)
+            capacity = min(floor, peak - 1)
+            for _ in range(LNS_BISECTIONS + 1):
+                remaining = None if stop is None else stop - time.monotonic()
+                if (stats.windows >= rounds or stats.timed_out >= patience or instance.cancelled()
+                        or (remaining is not None and remaining <= 0)):
+                    return offsets  # the budget or the time is spent
+                stats.windows += 1
+                limit = seconds if remaining is None else min(seconds, remaining)
+                began = time.monotonic()
+                result = search(*window, capacity, instance.params, max(limit, 1e-6), instance.cancel, instance.progress)
+                instance.counters.add(result)
+                if result.status == STATUS_OK:
+                    offsets[members] = result.offsets
+                    tops[members] = result.offsets + sizes[members]
+                    stats.improved += 1
+                    lowered = True
+                    break
+                if result.status != STATUS_INFEASIBLE:
+                    stats.timed_out += time.monotonic() - began  # a wider window instead
+                    break
+                floor = capacity + 1
+                if floor >= peak:
+                    break
+                capacity = floor + (peak - 1 - floor) // 2
+            if lowered:
+                break
+            width = high - low
+            low, high = low - width // 2 - 1, high + width // 2 + 1
+            seconds *= 2
+        if not lowered:
+            stats.stuck = not instance.cancelled() and (stop is None or time.monotonic() < stop)
+            break
+        _publish_best(instance, int(tops.max()))
+    return offsets
+
+
+def _lifted(instance: _Instance) -> np.ndarray:
+    """The pins the large planner works with: the user's, and when no buffer is pinned, the
+    buffers live at every point of the program ("global": weights, constants) stacked at
+    the bottom, largest first. They take the same bytes at every point, so stacking them
+    below everything loses nothing (alignment aside), and no search has to move them: on
+    top of a layout they make the peak a window as long as the program."""
+    starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
+    if len(starts) < 2 or np.any(fixed >= 0):
+        return fixed
+    everywhere = np.flatnonzero((starts <= starts.min()) & (ends >= ends.max()))
+    if len(everywhere) == 0 or len(everywhere) == len(starts):
+        return fixed
+    lifted = fixed.copy()
+    top = 0
+    for index in everywhere[np.lexsort((everywhere, -sizes[everywhere]))].tolist():
+        align = int(aligns[index])
+        top = (top + align - 1) // align * align
+        lifted[index] = top
+        top += int(sizes[index])
+    return lifted
 
 
 def _large_layout(instance: _Instance, target: int | None, anytime: bool, limited: bool = True) -> tuple[tuple[int, ...], int, dict]:
     """The large planner's best layout (all buffers), its peak and the planner's info.
-    ``target``: stop once the peak is at most this. ``anytime``: spend a time limit on
-    further orderings. ``limited`` False: ignore the time limit and the cancel flag (a
-    fallback layout after the search, like the greedy fallback)."""
+
+    A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
+    whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
+    on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
+    ones in all). Without a time limit that is the whole budget; with one (``anytime``)
+    every ordering that improves is followed by the search at once (the limit may not
+    leave time for all the orderings first), and the schedule goes on with further
+    orderings (seeded random ones from the twelfth) until the time runs out. The
+    time only cuts the schedule short, so a longer limit never gives a worse layout, with
+    one exception: the window searches have time limits of their own (LNS_WINDOW_SECONDS,
+    the timeout budget), so whether one succeeds depends on the machine's speed; the
+    orderings alone are deterministic. Stops early at ``target`` (a peak at most this).
+    ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
+    the search, like the greedy fallback; orderings only)."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
 
-    orderings, first = _large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
+    count = len(instance.starts)
+    schedule = _large_orderings(count, len(FIXED_ORDERINGS))
     remaining = instance.remaining() if limited else None
+    stop = None
     if remaining is not None:  # leave time for the independent check of the layout
         remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
-    live_offsets, info = plan(
-        instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed,
-        orderings=orderings,
-        first=first,
-        until_deadline=anytime and remaining is not None,
-        time_limit=0.0 if remaining is None else max(remaining, 1e-6),
-        target=-1 if target is None else target,
-        seed=instance.params.seed,
-        cancel=instance.cancel if limited else None,
-        progress=instance.progress,
-    )
+        stop = time.monotonic() + remaining
+    goal = -1 if target is None else target
+    fixed = _lifted(instance)
+    best = None
+    best_peak = None
+    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
+    step = 0
+    searching = False  # a large-neighbourhood search is due on the best layout
+    while True:
+        if searching and (step >= len(schedule) or stop is not None):  # under a limit: at once
+            best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+            best_peak = int((best + instance.sizes).max())
+            searching = False
+            if best_peak <= goal:
+                break
+        if step >= len(schedule) and not (anytime and stop is not None):
+            break
+        index = _large_ordering(step)  # past the budget: the next fixed ones, then seeded random ones
+        left = None if stop is None else stop - time.monotonic()
+        if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
+            break
+        live_offsets, result = plan(
+            instance.starts, instance.ends, instance.sizes, instance.aligns, fixed,
+            orderings=1, first=index,
+            time_limit=0.0 if left is None else max(left, 1e-6),
+            seed=instance.params.seed,
+            cancel=instance.cancel if limited else None,
+        )
+        step += 1
+        if result["stopped"]:
+            if best is not None:  # a later ordering cut short: dropped
+                break
+            info["stopped"] = True
+        info["orderings"] = step
+        if best is None or result["peak"] < best_peak:
+            best, best_peak, info["ordering"] = live_offsets, int(result["peak"]), index
+            _publish_best(instance, best_peak)
+            searching = anytime and limited and best_peak > goal and not info["stopped"]
+        if info["stopped"] or best_peak <= goal:
+            break
     if limited and instance.cancelled():
         instance.counters.cancelled = True
-    offsets = instance.full_offsets(live_offsets.tolist())
-    peak = int((live_offsets + instance.sizes).max()) if len(live_offsets) else 0
+    offsets = instance.full_offsets(best.tolist())
+    peak = best_peak if count else 0
     if len(instance.live) < len(offsets):  # zero-size buffers count at their offset
         peak = max(peak, max(offsets[index] for index, b in enumerate(instance.problem.buffers) if b.size == 0))
     _publish_best(instance, peak)
@@ -432,7 +644,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 def _large_note(info: dict) -> str:
     cut = "; the time limit or cancel cut the first ordering short" if info["stopped"] else ""
-    return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){cut}"
+    lns = info["lns"]
+    searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
+    return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"
 
 
 def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algorithm: str) -> _Outcome:
@@ -754,6 +968,7 @@ def solve(
     Raises ProblemError for problems that cannot be solved as stated.
     """
     started = time.perf_counter()
+    began = time.monotonic()  # the time limit covers the whole call: checks, LOAD, validation
     mode = _check_mode(mode)
     if algorithm not in ALGORITHMS:
         raise ProblemError(f"unknown algorithm '{algorithm}'; use " + ", ".join(f"'{name}'" for name in ALGORITHMS))
@@ -772,7 +987,7 @@ def solve(
     if mode is Mode.FIT and capacity is None:
         raise ProblemError("fit mode needs a capacity; pass capacity=... or use mode='minimize'")
 
-    deadline = None if time_limit is None else time.monotonic() + float(time_limit)
+    deadline = None if time_limit is None else began + float(time_limit)
     instance = _make_instance(problem, params, cancel, deadline, columns)
     instance.progress = progress
     load = compute_load(problem)

@@ -9,6 +9,13 @@ Reading: a header row is required; columns are found by name, in any order:
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
+Speed: the common file (no quotes, no blank lines, plain decimal numbers of at most 18
+digits, unique ids without surrounding spaces, every row valid) is parsed with numpy in one
+pass (10^6 rows: about 1 s instead of 10+ s); anything else, or any doubt, goes through the
+row-by-row reader, which words the exact ``file:line:`` error. Both give the same problem.
+The columns parsed by numpy are handed to the validator's column cache, so that solve() and
+validate() do not read the buffers again.
+
 Writing: the columns of the input (or MiniMalloc's four) plus ``offset``, ids unchanged,
 written to a temporary file in the same directory and moved into place with ``os.replace``,
 so a reader never sees half a file.
@@ -25,6 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from telamalloc.runtime.alloc import validate as _validate
 from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
@@ -105,6 +115,9 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
     except OSError as error:
         raise CsvError(f"{name}: cannot read: {error.strerror or error}") from None
     text = _decode(name, data)
+    fast = _read_fast(name, text)
+    if fast is not None:
+        return fast
     rows = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(rows, None)
@@ -131,6 +144,82 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
     except csv.Error as error:
         raise _fail(name, rows.line_num, f"malformed CSV: {error}") from None
     return CsvTable(Problem(buffers), tuple(header))
+
+
+_DIGITS = 18  # at most this many digits: every value and every sum below stays within 64 bits
+
+
+def _read_fast(name: str, text: str) -> CsvTable | None:
+    """The table of a common, valid file parsed with numpy; None for anything unusual
+    (the row reader then decides and words the error)."""
+    if '"' in text or "\r" in text:
+        if '"' in text or "\r" in text.replace("\r\n", "\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    first, newline, body = text.partition("\n")
+    header = [cell.strip() for cell in first.split(",")]
+    try:
+        lower_name, upper_name = _choose_columns(name, header)
+    except CsvError:
+        return None
+    if body.endswith("\n"):
+        body = body[:-1]
+    if not body or "\n\n" in body:
+        return None
+    width = len(header)
+    cells = np.array(body.replace("\n", ",").split(","))
+    if cells.size % width or not cells.size:
+        return None
+    rows = cells.size // width
+    if body.count("\n") + 1 != rows:  # some row has a wrong number of fields
+        return None
+    table = cells.reshape(rows, width)
+    ids = table[:, header.index("id")]
+    if np.any(ids == "") or np.any(np.char.strip(ids) != ids):
+        return None
+    values = {}
+    for position, column in enumerate(header):
+        if column == "id":
+            continue
+        field = table[:, position]
+        empty = field == ""
+        if column == "offset" and empty.any():
+            field = np.where(empty, "0", field)
+        elif empty.any():
+            return None
+        if np.any(np.char.str_len(field) > _DIGITS) or not np.all(np.char.isdigit(field)):
+            return None
+        try:
+            parsed = field.astype(np.int64)
+        except (ValueError, OverflowError):
+            return None
+        values[column] = np.where(empty, -1, parsed) if column == "offset" else parsed
+    starts, ends, sizes = values[lower_name], values[upper_name], values["size"]
+    if upper_name == "end":
+        if np.any(ends < starts):
+            return None
+        ends = ends + 1
+    elif np.any(ends <= starts):
+        return None
+    aligns = values.get("alignment", np.ones(rows, dtype=np.int64))
+    if np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
+        return None
+    pins = values.get("offset", np.full(rows, -1, dtype=np.int64))
+    id_list = ids.tolist()
+    if len(set(id_list)) != rows:
+        return None
+    new, assign = object.__new__, object.__setattr__
+
+    def make(identifier, start, end, size, alignment, pin):  # Buffer(...) without the frozen-field checks: 2x faster
+        buffer = new(Buffer)
+        assign(buffer, "__dict__", {"id": identifier, "start": start, "end": end, "size": size, "alignment": alignment,
+                                    "offset": None if pin < 0 else pin})
+        return buffer
+
+    buffers = list(map(make, id_list, starts.tolist(), ends.tolist(), sizes.tolist(), aligns.tolist(), pins.tolist()))
+    problem = Problem(buffers)
+    _validate.remember_columns(problem, {"starts": starts, "ends": ends, "sizes": sizes, "aligns": aligns, "pins": pins})
+    return CsvTable(problem, tuple(header))
 
 
 def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
@@ -194,6 +283,10 @@ def write_solution(
         raise ValueError(f"unknown column '{unknown[0]}'")
     if "offset" not in columns:
         columns.append("offset")
+    fast = _solution_text(problem, offsets, columns)
+    if fast is not None:
+        _write_atomically(os.fspath(path), fast)
+        return
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -210,6 +303,39 @@ def write_solution(
         }
         writer.writerow([values[column] for column in columns])
     _write_atomically(os.fspath(path), out.getvalue())
+
+
+_NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
+
+def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> str | None:
+    """The text ``write_solution`` writes, built column by column (10^6 rows: ~1 s instead
+    of ~4 s); None when some id needs quoting or a value is not a plain int (then the csv
+    writer does it, byte for byte the same otherwise)."""
+    buffers = problem.buffers
+    ids = [buffer.id for buffer in buffers]
+    if not all(type(identifier) is str for identifier in ids) or any(map(_NEEDS_QUOTES.search, ids)):
+        return None
+    if any(identifier == "" for identifier in ids):
+        return None
+    starts = [buffer.start for buffer in buffers]
+    ends = [buffer.end for buffer in buffers]
+    values = {
+        "id": ids,
+        "lower": starts,
+        "upper": ends,
+        "begin": starts,
+        "end": [end - 1 for end in ends],
+        "size": [buffer.size for buffer in buffers],
+        "alignment": [buffer.alignment for buffer in buffers],
+        "offset": list(offsets),
+    }
+    if not all(type(value) is int for column in columns if column != "id" for value in values[column]):
+        return None
+    cells = [values[column] if column == "id" else list(map(str, values[column])) for column in columns]
+    lines = [",".join(columns)]
+    lines.extend(map(",".join, zip(*cells)))
+    return "\n".join(lines) + "\n"
 
 
 def write_problem(path: str | os.PathLike, problem: Problem) -> None:

@@ -189,6 +189,16 @@ def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     return result
 
 
+def remember_columns(problem: Problem, columns: dict[str, np.ndarray]) -> None:
+    """Seed the column cache of ``_problem_columns`` with columns already parsed (the CSV
+    reader's numpy path): the same keys and meaning as ``_problem_columns`` returns."""
+    global _last_columns
+    try:
+        _last_columns = (weakref.ref(problem), columns)
+    except TypeError:
+        _last_columns = None
+
+
 def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
     """(starts, ends, sizes, aligns, pins or -1, offsets) as int64 columns, or None unless
     every value is a plain int within 64 bits and the ids are unique."""

@@ -28,3 +28,22 @@ def test_every_variant_is_solved_and_validated(variant):
 def test_a_bad_variant_is_a_usage_error(variant):
     result = bench(f"--variant={variant}", str(EXAMPLE))
     assert result.returncode == 2 and "variant" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "unet", "training",
+                             "--buffers", "3000", "--runs", "1", "--no-shared", "--timeout", "100000=5",
+                             "--others-max", "0", "--cache", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[2:]}
+    assert set(rows) == {"unet-3000", "training-3000"}
+    for row in rows.values():
+        large, best_fit, first_fit = float(row[4]), float(row[7]), float(row[8])
+        assert 1.0 <= large <= min(best_fit, first_fit)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["training-3000-0.csv", "unet-3000-0.csv"]
+
+
+def test_bench_large_rejects_a_bad_timeout():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--timeout", "x"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr

@@ -182,3 +182,41 @@ def test_validate_catches_a_corrupted_output(tmp_path, monkeypatch, capsys):
     out = tmp_path / "out.csv"
     assert main(["--capacity=12", f"--input={EXAMPLE}", f"--output={out}", "--validate"]) == 4
     assert "tela-alloc: error: the written solution is invalid: buffers 'b" in capsys.readouterr().err
+
+
+def test_a_timeout_used_up_by_start_up_and_reading_writes_nothing(tmp_path):
+    out = tmp_path / "out.csv"
+    result = run("--minimize", f"--input={EXAMPLE}", "--timeout=1ms", f"--output={out}")
+    assert result.returncode == 3 and not out.exists() and "Traceback" not in result.stderr
+    assert fields(result.stdout)["status"] == "TIMEOUT"
+    assert "start-up and reading" in result.stdout and "raise --timeout" in result.stdout
+    assert f"not written: {out}" in result.stdout
+
+
+def test_the_timeout_bounds_the_whole_process(tmp_path):
+    from telamalloc.runtime.alloc.csv_io import write_problem
+    from telamalloc.runtime.alloc.generators.families import generate
+
+    problem_path, out = tmp_path / "deep.csv", tmp_path / "out.csv"
+    write_problem(problem_path, generate("deepnet", 5000, 0).problem())
+    began = time.perf_counter()
+    result = run("--minimize", f"--input={problem_path}", "--timeout=10s", f"--output={out}", "--validate")
+    seconds = time.perf_counter() - began
+    assert result.returncode == 0, result.stderr
+    assert out.exists() and "validated:" in result.stdout
+    assert seconds < 10 * 1.1 + 1  # start-up, reading, solving, writing and --validate included
+
+
+def test_a_read_longer_than_the_timeout_is_given_up(tmp_path, monkeypatch, capsys):
+    from telamalloc.tools import tela_alloc
+
+    def slow_read(path):
+        time.sleep(5)
+        raise AssertionError("the read should have been given up")
+
+    monkeypatch.setattr(tela_alloc, "read_csv", slow_read)
+    out = tmp_path / "out.csv"
+    began = time.perf_counter()
+    assert main(["--minimize", f"--input={EXAMPLE}", "--timeout=300ms", f"--output={out}"]) == 3
+    assert time.perf_counter() - began < 2 and not out.exists()
+    assert "start-up and reading" in capsys.readouterr().out

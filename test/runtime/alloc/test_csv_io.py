@@ -150,3 +150,79 @@ def test_random_round_trip(tmp_path, seed):
     again = read_problem(out)
     assert [(b.id, b.start, b.end, b.size, b.alignment) for b in again.buffers] == [(b.id, b.start, b.end, b.size, b.alignment) for b in buffers]
     assert [b.offset for b in again.buffers] == offsets
+
+
+def _slow(monkeypatch, path):
+    """read_csv through the row-by-row reader only."""
+    from telamalloc.runtime.alloc import csv_io
+
+    with monkeypatch.context() as patch:
+        patch.setattr(csv_io, "_read_fast", lambda name, text: None)
+        return read_csv(path)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_path_reads_what_the_row_reader_reads(tmp_path, monkeypatch, seed):
+    import random
+
+    from telamalloc.runtime.alloc import csv_io
+
+    rng = random.Random(seed)
+    inclusive = seed % 2 == 1
+    columns = ["id", "begin", "end", "size"] if inclusive else ["id", "lower", "upper", "size"]
+    columns += ["alignment", "offset"][: seed % 3]
+    rng.shuffle(columns)
+    lines = [",".join(columns)]
+    for index in range(rng.randrange(1, 300)):
+        start = rng.randrange(0, 10**rng.randrange(1, 18))
+        values = {"id": f"b{index}", "lower": start, "upper": start + rng.randrange(1, 50), "begin": start,
+                  "end": start + rng.randrange(0, 50), "size": rng.randrange(0, 10**6), "alignment": 2 ** rng.randrange(0, 9),
+                  "offset": rng.choice(["", rng.randrange(0, 10**6)])}
+        lines.append(",".join(str(values[column]) for column in columns))
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    taken = []
+    fast_reader = csv_io._read_fast
+    monkeypatch.setattr(csv_io, "_read_fast", lambda name, text: taken.append(name) or fast_reader(name, text))
+    fast = read_csv(path)
+    assert taken and fast_reader(str(path), path.read_text()) is not None  # the numpy path read it
+    slow = _slow(monkeypatch, path)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("text", [
+    "id,lower,upper,size\r\na,0,2,4\r\nb,1,3,4\r\n",  # CRLF
+    "id,lower,upper,size\n a ,0,2,4\nb, 1,3 ,4\n",  # spaces around cells
+    'id,lower,upper,size\n"a,1",0,2,4\nb,1,3,4\n',  # a quoted id
+    "id,lower,upper,size\na,+0,2,4\nb,1,3,4\n",  # a sign
+    "id,lower,upper,size\na,0,2,4\n\nb,1,3,4\n\n",  # blank lines
+    " id , lower,upper,size\na,0,2,4\n",  # spaces in the header
+    "id,lower,upper,size\na,0,2,4",  # no final newline
+    "id,lower,upper,size,offset\na,0,2,4,\nb,1,3,4,8\n",  # an empty offset
+])
+def test_unusual_files_read_the_same_either_way(tmp_path, monkeypatch, text):
+    path = write(tmp_path, text)
+    assert read_csv(path) == _slow(monkeypatch, path)
+
+
+def test_numpy_path_columns_feed_solve_and_validate(tmp_path):
+    from telamalloc.runtime.alloc import validate as checker
+    from telamalloc import solve
+
+    path = write(tmp_path, "id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,4,4\nc,2,4,8,2\n")
+    problem = read_csv(path).problem
+    assert checker._last_columns[0]() is problem  # seeded by the reader
+    solution = solve(problem, mode="minimize")
+    assert solution.ok and solution.peak == 12 and checker.validate(problem, solution.offsets) == []
+
+
+@pytest.mark.parametrize("ids", [["a", "b", "c"], ["a,b", "b", "c"], ['q"', "b", "c"], [1, 2, 3]])
+def test_column_writer_writes_what_the_csv_writer_writes(tmp_path, monkeypatch, ids):
+    from telamalloc.runtime.alloc import csv_io
+
+    problem = Problem([Buffer(ids[0], 0, 2, 4), Buffer(ids[1], 1, 3, 4, 4), Buffer(ids[2], 2, 4, 8, 2, 16)])
+    for columns in (None, ("id", "begin", "end", "size", "alignment", "offset"), ("size", "id", "upper", "lower")):
+        write_solution(tmp_path / "fast.csv", problem, [0, 4, 16], columns)
+        with monkeypatch.context() as patch:
+            patch.setattr(csv_io, "_solution_text", lambda *arguments: None)
+            write_solution(tmp_path / "slow.csv", problem, [0, 4, 16], columns)
+        assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()
