@@ -35,7 +35,9 @@ _EXPECTED = {
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
     "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
     "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
+    "on-overflow": "'error' or 'spill'",
 }
+ON_OVERFLOW = ("error", "spill")
 
 
 def check_options(
@@ -50,6 +52,7 @@ def check_options(
     memory_space: object = None,
     plot: object = None,
     report_json: object = None,
+    on_overflow: object = "error",
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -78,6 +81,8 @@ def check_options(
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+    if on_overflow not in ON_OVERFLOW:
+        raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
     if plot is not None:
         try:
             picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
@@ -132,6 +137,10 @@ class PlanningOptions(ModulePass):
     """Write a JSON report per planned function (LOAD, peak, fragmentation, status, solve
     time, nodes, the most contended point and its buffers) to this file."""
 
+    on_overflow: str = "error"
+    """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
+    memory between uses, with DMAs, moving the fewest bytes; see `passes/spill.py`)."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -144,6 +153,7 @@ class PlanningOptions(ModulePass):
             memory_space=self.memory_space,
             plot=self.plot,
             report_json=self.report_json,
+            on_overflow=self.on_overflow,
         )
 
     @contextlib.contextmanager
@@ -184,7 +194,7 @@ class PlanningOptions(ModulePass):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "time-limit" and not isinstance(value, float):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json") and not isinstance(value, str):
+            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "on-overflow") and not isinstance(value, str):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "report" and not isinstance(value, bool):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")

@@ -45,6 +45,7 @@ class TelaPipelinePass(PlanningOptions):
             memory_space=self.memory_space,
             plot=self.plot,
             report_json=self.report_json,
+            on_overflow=self.on_overflow,
         )
         plans = plan_pass.plan(module)
         lower_module(module)

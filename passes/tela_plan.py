@@ -31,6 +31,7 @@ from typing import TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.exit_status import ExitStatus
@@ -49,6 +50,7 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.options import PlanningOptions, check_options
+from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.csv_io import write_problem
 from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
@@ -63,6 +65,7 @@ class FunctionPlan:
 
     problem: FunctionProblem
     solution: Solution
+    spill: SpillSummary | None = None  # what spilling did (`on-overflow=spill`), if it ran
 
     @property
     def name(self) -> str:
@@ -80,6 +83,7 @@ def plan_module(
     dump_problem: str | None = None,
     report: TextIO | None = None,
     memory_space: int | None = None,
+    on_overflow: str = "error",
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
 
@@ -95,18 +99,46 @@ def plan_module(
         algorithm=algorithm,
         dump_problem=dump_problem,
         memory_space=memory_space,
+        on_overflow=on_overflow,
     )
     problems = collect_module(module, capacity, alignment, memory_space)
     dump_paths = _dump_paths(dump_problem, problems)
+    has_scratchpad = module_has_scratchpad_memrefs(module)
     plans: list[FunctionPlan] = []
+    replacements: list[tuple[Operation, Operation]] = []
     for function_problem in problems:
         if dump_paths:
             _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
         plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
+            selection = selection_for(function_problem.func, has_scratchpad, memory_space)
+            if selection.main_memory:
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill the buffers of '@{function_problem.name}': they are in main "
+                    "memory already; put them in a scratchpad memory space "
+                    "('#scratchpad.space' or 'memory-space=<n>') to spill",
+                )
+            copy, spilled, plan, summary = spill_function(
+                function_problem,
+                selection,
+                alignment,
+                lambda problem: solve_function(problem, mode, time_limit, algorithm),
+                time_limit,
+            )
+            plan = FunctionPlan(spilled, plan.solution, summary)
+            replacements.append((function_problem.func, copy))
         if report is not None:
+            if plan.spill is not None:
+                report.write(plan.spill.line(plan.name) + "\n")
             report.write(format_report_line(plan) + "\n")
         require_success(plan, time_limit)
         plans.append(plan)
+    for original, copy in replacements:
+        block = original.parent_block()
+        assert block is not None
+        block.insert_op_before(copy, original)
+        block.erase_op(original)
     for plan in plans:
         record_plan(plan)
     return tuple(plans)
@@ -316,6 +348,7 @@ class TelaPlanPass(PlanningOptions):
                 dump_problem=self.dump_problem,
                 report=report,
                 memory_space=self.memory_space,
+                on_overflow=self.on_overflow,
             )
         if self.plot is not None:
             _draw_plans(self.plot, plans)

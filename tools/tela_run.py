@@ -1,7 +1,7 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill]
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every main-memory argument the program wrote, each as
@@ -16,7 +16,9 @@ files). Without `--inputs`, arguments get deterministic pseudo-random values fro
 
 `--verify` plans and lowers the program with the telamalloc pipeline (for `--capacity`,
 else the target's capacity, else in minimize mode), runs it before and after planning,
-and reports shadow-memory violations and outputs that differ bit for bit.
+and reports shadow-memory violations and outputs that differ bit for bit. With
+`--on-overflow spill` a program that does not fit is spilled first (`tela-plan`'s
+`on-overflow=spill`): the spilled program is what runs after planning.
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
 Exit status (the convention of all four tools, `telamalloc.exit_status`): 0 success; 1 the
@@ -99,6 +101,13 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="scratchpad capacity in bytes (overrides the #scratchpad.target's; without "
         "either, --verify plans in minimize mode)",
+    )
+    parser.add_argument(
+        "--on-overflow",
+        choices=("error", "spill"),
+        default="error",
+        help="with --verify, when the buffers do not fit: fail (error, the default) or keep "
+        "values in main memory between uses with DMAs (spill)",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"
@@ -219,6 +228,7 @@ def run(argv: Sequence[str] | None) -> int:
                 inputs=inputs,
                 seed=args.seed,
                 shadow=not args.no_shadow,
+                on_overflow=args.on_overflow,
             )
             print("\n".join(report.lines()))
             return ExitStatus.OK if report.ok else ExitStatus.NO
