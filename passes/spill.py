@@ -15,8 +15,9 @@ Collect, solve, apply, as the planning pass:
    `scratchpad.spill = "store"` / `"load"`.
 
 The copy is then planned as usual. Live bytes are a lower bound on a layout's peak, so when
-no layout fits (alignment, fragmentation) the target drops by a step and the choice is
-made again, down to the bytes the function needs at its fullest op. An op whose own
+no layout fits (alignment, fragmentation) the choice is made again with sizes rounded up
+to their alignments, then for lower targets, and last with every gap spilled (see
+`_attempts`). An op whose own
 buffers (those it uses, with the buffers that cannot be split) need more than the
 capacity is a diagnostic on that op: tiling is out of scope.
 
@@ -26,6 +27,7 @@ the IR unchanged. A spilled function fits its capacity: planning it again change
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.dialects import memref
@@ -51,7 +53,7 @@ from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, choose_
 
 SPILL_ATTR = "scratchpad.spill"  # on the DMAs spilling adds: "store" or "load"
 ON_OVERFLOW = ("error", "spill")
-MAX_RETRIES = 64  # lower targets tried when live bytes fit but no layout does
+MAX_RETRIES = 16  # lower targets tried when live bytes fit but no layout does
 
 
 @dataclass(frozen=True)
@@ -100,17 +102,22 @@ def spill_function(
     capacity = function_problem.capacity
     assert capacity is not None
     load_before = _load(function_problem)
-    step = max(max((b.alignment for b in function_problem.buffers), default=1), capacity // 32, 1)
-    target = capacity
     last_plan = None
-    for _ in range(MAX_RETRIES):
+    for padded, target, spill_all in _attempts(capacity):
         copy = func.clone()
         problem = collect_function(copy, selection, capacity, alignment)
         uses = analyze_uses(problem)
+        spill_buffers = [
+            dataclasses.replace(u.spill, footprint=_round_up(u.spill.size, u.buffer.alignment)) if padded else u.spill
+            for u in uses
+        ]
         try:
-            choice = choose_spills([u.spill for u in uses], target, time_limit=time_limit)
+            choice = choose_spills(spill_buffers, target, time_limit=time_limit, spill_all=spill_all)
         except SpillImpossible as impossible:
-            raise _impossible(function_problem, impossible, capacity, target, last_plan) from None
+            failure = _impossible(function_problem, impossible, capacity, not padded, last_plan)
+            if failure is not None:
+                raise failure from None
+            continue  # the op fits with alignments: try the last resort
         apply_spills(uses, choice, problem.memory_space)
         spilled = collect_function(copy, selection, capacity, alignment)
         plan = plan_copy(spilled)
@@ -124,21 +131,38 @@ def spill_function(
                 len(choice.gaps),
                 len({gap.buffer for gap in choice.gaps}),
                 target,
-                choice.exact and target == capacity,
+                choice.exact and target == capacity and not padded,
                 choice.nodes,
                 choice.seconds,
             )
             return copy, spilled, plan, summary
         last_plan = plan
-        target = min(target, plan.solution.load) - step
-        if target <= 0:
-            break
+    reason = "" if last_plan is None else f" ({last_plan.solution.message})"
     raise PassFailedAtOp(
         func,
-        f"cannot plan '@{function_problem.name}' in '{capacity}' bytes even with spilling: "
-        f"no layout found down to '{target + step}' live bytes; raise the capacity",
+        f"cannot plan '@{function_problem.name}' in '{capacity}' bytes even with every gap "
+        f"between uses spilled{reason}; raise the capacity",
         ExitStatus.NO,
     )
+
+
+def _attempts(capacity: int):
+    """(padded sizes, live-bytes target, spill every gap) in the order they are tried.
+
+    Live bytes are a lower bound on the peak; alignment padding and fragmentation can make
+    a choice that meets them fail to lay out. So: the capacity with the true sizes (the
+    proved-minimal answer when it lays out), then sizes rounded up to their alignment,
+    then lower targets in steps of a sixteenth of the capacity, and last every gap.
+    """
+    yield False, capacity, False
+    step = max(1, capacity // 16)
+    for target in range(capacity, 0, -step)[:MAX_RETRIES]:
+        yield True, target, False
+    yield True, capacity, True
+
+
+def _round_up(size: int, alignment: int) -> int:
+    return -(-size // alignment) * alignment
 
 
 def _load(function_problem: FunctionProblem) -> int:
@@ -157,9 +181,10 @@ def _impossible(
     function_problem: FunctionProblem,
     impossible: SpillImpossible,
     capacity: int,
-    target: int,
+    true_sizes: bool,
     last_plan,
-) -> PassFailedAtOp:
+) -> PassFailedAtOp | None:
+    """The diagnostic on the op whose buffers need more than the capacity; None if they fit."""
     points, _, _ = number_points(function_problem.func)
     op = points[impossible.point] if 0 <= impossible.point < len(points) else function_problem.func
     by_id = {buffer.id: buffer for buffer in function_problem.buffers}
@@ -169,7 +194,7 @@ def _impossible(
         Problem([Buffer(b.id, 0, 1, b.size, b.alignment) for b in needed]), mode="minimize"
     ).peak or impossible.need
     listed = ", ".join(f"'{b.id}'" for b in needed[:8]) + (f" and {len(needed) - 8} more" if len(needed) > 8 else "")
-    if aligned > capacity or target == capacity:
+    if aligned > capacity or true_sizes:
         return PassFailedAtOp(
             op,
             f"needs '{aligned}' bytes for the buffers in use at this op ({listed}) but "
@@ -177,14 +202,7 @@ def _impossible(
             "(tiling is out of scope): split the op or raise the capacity",
             ExitStatus.NO,
         )
-    reason = "" if last_plan is None else f" ({last_plan.solution.message})"
-    return PassFailedAtOp(
-        function_problem.func,
-        f"cannot plan '@{function_problem.name}' in '{capacity}' bytes even with spilling: "
-        f"the buffers in use at '{op.name}' need '{aligned}' bytes with their alignments and "
-        f"no layout of the rest was found{reason}; raise the capacity",
-        ExitStatus.NO,
-    )
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -211,6 +229,11 @@ def _trim(entry: BufferUses) -> None:
     block = entry.block
     assert block is not None
     alloc = entry.buffer.op
+    if not entry.ops:  # never used: free it right away
+        if entry.dealloc is not None and alloc.next_op is not entry.dealloc:
+            entry.dealloc.detach()
+            block.insert_op_after(entry.dealloc, alloc)
+        return
     first = entry.ops[0]
     if alloc.next_op is not first:
         alloc.detach()

@@ -114,6 +114,6 @@ def analyze_uses(function_problem: FunctionProblem) -> list[BufferUses]:
         ops = tuple(sorted(writes, key=lambda op: point_of[op]))
         uses = tuple(Use(point_of[op], last_of[op], writes[op]) for op in ops)
         dealloc = deallocs[0] if deallocs else None
-        spill = SpillBuffer(buffer.id, lifetime.start, lifetime.end, buffer.size, uses, bool(uses))
+        spill = SpillBuffer(buffer.id, lifetime.start, lifetime.end, buffer.size, uses, True)
         result.append(BufferUses(buffer, block, ops, dealloc, spill))
     return result

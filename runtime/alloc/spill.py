@@ -12,7 +12,7 @@ stored or loaded) and a DMA loads it back into a fresh scratchpad buffer before 
 use, so that the buffer is absent from the scratchpad over the whole gap. The stretch from
 `start` to the first use and from the last use to `end` hold no value worth keeping: a
 spilled solution always *trims* them (the allocation moves down to its first use, the
-free up to its last), which moves no byte.
+free up to its last; a buffer never used keeps one point), which moves no byte.
 
 Bytes moved by a buffer's chosen gaps: `size` per load, plus `size` per store; a store is
 needed before a gap exactly when a use since the buffer's start or since the previous
@@ -60,9 +60,14 @@ class SpillBuffer:
     start: int  # half-open lifetime [start, end), as `Buffer`
     end: int
     size: int  # bytes
-    uses: tuple[Use, ...] = ()  # sorted, disjoint; empty: never split (kept whole)
+    uses: tuple[Use, ...] = ()  # sorted, disjoint; empty: never used (lives one point when trimmed)
     spillable: bool = True  # False: kept whole (aliased, escaping, pinned, ...)
     can_trim_end: bool = True  # the stretch after the last use may be dropped
+    footprint: int | None = None  # bytes counted as live (default: size; e.g. rounded up to the alignment)
+
+    @property
+    def live_bytes(self) -> int:
+        return self.size if self.footprint is None else self.footprint
 
 
 @dataclass(frozen=True)
@@ -125,8 +130,10 @@ def candidate_gaps(buffer_index: int, buffer: SpillBuffer) -> list[Gap]:
 
 def trimmed_lifetime(buffer: SpillBuffer) -> tuple[int, int]:
     """The lifetime once the stretches before the first and after the last use are dropped."""
-    if not buffer.spillable or not buffer.uses:
+    if not buffer.spillable:
         return buffer.start, buffer.end
+    if not buffer.uses:  # allocated and freed, never used: one point is enough
+        return buffer.start, (buffer.start + 1 if buffer.can_trim_end else buffer.end)
     start = max(buffer.start, buffer.uses[0].first)
     end = buffer.end
     if buffer.can_trim_end:
@@ -149,8 +156,8 @@ def _timeline_load(buffers: Sequence[SpillBuffer], horizon: int) -> np.ndarray:
     load = np.zeros(horizon + 1, dtype=np.int64)
     for buffer in buffers:
         start, end = trimmed_lifetime(buffer)
-        load[start] += buffer.size
-        load[end] -= buffer.size
+        load[start] += buffer.live_bytes
+        load[end] -= buffer.live_bytes
     return np.cumsum(load)[:horizon]
 
 
@@ -165,7 +172,7 @@ class _Search:
         self.gaps = [gap for i, b in enumerate(buffers) for gap in candidate_gaps(i, b)]
         self.minimum = self.base.copy()
         for gap in self.gaps:
-            self.minimum[gap.lo : gap.hi] -= buffers[gap.buffer].size
+            self.minimum[gap.lo : gap.hi] -= buffers[gap.buffer].live_bytes
         self.nodes = 0
         self.complete = True
 
@@ -202,7 +209,7 @@ class _Search:
             if not options:
                 raise AssertionError("greedy spilling ran out of gaps above the minimum")
             def score(gap: Gap) -> tuple[float, int, int]:
-                size = self.buffers[gap.buffer].size
+                size = self.buffers[gap.buffer].live_bytes
                 excess = np.clip(load[gap.lo : gap.hi] - self.target, 0, size)
                 cost = self.marginal(chosen, gap)
                 return (-(float(excess.sum()) / max(cost, 1)), -size, self.gaps.index(gap))
@@ -210,10 +217,10 @@ class _Search:
             picked.append(best)
             available.remove(best)
             chosen.setdefault(best.buffer, []).append(best.index)
-            load[best.lo : best.hi] -= self.buffers[best.buffer].size
+            load[best.lo : best.hi] -= self.buffers[best.buffer].live_bytes
         # Drop what is no longer needed, the most expensive first.
         for gap in sorted(picked, key=lambda g: (-self._removal_saving(chosen, g), self.gaps.index(g))):
-            size = self.buffers[gap.buffer].size
+            size = self.buffers[gap.buffer].live_bytes
             if (load[gap.lo : gap.hi] + size <= self.target).all():
                 load[gap.lo : gap.hi] += size
                 chosen[gap.buffer].remove(gap.index)
@@ -248,7 +255,7 @@ class _Search:
             return
         options = sorted(
             self.covering(point, available),
-            key=lambda gap: (self.marginal(chosen, gap), -self.buffers[gap.buffer].size, self.gaps.index(gap)),
+            key=lambda gap: (self.marginal(chosen, gap), -self.buffers[gap.buffer].live_bytes, self.gaps.index(gap)),
         )
         rest = list(available)
         for gap in options:
@@ -258,7 +265,7 @@ class _Search:
             extra = self.marginal(chosen, gap)
             if cost + extra >= self.best_cost:
                 break  # the options are sorted by this cost: the rest cost as much or more
-            size = self.buffers[gap.buffer].size
+            size = self.buffers[gap.buffer].live_bytes
             load[gap.lo : gap.hi] -= size
             chosen.setdefault(gap.buffer, []).append(gap.index)
             picked.append(gap)
@@ -282,23 +289,28 @@ def choose_spills(
     exact: bool = True,
     node_limit: int = DEFAULT_NODE_LIMIT,
     time_limit: float | None = None,
+    spill_all: bool = False,
 ) -> SpillChoice:
     """The gaps to spill so that at most `target` bytes are live at every point (module doc).
 
     Raises `SpillImpossible` (with the first such point) when some point needs more than
-    `target` bytes even with every candidate gap spilled.
+    `target` bytes even with every candidate gap spilled. `spill_all` spills every
+    candidate gap instead (the fewest live bytes at every point; the last resort of a
+    caller whose layouts keep failing).
     """
     started = time.monotonic()
     deadline = None if time_limit is None else started + time_limit
     search = _Search(buffers, target, node_limit, deadline)
     over = np.flatnonzero(search.minimum > target)
-    if over.size:
+    if over.size and not spill_all:
         point = int(over[0])
         ids = [b.id for b in _live_after_all_spills(search, point)]
         raise SpillImpossible(point, int(search.minimum[point]), target, ids)
-    picked = search.greedy()
+    picked = list(search.gaps) if spill_all else search.greedy()
     proved = False
-    if exact and picked:
+    if spill_all:
+        pass
+    elif exact and picked:
         picked = search.exact(picked)
         proved = search.complete
     elif not picked:
@@ -315,7 +327,7 @@ def choose_spills(
         store_set.update((buffer_index, i) for i in store_indices)
     load = search.base.copy()
     for gap in picked:
-        load[gap.lo : gap.hi] -= buffers[gap.buffer].size
+        load[gap.lo : gap.hi] -= buffers[gap.buffer].live_bytes
     return SpillChoice(
         tuple(picked),
         moved,
