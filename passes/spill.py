@@ -79,10 +79,15 @@ class SpillSummary:
     def line(self, name: str) -> str:
         how = "proved minimal" if self.exact else "heuristic"
         return (
-            f"tela-plan: @{name}: spilled {self.intervals} intervals of {self.buffers} buffers, "
-            f"{self.bytes_moved} B moved by {self.dma_ops} DMA ops ({self.loads} loads, "
-            f"{self.stores} stores, {how}), LOAD {self.load_before} B -> {self.load_after} B"
+            f"tela-plan: @{name}: spilled {_count(self.intervals, 'interval')} of "
+            f"{_count(self.buffers, 'buffer')}, {self.bytes_moved} B moved by "
+            f"{_count(self.dma_ops, 'DMA op')} ({_count(self.loads, 'load')}, "
+            f"{_count(self.stores, 'store')}, {how}), LOAD {self.load_before} B -> {self.load_after} B"
         )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def spill_function(
