@@ -17,7 +17,7 @@ Collect, solve, apply, as the planning pass:
 The copy is then planned as usual. Live bytes are a lower bound on a layout's peak, so when
 no layout fits (alignment, fragmentation) the choice is made again with sizes rounded up
 to their alignments, then for lower targets, and last with every gap spilled (see
-`_attempts`). An op whose own
+`runtime.alloc.spill.attempts`). An op whose own
 buffers (those it uses, with the buffers that cannot be split) need more than the
 capacity is a diagnostic on that op: tiling is out of scope.
 
@@ -49,7 +49,7 @@ from telamalloc.passes.liveness import number_points
 from telamalloc.passes.uses import BufferUses, analyze_uses
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
-from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, choose_spills
+from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, attempts, choose_spills
 
 SPILL_ATTR = "scratchpad.spill"  # on the DMAs spilling adds: "store" or "load"
 ON_OVERFLOW = ("error", "spill")
@@ -108,7 +108,7 @@ def spill_function(
     assert capacity is not None
     load_before = _load(function_problem)
     last_plan = None
-    for padded, target, spill_all in _attempts(capacity):
+    for padded, target, spill_all in attempts(capacity, MAX_RETRIES):
         copy = func.clone()
         problem = collect_function(copy, selection, capacity, alignment)
         uses = analyze_uses(problem)
@@ -149,21 +149,6 @@ def spill_function(
         f"between uses spilled{reason}; raise the capacity",
         ExitStatus.NO,
     )
-
-
-def _attempts(capacity: int):
-    """(padded sizes, live-bytes target, spill every gap) in the order they are tried.
-
-    Live bytes are a lower bound on the peak; alignment padding and fragmentation can make
-    a choice that meets them fail to lay out. So: the capacity with the true sizes (the
-    proved-minimal answer when it lays out), then sizes rounded up to their alignment,
-    then lower targets in steps of a sixteenth of the capacity, and last every gap.
-    """
-    yield False, capacity, False
-    step = max(1, capacity // 16)
-    for target in range(capacity, 0, -step)[:MAX_RETRIES]:
-        yield True, target, False
-    yield True, capacity, True
 
 
 def _round_up(size: int, alignment: int) -> int:

@@ -374,3 +374,118 @@ def spilled_lifetimes(buffers: Sequence[SpillBuffer], choice: SpillChoice) -> li
             cursor = gap.hi
         pieces.append((buffer.id, cursor, end, len(cuts)))
     return pieces
+
+
+# --------------------------------------------------------------------------------------
+# Plain-data planning with spilling (the kernel API of `tela-alloc --spill`)
+
+
+def parse_uses(text: str, what: str = "uses") -> tuple[Use, ...]:
+    """`"0w 3 7w"`: use points separated by spaces, `w` after a point that may write there.
+
+    Points are integers in strictly increasing order. Raises ValueError naming `what`.
+    """
+    uses: list[Use] = []
+    for token in text.split():
+        writes = token.endswith("w")
+        number = token[:-1] if writes else token
+        if not number.lstrip("+").isdigit():
+            raise ValueError(f"{what}: use '{token}' is not a point (an integer, 'w' after it if it writes)")
+        point = int(number)
+        if uses and point <= uses[-1].first:
+            raise ValueError(f"{what}: use points must increase, but '{point}' follows '{uses[-1].first}'")
+        uses.append(Use(point, point, writes))
+    return tuple(uses)
+
+
+def format_uses(uses: Sequence[Use]) -> str:
+    return " ".join(f"{use.first}{'w' if use.writes else ''}" for use in uses)
+
+
+@dataclass(frozen=True)
+class SpillPlan:
+    """The answer of `plan_with_spills`: what is spilled and the layout of what stays."""
+
+    choice: SpillChoice
+    pieces: object  # Problem: one buffer per piece kept in the scratchpad (ids: see `piece_id`)
+    piece_of: tuple[tuple[int, int], ...]  # (buffer index, piece number) of each piece
+    solution: object  # Solution of `pieces` at the capacity (status OK when it fits)
+
+
+def attempts(capacity: int, retries: int = 16):
+    """(padded sizes, live-bytes target, spill every gap) in the order callers try them.
+
+    Live bytes are a lower bound on a layout's peak; alignment padding and fragmentation can
+    make a choice that meets them fail to lay out. So: the capacity with the true sizes (the
+    proved-minimal answer when it lays out), then sizes rounded up to their alignment, then
+    lower targets in steps of a sixteenth of the capacity, and last every gap.
+    """
+    yield False, capacity, False
+    step = max(1, capacity // 16)
+    for target in range(capacity, 0, -step)[:retries]:
+        yield True, target, False
+    yield True, capacity, True
+
+
+def piece_id(buffer_id: Hashable, number: int, taken: set) -> Hashable:
+    """Piece 0 keeps the buffer's id; piece k is `<id>.k` (with `#` appended while taken)."""
+    if number == 0:
+        return buffer_id
+    name = f"{buffer_id}.{number}"
+    while name in taken:
+        name += "#"
+    return name
+
+
+def plan_with_spills(
+    problem,
+    uses: Sequence[tuple[Use, ...] | None],
+    capacity: int,
+    *,
+    time_limit: float | None = None,
+) -> SpillPlan:
+    """Spills gaps of `problem`'s buffers until the pieces kept fit `capacity` (module doc).
+
+    `uses[i]` lists buffer i's use points (None or empty: kept whole). Pinned buffers are
+    kept whole. Returns the last attempt's plan (its solution's status says whether it fits);
+    raises `SpillImpossible` when some point's buffers in use need more than `capacity`.
+    """
+    from telamalloc.runtime.alloc.api import solve
+    from telamalloc.runtime.alloc.problem import Buffer, Problem
+
+    buffers = [
+        SpillBuffer(
+            b.id, b.start, b.end, b.size, tuple(u or ()),
+            spillable=b.offset is None and bool(u), can_trim_end=True,
+        )
+        for b, u in zip(problem.buffers, uses)
+    ]
+    plan = None
+    for padded, target, spill_all in attempts(capacity):
+        candidates = [
+            SpillBuffer(b.id, b.start, b.end, b.size, b.uses, b.spillable, b.can_trim_end,
+                        -(-b.size // original.alignment) * original.alignment if padded else None)
+            for b, original in zip(buffers, problem.buffers)
+        ]
+        try:
+            choice = choose_spills(candidates, target, time_limit=time_limit, spill_all=spill_all)
+        except SpillImpossible:
+            if not padded:
+                raise
+            continue
+        taken = {b.id for b in problem.buffers}
+        pieces, piece_of = [], []
+        index_of = {b.id: i for i, b in enumerate(problem.buffers)}
+        for buffer_id, start, end, number in spilled_lifetimes(buffers, choice):
+            original = problem.buffers[index_of[buffer_id]]
+            new_id = piece_id(buffer_id, number, taken)
+            taken.add(new_id)
+            pieces.append(Buffer(new_id, start, end, original.size, original.alignment, original.offset))
+            piece_of.append((index_of[buffer_id], number))
+        piece_problem = Problem(pieces, capacity)
+        solution = solve(piece_problem, capacity=capacity, mode="fit", time_limit=time_limit)
+        plan = SpillPlan(choice, piece_problem, tuple(piece_of), solution)
+        if solution.ok:
+            return plan
+    assert plan is not None
+    return plan
