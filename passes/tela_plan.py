@@ -112,7 +112,7 @@ def plan_module(
         plan = solve_function(function_problem, mode, time_limit, algorithm)
         if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = selection_for(function_problem.func, has_scratchpad, memory_space)
-            if selection.main_memory:
+            if selection.main_memory and selection.integer_space is None:
                 raise PassFailedAtOp(
                     function_problem.func,
                     f"cannot spill the buffers of '@{function_problem.name}': they are in main "

@@ -327,7 +327,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
         try:
-            write_solution(arguments.output, table.problem, solution.offsets, table.columns, table.uses)
+            extra = {} if table.uses is None else {"uses": table.uses}  # the `uses` cells, written back as read
+            write_solution(arguments.output, table.problem, solution.offsets, table.columns, **extra)
         except OSError as error:
             raise UsageError(f"cannot write '{arguments.output}': {error.strerror or error}") from None
         print(f"written: {arguments.output}")
