@@ -110,3 +110,26 @@ def test_an_integer_memory_space_spills_with_memref_copy():
     copies = [op for op in module.walk() if isinstance(op, memref.CopyOp) and SPILL_ATTR in op.attributes]
     assert [op.attributes[SPILL_ATTR].data for op in copies] == ["store", "load"]
     assert plans[0].solution.peak == 512
+
+
+def test_main_memory_buffers_cannot_spill(tmp_path, capsys):
+    from telamalloc.tools.tela_opt import main as tela_opt
+
+    source = tmp_path / "bad.mlir"
+    source.write_text(
+        "func.func @main_memory() {\n"
+        "  %a = memref.alloc() : memref<4xf32>\n"
+        "  %b = memref.alloc() : memref<4xf32>\n"
+        '  "test.op"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "  func.return\n"
+        "}\n"
+    )
+    status = tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=spill}"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.endswith(
+        "error: pass 'tela-plan' failed: 'func.func' op cannot spill the buffers of '@main_memory': they are in "
+        "main memory already; put them in a scratchpad memory space ('#scratchpad.space' or 'memory-space=<n>') "
+        "to spill\n"
+    )
+    assert err.startswith(f"{source}:1:1: error")
