@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 DEFAULT_NODE_LIMIT = 20000  # branch-and-bound nodes before the answer is the heuristic's
+DEFAULT_EXACT_SECONDS = 1.0  # and seconds, when the caller sets no time limit
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class SpillBuffer:
         return self.size if self.footprint is None else self.footprint
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity: each candidate gap is one object
 class Gap:
     buffer: int  # index into the buffers
     index: int  # the gap before use `index` (1..len(uses)-1)
@@ -170,9 +171,13 @@ class _Search:
         self.horizon = max((b.end for b in buffers), default=0)
         self.base = _timeline_load(buffers, self.horizon)
         self.gaps = [gap for i, b in enumerate(buffers) for gap in candidate_gaps(i, b)]
+        self.order = {id(gap): number for number, gap in enumerate(self.gaps)}
+        self.cover: list[list[Gap]] = [[] for _ in range(self.horizon)]  # the gaps over each point
         self.minimum = self.base.copy()
         for gap in self.gaps:
             self.minimum[gap.lo : gap.hi] -= buffers[gap.buffer].live_bytes
+            for point in range(gap.lo, gap.hi):
+                self.cover[point].append(gap)
         self.nodes = 0
         self.complete = True
 
@@ -194,8 +199,8 @@ class _Search:
         over = np.flatnonzero(load > self.target)
         return int(over[0]) if over.size else None
 
-    def covering(self, point: int, available: Sequence[Gap]) -> list[Gap]:
-        return [gap for gap in available if gap.lo <= point < gap.hi]
+    def covering(self, point: int, excluded: set[int]) -> list[Gap]:
+        return [gap for gap in self.cover[point] if self.order[id(gap)] not in excluded]
 
     # --- the heuristic ------------------------------------------------------------------
 
@@ -203,23 +208,23 @@ class _Search:
         load = self.base.copy()
         chosen: dict[int, list[int]] = {}
         picked: list[Gap] = []
-        available = list(self.gaps)
+        excluded: set[int] = set()
         while (point := self.first_overload(load)) is not None:
-            options = self.covering(point, available)
+            options = self.covering(point, excluded)
             if not options:
                 raise AssertionError("greedy spilling ran out of gaps above the minimum")
             def score(gap: Gap) -> tuple[float, int, int]:
                 size = self.buffers[gap.buffer].live_bytes
                 excess = np.clip(load[gap.lo : gap.hi] - self.target, 0, size)
                 cost = self.marginal(chosen, gap)
-                return (-(float(excess.sum()) / max(cost, 1)), -size, self.gaps.index(gap))
+                return (-(float(excess.sum()) / max(cost, 1)), -size, self.order[id(gap)])
             best = min(options, key=score)
             picked.append(best)
-            available.remove(best)
+            excluded.add(self.order[id(best)])
             chosen.setdefault(best.buffer, []).append(best.index)
             load[best.lo : best.hi] -= self.buffers[best.buffer].live_bytes
         # Drop what is no longer needed, the most expensive first.
-        for gap in sorted(picked, key=lambda g: (-self._removal_saving(chosen, g), self.gaps.index(g))):
+        for gap in sorted(picked, key=lambda g: (-self._removal_saving(chosen, g), self.order[id(g)])):
             size = self.buffers[gap.buffer].live_bytes
             if (load[gap.lo : gap.hi] + size <= self.target).all():
                 load[gap.lo : gap.hi] += size
@@ -237,11 +242,11 @@ class _Search:
     def exact(self, incumbent: list[Gap]) -> list[Gap]:
         self.best = list(incumbent)
         self.best_cost = self.cost(_as_chosen(incumbent))
-        self._dfs(self.base.copy(), {}, [], list(self.gaps), 0)
+        self._dfs(self.base.copy(), {}, [], set(), 0)
         return self.best
 
     def _dfs(self, load: np.ndarray, chosen: dict[int, list[int]], picked: list[Gap],
-             available: list[Gap], cost: int) -> None:
+             excluded: set[int], cost: int) -> None:
         if cost >= self.best_cost and picked:
             return
         point = self.first_overload(load)
@@ -254,25 +259,27 @@ class _Search:
             self.complete = False
             return
         options = sorted(
-            self.covering(point, available),
-            key=lambda gap: (self.marginal(chosen, gap), -self.buffers[gap.buffer].live_bytes, self.gaps.index(gap)),
+            ((self.marginal(chosen, gap), -self.buffers[gap.buffer].live_bytes, self.order[id(gap)], gap)
+             for gap in self.covering(point, excluded)),
+            key=lambda option: option[:3],
         )
-        rest = list(available)
-        for gap in options:
+        added: list[int] = []
+        for extra, _, number, gap in options:
             if not self.complete:
-                return
-            rest.remove(gap)  # the later siblings never take this gap (each set once)
-            extra = self.marginal(chosen, gap)
+                break
+            excluded.add(number)  # chosen below; the later siblings never take it (each set once)
+            added.append(number)
             if cost + extra >= self.best_cost:
                 break  # the options are sorted by this cost: the rest cost as much or more
             size = self.buffers[gap.buffer].live_bytes
             load[gap.lo : gap.hi] -= size
             chosen.setdefault(gap.buffer, []).append(gap.index)
             picked.append(gap)
-            self._dfs(load, chosen, picked, list(rest), cost + extra)
+            self._dfs(load, chosen, picked, excluded, cost + extra)
             picked.pop()
             chosen[gap.buffer].remove(gap.index)
             load[gap.lo : gap.hi] += size
+        excluded.difference_update(added)
 
 
 def _as_chosen(gaps: Sequence[Gap]) -> dict[int, list[int]]:
@@ -299,7 +306,7 @@ def choose_spills(
     caller whose layouts keep failing).
     """
     started = time.monotonic()
-    deadline = None if time_limit is None else started + time_limit
+    deadline = started + (DEFAULT_EXACT_SECONDS if time_limit is None else time_limit)
     search = _Search(buffers, target, node_limit, deadline)
     over = np.flatnonzero(search.minimum > target)
     if over.size and not spill_all:
