@@ -29,7 +29,7 @@ _EXPECTED = {
     "mode": " or ".join(f"'{mode}'" for mode in MODES),
     "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
     "time-limit": "a number of seconds >= 0, e.g. 'time-limit=2.5'",
-    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3'",
+    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=\"l2\"'",
     "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
     "report": "'true' or 'false'",
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
@@ -71,7 +71,9 @@ def check_options(
         isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
     ):
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
-    if memory_space is not None and (not _is_int(memory_space) or memory_space < 0):
+    if memory_space is not None and not (isinstance(memory_space, str) and memory_space) and (
+        not _is_int(memory_space) or memory_space < 0
+    ):
         raise ValueError(f"invalid memory-space '{memory_space}'; expected {_accepted('memory-space')}")
     for option, path in (
         ("dump-problem", dump_problem),
@@ -126,8 +128,9 @@ class PlanningOptions(ModulePass):
     report_file: str | None = None
     """Write the report to this file instead of stderr (implies `report`)."""
 
-    memory_space: int | None = None
-    """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's."""
+    memory_space: int | str | None = None
+    """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's, or,
+    by name, only that memory of a target with several (`scratchpad.targets`)."""
 
     plot: str | None = None
     """Draw each planned function's allocation to this `.svg` / `.png` file (matplotlib;
@@ -189,6 +192,8 @@ class PlanningOptions(ModulePass):
             value = values[0]
             if option == "time-limit" and _is_int(value):
                 arguments[key] = (float(value),)
+                continue
+            if option == "memory-space" and isinstance(value, str) and value:
                 continue
             if option in ("capacity", "alignment", "memory-space") and not _is_int(value):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")

@@ -30,20 +30,23 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.exit_status import ExitStatus
-from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp
+from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, find_targets
+from xdsl.utils.exceptions import VerifyException
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
     LIFETIME_ATTR,
     LOAD_ATTR,
+    MEMORIES_ATTR,
     OFFSET_ATTR,
     PEAK_ATTR,
     FunctionProblem,
+    Selection,
     collect_function,
     functions,
     module_has_scratchpad_memrefs,
@@ -82,7 +85,7 @@ def plan_module(
     algorithm: str = "telamalloc",
     dump_problem: str | None = None,
     report: TextIO | None = None,
-    memory_space: int | None = None,
+    memory_space: int | str | None = None,
     on_overflow: str = "error",
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
@@ -111,13 +114,21 @@ def plan_module(
             _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
         plan = solve_function(function_problem, mode, time_limit, algorithm)
         if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
-            selection = selection_for(function_problem.func, has_scratchpad, memory_space)
+            selection = function_problem.selection
+            assert selection is not None
             if selection.main_memory and selection.integer_space is None:
                 raise PassFailedAtOp(
                     function_problem.func,
                     f"cannot spill the buffers of '@{function_problem.name}': they are in main "
                     "memory already; put them in a scratchpad memory space "
                     "('#scratchpad.space' or 'memory-space=<n>') to spill",
+                )
+            if any(original is function_problem.func for original, _ in replacements):
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill '@{function_problem.name}': another memory of the function was "
+                    "spilled already; spilling plans one memory of a function at a time (pass "
+                    "'memory-space=<name>')",
                 )
             copy, spilled, plan, summary = spill_function(
                 function_problem,
@@ -148,17 +159,53 @@ def collect_module(
     module: ModuleOp,
     capacity: int | None = None,
     alignment: int | None = None,
-    memory_space: int | None = None,
+    memory_space: int | str | None = None,
 ) -> list[FunctionProblem]:
-    """The problems of every function with at least one buffer, in program order."""
+    """The problems of every function with at least one buffer, in program order.
+
+    A function with several memories (`scratchpad.targets`) has one problem per memory
+    (the `memory-space=<name>` option keeps one of them).
+    """
     has_scratchpad = module_has_scratchpad_memrefs(module)
     problems: list[FunctionProblem] = []
     for func in functions(module):
-        selection = selection_for(func, has_scratchpad, memory_space)
-        function_problem = collect_function(func, selection, capacity, alignment)
-        if function_problem.buffers:
-            problems.append(function_problem)
+        if isinstance(memory_space, int):
+            selections = [selection_for(func, has_scratchpad, memory_space)]
+        else:
+            selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
+        for selection in selections:
+            function_problem = collect_function(func, selection, capacity, alignment)
+            if function_problem.buffers:
+                problems.append(function_problem)
     return problems
+
+
+def _memory_selections(func, has_scratchpad: bool, memory_space: str | None, capacity: int | None) -> list[Selection]:
+    try:
+        targets = find_targets(func)
+    except VerifyException as error:
+        raise PassFailedAtOp(func, str(error)) from None
+    names = [target.target_name.data for target in targets]
+    if memory_space is not None and memory_space not in names:
+        known = ", ".join(f"'{name}'" for name in names) or "none"
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has no memory named '{memory_space}' (its memories: {known}); "
+            "name one of its targets in 'memory-space'",
+        )
+    if len(targets) <= 1:
+        return [selection_for(func, has_scratchpad)]
+    if capacity is not None and memory_space is None:
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has several memories ({', '.join(repr(n) for n in names)}); "
+            "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
+        )
+    return [
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0)
+        for index, target in enumerate(targets)
+        if memory_space is None or target.target_name.data == memory_space
+    ]
 
 
 def solve_function(
@@ -277,6 +324,12 @@ def record_plan(plan: FunctionPlan) -> None:
         )
         arena_alignment = max(arena_alignment, buffer.alignment)
     func = plan.problem.func
+    if plan.problem.memory is not None:  # one of several memories: one entry each
+        recorded = func.attributes.get(MEMORIES_ATTR)
+        entries = dict(recorded.data) if isinstance(recorded, DictionaryAttr) else {}
+        entries[plan.problem.memory] = DenseArrayBase.from_list(i64, (solution.peak, solution.load, arena_alignment))
+        func.attributes[MEMORIES_ATTR] = DictionaryAttr(entries)
+        return
     func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
     func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)
     func.attributes[ARENA_ALIGNMENT_ATTR] = IntegerAttr(arena_alignment, i64)
