@@ -202,6 +202,6 @@ def verify_program(
     report = verify_lowered(
         module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow
     )
-    if isinstance(notes, tuple) and notes:
+    if isinstance(notes, tuple) and notes and all(isinstance(note, str) for note in notes):
         report = dataclasses.replace(report, notes=tuple(str(note) for note in notes))
     return report

@@ -36,6 +36,7 @@ _EXPECTED = {
     "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
     "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
     "on-overflow": "'error' or 'spill'",
+    "assign-memory": "'true' or 'false'",
 }
 ON_OVERFLOW = ("error", "spill")
 
@@ -144,6 +145,11 @@ class PlanningOptions(ModulePass):
     """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
     memory between uses, with DMAs, moving the fewest bytes; see `passes/spill.py`)."""
 
+    assign_memory: bool = False
+    """With several memories (`scratchpad.targets`), choose the memory of the buffers in the
+    unnamed `#scratchpad.space`: the fastest (first) first, by accesses per byte of lifetime
+    (`passes/memories.py`); without it they are the first memory's."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -184,7 +190,7 @@ class PlanningOptions(ModulePass):
             if option not in _EXPECTED:
                 known = ", ".join(f"'{name}'" for name in _EXPECTED)
                 raise ValueError(f"unknown option '{key}' of '{spec.name}'; the options are {known}")
-            if option == "report" and len(values) == 0:
+            if option in ("report", "assign-memory") and len(values) == 0:
                 arguments[key] = (True,)
                 continue
             if len(values) != 1:
@@ -201,6 +207,6 @@ class PlanningOptions(ModulePass):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "on-overflow") and not isinstance(value, str):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option == "report" and not isinstance(value, bool):
+            if option in ("report", "assign-memory") and not isinstance(value, bool):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
         return super().from_spec(ArgSpec(spec.name, arguments))

@@ -52,6 +52,7 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
@@ -87,8 +88,12 @@ def plan_module(
     report: TextIO | None = None,
     memory_space: int | str | None = None,
     on_overflow: str = "error",
+    assign_memory: bool = False,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    `assign_memory`: first choose the memory of unassigned buffers of functions with several
+    memories (`passes/memories.py`); undone when planning fails.
 
     Returns one `FunctionPlan` per function with buffers, in program order. Raises
     `PassFailedAtOp` (on the function or the offending op) when a function cannot be
@@ -104,6 +109,29 @@ def plan_module(
         memory_space=memory_space,
         on_overflow=on_overflow,
     )
+    assignments = []
+    if assign_memory:
+        try:
+            assignments = assign_memories(module)
+        except VerifyException as error:
+            raise PassFailedException(str(error)) from None
+        if report is not None:
+            moved: dict[str, int] = {}
+            for assignment in assignments:
+                moved[assignment.memory] = moved.get(assignment.memory, 0) + 1
+            for memory, count in moved.items():
+                report.write(f"tela-plan: assign-memory: {count} buffers to '{memory}'\n")
+    try:
+        return _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem,
+                               report, memory_space, on_overflow)
+    except BaseException:
+        for assignment in reversed(assignments):
+            assignment.undo()
+        raise
+
+
+def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
+                    memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
     problems = collect_module(module, capacity, alignment, memory_space)
     dump_paths = _dump_paths(dump_problem, problems)
     has_scratchpad = module_has_scratchpad_memrefs(module)
@@ -402,6 +430,7 @@ class TelaPlanPass(PlanningOptions):
                 report=report,
                 memory_space=self.memory_space,
                 on_overflow=self.on_overflow,
+                assign_memory=self.assign_memory,
             )
         if self.plot is not None:
             _draw_plans(self.plot, plans)

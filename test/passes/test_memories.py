@@ -13,7 +13,7 @@ from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.passes import TelaPipelinePass, plan_module
 from telamalloc.runtime.interp import InterpreterError
 from telamalloc.tools.tela_run import parse_program
-from telamalloc.verification import verify_lowered
+from telamalloc.verification import verify_lowered, verify_program
 
 TWO = (Path(__file__).parent / "tela-pipeline-memories.mlir").read_text()
 
@@ -69,3 +69,49 @@ def test_a_second_memory_that_does_not_fit_names_it():
     # spilling cannot help: the relu uses both L2 buffers (2048 bytes of 1024)
     with pytest.raises(PassFailedAtOp, match="needs '2048' bytes for the buffers in use at this op"):
         plan_module(parse(text), on_overflow="spill")
+
+
+ASSIGN = """
+!u = memref<64xf32, #scratchpad.space>
+builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capacity = 512>, #scratchpad.target<"l2", capacity = 4096>]} {
+  func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %long = scratchpad.alloc() : !u
+    scratchpad.dma %x -> %long : memref<64xf32> -> !u
+    %a = scratchpad.alloc() : !u
+    scratchpad.kernel "relu" ins(%long : !u) outs(%a : !u)
+    %b = scratchpad.alloc() : !u
+    scratchpad.kernel "add" ins(%a, %a : !u, !u) outs(%b : !u)
+    %c = scratchpad.alloc() : !u
+    scratchpad.kernel "mul" ins(%b, %a : !u, !u) outs(%c : !u)
+    scratchpad.dealloc %a : !u
+    scratchpad.dealloc %b : !u
+    scratchpad.kernel "add" ins(%c, %long : !u, !u) outs(%c : !u)
+    scratchpad.dma %c -> %y : !u -> memref<64xf32>
+    func.return
+  }
+}
+"""
+
+
+def test_assign_memory_fills_the_fast_memory_by_accesses_per_byte_of_lifetime():
+    # Four 256-byte buffers, all four live at once (1024 B) but L1 holds 512 B. Operand
+    # uses per point of lifetime: c 4/6, a 4/7, b 2/6, long 3/11: c and a go to L1, then b
+    # and long do not fit there at every point of their lifetimes and go to L2.
+    module = parse(ASSIGN)
+    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l1': buffers need '1024' bytes"):
+        plan_module(parse(ASSIGN))
+    plans = plan_module(module, assign_memory=True)
+    spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "scratchpad.alloc"}
+    assert spaces == {"long": '#scratchpad.space<"l2">', "a": "#scratchpad.space", "b": '#scratchpad.space<"l2">', "c": "#scratchpad.space"}
+    assert [(plan.name, plan.solution.peak) for plan in plans] == [("main.l1", 512), ("main.l2", 512)]
+    report = verify_program(parse(ASSIGN), plan=lambda copy, capacity: TelaPipelinePass(assign_memory=True).run(copy))
+    assert report.ok, report.lines()
+
+
+def test_assign_memory_is_undone_when_planning_fails():
+    text = ASSIGN.replace('capacity = 4096', 'capacity = 256')
+    module = parse(text)
+    before = str(module)
+    with pytest.raises(PassFailedAtOp):
+        plan_module(module, assign_memory=True)
+    assert str(module) == before
