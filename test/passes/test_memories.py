@@ -115,3 +115,10 @@ def test_assign_memory_is_undone_when_planning_fails():
     with pytest.raises(PassFailedAtOp):
         plan_module(module, assign_memory=True)
     assert str(module) == before
+
+
+def test_memory_options_are_checked_against_the_targets():
+    with pytest.raises(PassFailedAtOp, match=r"'@main' has several memories \('l1', 'l2'\); give each target its capacity"):
+        plan_module(parse(TWO), capacity=100)
+    with pytest.raises(PassFailedAtOp, match=r"'@main' has no memory named 'l3' \(its memories: 'l1', 'l2'\)"):
+        plan_module(parse(TWO), memory_space="l3")
