@@ -32,11 +32,10 @@ from typing import TextIO
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from telamalloc.exit_status import ExitStatus
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, find_targets
-from xdsl.utils.exceptions import VerifyException
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
@@ -151,12 +150,11 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
                     "memory already; put them in a scratchpad memory space "
                     "('#scratchpad.space' or 'memory-space=<n>') to spill",
                 )
-            if any(original is function_problem.func for original, _ in replacements):
+            if function_problem.memory is not None and not isinstance(memory_space, str):
                 raise PassFailedAtOp(
                     function_problem.func,
-                    f"cannot spill '@{function_problem.name}': another memory of the function was "
-                    "spilled already; spilling plans one memory of a function at a time (pass "
-                    "'memory-space=<name>')",
+                    f"cannot spill '@{function_problem.name}': spilling rewrites one memory of a "
+                    "function at a time; pass 'memory-space=<name>' to plan that memory alone",
                 )
             copy, spilled, plan, summary = spill_function(
                 function_problem,
