@@ -58,7 +58,7 @@ MAX_RETRIES = 16  # lower targets tried when live bytes fit but no layout does
 
 @dataclass(frozen=True)
 class SpillSummary:
-    """What spilling did to one function (the report line and the JSON report show it)."""
+    """What spilling did to one function (the `report` line and `tela-run --verify` show it)."""
 
     load_before: int  # LOAD of the function as written
     load_after: int  # LOAD once spilled
@@ -122,7 +122,7 @@ def spill_function(
             failure = _impossible(function_problem, impossible, capacity, not padded, last_plan)
             if failure is not None:
                 raise failure from None
-            continue  # the op fits with alignments: try the last resort
+            continue  # the buffers in use fit with their alignments: try the next attempt
         apply_spills(uses, choice, problem.memory_space)
         spilled = collect_function(copy, selection, capacity, alignment)
         plan = plan_copy(spilled)
@@ -172,7 +172,7 @@ def _impossible(
     impossible: SpillImpossible,
     capacity: int,
     true_sizes: bool,
-    last_plan,
+    last_plan=None,
 ) -> PassFailedAtOp | None:
     """The diagnostic on the op whose buffers need more than the capacity; None if they fit."""
     points, _, _ = number_points(function_problem.func)
