@@ -135,7 +135,7 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', "
-     "'report-file', 'plot', 'report-json', 'on-overflow'"),
+     "'report-file', 'plot', 'report-json', 'on-overflow', 'assign-memory'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
      "'error' or 'spill'"),
