@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, NoneAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp, ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
 from telamalloc.exit_status import ExitStatus
 from telamalloc.passes.collect import (
     BUFFER_ATTR,

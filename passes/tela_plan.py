@@ -133,7 +133,6 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
                     memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
     problems = collect_module(module, capacity, alignment, memory_space)
     dump_paths = _dump_paths(dump_problem, problems)
-    has_scratchpad = module_has_scratchpad_memrefs(module)
     plans: list[FunctionPlan] = []
     replacements: list[tuple[Operation, Operation]] = []
     for function_problem in problems:

@@ -22,7 +22,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
 
 from telamalloc.dialects.scratchpad import AllocOp
 from telamalloc.passes import plan_module
@@ -30,7 +29,7 @@ from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.interp import InterpreterError
 from telamalloc.tools.tela_run import parse_program
-from telamalloc.verification import plan_and_lower, verify_lowered, verify_program
+from telamalloc.verification import verify_program
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 PROGRAMS = 400 if LONG else 40

@@ -10,10 +10,10 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
 from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
-from telamalloc.passes import TelaPipelinePass, TelaPlanPass, lower_module, plan_module
+from telamalloc.passes import TelaPipelinePass, TelaPlanPass, plan_module
 from telamalloc.passes.spill import SPILL_ATTR
 from telamalloc.tools.tela_run import parse_program
-from telamalloc.verification import verify_lowered, verify_program
+from telamalloc.verification import verify_lowered
 
 HERE = Path(__file__).parent
 SPILL_MLIR = (HERE / "tela-plan-spill.mlir").read_text()
