@@ -309,7 +309,7 @@ def run_program(
     if len(targets) > 1:  # several memories, each its own capacity (`capacity`: the first's)
         machine.capacities = {target.target_name.data: target.capacity.data for target in targets}
         first = targets[0].target_name.data
-        machine.capacities[first] = machine.capacities[""] = _capacity_in_force(function, capacity)
+        machine.capacities[first] = machine.capacities[""] = capacity or targets[0].capacity.data
     arguments = [
         _argument_value(machine, function, index, type_, np.asarray(array))
         for index, (type_, array) in enumerate(zip(argument_types, inputs))
