@@ -11,6 +11,7 @@ planned function's arena on its own (the entry's, then its callees'), never thei
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -83,6 +84,7 @@ class VerifyReport:
     buffers: int  # buffers seen by the planned run
     arenas: tuple[FunctionArena, ...] = ()  # the entry, then each callee it reaches that has an arena
     values: tuple[Output, ...] = field(default=(), repr=False, compare=False)  # the planned run's outputs
+    notes: tuple[str, ...] = ()  # what planning did besides offsets (spilling), one line each
 
     @property
     def ok(self) -> bool:
@@ -96,6 +98,7 @@ class VerifyReport:
             f"({'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
             for arena in arenas
         ]
+        lines += [f"verify: {note}" for note in self.notes]
         lines += [f"{violation.location}: error: {violation.message}" for violation in self.violations]
         lines += [f"verify: error: {mismatch}" for mismatch in self.mismatches]
         verdict = "ok" if self.ok else "FAILED"
@@ -230,25 +233,30 @@ def _own_arena_bytes(function: func.FuncOp) -> int:
     return peak.value.data if isinstance(peak, IntegerAttr) else 0
 
 
-PlanFunction = Callable[[ModuleOp, int | None], None]
+PlanFunction = Callable[[ModuleOp, int | None], object]
 
 
-def plan_and_lower(module: ModuleOp, capacity: int | None) -> None:
+def plan_and_lower(module: ModuleOp, capacity: int | None, on_overflow: str = "error") -> tuple[str, ...]:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
     `capacity`, when given, overrides every `#scratchpad.target`'s capacity; a module
-    without targets and without `capacity` is planned in minimize mode. Planning failures raise `InterpreterError`.
+    without targets and without `capacity` is planned in minimize mode; `on_overflow`
+    is the pipeline's option ('spill' keeps values in main memory when they do not fit).
+    Returns one line per spilled function. Planning failures raise `InterpreterError`.
     """
     has_target = any(
         scratchpad.find_target(op) is not None for op in module.walk() if isinstance(op, func.FuncOp)
     )
     mode = "minimize" if capacity is None and not has_target else "fit"
     try:
-        TelaPipelinePass(capacity=capacity, mode=mode).run(module)
+        plans = TelaPipelinePass(capacity=capacity, mode=mode, on_overflow=on_overflow).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
         status = getattr(error, "exit_status", ExitStatus.BAD_INPUT)
         raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, status) from None
+    return tuple(
+        plan.spill.line(plan.name).removeprefix("tela-plan: ") for plan in plans if plan.spill is not None
+    )
 
 
 def verify_program(
@@ -259,15 +267,22 @@ def verify_program(
     inputs: Sequence[np.ndarray] | None = None,
     seed: int = DEFAULT_SEED,
     shadow: bool = True,
-    plan: PlanFunction = plan_and_lower,
+    plan: PlanFunction | None = None,
+    on_overflow: str = "error",
 ) -> VerifyReport:
     """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.
 
-    `module` itself is not changed. `plan` (default: the telamalloc pipeline) mutates
-    the copy in place; tests pass their own to inject faults.
+    `module` itself is not changed. `plan` (default: the telamalloc pipeline with
+    `on_overflow`) mutates the copy in place; tests pass their own to inject faults.
     """
     lowered = module.clone()
-    plan(lowered, capacity)
-    return verify_lowered(
+    if plan is None:
+        notes = plan_and_lower(lowered, capacity, on_overflow)
+    else:
+        notes = plan(lowered, capacity)
+    report = verify_lowered(
         module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow
     )
+    if isinstance(notes, tuple) and notes and all(isinstance(note, str) for note in notes):
+        report = dataclasses.replace(report, notes=tuple(str(note) for note in notes))
+    return report

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    ArrayAttr,
     I64,
     ComplexType,
     DictionaryAttr,
@@ -69,6 +70,10 @@ from telamalloc.exit_status import ExitStatus
 INT64_MAX = 2**63 - 1
 TARGET_ATTR_KEY = "scratchpad.target"
 """The discardable attribute key under which a module or function carries its target."""
+TARGETS_ATTR_KEY = "scratchpad.targets"
+"""The key of several target memories: an array of `#scratchpad.target<...>`, one per
+memory space (`#scratchpad.space<"name">` names the target of that name; the unnamed
+`#scratchpad.space` is the first target's). Each memory is planned in its own arena."""
 
 
 # --------------------------------------------------------------------------------------
@@ -165,6 +170,40 @@ def find_target(op: Operation) -> TargetAttr | None:
             return attribute
         current = current.parent_op()
     return None
+
+
+def find_targets(op: Operation) -> tuple[TargetAttr, ...]:
+    """The target memories of the closest enclosing op that carries `scratchpad.targets`
+    (an array of targets) or `scratchpad.target` (one); `()` when none does.
+
+    Raises `VerifyException` when the array holds anything but targets, or two targets
+    share a name.
+    """
+    current: Operation | None = op
+    while current is not None:
+        several = current.attributes.get(TARGETS_ATTR_KEY)
+        if several is not None:
+            if not isinstance(several, ArrayAttr) or not several.data or not all(
+                isinstance(t, TargetAttr) for t in several.data
+            ):
+                raise VerifyException(
+                    f"'{TARGETS_ATTR_KEY}' on '{current.name}' must be a non-empty array of "
+                    f"'#scratchpad.target<...>' attributes, got '{several}'"
+                )
+            names = [t.target_name.data for t in several.data]
+            for index, name in enumerate(names):
+                if name in names[:index]:
+                    raise VerifyException(
+                        f"'{TARGETS_ATTR_KEY}' on '{current.name}' names the memory '{name}' twice; "
+                        "give each memory its own name"
+                    )
+            return tuple(several.data)  # type: ignore[arg-type]
+        single = current.attributes.get(TARGET_ATTR_KEY)
+        if single is not None:
+            target = find_target(current)
+            return () if target is None else (target,)
+        current = current.parent_op()
+    return ()
 
 
 class PassFailedAtOp(PassFailedException):

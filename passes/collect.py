@@ -63,6 +63,7 @@ BOUND_ATTR = "scratchpad.bound"  # on a dynamic memref.alloc / alloca: the most 
 PEAK_ATTR = "scratchpad.peak"  # on a planned func: max(offset + size), the arena's size
 LOAD_ATTR = "scratchpad.load"  # on a planned func: the most bytes live at one point
 ARENA_ALIGNMENT_ATTR = "scratchpad.alignment"  # on a planned func: the arena's alignment
+MEMORIES_ATTR = "scratchpad.memories"  # on a func planned in several memories: {name = array<i64: peak, load, alignment>}
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class Selection:
     target: TargetAttr | None
     main_memory: bool  # plan memrefs without a memory space (upstream IR, no target)
     integer_space: int | None = None  # plan memrefs in this integer memory space instead
+    space_name: str | None = None  # several memories: plan `#scratchpad.space<"space_name">` only
+    default_space: bool = False  # ... and the unnamed `#scratchpad.space` too (the first memory)
 
     def covers(self, op: Operation) -> bool:
         if op.name not in ALLOCATION_OPS or not op.results:
@@ -84,7 +87,11 @@ class Selection:
             return isinstance(space, IntegerAttr) and space.value.data == self.integer_space
         if self.main_memory:
             return isinstance(type_.memory_space, NoneAttr)
-        return isinstance(type_.memory_space, ScratchpadSpaceAttr)
+        space = type_.memory_space
+        if self.space_name is not None and isinstance(space, ScratchpadSpaceAttr):
+            name = space.space_name.data
+            return name == self.space_name or (not name and self.default_space)
+        return isinstance(space, ScratchpadSpaceAttr)
 
 
 def module_has_scratchpad_memrefs(module: ModuleOp) -> bool:
@@ -149,10 +156,14 @@ class FunctionProblem:
     buffers: tuple[PlannedBuffer, ...]
     capacity: int | None
     memory_space: Attribute | None  # the memory space all buffers share (None: no buffer)
+    memory: str | None = None  # the memory's name when the function has several (`scratchpad.targets`)
+    selection: Selection | None = None  # which allocations it covers
 
     @property
     def name(self) -> str:
-        return self.func.sym_name.data
+        """`<function>`, or `<function>.<memory>` when the function plans several memories."""
+        base = self.func.sym_name.data
+        return base if self.memory is None else f"{base}.{self.memory}"
 
     def problem(self) -> Problem:
         return Problem([buffer.as_buffer() for buffer in self.buffers], self.capacity)
@@ -177,7 +188,8 @@ def collect_function(
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
     )
     memory_space = _shared_memory_space(func, buffers)
-    return FunctionProblem(func, liveness, buffers, capacity, memory_space)
+    memory = selection.space_name if selection.space_name is not None else None
+    return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection)
 
 
 def buffer_ids(liveness: FunctionLiveness) -> list[str]:

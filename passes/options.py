@@ -29,14 +29,17 @@ _EXPECTED = {
     "mode": " or ".join(f"'{mode}'" for mode in MODES),
     "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
     "time-limit": "a number of seconds >= 0, e.g. 'time-limit=2.5'",
-    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3'",
+    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=\"l2\"'",
     "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
     "report": "'true' or 'false'",
     "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
     "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
     "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
     "html": "a quoted '.html' file path, e.g. 'html=\"plan.html\"'",
+    "on-overflow": "'error' or 'spill'",
+    "assign-memory": "'true' or 'false'",
 }
+ON_OVERFLOW = ("error", "spill")
 
 
 def check_options(
@@ -52,6 +55,7 @@ def check_options(
     plot: object = None,
     report_json: object = None,
     html: object = None,
+    on_overflow: object = "error",
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -70,7 +74,9 @@ def check_options(
         isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
     ):
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
-    if memory_space is not None and (not _is_int(memory_space) or memory_space < 0):
+    if memory_space is not None and not (isinstance(memory_space, str) and memory_space) and (
+        not _is_int(memory_space) or memory_space < 0
+    ):
         raise ValueError(f"invalid memory-space '{memory_space}'; expected {_accepted('memory-space')}")
     for option, path in (
         ("dump-problem", dump_problem),
@@ -81,6 +87,8 @@ def check_options(
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+    if on_overflow not in ON_OVERFLOW:
+        raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
     if plot is not None:
         try:
             picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
@@ -126,8 +134,9 @@ class PlanningOptions(ModulePass):
     report_file: str | None = None
     """Write the report to this file instead of stderr (implies `report`)."""
 
-    memory_space: int | None = None
-    """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's."""
+    memory_space: int | str | None = None
+    """Plan memrefs in this integer memory space (e.g. 3) instead of the scratchpad's, or,
+    by name, only that memory of a target with several (`scratchpad.targets`)."""
 
     plot: str | None = None
     """Draw each planned function's allocation to this `.svg` / `.png` file (matplotlib;
@@ -140,6 +149,14 @@ class PlanningOptions(ModulePass):
     html: str | None = None
     """Write an interactive viewer of the plans to this self-contained `.html` file (one
     tab per planned function; `telamalloc.runtime.show.html`)."""
+    on_overflow: str = "error"
+    """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
+    memory between uses, with DMAs, moving the fewest bytes; see `passes/spill.py`)."""
+
+    assign_memory: bool = False
+    """With several memories (`scratchpad.targets`), choose the memory of the buffers in the
+    unnamed `#scratchpad.space`: the fastest (first) first, by accesses per byte of lifetime
+    (`passes/memories.py`); without it they are the first memory's."""
 
     def __post_init__(self) -> None:
         check_options(
@@ -154,6 +171,7 @@ class PlanningOptions(ModulePass):
             plot=self.plot,
             report_json=self.report_json,
             html=self.html,
+            on_overflow=self.on_overflow,
         )
 
     @contextlib.contextmanager
@@ -181,7 +199,7 @@ class PlanningOptions(ModulePass):
             if option not in _EXPECTED:
                 known = ", ".join(f"'{name}'" for name in _EXPECTED)
                 raise ValueError(f"unknown option '{key}' of '{spec.name}'; the options are {known}")
-            if option == "report" and len(values) == 0:
+            if option in ("report", "assign-memory") and len(values) == 0:
                 arguments[key] = (True,)
                 continue
             if len(values) != 1:
@@ -190,12 +208,14 @@ class PlanningOptions(ModulePass):
             if option == "time-limit" and _is_int(value):
                 arguments[key] = (float(value),)
                 continue
+            if option == "memory-space" and isinstance(value, str) and value:
+                continue
             if option in ("capacity", "alignment", "memory-space") and not _is_int(value):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
             if option == "time-limit" and not isinstance(value, float):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "html") and not isinstance(value, str):
+            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "html", "on-overflow") and not isinstance(value, str):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option == "report" and not isinstance(value, bool):
+            if option in ("report", "assign-memory") and not isinstance(value, bool):
                 raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
         return super().from_spec(ArgSpec(spec.name, arguments))

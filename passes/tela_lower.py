@@ -37,6 +37,8 @@ from xdsl.context import Context
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    DenseArrayBase,
+    DictionaryAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -52,6 +54,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import (
     AllocOp,
+    find_targets,
     PassFailedAtOp,
     ScratchpadSpaceAttr,
     memref_byte_size,
@@ -61,6 +64,7 @@ from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
     BOUND_ATTR,
     BUFFER_ATTR,
+    MEMORIES_ATTR,
     OFFSET_ATTR,
     PEAK_ATTR,
     functions,
@@ -116,7 +120,7 @@ def _int_attribute(func: FuncOp, key: str) -> int | None:
     return value.value.data if isinstance(value, IntegerAttr) else None
 
 
-def _collect_function(func: FuncOp) -> _FunctionLowering | None:
+def _collect_function(func: FuncOp) -> list[_FunctionLowering] | None:
     planned: list[_PlannedAlloc] = []
     unplanned: list[Operation] = []
     for op in func.walk():
@@ -137,6 +141,8 @@ def _collect_function(func: FuncOp) -> _FunctionLowering | None:
             )
     if not planned:
         return None
+    if MEMORIES_ATTR in func.attributes:
+        return _memory_lowerings(func, planned)
     peak = _int_attribute(func, PEAK_ATTR)
     if peak is None:
         raise PassFailedAtOp(
@@ -150,6 +156,12 @@ def _collect_function(func: FuncOp) -> _FunctionLowering | None:
             f"the planned buffers of '@{func.sym_name.data}' are in several memory spaces; "
             "run tela-plan first",
         )
+    _check_within(planned, peak)
+    alignment = _int_attribute(func, ARENA_ALIGNMENT_ATTR) or 1
+    return [_FunctionLowering(func, peak, alignment, spaces.pop(), tuple(planned))]
+
+
+def _check_within(planned: list[_PlannedAlloc], peak: int) -> None:
     for entry in planned:
         memref_type = entry.op.results[0].type
         assert isinstance(memref_type, MemRefType)
@@ -163,8 +175,34 @@ def _collect_function(func: FuncOp) -> _FunctionLowering | None:
                 f"buffer '{entry.id}' at offset '{entry.offset}' ends at byte '{end}', past "
                 f"the planned peak '{peak}'; run tela-plan again",
             )
-    alignment = _int_attribute(func, ARENA_ALIGNMENT_ATTR) or 1
-    return _FunctionLowering(func, peak, alignment, spaces.pop(), tuple(planned))
+
+
+def _memory_lowerings(func: FuncOp, planned: list[_PlannedAlloc]) -> list[_FunctionLowering]:
+    """One arena per memory of a function planned in several (`scratchpad.memories`)."""
+    recorded = func.attributes[MEMORIES_ATTR]
+    targets = find_targets(func)
+    first = targets[0].target_name.data if targets else ""
+    groups: dict[str, list[_PlannedAlloc]] = {}
+    spaces: dict[str, Attribute] = {}
+    for entry in planned:
+        space = _memory_space(entry.op)
+        name = space.space_name.data if isinstance(space, ScratchpadSpaceAttr) else ""
+        name = name or first
+        groups.setdefault(name, []).append(entry)
+        spaces.setdefault(name, space)
+    lowerings = []
+    for name, entries in groups.items():
+        figures = recorded.data.get(name) if isinstance(recorded, DictionaryAttr) else None
+        if not isinstance(figures, DenseArrayBase) or len(figures.get_values()) != 3:
+            raise PassFailedAtOp(
+                func,
+                f"'@{func.sym_name.data}' has planned buffers in memory '{name}' but no "
+                f"'{MEMORIES_ATTR}' entry for it; run tela-plan first",
+            )
+        peak, _, alignment = (int(v) for v in figures.get_values())
+        _check_within(entries, peak)
+        lowerings.append(_FunctionLowering(func, peak, alignment, spaces[name], tuple(entries)))
+    return lowerings
 
 
 def _memory_space(op: Operation) -> Attribute:
@@ -237,7 +275,9 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
 
 def lower_module(module: ModuleOp) -> None:
     """Lowers every planned function of `module` (see module doc); all or nothing."""
-    lowerings = [lowering for func in functions(module) if (lowering := _collect_function(func))]
+    lowerings = [
+        lowering for func in functions(module) for lowering in (_collect_function(func) or ())
+    ]
     for lowering in lowerings:
         _lower_function(lowering)
 

@@ -46,6 +46,8 @@ class TelaPipelinePass(PlanningOptions):
             plot=self.plot,
             report_json=self.report_json,
             html=self.html,
+            on_overflow=self.on_overflow,
+            assign_memory=self.assign_memory,
         )
         plans = plan_pass.plan(module)
         lower_module(module)

@@ -24,31 +24,35 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from telamalloc.exit_status import ExitStatus
-from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp
+from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, find_targets
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
     LIFETIME_ATTR,
     LOAD_ATTR,
+    MEMORIES_ATTR,
     OFFSET_ATTR,
     PEAK_ATTR,
     FunctionProblem,
+    Selection,
     collect_function,
     functions,
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
+from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.csv_io import write_problem
 from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
@@ -63,6 +67,7 @@ class FunctionPlan:
 
     problem: FunctionProblem
     solution: Solution
+    spill: SpillSummary | None = None  # what spilling did (`on-overflow=spill`), if it ran
 
     @property
     def name(self) -> str:
@@ -79,9 +84,14 @@ def plan_module(
     algorithm: str = "telamalloc",
     dump_problem: str | None = None,
     report: TextIO | None = None,
-    memory_space: int | None = None,
+    memory_space: int | str | None = None,
+    on_overflow: str = "error",
+    assign_memory: bool = False,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    `assign_memory`: first choose the memory of unassigned buffers of functions with several
+    memories (`passes/memories.py`); undone when planning fails.
 
     Returns one `FunctionPlan` per function with buffers, in program order. Raises
     `PassFailedAtOp` (on the function or the offending op) when a function cannot be
@@ -95,18 +105,75 @@ def plan_module(
         algorithm=algorithm,
         dump_problem=dump_problem,
         memory_space=memory_space,
+        on_overflow=on_overflow,
     )
+    assignments = []
+    if assign_memory:
+        try:
+            assignments = assign_memories(module)
+        except VerifyException as error:
+            raise PassFailedException(str(error)) from None
+        if report is not None:
+            moved: dict[str, int] = {}
+            for assignment in assignments:
+                moved[assignment.memory] = moved.get(assignment.memory, 0) + 1
+            for memory, count in moved.items():
+                report.write(f"tela-plan: assign-memory: {count} buffers to '{memory}'\n")
+    try:
+        return _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem,
+                               report, memory_space, on_overflow)
+    except BaseException:
+        for assignment in reversed(assignments):
+            assignment.undo()
+        raise
+
+
+def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
+                    memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
     problems = collect_module(module, capacity, alignment, memory_space)
     dump_paths = _dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
+    replacements: list[tuple[Operation, Operation]] = []
     for function_problem in problems:
         if dump_paths:
             _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
         plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
+            selection = function_problem.selection
+            assert selection is not None
+            if selection.main_memory and selection.integer_space is None:
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill the buffers of '@{function_problem.name}': they are in main "
+                    "memory already; put them in a scratchpad memory space "
+                    "('#scratchpad.space' or 'memory-space=<n>') to spill",
+                )
+            if function_problem.memory is not None and not isinstance(memory_space, str):
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill '@{function_problem.name}': spilling rewrites one memory of a "
+                    "function at a time; pass 'memory-space=<name>' to plan that memory alone",
+                )
+            copy, spilled, plan, summary = spill_function(
+                function_problem,
+                selection,
+                alignment,
+                lambda problem: solve_function(problem, mode, time_limit, algorithm),
+                time_limit,
+            )
+            plan = FunctionPlan(spilled, plan.solution, summary)
+            replacements.append((function_problem.func, copy))
         if report is not None:
+            if plan.spill is not None:
+                report.write(plan.spill.line(plan.name) + "\n")
             report.write(format_report_line(plan) + "\n")
         require_success(plan, time_limit)
         plans.append(plan)
+    for original, copy in replacements:
+        block = original.parent_block()
+        assert block is not None
+        block.insert_op_before(copy, original)
+        block.erase_op(original)
     for plan in plans:
         record_plan(plan)
     return tuple(plans)
@@ -116,17 +183,53 @@ def collect_module(
     module: ModuleOp,
     capacity: int | None = None,
     alignment: int | None = None,
-    memory_space: int | None = None,
+    memory_space: int | str | None = None,
 ) -> list[FunctionProblem]:
-    """The problems of every function with at least one buffer, in program order."""
+    """The problems of every function with at least one buffer, in program order.
+
+    A function with several memories (`scratchpad.targets`) has one problem per memory
+    (the `memory-space=<name>` option keeps one of them).
+    """
     has_scratchpad = module_has_scratchpad_memrefs(module)
     problems: list[FunctionProblem] = []
     for func in functions(module):
-        selection = selection_for(func, has_scratchpad, memory_space)
-        function_problem = collect_function(func, selection, capacity, alignment)
-        if function_problem.buffers:
-            problems.append(function_problem)
+        if isinstance(memory_space, int):
+            selections = [selection_for(func, has_scratchpad, memory_space)]
+        else:
+            selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
+        for selection in selections:
+            function_problem = collect_function(func, selection, capacity, alignment)
+            if function_problem.buffers:
+                problems.append(function_problem)
     return problems
+
+
+def _memory_selections(func, has_scratchpad: bool, memory_space: str | None, capacity: int | None) -> list[Selection]:
+    try:
+        targets = find_targets(func)
+    except VerifyException as error:
+        raise PassFailedAtOp(func, str(error)) from None
+    names = [target.target_name.data for target in targets]
+    if memory_space is not None and memory_space not in names:
+        known = ", ".join(f"'{name}'" for name in names) or "none"
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has no memory named '{memory_space}' (its memories: {known}); "
+            "name one of its targets in 'memory-space'",
+        )
+    if len(targets) <= 1:
+        return [selection_for(func, has_scratchpad)]
+    if capacity is not None and memory_space is None:
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has several memories ({', '.join(repr(n) for n in names)}); "
+            "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
+        )
+    return [
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0)
+        for index, target in enumerate(targets)
+        if memory_space is None or target.target_name.data == memory_space
+    ]
 
 
 def solve_function(
@@ -245,6 +348,12 @@ def record_plan(plan: FunctionPlan) -> None:
         )
         arena_alignment = max(arena_alignment, buffer.alignment)
     func = plan.problem.func
+    if plan.problem.memory is not None:  # one of several memories: one entry each
+        recorded = func.attributes.get(MEMORIES_ATTR)
+        entries = dict(recorded.data) if isinstance(recorded, DictionaryAttr) else {}
+        entries[plan.problem.memory] = DenseArrayBase.from_list(i64, (solution.peak, solution.load, arena_alignment))
+        func.attributes[MEMORIES_ATTR] = DictionaryAttr(entries)
+        return
     func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
     func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)
     func.attributes[ARENA_ALIGNMENT_ATTR] = IntegerAttr(arena_alignment, i64)
@@ -316,6 +425,8 @@ class TelaPlanPass(PlanningOptions):
                 dump_problem=self.dump_problem,
                 report=report,
                 memory_space=self.memory_space,
+                on_overflow=self.on_overflow,
+                assign_memory=self.assign_memory,
             )
         if self.plot is not None:
             _draw_plans(self.plot, plans)

@@ -4,6 +4,7 @@
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
                [--html=plan.html [--compare=other.csv]]
+    tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
                [--algorithm=ALGORITHM] [--jobs=N | --scheduler=ADDRESS]
 
@@ -30,6 +31,17 @@ writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in 
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
 the greedy bound); it is erased when the solve ends and never shown when stderr is not a
 terminal.
+
+`--spill` (the input needs a `uses` column: each buffer's use points, `w` after a point
+where it may be written, e.g. `0w 3 7w`): when the buffers do not fit the capacity, chooses
+intervals between two uses during which a buffer's value waits in main memory (a store
+after its last write before the interval, when it was written since the last store or
+load, and a load before the next use), moving the fewest bytes
+(`telamalloc.runtime.alloc.spill`: proved minimal on small problems, a stated heuristic
+beyond), and lays out the pieces that stay. Prints one `spill:` line per interval, the bytes
+moved and the new LOAD; `--output` gets one row per piece (piece 0 keeps the buffer's id,
+piece k is `<id>.k`) with its offset; `--validate` checks it with
+`telamalloc.runtime.alloc.validate.validate_spilled`.
 
 `--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.alloc.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
@@ -74,13 +86,14 @@ import numpy as np
 from telamalloc.runtime.alloc import batch as batch_planning
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
+from telamalloc.runtime.alloc.spill import SpillImpossible, parse_uses, plan_with_spills
 from telamalloc.runtime.alloc.portfolio import solve_parallel
 from telamalloc.runtime.show.html import HtmlError, write_html
 from telamalloc.runtime.show.plot import PlotError, picture_format, plot_layout, require_matplotlib
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.show.report import build_report, format_json, format_text, write_text_atomically
-from telamalloc.runtime.alloc.validate import validate
+from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-alloc"
@@ -138,6 +151,7 @@ def _parser() -> _Parser:
     parser.add_argument("--timeout", type=parse_duration, help="time limit: 10, 10s, 500ms, 2m (default: none)")
     parser.add_argument("--minimize", action="store_true", help="find the smallest peak instead of any layout that fits")
     parser.add_argument("--algorithm", default="telamalloc", choices=list(ALGORITHMS))
+    parser.add_argument("--spill", action="store_true", help="when the buffers do not fit, keep values in main memory between their use points (the 'uses' column) and lay out what stays")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
@@ -437,6 +451,8 @@ def _run(argv: Sequence[str] | None) -> int:
             return ExitStatus.TIMEOUT
         arguments.timeout = solve_seconds
     compare = {} if arguments.compare is None else _read_compare(arguments.compare, table.problem)
+    if arguments.spill:
+        return _run_spill(arguments, table)
     try:
         solution = _solve_interruptibly(table.problem, arguments)
     except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
@@ -446,7 +462,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
         try:
-            write_solution(arguments.output, table.problem, solution.offsets, table.columns)
+            extra = {} if table.uses is None else {"uses": table.uses}  # the `uses` cells, written back as read
+            write_solution(arguments.output, table.problem, solution.offsets, table.columns, **extra)
         except OSError as error:
             raise UsageError(f"cannot write '{arguments.output}': {error.strerror or error}") from None
         print(f"written: {arguments.output}")
@@ -460,6 +477,70 @@ def _run(argv: Sequence[str] | None) -> int:
     elif arguments.output:
         print(f"not written: {arguments.output} (no valid layout within the capacity)")
     return _exit_status(solution)
+
+
+def _run_spill(arguments, table) -> int:
+    """`--spill`: which intervals to keep in main memory, and the layout of the pieces that stay."""
+    if arguments.capacity is None or arguments.minimize:
+        raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")
+    for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report)):
+        if value:
+            raise UsageError(f"{flag} does not apply to --spill")
+    if table.uses is None:
+        raise UsageError(f"{arguments.input}: --spill needs a 'uses' column (use points such as '0w 3 7w'; see README, CSV format)")
+    uses = []
+    for buffer, cell in zip(table.problem.buffers, table.uses):
+        try:
+            parsed = parse_uses(cell, f"{arguments.input}: buffer '{buffer.id}'")
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        outside = [use.first for use in parsed if not buffer.start <= use.first < buffer.end]
+        if outside:
+            raise UsageError(f"{arguments.input}: buffer '{buffer.id}': use point '{outside[0]}' is outside its lifetime [{buffer.start}, {buffer.end})")
+        uses.append(parsed)
+    try:
+        plan = plan_with_spills(table.problem, uses, arguments.capacity, time_limit=arguments.timeout)
+    except SpillImpossible as impossible:
+        print(f"status: INFEASIBLE\nmessage: {impossible}; live there: {_ids(impossible.buffer_ids)}")
+        return ExitStatus.NO
+    choice, solution = plan.choice, plan.solution
+    buffers = table.problem.buffers
+    lines = [f"status: {solution.status.value}"]
+    for gap in choice.gaps:
+        buffer = buffers[gap.buffer]
+        stored = (gap.buffer, gap.index) in choice.stores_before
+        moved = buffer.size * (2 if stored else 1)
+        lines.append(f"spill: {buffer.id} [{gap.lo}, {gap.hi}) {'store+load' if stored else 'load'} {moved} B")
+    lines += [
+        f"spilled: {len(choice.gaps)} intervals of {len({g.buffer for g in choice.gaps})} buffers",
+        f"bytes moved: {choice.bytes_moved} ({choice.loads} loads, {choice.stores} stores, {'proved minimal' if choice.exact and choice.target == arguments.capacity else 'heuristic'})",
+        f"load: {solution.load} (was {compute_load(table.problem)[0]})",
+        f"peak: {solution.peak if solution.peak is not None else '-'}",
+        f"pieces: {len(plan.pieces.buffers)}",
+        f"message: {solution.message}",
+    ]
+    print("\n".join(lines), flush=True)
+    if solution.status is not Status.OK:
+        if arguments.output:
+            print(f"not written: {arguments.output} (no valid layout within the capacity)")
+        return _exit_status(solution)
+    if arguments.output:
+        columns = [c for c in table.columns if c not in ("uses", "offset")]
+        try:
+            write_solution(arguments.output, plan.pieces, solution.offsets, columns)
+        except OSError as error:
+            raise UsageError(f"cannot write '{arguments.output}': {error.strerror or error}") from None
+        print(f"written: {arguments.output}")
+        if arguments.validate:
+            written = read_csv(arguments.output).problem
+            spilled = [(buffers[g.buffer].id, g.lo, g.hi) for g in choice.gaps]
+            points = [[use.first for use in u] for u in uses]
+            violations = validate_spilled(table.problem, points, spilled, written, [b.offset for b in written.buffers], arguments.capacity)
+            if violations:
+                print(f"{PROG}: error: the written solution is invalid: {violations[0]}", file=sys.stderr)
+                return ExitStatus.INVALID_SOLUTION
+            print(f"validated: {arguments.output} ({len(written.buffers)} pieces, capacity {arguments.capacity}, no violations)")
+    return ExitStatus.OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill]
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every argument the function writes, each as
@@ -23,7 +23,9 @@ integers and `index` in [0, 8), `i1` coin flips.
 else the target's capacity, else in minimize mode), runs it before and after planning,
 and reports each planned function's arena (the entry's, then each callee's, on its own
 line), shadow-memory violations and outputs that differ bit for bit (the outputs as above).
-With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`.
+With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`. With
+`--on-overflow spill` a program that does not fit is spilled first (`tela-plan`'s
+`on-overflow=spill`): the spilled program is what runs after planning.
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
 Exit status (the convention of all four tools, `telamalloc.exit_status`): 0 success; 1 the
@@ -126,6 +128,13 @@ def _argument_parser() -> argparse.ArgumentParser:
         metavar="BYTES",
         help="scratchpad capacity in bytes (overrides the #scratchpad.target's; without "
         "either, --verify plans in minimize mode)",
+    )
+    parser.add_argument(
+        "--on-overflow",
+        choices=("error", "spill"),
+        default="error",
+        help="with --verify, when the buffers do not fit: fail (error, the default) or keep "
+        "values in main memory between uses with DMAs (spill)",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"
@@ -259,6 +268,7 @@ def run(argv: Sequence[str] | None) -> int:
                     inputs=inputs,
                     seed=args.seed,
                     shadow=not args.no_shadow,
+                    on_overflow=args.on_overflow,
                 )
             else:
                 result = run_program(

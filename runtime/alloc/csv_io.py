@@ -5,7 +5,9 @@ Reading: a header row is required; columns are found by name, in any order:
 - or ``id,begin,end,size`` with ``end`` INCLUSIVE (as XLA, TFLite and IREE dump them):
   ``upper = end + 1``;
 - optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer; an
-  empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only).
+  empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only);
+- optional ``uses``: the buffer's use points for spilling, kept as text here
+  (``CsvTable.uses``) and parsed by ``telamalloc.runtime.alloc.spill.parse_uses``.
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
@@ -39,7 +41,7 @@ from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, Problem
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
-OPTIONAL_COLUMNS = ("alignment", "offset")
+OPTIONAL_COLUMNS = ("alignment", "offset", "uses")
 KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -53,6 +55,7 @@ class CsvError(ProblemError):
 class CsvTable:
     problem: Problem
     columns: tuple[str, ...]  # the header of the file, in file order
+    uses: tuple[str, ...] | None = None  # the `uses` cells, one per buffer (None: no such column)
 
 
 def _fail(path: str, line: int, message: str) -> CsvError:
@@ -130,6 +133,7 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
     position = {column: index for index, column in enumerate(header)}
 
     buffers: list[Buffer] = []
+    uses: list[str] = []
     seen: dict[str, int] = {}
     record_end = rows.line_num
     try:
@@ -141,9 +145,11 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
             if len(row) != len(header):
                 raise _fail(name, line, f"has '{len(row)}' fields but the header has '{len(header)}'")
             buffers.append(_buffer(name, line, row, position, lower_name, upper_name, seen))
+            if "uses" in position:
+                uses.append(row[position["uses"]].strip())
     except csv.Error as error:
         raise _fail(name, rows.line_num, f"malformed CSV: {error}") from None
-    return CsvTable(Problem(buffers), tuple(header))
+    return CsvTable(Problem(buffers), tuple(header), tuple(uses) if "uses" in position else None)
 
 
 _DIGITS = 18  # at most this many digits: every value and every sum below stays within 64 bits
@@ -232,7 +238,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     values = {
         column: _integer(path, line, column, row[index])
         for column, index in position.items()
-        if column != "id" and not (column == "offset" and not row[index].strip())  # empty: not pinned
+        if column not in ("id", "uses") and not (column == "offset" and not row[index].strip())  # empty: not pinned
     }
     start = values[lower_name]
     end = values[upper_name]
@@ -264,9 +270,11 @@ def write_solution(
     problem: Problem,
     offsets: Sequence[int],
     columns: Sequence[str] | None = None,
+    uses: Sequence[str] | None = None,
 ) -> None:
     """Write ``problem`` with one offset per buffer, atomically.
 
+    ``uses`` gives the ``uses`` cells (one per buffer) when ``columns`` has that column.
     ``columns`` is the input header (from ``read_csv``); by default MiniMalloc's
     ``id,lower,upper,size`` plus ``alignment`` when any buffer has one. An ``offset`` column
     is appended when missing. ``begin``/``end`` columns are written inclusive again.
@@ -290,8 +298,9 @@ def write_solution(
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    for buffer, offset in zip(problem.buffers, offsets):
+    for index, (buffer, offset) in enumerate(zip(problem.buffers, offsets)):
         values = {
+            "uses": "" if uses is None else uses[index],
             "id": buffer.id,
             "lower": buffer.start,
             "upper": buffer.end,

@@ -315,3 +315,68 @@ def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]]
     live_there = np.flatnonzero((sizes_array > 0) & (starts_array <= best_time) & (ends_array > best_time))
     ids = tuple(buffers[index].id for index in live_there.tolist())
     return best, best_time, ids
+
+
+def validate_spilled(
+    problem: Problem,
+    uses: Sequence[Sequence[int] | None],
+    spilled: Sequence[tuple[Hashable, int, int]],
+    pieces: Problem,
+    offsets: Sequence[int] | None,
+    capacity: int | None = None,
+) -> list[str]:
+    """Checks a layout with spilled intervals; an empty list means valid.
+
+    `problem` is the original, `uses[i]` the use points of its buffer i (None: none given,
+    the buffer must stay whole), `spilled` the intervals `(id, lo, hi)` during which a
+    buffer's value is in main memory, `pieces` the buffers kept in the scratchpad (each
+    piece's id is its buffer's id, or `<id>.<k>`; sizes and alignments as the buffer's) and
+    `offsets` their layout. Rules: every piece lies inside its buffer's lifetime; a buffer's
+    pieces and spilled intervals, in time order, alternate and touch (piece, interval, piece,
+    ...: the value is always somewhere); every use point lies in a piece, none in a spilled
+    interval; a buffer without use points is one piece over its whole lifetime; the pieces
+    form a valid layout (`validate`).
+    """
+    errors: list[str] = []
+    by_id = {buffer.id: index for index, buffer in enumerate(problem.buffers)}
+    owned: dict[int, list[tuple[int, int, str]]] = {index: [] for index in range(len(problem.buffers))}
+    for piece in pieces.buffers:
+        owner = by_id.get(piece.id)
+        if owner is None and isinstance(piece.id, str) and "." in piece.id:
+            owner = by_id.get(piece.id.rsplit(".", 1)[0])
+        if owner is None:
+            errors.append(f"piece '{piece.id}' belongs to no buffer of the problem")
+            continue
+        buffer = problem.buffers[owner]
+        if (piece.size, piece.alignment) != (buffer.size, buffer.alignment):
+            errors.append(f"piece '{piece.id}' has size/alignment '{piece.size}'/'{piece.alignment}' but buffer '{buffer.id}' has '{buffer.size}'/'{buffer.alignment}'")
+        if piece.start < buffer.start or piece.end > buffer.end:
+            errors.append(f"piece '{piece.id}' [{piece.start}, {piece.end}) is outside buffer '{buffer.id}' [{buffer.start}, {buffer.end})")
+        owned[owner].append((piece.start, piece.end, "piece"))
+    for buffer_id, lo, hi in spilled:
+        owner = by_id.get(buffer_id)
+        if owner is None:
+            errors.append(f"spilled interval of unknown buffer '{buffer_id}'")
+            continue
+        if not lo < hi:
+            errors.append(f"spilled interval [{lo}, {hi}) of '{buffer_id}' is empty")
+        owned[owner].append((lo, hi, "spilled"))
+    for index, buffer in enumerate(problem.buffers):
+        stretches = sorted(owned[index])
+        points = list(uses[index] or ())
+        if not points:
+            if [(s, e) for s, e, kind in stretches] != [(buffer.start, buffer.end)] or stretches[0][2] != "piece":
+                errors.append(f"buffer '{buffer.id}' has no use points, so it must stay one piece over [{buffer.start}, {buffer.end})")
+            continue
+        if not stretches or stretches[0][2] != "piece" or stretches[-1][2] != "piece":
+            errors.append(f"buffer '{buffer.id}' must begin and end with a piece in the scratchpad")
+            continue
+        for (s1, e1, k1), (s2, e2, k2) in zip(stretches, stretches[1:]):
+            if k1 == k2 or e1 != s2:
+                errors.append(f"buffer '{buffer.id}': [{s1}, {e1}) ({k1}) and [{s2}, {e2}) ({k2}) must alternate piece/spilled and touch")
+        for point in points:
+            holders = [kind for s, e, kind in stretches if s <= point < e]
+            if holders != ["piece"]:
+                errors.append(f"buffer '{buffer.id}' is used at point {point} but is not in the scratchpad there")
+    errors.extend(validate(pieces, offsets, capacity))
+    return errors

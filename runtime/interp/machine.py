@@ -291,6 +291,7 @@ class Machine:
     globals: dict[str, MemRef] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     arena_bytes: int = 0  # bytes of all arenas placed
+    capacities: dict[str, int] = field(default_factory=dict)  # per memory-space name, overriding `capacity`
 
     def buffer_id(self, name: str) -> int:
         if name not in self._buffer_ids:
@@ -299,7 +300,10 @@ class Machine:
         return self._buffer_ids[name]
 
     def limit(self, memory: Storage) -> int:
-        """The bytes placements may use in `memory`: the capacity, if any."""
+        """The bytes placements may use in `memory`: its memory's capacity, if any."""
+        for key, storage in self.memories.items():
+            if storage is memory and key in self.capacities:
+                return self.capacities[key]
         return memory.size if self.capacity is None else self.capacity
 
     def memory(self, key: str | None) -> Storage:

@@ -222,8 +222,8 @@ def _capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | Non
     capacity of the function's `#scratchpad.target`, else None (no limit)."""
     if capacity is not None:
         return capacity
-    target = scratchpad.find_target(function)
-    return target.capacity.data if target is not None else None
+    targets = scratchpad.find_targets(function)
+    return targets[0].capacity.data if targets else None
 
 
 def _memory_size(module: ModuleOp) -> int:
@@ -293,7 +293,8 @@ def run_program(
     type (`numpy.can_cast(..., "safe")`), except that any float dtype is accepted for a
     float argument (rounded to it). `capacity` limits the scratchpad, overriding the
     capacity of the `#scratchpad.target` as the planning passes' option does; without
-    either, the scratchpad has no limit.
+    either, the scratchpad has no limit. With several memories (`scratchpad.targets`) each
+    has its target's capacity, and `capacity` overrides the first's.
     With `honor_offsets=False`, `scratchpad.alloc` ops get private storage even when
     they carry a planned offset. `shadow=False` turns the shadow-memory read check off;
     `collect_violations=True` records violations in the result and keeps running instead
@@ -319,6 +320,11 @@ def run_program(
         shadow=shadow,
         collect=collect_violations,
     )
+    targets = scratchpad.find_targets(function)
+    if len(targets) > 1:  # several memories, each its own capacity (`capacity`: the first's)
+        machine.capacities = {target.target_name.data: target.capacity.data for target in targets}
+        first = targets[0].target_name.data
+        machine.capacities[first] = machine.capacities[""] = capacity or targets[0].capacity.data
     arguments = [
         _argument_value(machine, function, index, type_, np.asarray(array))
         for index, (type_, array) in enumerate(zip(argument_types, inputs))

@@ -57,7 +57,7 @@ CSV_CASES = [
     ("missing-column", b"id,lower,upper\nb1,0,3\n", ["--capacity=12"], 2,
      "bad.csv:1: missing column 'size'; the header needs 'id,lower,upper,size'"),
     ("unknown-column", b"id,lower,upper,size,colour\nb1,0,3,4,red\n", ["--capacity=12"], 2,
-     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alignment', 'begin', 'end', 'id', 'lower', 'offset', 'size', 'upper'"),
+     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alignment', 'begin', 'end', 'id', 'lower', 'offset', 'size', 'upper', 'uses'"),
     ("duplicate-column", b"id,lower,upper,size,size\nb1,0,3,4,4\n", ["--capacity=12"], 2,
      "bad.csv:1: column 'size' appears twice"),
     ("mixed-conventions", b"id,lower,end,size\nb1,0,3,4\n", ["--capacity=12"], 2,

@@ -138,7 +138,14 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'algorithm', 'time-limit', 'memory-space', 'dump-problem', 'report', "
-     "'report-file', 'plot', 'report-json', 'html'"),
+     "'report-file', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory'"),
+    ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
+     "'error' or 'spill'"),
+    ("spill-op-too-large", "tela-opt", SMALL, ["-p", "tela-pipeline{capacity=100 on-overflow=spill}"], 1,
+     "bad.mlir:6:5: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op needs '128' bytes for the buffers in "
+     "use at this op ('a', 'b') but capacity is '100'; spilling cannot make an op's own buffers smaller (tiling is "
+     "out of scope): split the op or raise the capacity"),
     ("unknown-pass", "tela-opt", SMALL, ["-p", "no-such-pass"], 2,
      "tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --help' to list the available passes"),
     ("missing-input-file", "tela-opt", None, [], 2,

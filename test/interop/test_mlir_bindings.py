@@ -108,14 +108,20 @@ def test_mlir_produced_loops_cross_to_xdsl_and_back_unchanged(linalg_model):
 def test_planned_examples_are_valid_mlir(path: Path):
     """tela-plan + tela-lower output (arena, views, our ops) parses and verifies upstream."""
     module = parse_generic(path.read_text(), source=str(path))
-    plan_xdsl_module(module, mode="minimize")
+    if path.name == "spill.mlir":  # it does not fit without spilling (its header says so)
+        from telamalloc.passes import lower_module, plan_module
+
+        plan_module(module, on_overflow="spill")
+        lower_module(module)
+    else:
+        plan_xdsl_module(module, mode="minimize")
     with ir.Context():
         planned = to_mlir(module)
         assert planned.operation.verify()
         text = str(planned)
     assert "scratchpad.arena" in text
     assert "memref.view" in text
-    assert "scratchpad.peak" in text
+    assert "scratchpad.peak" in text or "scratchpad.memories" in text  # one memory, or several
 
 
 def test_mlir_rejection_is_an_interop_error():

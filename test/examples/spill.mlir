@@ -1,0 +1,15 @@
+// The spilling example: eight 1 KiB activations, all freed at the end (LOAD 8 KiB), in a
+// 3 KiB scratchpad. With on-overflow=spill the program fits and verifies; without it the
+// plan is refused.
+// RUN: tela-run --verify --on-overflow spill %S/../../examples/spill.mlir | filecheck %s --check-prefix=VERIFY
+// RUN: tela-opt %S/../../examples/spill.mlir -p 'tela-pipeline{on-overflow=spill}' | tela-run - | filecheck %s
+// RUN: tela-run %S/../../examples/spill.mlir | filecheck %s
+// RUN: not tela-run --verify %S/../../examples/spill.mlir 2>&1 | filecheck %s --check-prefix=REFUSED
+
+// The outputs are the same before planning and after spilling and lowering.
+// CHECK-LABEL: %y: memref<256xf32>
+// CHECK-NEXT:   1.080907 -0.513042 -1.470552 -1.849792 0.073450 0.390303 {{.*}} 0.011473 -0.277342{{$}}
+// VERIFY: verify: '@main' planned into 3072 bytes (capacity 3072)
+// VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 8192 B -> 3072 B
+// VERIFY-NEXT: verify: ok: 3 of 3 outputs bit-identical, 0 shadow violations
+// REFUSED: error: planning failed: cannot plan '@main': buffers need '8192' bytes

@@ -1,0 +1,127 @@
+"""Several memories (`scratchpad.targets`): one arena per memory, each memory's capacity
+enforced by the interpreter, shadow memory in every memory, diagnostics of bad targets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import IntegerAttr
+
+from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.passes import TelaPipelinePass, plan_module
+from telamalloc.runtime.interp import InterpreterError
+from telamalloc.tools.tela_run import parse_program
+from telamalloc.verification import verify_lowered, verify_program
+
+TWO = (Path(__file__).parent / "tela-pipeline-memories.mlir").read_text()
+
+
+def parse(text: str):
+    return parse_program(text, "memories.mlir")
+
+
+def lowered():
+    original = parse(TWO)
+    copy = original.clone()
+    TelaPipelinePass().run(copy)
+    return original, copy
+
+
+def test_each_memory_is_verified_and_a_collision_in_the_second_is_caught():
+    original, copy = lowered()
+    assert verify_lowered(original, copy).ok
+    views = {op.attributes["scratchpad.buffer"].data: op for op in copy.walk() if isinstance(op, memref.ViewOp)}
+    shift = views["big2"].operands[1].owner
+    other = views["big"].operands[1].owner.properties["value"]
+    shift.properties["value"] = IntegerAttr(other.value.data, other.type)
+    report = verify_lowered(original, copy)
+    assert report.violations and "big" in report.violations[0].message
+
+
+def test_each_memory_has_its_own_capacity_in_the_interpreter():
+    # L2's arena of 2048 bytes fits its 4096; with L2 shrunk to 1024 the run is refused.
+    original, copy = lowered()
+    text = str(copy).replace('#scratchpad.target<"l2", capacity = 4096', '#scratchpad.target<"l2", capacity = 1024')
+    with pytest.raises(InterpreterError, match="past the '1024'-byte scratchpad \"l2\""):
+        verify_lowered(original, parse(text))
+
+
+def test_planning_twice_changes_nothing():
+    module = parse(TWO)
+    plan_module(module)
+    once = str(module)
+    plan_module(module)
+    assert str(module) == once
+
+
+def test_targets_with_one_name_twice_are_rejected():
+    text = TWO.replace('#scratchpad.target<"l2", capacity = 4096>', '#scratchpad.target<"l1", capacity = 4096>')
+    with pytest.raises(PassFailedAtOp, match="names the memory 'l1' twice"):
+        plan_module(parse(text))
+
+
+def test_a_second_memory_that_does_not_fit_names_it():
+    text = TWO.replace('#scratchpad.target<"l2", capacity = 4096>', '#scratchpad.target<"l2", capacity = 1024>')
+    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l2': buffers need '2048' bytes"):
+        plan_module(parse(text))
+    # spilling rewrites one memory at a time, and cannot help here: the relu uses both L2
+    # buffers (2048 bytes of 1024)
+    with pytest.raises(PassFailedAtOp, match="spilling rewrites one memory of a function at a time"):
+        plan_module(parse(text), on_overflow="spill")
+    with pytest.raises(PassFailedAtOp, match="needs '2048' bytes for the buffers in use at this op"):
+        plan_module(parse(text), on_overflow="spill", memory_space="l2")
+
+
+ASSIGN = """
+!u = memref<64xf32, #scratchpad.space>
+builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capacity = 512>, #scratchpad.target<"l2", capacity = 4096>]} {
+  func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %long = scratchpad.alloc() : !u
+    scratchpad.dma %x -> %long : memref<64xf32> -> !u
+    %a = scratchpad.alloc() : !u
+    scratchpad.kernel "relu" ins(%long : !u) outs(%a : !u)
+    %b = scratchpad.alloc() : !u
+    scratchpad.kernel "add" ins(%a, %a : !u, !u) outs(%b : !u)
+    %c = scratchpad.alloc() : !u
+    scratchpad.kernel "mul" ins(%b, %a : !u, !u) outs(%c : !u)
+    scratchpad.dealloc %a : !u
+    scratchpad.dealloc %b : !u
+    scratchpad.kernel "add" ins(%c, %long : !u, !u) outs(%c : !u)
+    scratchpad.dma %c -> %y : !u -> memref<64xf32>
+    func.return
+  }
+}
+"""
+
+
+def test_assign_memory_fills_the_fast_memory_by_accesses_per_byte_of_lifetime():
+    # Four 256-byte buffers, all four live at once (1024 B) but L1 holds 512 B. Operand
+    # uses per point of lifetime: c 4/6, a 4/7, b 2/6, long 3/11: c and a go to L1, then b
+    # and long do not fit there at every point of their lifetimes and go to L2.
+    module = parse(ASSIGN)
+    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l1': buffers need '1024' bytes"):
+        plan_module(parse(ASSIGN))
+    plans = plan_module(module, assign_memory=True)
+    spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "scratchpad.alloc"}
+    assert spaces == {"long": '#scratchpad.space<"l2">', "a": "#scratchpad.space", "b": '#scratchpad.space<"l2">', "c": "#scratchpad.space"}
+    assert [(plan.name, plan.solution.peak) for plan in plans] == [("main.l1", 512), ("main.l2", 512)]
+    report = verify_program(parse(ASSIGN), plan=lambda copy, capacity: TelaPipelinePass(assign_memory=True).run(copy))
+    assert report.ok, report.lines()
+
+
+def test_assign_memory_is_undone_when_planning_fails():
+    text = ASSIGN.replace('capacity = 4096', 'capacity = 256')
+    module = parse(text)
+    before = str(module)
+    with pytest.raises(PassFailedAtOp):
+        plan_module(module, assign_memory=True)
+    assert str(module) == before
+
+
+def test_memory_options_are_checked_against_the_targets():
+    with pytest.raises(PassFailedAtOp, match=r"'@main' has several memories \('l1', 'l2'\); give each target its capacity"):
+        plan_module(parse(TWO), capacity=100)
+    with pytest.raises(PassFailedAtOp, match=r"'@main' has no memory named 'l3' \(its memories: 'l1', 'l2'\)"):
+        plan_module(parse(TWO), memory_space="l3")

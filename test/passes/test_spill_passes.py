@@ -1,0 +1,135 @@
+"""`tela-plan{on-overflow=spill}` through the Python API: planning twice, failures that leave
+the IR unchanged, the mutation test on spilled programs, integer memory spaces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import memref
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
+
+from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
+from telamalloc.passes import TelaPipelinePass, TelaPlanPass, plan_module
+from telamalloc.passes.spill import SPILL_ATTR
+from telamalloc.tools.tela_run import parse_program
+from telamalloc.verification import verify_lowered
+
+HERE = Path(__file__).parent
+SPILL_MLIR = (HERE / "tela-plan-spill.mlir").read_text()
+
+
+def parse(text: str):
+    return parse_program(text, "spill.mlir")
+
+
+def test_planning_spilled_ir_again_changes_nothing():
+    module = parse(SPILL_MLIR)
+    plans = plan_module(module, on_overflow="spill")
+    assert [plan.spill.bytes_moved for plan in plans] == [8192, 2048]
+    once = str(module)
+    again = plan_module(module, on_overflow="spill")
+    assert str(module) == once
+    assert all(plan.spill is None for plan in again)
+    # and what is printed parses back to the same plan
+    reparsed = parse(once)
+    plan_module(reparsed)
+    assert str(reparsed) == once
+
+
+def test_a_failing_spill_leaves_the_ir_unchanged():
+    module = parse(SPILL_MLIR)
+    text = str(module)
+    with pytest.raises(PassFailedAtOp, match="needs '3072' bytes for the buffers in use at this op"):
+        TelaPlanPass(capacity=2048, on_overflow="spill").plan(module)
+    assert str(module) == text
+
+
+def test_without_spill_the_diagnostic_is_unchanged():
+    module = parse(SPILL_MLIR)
+    with pytest.raises(PassFailedAtOp, match="cannot plan '@chain': buffers need '4096' bytes"):
+        plan_module(module)
+
+
+def _spilled_lowered(text: str, capacity: int | None = None):
+    original = parse(text)
+    lowered = original.clone()
+    TelaPipelinePass(capacity=capacity, on_overflow="spill").run(lowered)
+    return original, lowered
+
+
+def test_dropping_a_reload_is_caught():
+    original, lowered = _spilled_lowered(SPILL_MLIR)
+    assert verify_lowered(original, lowered, entry="chain").ok
+    loads = [op for op in lowered.walk() if isinstance(op, DmaOp) and op.attributes.get(SPILL_ATTR) == StringAttr("load")]
+    assert len(loads) == 5
+    for index in range(len(loads)):
+        _, mutated = _spilled_lowered(SPILL_MLIR)
+        victim = [op for op in mutated.walk() if isinstance(op, DmaOp) and op.attributes.get(SPILL_ATTR) == StringAttr("load")][index]
+        victim.detach()
+        victim.erase()
+        entry = "chain" if index < 4 else "loop"
+        report = verify_lowered(original, mutated, entry=entry)
+        assert report.violations, (index, report.lines())
+        assert "nobody wrote" in report.violations[0].message or "wrote" in report.violations[0].message
+
+
+def test_moving_a_reloaded_buffer_onto_a_live_neighbour_is_caught():
+    original, lowered = _spilled_lowered(SPILL_MLIR)
+    views = {op.attributes["scratchpad.buffer"].data: op for op in lowered.walk() if isinstance(op, memref.ViewOp)}
+    # a_reload1 is used by "add" together with b: put it onto b's bytes.
+    target = views["a_reload1"]
+    b_offset = views["b"].operands[1].owner.properties["value"]
+    target.operands[1].owner.properties["value"] = IntegerAttr(b_offset.value.data, b_offset.type)
+    report = verify_lowered(original, lowered, entry="chain")
+    assert report.violations
+
+
+INTEGER_SPACE = """
+func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+  %a = memref.alloc() : memref<64xf32, 3>
+  %b = memref.alloc() : memref<64xf32, 3>
+  "memref.copy"(%x, %a) : (memref<64xf32>, memref<64xf32, 3>) -> ()
+  "memref.copy"(%x, %b) : (memref<64xf32>, memref<64xf32, 3>) -> ()
+  %c = memref.alloc() : memref<64xf32, 3>
+  "memref.copy"(%b, %c) : (memref<64xf32, 3>, memref<64xf32, 3>) -> ()
+  "memref.copy"(%c, %y) : (memref<64xf32, 3>, memref<64xf32>) -> ()
+  memref.dealloc %b : memref<64xf32, 3>
+  memref.dealloc %c : memref<64xf32, 3>
+  "memref.copy"(%a, %y) : (memref<64xf32, 3>, memref<64xf32>) -> ()
+  memref.dealloc %a : memref<64xf32, 3>
+  func.return
+}
+"""
+
+
+def test_an_integer_memory_space_spills_with_memref_copy():
+    module = parse(INTEGER_SPACE)
+    plans = plan_module(module, capacity=512, memory_space=3, on_overflow="spill")
+    assert plans[0].spill is not None and plans[0].spill.bytes_moved == 512
+    copies = [op for op in module.walk() if isinstance(op, memref.CopyOp) and SPILL_ATTR in op.attributes]
+    assert [op.attributes[SPILL_ATTR].data for op in copies] == ["store", "load"]
+    assert plans[0].solution.peak == 512
+
+
+def test_main_memory_buffers_cannot_spill(tmp_path, capsys):
+    from telamalloc.tools.tela_opt import main as tela_opt
+
+    source = tmp_path / "bad.mlir"
+    source.write_text(
+        "func.func @main_memory() {\n"
+        "  %a = memref.alloc() : memref<4xf32>\n"
+        "  %b = memref.alloc() : memref<4xf32>\n"
+        '  "test.op"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "  func.return\n"
+        "}\n"
+    )
+    status = tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=spill}"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.endswith(
+        "error: pass 'tela-plan' failed: 'func.func' op cannot spill the buffers of '@main_memory': they are in "
+        "main memory already; put them in a scratchpad memory space ('#scratchpad.space' or 'memory-space=<n>') "
+        "to spill\n"
+    )
+    assert err.startswith(f"{source}:1:1: error")
