@@ -212,10 +212,36 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
         index += 1
     arenas = []
     for function in order:
+        memories = _arena_bytes_per_memory(function)
+        if len(memories) > 1:  # several memories (`scratchpad.targets`): each arena on its own line
+            targets = {target.target_name.data: target.capacity.data for target in scratchpad.find_targets(function)}
+            for memory, size in memories.items():
+                arenas.append(FunctionArena(f"{function.sym_name.data}.{memory}", size, targets.get(memory)))
+            continue
         size = _own_arena_bytes(function)
         if function is entry or size:
             arenas.append(FunctionArena(function.sym_name.data, size, _capacity_in_force(function, capacity)))
     return tuple(arenas)
+
+
+def _arena_bytes_per_memory(function: func.FuncOp) -> dict[str, int]:
+    """The bytes of `tela-lower`'s marked arenas by memory name (the unnamed
+    `#scratchpad.space` is the first target's), in the order the arenas appear."""
+    targets = scratchpad.find_targets(function)
+    if len(targets) < 2:
+        return {}
+    first = targets[0].target_name.data
+    memories: dict[str, int] = {}
+    for op in function.walk():
+        if not (isinstance(op, memref.AllocOp | memref.AllocaOp) and ARENA_MARK in op.attributes):
+            continue
+        type_ = op.memref.type
+        if not (isinstance(type_, MemRefType) and type_.get_shape()):
+            continue
+        space = type_.memory_space
+        name = space.space_name.data if isinstance(space, scratchpad.ScratchpadSpaceAttr) and space.space_name.data else first
+        memories[name] = memories.get(name, 0) + max(type_.get_shape()[0], 0)
+    return memories
 
 
 def _own_arena_bytes(function: func.FuncOp) -> int:

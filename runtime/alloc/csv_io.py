@@ -164,6 +164,8 @@ def _read_fast(name: str, text: str) -> CsvTable | None:
         text = text.replace("\r\n", "\n")
     first, newline, body = text.partition("\n")
     header = [cell.strip() for cell in first.split(",")]
+    if "uses" in header:  # text cells: the row reader keeps them
+        return None
     try:
         lower_name, upper_name = _choose_columns(name, header)
     except CsvError:
@@ -321,6 +323,8 @@ def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[s
     """The text ``write_solution`` writes, built column by column (10^6 rows: ~1 s instead
     of ~4 s); None when some id needs quoting or a value is not a plain int (then the csv
     writer does it, byte for byte the same otherwise)."""
+    if "uses" in columns:  # text cells: the csv writer quotes them as needed
+        return None
     buffers = problem.buffers
     ids = [buffer.id for buffer in buffers]
     if not all(type(identifier) is str for identifier in ids) or any(map(_NEEDS_QUOTES.search, ids)):

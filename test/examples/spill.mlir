@@ -11,5 +11,5 @@
 // CHECK-NEXT:   1.080907 -0.513042 -1.470552 -1.849792 0.073450 0.390303 {{.*}} 0.011473 -0.277342{{$}}
 // VERIFY: verify: '@main' planned into 3072 bytes (capacity 3072)
 // VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 8192 B -> 3072 B
-// VERIFY-NEXT: verify: ok: 3 of 3 outputs bit-identical, 0 shadow violations
+// VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // REFUSED: error: planning failed: cannot plan '@main': buffers need '8192' bytes

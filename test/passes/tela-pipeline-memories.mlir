@@ -22,7 +22,9 @@
 // LOWER: memref.view %[[L1]]{{.*}} {scratchpad.buffer = "a"}
 // LOWER: memref.dealloc %[[L2]]
 // LOWER: memref.dealloc %[[L1]]
-// VERIFY: verify: ok: 3 of 3 outputs bit-identical, 0 shadow violations
+// VERIFY: verify: '@main.l1' planned into 512 bytes (capacity 512)
+// VERIFY-NEXT: verify: '@main.l2' planned into 2048 bytes (capacity 4096)
+// VERIFY-NEXT: verify: ok: 2 of 2 outputs bit-identical, 0 shadow violations
 // ONE: tela-plan: @main.l2: 2 buffers, LOAD 2048 B, peak 2048 B
 // ONE-NOT: @main.l1
 // CAPACITY: error: pass 'tela-plan' failed: 'func.func' op '@main' has several memories ('l1', 'l2'); give each target its capacity, or pass 'memory-space=<name>' with 'capacity'

@@ -35,7 +35,7 @@
 // VERIFY: verify: '@chain' planned into 2048 bytes (capacity 2048)
 // VERIFY-NEXT: verify: @chain: spilled 4 intervals of 3 buffers, 8192 B moved by 8 DMA ops
 // VERIFY-NEXT: verify: @loop: spilled 1 interval of 1 buffer
-// VERIFY-NEXT: verify: ok: 5 of 5 outputs bit-identical, 0 shadow violations
+// VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // LOWERED-LABEL: func.func @chain
 // LOWERED:       memref.alloc() {alignment = 4 : i64, scratchpad.arena} : memref<2048xi8, #scratchpad.space>
 // LOWERED:       %a_spill = memref.alloc() : memref<256xf32>

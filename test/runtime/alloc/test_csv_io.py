@@ -226,3 +226,14 @@ def test_column_writer_writes_what_the_csv_writer_writes(tmp_path, monkeypatch, 
             patch.setattr(csv_io, "_solution_text", lambda *arguments: None)
             write_solution(tmp_path / "slow.csv", problem, [0, 4, 16], columns)
         assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()
+
+
+def test_a_uses_column_of_plain_numbers_is_kept_as_text(tmp_path):
+    # single use points look like integers: the numpy path must not take the column for a number
+    path = tmp_path / "uses.csv"
+    path.write_text("id,lower,upper,size,uses\na,0,4,8,0\nb,1,3,8,2\n")
+    table = read_csv(path)
+    assert table.uses == ("0", "2")
+    out = tmp_path / "out.csv"
+    write_solution(out, table.problem, [0, 8], table.columns, uses=table.uses)
+    assert out.read_text() == "id,lower,upper,size,uses,offset\na,0,4,8,0,0\nb,1,3,8,2,8\n"
