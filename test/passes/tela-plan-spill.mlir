@@ -73,7 +73,7 @@ func.func @chain(%x0: !m, %x1: !m, %x2: !m, %x3: !m, %y: !m)
 // CHECK-NEXT:    scratchpad.dma %[[SLOT]] -> %[[K]] {scratchpad.spill = "load"}
 // CHECK-NEXT:    memref.dealloc %[[SLOT]]
 // CHECK-NEXT:    scratchpad.kernel "add" ins(%acc, %[[K]]
-// VERIFY-LOOP: verify: ok: 3 of 3 outputs bit-identical, 0 shadow violations
+// VERIFY-LOOP: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 func.func @loop(%x: !m, %w: !m, %y: !m)
     attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 3072>} {
   %c0 = arith.constant 0 : index
