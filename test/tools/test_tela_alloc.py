@@ -193,18 +193,33 @@ def test_a_timeout_used_up_by_start_up_and_reading_writes_nothing(tmp_path):
     assert f"not written: {out}" in result.stdout
 
 
-def test_the_timeout_bounds_the_whole_process(tmp_path):
-    from telamalloc.runtime.alloc.csv_io import write_problem
-    from telamalloc.runtime.alloc.generators.families import generate
+def test_the_timeout_bounds_the_whole_process(tmp_path, monkeypatch, capsys):
+    """The solve gets the limit minus start-up and reading, minus the writing and --validate
+    budgeted from the reading time (checked with a read that takes a known 0.5 s; no race)."""
+    from telamalloc.tools import tela_alloc
 
-    problem_path, out = tmp_path / "deep.csv", tmp_path / "out.csv"
-    write_problem(problem_path, generate("deepnet", 5000, 0).problem())
-    began = time.perf_counter()
-    result = run("--minimize", f"--input={problem_path}", "--timeout=10s", f"--output={out}", "--validate")
-    seconds = time.perf_counter() - began
-    assert result.returncode == 0, result.stderr
-    assert out.exists() and "validated:" in result.stdout
-    assert seconds < 10 * 1.1 + 1  # start-up, reading, solving, writing and --validate included
+    real_read = tela_alloc.read_csv
+    clock = {"now": 100.0}
+    monkeypatch.setattr(tela_alloc.time, "monotonic", lambda: clock["now"])
+
+    def read_in_half_a_second(path):
+        clock["now"] += 0.5
+        return real_read(path)
+
+    given = {}
+
+    def solve(problem, arguments):
+        given["timeout"] = arguments.timeout
+        return real_solve(problem, arguments)
+
+    real_solve = tela_alloc._solve_interruptibly
+    monkeypatch.setattr(tela_alloc, "read_csv", read_in_half_a_second)
+    monkeypatch.setattr(tela_alloc, "_solve_interruptibly", solve)
+    out = tmp_path / "out.csv"
+    assert main(["--minimize", f"--input={EXAMPLE}", "--timeout=10s", f"--output={out}", "--validate"]) == 0
+    # 10 s - 0.5 s reading - 0.8 x 0.5 s writing - 0.5 s re-reading for --validate
+    assert given["timeout"] == pytest.approx(10 - 0.5 - tela_alloc.WRITE_SHARE_OF_READ * 0.5 - 0.5)
+    assert out.exists() and "validated:" in capsys.readouterr().out
 
 
 def test_a_read_longer_than_the_timeout_is_given_up(tmp_path, monkeypatch, capsys):
