@@ -82,16 +82,17 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
 CORE_BUDGET_SECONDS = 2.0
 CORE_BUDGET_FRACTION = 0.2
 # The exact path spends work budgets, not seconds, so that its answers do not depend on the
-# machine or on the time limit (which only cuts the schedule short; see _minimize). Step 0
-# of a fit is the kernel alone with KERNEL_FIRST_NODES nodes (most groups settle there:
-# the kernel runs ~10^6 nodes/s on small groups); step k >= 1 races the kernel with
-# KERNEL_FIRST_NODES * STEP_GROWTH**k nodes against CP-SAT with
-# CPSAT_FIRST_WORK * STEP_GROWTH**(k-1) deterministic work units (about a second each).
-KERNEL_FIRST_NODES = 20_000
+# machine or on the time limit (which only cuts the schedule short; see _minimize). Step k
+# of a fit races the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes against CP-SAT
+# with CPSAT_FIRST_WORK * STEP_GROWTH**k deterministic work units (about a second each),
+# CP-SAT joining after CPSAT_DELAY_SECONDS (see _race). 50k nodes: D of the challenging set
+# needs 30k (a restart would waste them); small groups run ~10^6 nodes/s.
+KERNEL_FIRST_NODES = 50_000
 CPSAT_FIRST_WORK = 0.25
 STEP_GROWTH = 4
+CPSAT_DELAY_SECONDS = 0.5
 # The deletion filter of _core checks each candidate set with one step of this number.
-CORE_STEP = 1
+CORE_STEP = 0
 
 
 def _is_int(value: object) -> bool:
@@ -589,10 +590,12 @@ def _stopped(instance: _Instance) -> bool:
 def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_layout: bool = True) -> tuple[Status, np.ndarray | None]:
     """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
 
-    Step 0: the kernel alone, KERNEL_FIRST_NODES nodes. Step k >= 1 (with ``Params.cpsat``
-    and OR-Tools installed): the kernel with STEP_GROWTH**k times as many nodes in this
-    thread, CP-SAT with CPSAT_FIRST_WORK * STEP_GROWTH**(k-1) work units in another (both
-    release the GIL). A kernel answer wins at once (CP-SAT is stopped); a CP-SAT proof of
+    Step k: the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes in this thread and
+    (with ``Params.cpsat`` and OR-Tools installed) CP-SAT with CPSAT_FIRST_WORK *
+    STEP_GROWTH**k work units in another (both release the GIL). CP-SAT starts only when the
+    kernel has neither answered within CPSAT_DELAY_SECONDS nor run out of nodes (most groups
+    never need it; when it starts does not change what it answers, only how soon). A kernel
+    answer wins at once (CP-SAT is stopped); a CP-SAT proof of
     infeasibility wins at once (the kernel is stopped: no layout exists, so the kernel could
     not have found one); a CP-SAT layout waits until the kernel has spent its nodes and is
     taken only when the kernel found none. So, without a time limit, the answer and the
@@ -601,18 +604,24 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
     """
     members = group.members
     nodes = KERNEL_FIRST_NODES * STEP_GROWTH**step
-    if step == 0 or not (instance.params.cpsat and cpsat.AVAILABLE):
+    if not (instance.params.cpsat and cpsat.AVAILABLE):
         result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes)
         status = _status_of(result)
         return status, (result.offsets if status is Status.OK else None)
     stop = np.zeros(1, dtype=np.uint8)
     race = cpsat.Race(
         instance.starts[members], instance.ends[members], instance.sizes[members], instance.aligns[members],
-        instance.fixed[members], capacity, CPSAT_FIRST_WORK * STEP_GROWTH ** (step - 1),
-        time_limit=instance.remaining(), seed=instance.params.seed, hint=group.offsets,
+        instance.fixed[members], capacity, CPSAT_FIRST_WORK * STEP_GROWTH**step,
+        time_limit=instance.remaining(), seed=instance.params.seed,
     )
+    wake = threading.Event()
+    skip = []
 
     def member() -> None:
+        wake.wait(CPSAT_DELAY_SECONDS if need_layout else 0.0)
+        if skip:
+            return
+        race.time_limit = instance.remaining()
         try:
             answer, _ = race.run()
         except Exception:  # a CP-SAT failure must not hide the kernel's answer: it just proves nothing
@@ -627,14 +636,18 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
         result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes, stop=stop)
         status = _status_of(result)
         if status is not Status.TIMEOUT:
+            skip.append(True)
+            wake.set()
             race.stop()
             thread.join()
             return status, (result.offsets if status is Status.OK else None)
+        wake.set()  # the kernel is done: CP-SAT runs now if it had not started
         while thread.is_alive():
             thread.join(0.01)
             if _stopped(instance):
                 race.stop()
     finally:
+        wake.set()
         race.stop()
         thread.join()
     if instance.cancelled():
@@ -694,7 +707,7 @@ def _cpsat_minimize(instance: _Instance, low: int, high: int, step: int):
     """The CP-SAT member of minimize, started at the beginning of each step of the schedule:
     in another thread, CP-SAT minimizes the peak of every group whose best layout peaks at
     ``high`` (the bottlenecks) within ``high - 1`` bytes, with CPSAT_FIRST_WORK *
-    STEP_GROWTH**step work units each, our best layout as hint; None without CP-SAT."""
+    STEP_GROWTH**step work units each (no hint: see cpsat); None without CP-SAT."""
     if not (instance.params.cpsat and cpsat.AVAILABLE) or low >= high:
         return None
     work = CPSAT_FIRST_WORK * STEP_GROWTH**step
@@ -706,7 +719,7 @@ def _cpsat_minimize(instance: _Instance, low: int, high: int, step: int):
         floor = max(low, group.lower, group.infeasible_at + 1)
         races.append((group, cpsat.Race(instance.starts[m], instance.ends[m], instance.sizes[m], instance.aligns[m],
                                         instance.fixed[m], high - 1, work, time_limit=instance.remaining(),
-                                        seed=instance.params.seed, hint=group.offsets, minimize_from=floor)))
+                                        seed=instance.params.seed, minimize_from=floor)))
     if not races:
         return None
     stopping = threading.Event()
