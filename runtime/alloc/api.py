@@ -91,6 +91,9 @@ KERNEL_FIRST_NODES = 50_000
 CPSAT_FIRST_WORK = 0.25
 STEP_GROWTH = 4
 CPSAT_DELAY_SECONDS = 0.5
+# Groups above this many buffers go to the kernel alone: densenet121's 2595-buffer group
+# took CP-SAT 8 s of wall time for 0.25 work units, with no answer, slowing the kernel beside it.
+CPSAT_MAX_BUFFERS = 1000
 # The deletion filter of _core checks each candidate set with one step of this number.
 CORE_STEP = 0
 
@@ -276,6 +279,8 @@ class _Instance:
     greedy_layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # computed once per algorithm
     progress: np.ndarray | None = None  # live [nodes, backtracks, best peak or -1(, lower bound)], see solve()
     groups: list[_Group] | None = None  # the exact path's static groups and what it learned (_groups_of)
+    work_used: int = 0  # kernel nodes charged to Params.node_limit (see _race)
+    out_of_work: bool = False  # Params.node_limit reached: the exact schedule ends
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -583,11 +588,13 @@ def _remember_layout(instance: _Instance, offsets: Sequence[int]) -> None:
 
 
 def _stopped(instance: _Instance) -> bool:
+    """The time limit, the cancel flag or Params.node_limit ends the exact schedule."""
     remaining = instance.remaining()
-    return instance.cancelled() or (remaining is not None and remaining <= 0)
+    return instance.out_of_work or instance.cancelled() or (remaining is not None and remaining <= 0)
 
 
-def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_layout: bool = True) -> tuple[Status, np.ndarray | None]:
+def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_layout: bool = True,
+          strict: bool = False) -> tuple[Status, np.ndarray | None]:
     """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
 
     Step k: the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes in this thread and
@@ -601,12 +608,31 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
     taken only when the kernel found none. So, without a time limit, the answer and the
     layout depend on the work budgets alone, not on which thread is faster.
     ``need_layout`` False (the core's yes/no checks): a CP-SAT layout wins at once too.
+    ``strict`` (minimize): a CP-SAT layout is taken only when the kernel has spent all its
+    nodes, not when a time limit or the cancel flag cut the kernel short, so that a step cut
+    short never yields a layout the same step would not give with more time.
+
+    Params.node_limit: a step whose kernel budget would take the nodes charged so far beyond
+    it is not started (the schedule ends there, deterministically). A step is charged the
+    kernel's nodes when the kernel answered, else its whole budget (when CP-SAT stops the
+    kernel the nodes it spent depend on timing; the budget does not).
     """
     members = group.members
     nodes = KERNEL_FIRST_NODES * STEP_GROWTH**step
-    if not (instance.params.cpsat and cpsat.AVAILABLE):
+    limit = instance.params.node_limit
+    if limit > 0 and instance.work_used + nodes > limit:
+        instance.out_of_work = True
+        return Status.TIMEOUT, None
+    status, offsets = _race_members(instance, group, capacity, step, nodes, need_layout, strict)
+    return status, offsets
+
+
+def _race_members(instance, group, capacity, step, nodes, need_layout, strict):
+    members = group.members
+    if not (instance.params.cpsat and cpsat.AVAILABLE) or len(members) > CPSAT_MAX_BUFFERS:
         result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes)
         status = _status_of(result)
+        _charge(instance, result, status, nodes)
         return status, (result.offsets if status is Status.OK else None)
     stop = np.zeros(1, dtype=np.uint8)
     race = cpsat.Race(
@@ -635,6 +661,8 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
     try:
         result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes, stop=stop)
         status = _status_of(result)
+        _charge(instance, result, status, nodes)
+        spent = result is not None and result.nodes >= nodes
         if status is not Status.TIMEOUT:
             skip.append(True)
             wake.set()
@@ -654,12 +682,17 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
         instance.counters.cancelled = True
     if race.answer == cpsat.INFEASIBLE:
         return Status.INFEASIBLE, None
-    if race.answer == cpsat.FEASIBLE:
+    if race.answer == cpsat.FEASIBLE and (spent or not strict or not need_layout):
         return Status.OK, race.offsets
     return Status.TIMEOUT, None
 
 
-def _fit_step(instance: _Instance, capacity: int, step: int) -> Status:
+def _charge(instance: _Instance, result, status: Status, nodes: int) -> None:
+    """Count a step's work for Params.node_limit (see _race)."""
+    instance.work_used += int(result.nodes) if result is not None and status is not Status.TIMEOUT else nodes
+
+
+def _fit_step(instance: _Instance, capacity: int, step: int, strict: bool = False) -> Status:
     """One step (see _race) of an exact fit at ``capacity`` over every group; OK when every
     group has a layout within ``capacity`` (see _assemble)."""
     pending = False
@@ -672,7 +705,7 @@ def _fit_step(instance: _Instance, capacity: int, step: int) -> Status:
             if instance.cancelled():
                 instance.counters.cancelled = True
             return Status.TIMEOUT
-        status, offsets = _race(instance, group, capacity, step)
+        status, offsets = _race(instance, group, capacity, step, strict=strict)
         if status is Status.OK:
             group.offsets = np.asarray(offsets, dtype=np.int64)
             group.peak = int((group.offsets + instance.sizes[group.members]).max())
@@ -713,7 +746,7 @@ def _cpsat_minimize(instance: _Instance, low: int, high: int, step: int):
     work = CPSAT_FIRST_WORK * STEP_GROWTH**step
     races = []
     for group in _groups_of(instance):
-        if group.peak < high or group.infeasible_at >= high - 1:
+        if group.peak < high or group.infeasible_at >= high - 1 or len(group.members) > CPSAT_MAX_BUFFERS:
             continue
         m = group.members
         floor = max(low, group.lower, group.infeasible_at + 1)
@@ -754,7 +787,7 @@ def _cpsat_minimize_join(instance: _Instance, member, attempt: int, status: Stat
         if race.answer == cpsat.INFEASIBLE:
             group.infeasible_at = max(group.infeasible_at, high - 1)
             continue
-        if race.answer == cpsat.FEASIBLE and race.offsets is not None:
+        if race.answer == cpsat.FEASIBLE and race.offsets is not None and not race.cut:  # cut: see _race's strict
             peak = int((race.offsets + instance.sizes[group.members]).max())
             if peak < group.peak:
                 group.offsets, group.peak = race.offsets, peak
@@ -970,7 +1003,7 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
         if not instance.params.group_memory:
             instance.groups = None
             _remember_layout(instance, best)
-        status = _fit_step(instance, attempt, step)
+        status = _fit_step(instance, attempt, step, strict=True)
         if member is not None:  # joined after the first attempt of its step: deterministic
             status = _cpsat_minimize_join(instance, member, attempt, status)
             member = None

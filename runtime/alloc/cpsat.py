@@ -95,6 +95,7 @@ class Race:
         self.offsets = None
         self.bound = None  # minimize: a proved lower bound on the peak within the capacity
         self.optimal = False  # minimize: offsets are proved to have the least peak within the capacity
+        self.cut = False  # stopped by stop() or the wall clock before its work budget was spent
 
     def stop(self) -> None:
         with self._lock:
@@ -132,11 +133,15 @@ class Race:
         parameters.stop_after_first_solution = self.minimize_from is None
         with self._lock:
             if self._stopped:
+                self.cut = True
                 return self.answer, None
             self._solver = solver
         status = solver.solve(model)
         with self._lock:
             self._solver = None
+            stopped = self._stopped
+        self.cut = status not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and (
+            stopped or solver.wall_time >= parameters.max_time_in_seconds - 1e-3)
         if self.minimize_from is not None and status != cp_model.INFEASIBLE:
             bound = solver.best_objective_bound
             if math.isfinite(bound):

@@ -74,6 +74,7 @@ class Params:
     seed: int = 0  # seeds the portfolio's tie-breaking; results are deterministic for a seed
     cpsat: bool = True  # race OR-Tools CP-SAT (when installed) beside the kernel on groups the kernel does not settle at once
     group_memory: bool = True  # keep per static group its best layout and highest capacity proved infeasible across fit calls
+    node_limit: int = 0  # a deterministic work budget: the exact path stops after this many kernel nodes (0: none)
 
 
 @dataclass(frozen=True)
