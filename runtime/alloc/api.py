@@ -26,14 +26,36 @@ Modes
 - fit: any layout with ``peak <= capacity``.
 - minimize: the smallest peak. Lower bound: LOAD (or the highest pinned top); upper bound:
   the best greedy peak (and the capacity, when given). The search first tries LOAD, where
-  most instances pack, then bisects with fit calls; every INFEASIBLE raises the lower bound,
-  every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The time limit
-  is shared by all calls (each gets half of what is left; after a timeout the next call
-  tries a capacity closer to the best peak); when it runs out the best layout so far is
-  returned (status OK, ``optimal`` False). Anytime: the upper bound starts from the better
+  most instances pack, then bisects with fit steps; every INFEASIBLE raises the lower bound,
+  every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The schedule is
+  driven by work budgets, not by the clock (see "The exact path" below): after a step runs
+  out of work the next tries a capacity closer to the best peak, and once every capacity
+  up to it has, the budgets grow and it starts again from the lower bound. A time limit,
+  the cancel flag or ``Params.node_limit`` only cut that schedule short, so a longer limit
+  never gives a worse peak and no limit is never worse than any; the best layout so far is
+  returned (status OK, ``optimal`` False) with the proved ``lower_bound``, and both are
+  published in ``progress`` as they improve. Anytime: the upper bound starts from the better
   of greedy and the ``large`` portfolio, every improvement is published in ``progress[2]``,
   and with algorithm ``large`` (or above LARGE_THRESHOLD buffers) a time limit is spent on
   further orderings, the best layout so far being returned at the limit.
+
+The exact path (algorithm ``telamalloc`` below LARGE_THRESHOLD buffers)
+- Groups: the buffers split at the time points no lifetime crosses (the kernel's static
+  decomposition); the peak is the highest group peak, so each group is fitted on its own and,
+  with ``Params.group_memory``, remembers across the fit steps of minimize its best layout
+  (it fits every larger capacity) and the highest capacity proved too small (every smaller
+  one is too). A group whose greedy layout already fits is not searched.
+- Races (``_race``): each fit step of a group runs the kernel with a node budget and, when
+  the kernel does not answer within CPSAT_DELAY_SECONDS or runs out of nodes, OR-Tools
+  CP-SAT (``runtime/alloc/cpsat.py``, with ``Params.cpsat`` and OR-Tools installed, groups up
+  to CPSAT_MAX_BUFFERS) with a deterministic work budget, in another thread (both release
+  the GIL). Proofs of infeasibility come from either, first one wins; the layout is the
+  kernel's whenever the kernel finds one within its budget, else CP-SAT's: so without a time
+  limit the output depends on the budgets, never on thread timing (byte-identical runs).
+- The CP-SAT member of minimize (``_cpsat_minimize``): at the start of each round of budgets
+  CP-SAT minimizes the peak of the groups that set the best peak, beside the first attempt of
+  the round, and is waited for after it; its optimum, layout and proved bound go into the
+  groups.
 """
 
 from __future__ import annotations

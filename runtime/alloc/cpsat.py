@@ -1,4 +1,4 @@
-"""OR-Tools CP-SAT as a proof member of the exact search (optional: ``pip install telamalloc[cpsat]``).
+"""OR-Tools CP-SAT as a proof member of the exact search (optional: the ``cpsat`` extra).
 
 One function, :func:`fit`, asks CP-SAT whether a set of buffers fits within a capacity.
 The model is the textbook one: each buffer is a rectangle, fixed in time (its lifetime
