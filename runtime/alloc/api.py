@@ -113,9 +113,12 @@ KERNEL_FIRST_NODES = 50_000
 CPSAT_FIRST_WORK = 0.25
 STEP_GROWTH = 4
 CPSAT_DELAY_SECONDS = 0.5
-# Groups above this many buffers go to the kernel alone: densenet121's 2595-buffer group
-# took CP-SAT 8 s of wall time for 0.25 work units, with no answer, slowing the kernel beside it.
-CPSAT_MAX_BUFFERS = 1000
+# Groups above this many buffers go to the kernel alone. Measured on this (shared, busy)
+# 2-core machine: on groups of 30-84 buffers (bench/hard) CP-SAT settles in 0.04-1 s what the
+# kernel may not in 10 s; from 154 buffers on (the challenging set, +512 bytes) it answered
+# nothing in its budgets and its thread slowed the kernel: A+512 went from 16 s to > 40 s
+# (densenet121's 2595-buffer group: 8 s for 0.25 work units, no answer).
+CPSAT_MAX_BUFFERS = 128
 # The deletion filter of _core checks each candidate set with one step of this number.
 CORE_STEP = 0
 
@@ -616,7 +619,7 @@ def _stopped(instance: _Instance) -> bool:
 
 
 def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_layout: bool = True,
-          strict: bool = False) -> tuple[Status, np.ndarray | None]:
+          strict: bool = False, whole: bool = False) -> tuple[Status, np.ndarray | None]:
     """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
 
     Step k: the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes in this thread and
@@ -638,10 +641,21 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
     it is not started (the schedule ends there, deterministically). A step is charged the
     kernel's nodes when the kernel answered, else its whole budget (when CP-SAT stops the
     kernel the nodes it spent depend on timing; the budget does not).
+    ``whole`` (fit mode): a group CP-SAT does not take (see _uses_cpsat) gets one kernel call
+    without a node budget (up to Params.node_limit): steps would only restart it.
     """
     members = group.members
     nodes = KERNEL_FIRST_NODES * STEP_GROWTH**step
     limit = instance.params.node_limit
+    if whole and not _uses_cpsat(instance, group):
+        left = -1 if limit <= 0 else limit - instance.work_used
+        result = _search(instance, members, capacity, instance.remaining(), node_limit=left)
+        status = _status_of(result)
+        if result is not None:
+            instance.work_used += int(result.nodes)
+            if status is Status.TIMEOUT and 0 <= left <= result.nodes:
+                instance.out_of_work = True
+        return status, (result.offsets if status is Status.OK else None)
     if limit > 0 and instance.work_used + nodes > limit:
         instance.out_of_work = True
         return Status.TIMEOUT, None
@@ -649,9 +663,13 @@ def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_lay
     return status, offsets
 
 
+def _uses_cpsat(instance: _Instance, group: _Group) -> bool:
+    return instance.params.cpsat and cpsat.AVAILABLE and len(group.members) <= CPSAT_MAX_BUFFERS
+
+
 def _race_members(instance, group, capacity, step, nodes, need_layout, strict):
     members = group.members
-    if not (instance.params.cpsat and cpsat.AVAILABLE) or len(members) > CPSAT_MAX_BUFFERS:
+    if not _uses_cpsat(instance, group):
         result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes)
         status = _status_of(result)
         _charge(instance, result, status, nodes)
@@ -714,7 +732,7 @@ def _charge(instance: _Instance, result, status: Status, nodes: int) -> None:
     instance.work_used += int(result.nodes) if result is not None and status is not Status.TIMEOUT else nodes
 
 
-def _fit_step(instance: _Instance, capacity: int, step: int, strict: bool = False) -> Status:
+def _fit_step(instance: _Instance, capacity: int, step: int, strict: bool = False, whole: bool = False) -> Status:
     """One step (see _race) of an exact fit at ``capacity`` over every group; OK when every
     group has a layout within ``capacity`` (see _assemble)."""
     pending = False
@@ -727,7 +745,7 @@ def _fit_step(instance: _Instance, capacity: int, step: int, strict: bool = Fals
             if instance.cancelled():
                 instance.counters.cancelled = True
             return Status.TIMEOUT
-        status, offsets = _race(instance, group, capacity, step, strict=strict)
+        status, offsets = _race(instance, group, capacity, step, strict=strict, whole=whole)
         if status is Status.OK:
             group.offsets = np.asarray(offsets, dtype=np.int64)
             group.peak = int((group.offsets + instance.sizes[group.members]).max())
@@ -752,7 +770,7 @@ def _exact_fit(instance: _Instance, capacity: int, last_step: int | None = None)
     the time limit or the cancel flag stops it, or ``last_step`` is done."""
     step = 0
     while True:
-        status = _fit_step(instance, capacity, step)
+        status = _fit_step(instance, capacity, step, whole=True)
         if status is not Status.TIMEOUT or _stopped(instance) or (last_step is not None and step >= last_step):
             return status
         step += 1
