@@ -112,7 +112,7 @@ CORE_BUDGET_FRACTION = 0.2
 KERNEL_FIRST_NODES = 50_000
 CPSAT_FIRST_WORK = 0.25
 STEP_GROWTH = 4
-CPSAT_DELAY_SECONDS = 0.5
+CPSAT_DELAY_SECONDS = 0.02  # small: only groups up to CPSAT_MAX_BUFFERS race at all
 # Groups above this many buffers go to the kernel alone. Measured on this (shared, busy)
 # 2-core machine: on groups of 30-84 buffers (bench/hard) CP-SAT settles in 0.04-1 s what the
 # kernel may not in 10 s; from 154 buffers on (the challenging set, +512 bytes) it answered
@@ -684,7 +684,7 @@ def _race_members(instance, group, capacity, step, nodes, need_layout, strict):
     skip = []
 
     def member() -> None:
-        wake.wait(CPSAT_DELAY_SECONDS if need_layout else 0.0)
+        wake.wait(CPSAT_DELAY_SECONDS)
         if skip:
             return
         race.time_limit = instance.remaining()

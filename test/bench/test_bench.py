@@ -28,3 +28,21 @@ def test_every_variant_is_solved_and_validated(variant):
 def test_a_bad_variant_is_a_usage_error(variant):
     result = bench(f"--variant={variant}", str(EXAMPLE))
     assert result.returncode == 2 and "variant" in result.stderr and "Traceback" not in result.stderr
+
+
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.mark.skipif(not (SHARED / "benchmarks" / "challenging").is_dir(), reason="the shared benchmarks are not present")
+def test_hard_family_runs_both_solvers_and_they_agree():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=1", "--timeout=0.5",
+                             f"--shared={SHARED}"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line[:1] in "ABCDEFGHIJK" and ".0." in line]
+    assert len(rows) == 11 and all(len(row.split()) == 8 for row in rows)
+    assert result.stdout.splitlines()[-1].startswith("CP-SAT settles ")
+
+
+def test_hard_family_rejects_a_bad_count():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=0"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--count" in result.stderr and "Traceback" not in result.stderr
