@@ -53,9 +53,9 @@ The exact path (algorithm ``telamalloc`` below LARGE_THRESHOLD buffers)
   kernel's whenever the kernel finds one within its budget, else CP-SAT's: so without a time
   limit the output depends on the budgets, never on thread timing (byte-identical runs).
 - The CP-SAT member of minimize (``_cpsat_minimize``): at the start of each round of budgets
-  CP-SAT minimizes the peak of the groups that set the best peak, beside the first attempt of
-  the round, and is waited for after it; its optimum, layout and proved bound go into the
-  groups.
+  CP-SAT fits the groups that set the best peak one byte below it, beside the first attempt
+  of the round, and is waited for after it; a better layout or the proof of optimality goes
+  into the groups.
 """
 
 from __future__ import annotations
