@@ -335,6 +335,8 @@ ctypedef struct Ctx:
     double deadline     # monotonic seconds, <= 0 none
     double next_signal_check
     uint8_t* cancel
+    uint8_t* stop       # a second flag (the caller's race): set -> TIMEOUT, not cancelled; or NULL
+    int64_t node_limit  # nodes this group may expand in this call, -1 unlimited
     int64_t* progress   # [nodes, backtracks] published at each limit check, or NULL
     int64_t progress_nodes       # nodes and backtracks of the groups solved before this one
     int64_t progress_backtracks
@@ -357,6 +359,12 @@ cdef int _check_limits(Ctx* c) noexcept nogil:
         c.progress[1] = c.progress_backtracks + c.backtracks
     if c.cancel != NULL and c.cancel[0] != 0:
         c.cancelled = 1
+        return 1
+    if c.stop != NULL and c.stop[0] != 0:
+        c.timed_out = 1
+        return 1
+    if c.node_limit >= 0 and c.nodes >= c.node_limit:
+        c.timed_out = 1  # the work budget: checked at fixed node counts, so deterministic
         return 1
     now = _now()
     if c.deadline > 0 and now >= c.deadline:
@@ -1201,7 +1209,8 @@ cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
 
 cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts,
                       uint64_t[::1] memo, uint64_t salt, int64_t* progress,
-                      int64_t nodes_before, int64_t backtracks_before):
+                      int64_t nodes_before, int64_t backtracks_before, uint8_t* stop,
+                      int64_t node_limit):
     """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
     cdef Ctx* c = &g.ctx
     c.memo = &memo[0]
@@ -1216,6 +1225,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     cdef int64_t* total0_ptr = _ptr(total0)
     c.deadline = deadline
     c.cancel = cancel
+    c.stop = stop
+    c.node_limit = node_limit
     c.progress = progress
     c.progress_nodes = nodes_before
     c.progress_backtracks = backtracks_before
@@ -1291,13 +1302,18 @@ def _rank_of(order):
 
 
 def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None,
-           progress=None):
+           progress=None, stop=None, node_limit=-1):
     """Find offsets for all buffers within ``capacity``, or prove there are none.
 
     ``progress``: None, or a numpy int64 array of at least 2 entries to which the search
     adds its running node and backtrack counts (entries 0 and 1, on top of what they hold
     when the call starts, so successive calls accumulate) whenever it checks its limits,
-    for a live display polled from another thread. See the module docstring for the algorithm,
+    for a live display polled from another thread. ``stop``: None or a second uint8 flag
+    array like ``cancel`` (for a caller racing this search against another solver): when
+    set, the call answers TIMEOUT without reporting a cancellation. ``node_limit`` (>= 0):
+    a work budget, the call answers TIMEOUT after about that many nodes (checked at fixed
+    node counts, every 1024 nodes on small groups, so the answer is deterministic); -1:
+    none. See the module docstring for the algorithm,
     its switches and its limits.
     """
     starts = np.ascontiguousarray(starts, dtype=np.int64)
@@ -1314,6 +1330,12 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     if cancel is not None:
         cancel_view = cancel
         cancel_ptr = &cancel_view[0]
+    cdef uint8_t[::1] stop_view
+    cdef uint8_t* stop_ptr = NULL
+    if stop is not None:
+        stop_view = stop
+        stop_ptr = &stop_view[0]
+    cdef int64_t limit = int(node_limit)
     cdef int64_t[::1] progress_view
     cdef int64_t* progress_ptr = NULL
     if progress is not None:
@@ -1352,7 +1374,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
             result = R_TIMEOUT  # the preparation of a huge group used up the time
             break
         result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt,
-                              progress_ptr, nodes_before + nodes, backtracks_before + backtracks)
+                              progress_ptr, nodes_before + nodes, backtracks_before + backtracks,
+                              stop_ptr, -1 if limit < 0 else max(limit - nodes, 0))
         salt += 0x10000
         nodes += g.ctx.nodes
         backtracks += g.ctx.backtracks

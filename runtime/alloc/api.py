@@ -28,26 +28,49 @@ Modes
 - fit: any layout with ``peak <= capacity``.
 - minimize: the smallest peak. Lower bound: LOAD (or the highest pinned top); upper bound:
   the best greedy peak (and the capacity, when given). The search first tries LOAD, where
-  most instances pack, then bisects with fit calls; every INFEASIBLE raises the lower bound,
-  every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The time limit
-  is shared by all calls (each gets half of what is left; after a timeout the next call
-  tries a capacity closer to the best peak); when it runs out the best layout so far is
-  returned (status OK, ``optimal`` False). Anytime: the upper bound starts from the better
+  most instances pack, then bisects with fit steps; every INFEASIBLE raises the lower bound,
+  every OK lowers the upper bound. ``optimal`` is True when the bounds meet. The schedule is
+  driven by work budgets, not by the clock (see "The exact path" below): after a step runs
+  out of work the next tries a capacity closer to the best peak, and once every capacity
+  up to it has, the budgets grow and it starts again from the lower bound. A time limit,
+  the cancel flag or ``Params.node_limit`` only cut that schedule short, so a longer limit
+  never gives a worse peak and no limit is never worse than any; the best layout so far is
+  returned (status OK, ``optimal`` False) with the proved ``lower_bound``, and both are
+  published in ``progress`` as they improve. Anytime: the upper bound starts from the better
   of greedy and the ``large`` portfolio, every improvement is published in ``progress[2]``,
   and with algorithm ``large`` (or above LARGE_THRESHOLD buffers) a time limit is spent on
   further orderings, the best layout so far being returned at the limit.
+
+The exact path (algorithm ``telamalloc`` below LARGE_THRESHOLD buffers)
+- Groups: the buffers split at the time points no lifetime crosses (the kernel's static
+  decomposition); the peak is the highest group peak, so each group is fitted on its own and,
+  with ``Params.group_memory``, remembers across the fit steps of minimize its best layout
+  (it fits every larger capacity) and the highest capacity proved too small (every smaller
+  one is too). A group whose greedy layout already fits is not searched.
+- Races (``_race``): each fit step of a group runs the kernel with a node budget and, when
+  the kernel does not answer within CPSAT_DELAY_SECONDS or runs out of nodes, OR-Tools
+  CP-SAT (``runtime/alloc/cpsat.py``, with ``Params.cpsat`` and OR-Tools installed, groups up
+  to CPSAT_MAX_BUFFERS) with a deterministic work budget, in another thread (both release
+  the GIL). Proofs of infeasibility come from either, first one wins; the layout is the
+  kernel's whenever the kernel finds one within its budget, else CP-SAT's: so without a time
+  limit the output depends on the budgets, never on thread timing (byte-identical runs).
+- The CP-SAT member of minimize (``_cpsat_minimize``): at the start of each round of budgets
+  CP-SAT fits the groups that set the best peak one byte below it, beside the first attempt
+  of the round, and is waited for after it; a better layout or the proof of optimality goes
+  into the groups.
 """
 
 from __future__ import annotations
 
 import numbers
+import threading
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from telamalloc.runtime.alloc import _greedy
+from telamalloc.runtime.alloc import _greedy, cpsat
 from telamalloc.runtime.alloc.problem import (
     INT64_MAX,
     Mode,
@@ -96,9 +119,28 @@ LNS_CLOSE = 1e-6
 # fraction of the time left under a time limit.
 CORE_BUDGET_SECONDS = 2.0
 CORE_BUDGET_FRACTION = 0.2
-# Under a time limit, each fit call of minimize mode gets this share of the time left, so a
-# capacity that times out leaves time to try easier ones.
-MINIMIZE_CALL_SHARE = 0.5
+# The exact path spends work budgets, not seconds, so that its answers do not depend on the
+# machine or on the time limit (which only cuts the schedule short; see _minimize). Step k
+# of a fit races the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes against CP-SAT
+# with CPSAT_FIRST_WORK * STEP_GROWTH**k deterministic work units (about a second each),
+# CP-SAT joining after CPSAT_DELAY_SECONDS (see _race). 50k nodes: D of the challenging set
+# needs 30k (a restart would waste them); small groups run ~10^6 nodes/s.
+KERNEL_FIRST_NODES = 50_000
+CPSAT_FIRST_WORK = 0.25
+STEP_GROWTH = 4
+# minimize: after each new best peak, try one byte below it next (see _minimize). Measured:
+# the 17-buffer case of issue 16 is proved optimal in 0.1 s with it, 0.5 s without; one
+# 5 s run on bench/hard --mode minimize left H.0.0 at 948224 with it, 913408 without
+MINIMIZE_PROBE = True
+CPSAT_DELAY_SECONDS = 0.02  # small: only groups up to CPSAT_MAX_BUFFERS race at all
+# Groups above this many buffers go to the kernel alone. Measured on this (shared, busy)
+# 2-core machine: on groups of 30-84 buffers (bench/hard) CP-SAT settles in 0.04-1 s what the
+# kernel may not in 10 s; from 154 buffers on (the challenging set, +512 bytes) it answered
+# nothing in its budgets and its thread slowed the kernel: A+512 went from 16 s to > 40 s
+# (densenet121's 2595-buffer group: 8 s for 0.25 work units, no answer).
+CPSAT_MAX_BUFFERS = 128
+# The deletion filter of _core checks each candidate set with one step of this number.
+CORE_STEP = 0
 
 
 def _is_int(value: object) -> bool:
@@ -237,15 +279,22 @@ def _check_mode(mode: str | Mode) -> Mode:
 def _check_progress(progress: object) -> np.ndarray | None:
     if progress is None:
         return None
-    if not isinstance(progress, np.ndarray) or progress.dtype != np.int64 or progress.shape != (3,):
-        raise ProblemError("progress must be None or a numpy int64 array of length 3")
-    progress[:] = (0, 0, -1)
+    if not isinstance(progress, np.ndarray) or progress.dtype != np.int64 or progress.shape not in ((3,), (4,)):
+        raise ProblemError("progress must be None or a numpy int64 array of length 3 or 4")
+    progress[:] = (0, 0, -1, -1)[: len(progress)]
     return progress
 
 
 def _publish_best(instance: _Instance, peak: int) -> None:
     if instance.progress is not None:
         instance.progress[2] = peak
+
+
+def _publish_bounds(instance: _Instance, peak: int, lower: int) -> None:
+    """The best peak so far, and (in slot 3, when the array has one) the proved lower bound."""
+    _publish_best(instance, peak)
+    if instance.progress is not None and len(instance.progress) > 3:
+        instance.progress[3] = lower
 
 
 def _check_cancel(cancel: object) -> np.ndarray | None:
@@ -286,7 +335,10 @@ class _Instance:
     deadline: float | None  # time.monotonic() value, None without a time limit
     counters: _Counters = field(default_factory=_Counters)
     greedy_layouts: dict[str, tuple[int, ...]] = field(default_factory=dict)  # computed once per algorithm
-    progress: np.ndarray | None = None  # live [nodes, backtracks, best peak or -1], see solve()
+    progress: np.ndarray | None = None  # live [nodes, backtracks, best peak or -1(, lower bound)], see solve()
+    groups: list[_Group] | None = None  # the exact path's static groups and what it learned (_groups_of)
+    work_used: int = 0  # kernel nodes charged to Params.node_limit (see _race)
+    out_of_work: bool = False  # Params.node_limit reached: the exact schedule ends
 
     def remaining(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
@@ -352,6 +404,7 @@ class _Outcome:
     optimal: bool = False
     capacity: int | None = None
     peak: int | None = None  # the peak of offsets when already known (saves a pass at 10^6 buffers)
+    lower_bound: int | None = None  # minimize: the highest peak proved necessary
 
 
 def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
@@ -677,8 +730,10 @@ def _validated(instance: _Instance, offsets: tuple[int, ...], capacity: int | No
     return offsets
 
 
-def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time_limit: float | None):
-    """One kernel call on ``members`` (positions into the live arrays; None: all).
+def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time_limit: float | None,
+            node_limit: int = -1, stop: np.ndarray | None = None):
+    """One kernel call on ``members`` (positions into the live arrays; None: all), with at
+    most ``node_limit`` nodes (-1: no work budget) and ``stop`` as a second stop flag.
 
     Returns the SearchResult, or None when the time or the cancel flag left no room to call.
     """
@@ -701,6 +756,8 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
         0.0 if time_limit is None else max(time_limit, 1e-6),
         instance.cancel,
         instance.progress,
+        stop,
+        node_limit,
     )
     instance.counters.add(result)
     return result
@@ -723,34 +780,319 @@ def _checked(instance: _Instance, live_offsets, capacity: int) -> tuple[int, ...
     return _validated(instance, instance.full_offsets(live_offsets.tolist()), capacity, "the search kernel")
 
 
+@dataclass
+class _Group:
+    """One static group of the exact path (no lifetime crosses the ends of its time window,
+    so its layout is independent of the others') and what the solve learned about it."""
+
+    members: np.ndarray  # positions into the live arrays, in start order (the kernel's order)
+    lower: int  # its LOAD, or its highest pinned top: no layout of the group peaks lower
+    offsets: np.ndarray | None = None  # its best layout so far (offsets of members)
+    peak: int = INT64_MAX  # the peak of that layout
+    infeasible_at: int = -1  # the highest capacity proved too small for the group
+
+
+def _groups_of(instance: _Instance) -> list[_Group]:
+    """The static groups (one when decomposition is off), computed once per solve. Facts
+    about a group hold at other capacities: a layout within C fits every capacity >= C, a
+    proof that C is too small holds for every capacity <= C; ``group_memory`` keeps them
+    across the fit calls of minimize (off: each fit call starts afresh)."""
+    if instance.groups is None:
+        from telamalloc.runtime.alloc._search import _groups  # the kernel's own split, not a copy
+
+        count = len(instance.starts)
+        if instance.params.decomposition:
+            parts = [np.array(part, dtype=np.int64) for part in _groups(instance.starts, instance.ends)]
+        else:
+            parts = [np.arange(count, dtype=np.int64)] if count else []
+        instance.groups = [_Group(members, _group_lower(instance, members)) for members in parts]
+    return instance.groups
+
+
+def _group_lower(instance: _Instance, members: np.ndarray) -> int:
+    sizes = instance.sizes[members]
+    times = np.concatenate((instance.starts[members], instance.ends[members]))
+    deltas = np.concatenate((sizes, -sizes))
+    order = np.lexsort((deltas, times))  # at one time point, ends (negative) before starts
+    load = int(np.cumsum(deltas[order]).max()) if len(order) else 0
+    pinned = instance.fixed[members]
+    top = int(np.max(np.where(pinned >= 0, pinned + sizes, 0))) if len(members) else 0
+    return max(load, top)
+
+
+def _remember_layout(instance: _Instance, offsets: Sequence[int]) -> None:
+    """Record a whole layout (all buffers, e.g. greedy's) group by group where it is better."""
+    live = np.asarray(offsets, dtype=np.int64)[instance.live]
+    for group in _groups_of(instance):
+        mine = live[group.members]
+        peak = int((mine + instance.sizes[group.members]).max())
+        if peak < group.peak:
+            group.offsets, group.peak = mine, peak
+
+
+def _stopped(instance: _Instance) -> bool:
+    """The time limit, the cancel flag or Params.node_limit ends the exact schedule."""
+    remaining = instance.remaining()
+    return instance.out_of_work or instance.cancelled() or (remaining is not None and remaining <= 0)
+
+
+def _race(instance: _Instance, group: _Group, capacity: int, step: int, need_layout: bool = True,
+          strict: bool = False, whole: bool = False) -> tuple[Status, np.ndarray | None]:
+    """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
+
+    Step k: the kernel with KERNEL_FIRST_NODES * STEP_GROWTH**k nodes in this thread and
+    (with ``Params.cpsat`` and OR-Tools installed) CP-SAT with CPSAT_FIRST_WORK *
+    STEP_GROWTH**k work units in another (both release the GIL). CP-SAT starts only when the
+    kernel has neither answered within CPSAT_DELAY_SECONDS nor run out of nodes (most groups
+    never need it; when it starts does not change what it answers, only how soon). A kernel
+    answer wins at once (CP-SAT is stopped); a CP-SAT proof of
+    infeasibility wins at once (the kernel is stopped: no layout exists, so the kernel could
+    not have found one); a CP-SAT layout waits until the kernel has spent its nodes and is
+    taken only when the kernel found none. So, without a time limit, the answer and the
+    layout depend on the work budgets alone, not on which thread is faster.
+    ``need_layout`` False (the core's yes/no checks): a CP-SAT layout wins at once too.
+    ``strict`` (minimize): a CP-SAT layout is taken only when the kernel has spent all its
+    nodes, not when a time limit or the cancel flag cut the kernel short, so that a step cut
+    short never yields a layout the same step would not give with more time.
+
+    Params.node_limit: a step whose kernel budget would take the nodes charged so far beyond
+    it is not started (the schedule ends there, deterministically). A step is charged the
+    kernel's nodes when the kernel answered, else its whole budget (when CP-SAT stops the
+    kernel the nodes it spent depend on timing; the budget does not).
+    ``whole`` (fit mode): a group CP-SAT does not take (see _uses_cpsat) gets one kernel call
+    without a node budget (up to Params.node_limit): steps would only restart it.
+    """
+    members = group.members
+    nodes = KERNEL_FIRST_NODES * STEP_GROWTH**step
+    limit = instance.params.node_limit
+    if whole and not _uses_cpsat(instance, group):
+        left = -1 if limit <= 0 else limit - instance.work_used
+        result = _search(instance, members, capacity, instance.remaining(), node_limit=left)
+        status = _status_of(result)
+        if result is not None:
+            instance.work_used += int(result.nodes)
+            if status is Status.TIMEOUT and 0 <= left <= result.nodes:
+                instance.out_of_work = True
+        return status, (result.offsets if status is Status.OK else None)
+    if limit > 0 and instance.work_used + nodes > limit:
+        instance.out_of_work = True
+        return Status.TIMEOUT, None
+    status, offsets = _race_members(instance, group, capacity, step, nodes, need_layout, strict)
+    return status, offsets
+
+
+def _uses_cpsat(instance: _Instance, group: _Group) -> bool:
+    return instance.params.cpsat and cpsat.AVAILABLE and len(group.members) <= CPSAT_MAX_BUFFERS
+
+
+def _race_members(instance, group, capacity, step, nodes, need_layout, strict):
+    members = group.members
+    if not _uses_cpsat(instance, group):
+        result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes)
+        status = _status_of(result)
+        _charge(instance, result, status, nodes)
+        return status, (result.offsets if status is Status.OK else None)
+    stop = np.zeros(1, dtype=np.uint8)
+    race = cpsat.Race(
+        instance.starts[members], instance.ends[members], instance.sizes[members], instance.aligns[members],
+        instance.fixed[members], capacity, CPSAT_FIRST_WORK * STEP_GROWTH**step,
+        time_limit=instance.remaining(), seed=instance.params.seed,
+    )
+    wake = threading.Event()
+    skip = []
+
+    def member() -> None:
+        wake.wait(CPSAT_DELAY_SECONDS)
+        if skip:
+            return
+        race.time_limit = instance.remaining()
+        try:
+            answer, _ = race.run()
+        except Exception:  # a CP-SAT failure must not hide the kernel's answer: it just proves nothing
+            answer = cpsat.UNKNOWN
+            race.answer = answer
+        if answer == cpsat.INFEASIBLE or (answer == cpsat.FEASIBLE and not need_layout):
+            stop[0] = 1
+
+    thread = threading.Thread(target=member, name="telamalloc-cpsat", daemon=True)
+    thread.start()
+    try:
+        result = _search(instance, members, capacity, instance.remaining(), node_limit=nodes, stop=stop)
+        status = _status_of(result)
+        _charge(instance, result, status, nodes)
+        spent = result is not None and result.nodes >= nodes
+        if status is not Status.TIMEOUT:
+            skip.append(True)
+            wake.set()
+            race.stop()
+            thread.join()
+            return status, (result.offsets if status is Status.OK else None)
+        wake.set()  # the kernel is done: CP-SAT runs now if it had not started
+        while thread.is_alive():
+            thread.join(0.01)
+            if _stopped(instance):
+                race.stop()
+    finally:
+        wake.set()
+        race.stop()
+        thread.join()
+    if instance.cancelled():
+        instance.counters.cancelled = True
+    if race.answer == cpsat.INFEASIBLE:
+        return Status.INFEASIBLE, None
+    if race.answer == cpsat.FEASIBLE and (spent or not strict or not need_layout):
+        return Status.OK, race.offsets
+    return Status.TIMEOUT, None
+
+
+def _charge(instance: _Instance, result, status: Status, nodes: int) -> None:
+    """Count a step's work for Params.node_limit (see _race)."""
+    instance.work_used += int(result.nodes) if result is not None and status is not Status.TIMEOUT else nodes
+
+
+def _fit_step(instance: _Instance, capacity: int, step: int, strict: bool = False, whole: bool = False) -> Status:
+    """One step (see _race) of an exact fit at ``capacity`` over every group; OK when every
+    group has a layout within ``capacity`` (see _assemble)."""
+    pending = False
+    for group in _groups_of(instance):
+        if group.peak <= capacity:
+            continue
+        if group.infeasible_at >= capacity or group.lower > capacity:
+            return Status.INFEASIBLE
+        if _stopped(instance):
+            if instance.cancelled():
+                instance.counters.cancelled = True
+            return Status.TIMEOUT
+        status, offsets = _race(instance, group, capacity, step, strict=strict, whole=whole)
+        if status is Status.OK:
+            group.offsets = np.asarray(offsets, dtype=np.int64)
+            group.peak = int((group.offsets + instance.sizes[group.members]).max())
+        elif status is Status.INFEASIBLE:
+            group.infeasible_at = max(group.infeasible_at, capacity)
+            return Status.INFEASIBLE
+        else:
+            pending = True  # go on: a later group may still be proved too big
+    return Status.TIMEOUT if pending else Status.OK
+
+
+def _assemble(instance: _Instance, capacity: int | None) -> tuple[int, ...]:
+    """The whole layout from the groups' best layouts, re-checked by the validator."""
+    live = np.zeros(len(instance.starts), dtype=np.int64)
+    for group in _groups_of(instance):
+        live[group.members] = group.offsets
+    return _validated(instance, instance.full_offsets(live.tolist()), capacity, "the exact search")
+
+
+def _exact_fit(instance: _Instance, capacity: int, last_step: int | None = None) -> Status:
+    """An exact fit at ``capacity``: steps 0, 1, ... (growing budgets) until one is conclusive,
+    the time limit or the cancel flag stops it, or ``last_step`` is done."""
+    step = 0
+    while True:
+        status = _fit_step(instance, capacity, step, whole=True)
+        if status is not Status.TIMEOUT or _stopped(instance) or (last_step is not None and step >= last_step):
+            return status
+        step += 1
+
+
+def _cpsat_minimize(instance: _Instance, low: int, high: int, step: int):
+    """The CP-SAT member of minimize, started at the beginning of each step of the schedule:
+    in another thread, CP-SAT fits every group whose best layout peaks at ``high`` (the
+    bottlenecks) within ``high - 1`` bytes, with CPSAT_FIRST_WORK * STEP_GROWTH**step work
+    units each (no hint: see cpsat): a better layout, or the proof that ``high`` is optimal;
+    None without CP-SAT. A fit, not a minimize model of the peak: measured on bench/hard
+    --mode minimize, the minimize models' deterministic clock stalled and they proved their
+    bound only when the wall-clock safety net stopped them (5 s), where the fit at the best
+    peak minus one byte was proved infeasible in 0.01 s."""
+    if not (instance.params.cpsat and cpsat.AVAILABLE) or low >= high:
+        return None
+    work = CPSAT_FIRST_WORK * STEP_GROWTH**step
+    races = []
+    for group in _groups_of(instance):
+        if group.peak < high or group.infeasible_at >= high - 1 or len(group.members) > CPSAT_MAX_BUFFERS:
+            continue
+        m = group.members
+        races.append((group, cpsat.Race(instance.starts[m], instance.ends[m], instance.sizes[m], instance.aligns[m],
+                                        instance.fixed[m], high - 1, work, time_limit=instance.remaining(),
+                                        seed=instance.params.seed)))
+    if not races:
+        return None
+    stopping = threading.Event()
+
+    def run() -> None:
+        for _, race in races:
+            if stopping.is_set():
+                break
+            try:
+                race.run()
+            except Exception:  # a CP-SAT failure proves nothing; the kernel goes on alone
+                race.answer = cpsat.UNKNOWN
+            if race.answer == cpsat.INFEASIBLE:
+                break  # a bottleneck needs `high` bytes: the best peak is optimal
+
+    thread = threading.Thread(target=run, name="telamalloc-cpsat-minimize", daemon=True)
+    thread.start()
+    return thread, races, stopping, high
+
+
+def _cpsat_minimize_join(instance: _Instance, member, attempt: int, status: Status) -> Status:
+    """Wait for the CP-SAT member (stopping it at the time limit or cancel) and record what
+    it found in the groups: better layouts and proved lower bounds."""
+    thread, races, stopping, high = member
+    while thread.is_alive():
+        thread.join(0.01)
+        if _stopped(instance):
+            stopping.set()
+            for _, race in races:
+                race.stop()
+    for group, race in races:
+        if race.answer == cpsat.INFEASIBLE:
+            group.infeasible_at = max(group.infeasible_at, high - 1)
+            continue
+        if race.answer == cpsat.FEASIBLE and race.offsets is not None and not race.cut:  # cut: see _race's strict
+            peak = int((race.offsets + instance.sizes[group.members]).max())
+            if peak < group.peak:
+                group.offsets, group.peak = race.offsets, peak
+            if race.optimal:
+                group.infeasible_at = max(group.infeasible_at, peak - 1)
+        if race.bound is not None:
+            group.infeasible_at = max(group.infeasible_at, race.bound - 1)
+    return status
+
+
 def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Hashable, ...] | None:
     """A small set of buffers that provably cannot fit together within ``capacity``.
 
     A deletion filter (drop one buffer at a time, keep the drop when the rest is still
-    INFEASIBLE) starting from the buffers around the most contended program point, growing
-    that region until it is infeasible on its own. Bounded: at most CORE_BUDGET_SECONDS, and
-    CORE_BUDGET_FRACTION of the time left. When the budget runs out the current set is still
-    a proof, but may not be minimal; it is returned only if smaller than all buffers.
+    INFEASIBLE) starting from the buffers of the group proved infeasible, or around the most
+    contended program point, growing that region until it is infeasible on its own. Each
+    check is an exact fit up to step CORE_STEP (see _race: work budgets, so the core does not
+    depend on the machine). Bounded: at most CORE_BUDGET_SECONDS, and CORE_BUDGET_FRACTION of
+    the time left. When the budget runs out the current set is still a proof, but may not be
+    minimal; it is returned only if smaller than all buffers.
     """
     remaining = instance.remaining()
     budget = CORE_BUDGET_SECONDS if remaining is None else min(CORE_BUDGET_SECONDS, CORE_BUDGET_FRACTION * remaining)
-    stop = time.monotonic() + budget
     count = len(instance.starts)
+    sub = _Instance(instance.problem, instance.live, instance.starts, instance.ends, instance.sizes, instance.aligns,
+                    instance.fixed, instance.params, instance.cancel, time.monotonic() + budget, instance.counters,
+                    progress=instance.progress)
 
-    def infeasible(members: np.ndarray, share: float) -> bool:
-        left = stop - time.monotonic()
-        result = _search(instance, members, capacity, min(left, max(share * left, 0.01)))
-        return result is not None and _status_of(result) is Status.INFEASIBLE
+    def infeasible(members: np.ndarray) -> bool:
+        status, _ = _race(sub, _Group(np.asarray(members, dtype=np.int64), 0), capacity, CORE_STEP, need_layout=False)
+        return status is Status.INFEASIBLE
 
     everything = np.arange(count, dtype=np.int64)
     current = everything
-    if load_time is not None:
+    proved = [g for g in (instance.groups or []) if g.infeasible_at >= capacity]
+    if proved and len(proved[0].members) < count:
+        current = np.sort(proved[0].members)
+    elif load_time is not None:
         low, high = load_time, load_time + 1
         for _ in range(4):
             members = np.flatnonzero((instance.starts < high) & (instance.ends > low)).astype(np.int64)
             if len(members) == count:
                 break
-            if infeasible(members, 0.25):
+            if infeasible(members):
                 current = members
                 break
             low, high = int(instance.starts[members].min()), int(instance.ends[members].max())
@@ -759,11 +1101,11 @@ def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Ha
     complete = True
     kept = set(current.tolist())
     for candidate in order:
-        if time.monotonic() >= stop or instance.cancelled():
+        if _stopped(sub):
             complete = False
             break
         trial = np.array(sorted(kept - {candidate}), dtype=np.int64)
-        if len(trial) and infeasible(trial, 0.25):
+        if len(trial) and infeasible(trial):
             kept.discard(candidate)
     if not complete and len(kept) == count:
         return None
@@ -773,10 +1115,9 @@ def _core(instance: _Instance, capacity: int, load_time: int | None) -> tuple[Ha
 
 def _fit_search(instance: _Instance, capacity: int, load: tuple) -> _Outcome:
     """Exact fit at ``capacity`` (pins and LOAD already checked)."""
-    result = _search(instance, None, capacity, instance.remaining())
-    status = _status_of(result)
+    status = _exact_fit(instance, capacity)
     if status is Status.OK:
-        return _Outcome(Status.OK, _checked(instance, result.offsets, capacity), capacity=capacity)
+        return _Outcome(Status.OK, _assemble(instance, capacity), capacity=capacity)
     if status is Status.INFEASIBLE:
         core = _core(instance, capacity, load[1])
         shown = "" if core is None else f"; these {len(core)} buffers cannot fit together: " + ", ".join(f"'{i}'" for i in core[:12]) + (" ..." if len(core) > 12 else "")
@@ -860,6 +1201,7 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
         offsets, greedy_name = _heuristic_layout(instance, capacity)
         if _peak(instance.problem, offsets) <= capacity:
             return _Outcome(Status.OK, _validated(instance, offsets, capacity, _producer(greedy_name)), message=f"{greedy_name} fits, no search needed", capacity=capacity)
+        _remember_layout(instance, offsets)  # the groups where it fits need no search
     outcome = _fit_search(instance, capacity, load)
     if outcome.status is not Status.TIMEOUT:
         return outcome
@@ -899,6 +1241,7 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
         large_offsets, large_peak, _ = _large_layout(instance, lower, anytime=False)
         if large_peak < best_peak:
             best, best_peak = _validated(instance, large_offsets, None, "the large planner"), large_peak
+    _remember_layout(instance, best)
     if capacity is not None and best_peak > capacity:
         outcome = _fit_search(instance, capacity, load)
         if outcome.status is Status.INFEASIBLE:
@@ -908,37 +1251,72 @@ def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: t
             return _fallback(instance, capacity, why)
         best, best_peak = outcome.offsets, _peak(problem, outcome.offsets)
 
+    # Monotone in time: the schedule below depends on work budgets only (each attempt is one
+    # _fit_step with the budgets of `step`); a time limit or the cancel flag only cuts it
+    # short. So a longer limit runs a longer prefix of the same schedule and never returns a
+    # worse peak, and no limit is never worse than any limit.
     low, high = lower, best_peak
-    _publish_best(instance, best_peak)
+    _publish_bounds(instance, high, low)
+    step = 0
     attempt = low  # LOAD first: most instances pack at LOAD
-    while low < high:
-        remaining = instance.remaining()
-        result = _search(instance, None, attempt, None if remaining is None else remaining * MINIMIZE_CALL_SHARE)
-        status = _status_of(result)
-        if status is Status.TIMEOUT:
-            # Anytime behaviour: a capacity closer to the best peak is easier; try it next.
-            remaining = instance.remaining()
-            if instance.cancelled() or remaining is None or remaining <= 0.01 or attempt + 1 >= high:
+    # then, once per new best peak, one byte below it: where the proof of optimality often is
+    # the easiest (the hard sub-problems' optima were proved there in 0.01 s by CP-SAT while
+    # the capacities bisection tries in between took seconds each)
+    probe = MINIMIZE_PROBE
+    member = _cpsat_minimize(instance, low, high, step)
+    while low < high and not _stopped(instance):
+        if not instance.params.group_memory:
+            instance.groups = None
+            _remember_layout(instance, best)
+        status = _fit_step(instance, attempt, step, strict=True)
+        if member is not None:  # joined after the first attempt of its step: deterministic
+            status = _cpsat_minimize_join(instance, member, attempt, status)
+            member = None
+            low = max([low] + [group.infeasible_at + 1 for group in _groups_of(instance)])
+            improved = _assemble(instance, None)
+            if _peak(problem, improved) < high:
+                best, high = improved, _peak(problem, improved)
+            if status is Status.OK:
+                status = Status.TIMEOUT if _peak(problem, improved) > attempt else Status.OK
+            if low >= high:
+                _publish_bounds(instance, high, low)
                 break
-            attempt = attempt + 1 + (high - attempt - 1) // 2
+        if status is Status.TIMEOUT:
+            if _stopped(instance):
+                break
+            if attempt + 1 >= high:  # every capacity up to the best peak ran out of work: more work
+                step += 1
+                attempt = low
+                member = _cpsat_minimize(instance, low, high, step)
+            elif probe:
+                attempt, probe = high - 1, False
+            else:  # a capacity closer to the best peak is easier; try it next
+                attempt = attempt + 1 + (high - attempt - 1) // 2
             continue
         if status is Status.OK:
-            best = _checked(instance, result.offsets, attempt)
+            best = _assemble(instance, attempt)
             high = _peak(problem, best)
-            _publish_best(instance, high)
+            probe = MINIMIZE_PROBE
         else:
             low = attempt + 1
-        attempt = low + (high - 1 - low) // 2
+        _publish_bounds(instance, high, low)
+        if probe and low < high - 1 and attempt != high - 1:
+            attempt, probe = high - 1, False
+        else:
+            attempt = low + (high - 1 - low) // 2
+    if instance.cancelled():
+        instance.counters.cancelled = True
     optimal = low >= high
     if optimal:
         message = f"minimal peak '{high}'" + (" (LOAD)" if high == load[0] else f" (proved: '{high - 1}' bytes do not fit)")
-        return _Outcome(Status.OK, best, optimal=True, capacity=high, message=message)
+        return _Outcome(Status.OK, best, optimal=True, capacity=high, message=message, lower_bound=high)
     why = "cancelled" if instance.counters.cancelled else "time limit reached"
     return _Outcome(
         Status.OK,
         best,
         capacity=capacity,
         message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)",
+        lower_bound=low,
     )
 
 
@@ -1021,6 +1399,7 @@ def _solution(
         fallback=outcome.fallback,
         overload=outcome.overload,
         core=outcome.core,
+        lower_bound=outcome.lower_bound,
         message=message,
         optimum=peak if mode is Mode.MINIMIZE and outcome.optimal and outcome.status is Status.OK else None,
         ids=tuple(b.id for b in instance.problem.buffers),

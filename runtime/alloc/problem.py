@@ -124,6 +124,9 @@ class Params:
     backjumping: bool = True  # on repeated failure, jump back to the decision that caused the conflict
     restarts: bool = True  # restart with growing node budgets over a portfolio of orderings
     seed: int = 0  # seeds the portfolio's tie-breaking; results are deterministic for a seed
+    cpsat: bool = True  # race OR-Tools CP-SAT (when installed) beside the kernel on groups the kernel does not settle at once
+    group_memory: bool = True  # keep per static group its best layout and highest capacity proved infeasible across fit calls
+    node_limit: int = 0  # a deterministic work budget: the exact path stops after this many kernel nodes (0: none)
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,7 @@ class Solution:
     fallback: bool = False  # TIMEOUT: offsets come from a heuristic, not the exact search
     overload: Overload | None = None  # INFEASIBLE by LOAD: the overloaded point
     core: tuple[Hashable, ...] | None = None  # INFEASIBLE below LOAD: buffers that cannot fit together
+    lower_bound: int | None = None  # minimize mode: the highest peak proved necessary (== peak when optimal)
     message: str = ""  # a one-line human summary of the result
     optimum: int | None = None  # minimize mode: the proved minimal peak (None when not proved, and in fit mode)
     ids: tuple[Hashable, ...] = field(default=(), repr=False)  # the buffer ids in problem order (offsets follows it), for `offsets_by_id`

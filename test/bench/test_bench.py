@@ -1,5 +1,6 @@
 """bench/exact on the bundled example: every variant poses the same puzzle and is solved."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,3 +48,19 @@ def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
 def test_bench_large_rejects_a_bad_timeout():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--timeout", "x"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr
+SHARED = Path(os.environ.get("TELAMALLOC_SHARED") or ROOT.parent / "shared")  # as bench/ finds it
+
+
+@pytest.mark.skipif(not (SHARED / "benchmarks" / "challenging").is_dir(), reason="the shared benchmarks are not present")
+def test_hard_family_runs_both_solvers_and_they_agree():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=1", "--timeout=0.5",
+                             f"--shared={SHARED}"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    rows = [line for line in result.stdout.splitlines() if line[:1] in "ABCDEFGHIJK" and ".0." in line]
+    assert len(rows) == 11 and all(len(row.split()) == 8 for row in rows)
+    assert result.stdout.splitlines()[-1].startswith("CP-SAT settles ")
+
+
+def test_hard_family_rejects_a_bad_count():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=0"], capture_output=True, text=True)
+    assert result.returncode == 2 and "--count" in result.stderr and "Traceback" not in result.stderr

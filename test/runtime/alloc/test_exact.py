@@ -1,0 +1,269 @@
+"""The exact path of solve(): CP-SAT raced beside the kernel, group memory, work budgets.
+
+Oracles: the brute force of test_search (every placement order) on tiny problems, and CP-SAT
+in its default configuration (all workers, no budget: an independent run of the solver) on
+the same problems posed to solve(); solve() runs both with and without OR-Tools (its import
+monkeypatched away), and over the exact path's Params toggles.
+``HYPOTHESIS_PROFILE=long`` runs ten times as many random problems.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ortools.sat.python import cp_model
+
+from telamalloc import solve
+from telamalloc.runtime.alloc import api, cpsat
+from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, Status
+from telamalloc.runtime.alloc.validate import compute_load, validate
+
+# the brute-force oracle and the random problems of the kernel's tests (--import-mode=importlib:
+# a sibling test module is loaded by path, not imported by name)
+_spec = importlib.util.spec_from_file_location("_kernel_tests", Path(__file__).with_name("test_search.py"))
+_kernel_tests = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_kernel_tests)
+layout_errors, oracle, random_problem = _kernel_tests.layout_errors, _kernel_tests.oracle, _kernel_tests.random_problem
+
+LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
+CASES = 1000 if LONG else 100
+
+# the 17 buffers of issue 16, cut from benchmark A: INFEASIBLE at LOAD 780288, optimum 781312
+CASE17 = [
+    ("A_98", 202752, 1048576, 14336, 2048), ("A_103", 650240, 966656, 34816, 1),
+    ("A_30", 760832, 966656, 7168, 4096), ("A_24", 760832, 966656, 7168, 1),
+    ("A_0", 995328, 1000448, 656384, 8192), ("A_73", 0, 966656, 4096, 1),
+    ("A_126", 626688, 650240, 81920, 1), ("A_75", 898048, 1048576, 28672, 1),
+    ("A_130", 406528, 650240, 57344, 1), ("A_2", 0, 1048576, 5120, 8192),
+    ("A_70", 595968, 840704, 33792, 2048), ("A_119", 0, 31744, 32768, 4096),
+    ("A_1", 779264, 828416, 183296, 1), ("A_99", 0, 13312, 126976, 4096),
+    ("A_115", 828416, 921600, 150528, 2048), ("A_26", 903168, 1048576, 75776, 1),
+    ("A_147", 0, 101376, 51200, 4096),
+]
+
+
+def case17() -> Problem:
+    return Problem([Buffer(i, lower, upper, size, align) for i, lower, upper, size, align in CASE17])  # [lower, upper)
+
+
+@pytest.fixture
+def without_ortools(monkeypatch):
+    monkeypatch.setattr(cpsat, "AVAILABLE", False)
+    monkeypatch.setattr(cpsat, "cp_model", None)
+
+
+def as_problem(problem_tuple) -> tuple[Problem, int]:
+    starts, ends, sizes, capacity, aligns, fixed = problem_tuple
+    buffers = [Buffer(f"b{i}", s, e, z, a, None if f < 0 else f)
+               for i, (s, e, z, a, f) in enumerate(zip(starts, ends, sizes, aligns, fixed))]
+    return Problem(buffers), capacity
+
+
+def reference_optimum(problem: Problem) -> int | None:
+    """The least peak by CP-SAT with its defaults (independent of cpsat.py's model)."""
+    model = cp_model.CpModel()
+    live = [b for b in problem.buffers if b.size > 0]
+    ceiling = sum(b.size + b.alignment for b in live) + max((b.offset or 0) + b.size for b in live)
+    peak = model.new_int_var(0, ceiling, "peak")
+    xs, ys = [], []
+    for b in live:
+        if b.offset is not None:
+            y = model.new_constant(b.offset)
+        else:
+            k = model.new_int_var(0, ceiling // b.alignment, "")
+            y = model.new_int_var(0, ceiling, "")
+            model.add(y == b.alignment * k)
+        model.add(peak >= y + b.size)
+        xs.append(model.new_fixed_size_interval_var(b.start, b.end - b.start, ""))
+        ys.append(model.new_fixed_size_interval_var(y, b.size, ""))
+    model.add_no_overlap_2d(xs, ys)
+    model.minimize(peak)
+    solver = cp_model.CpSolver()
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return None
+    assert status == cp_model.OPTIMAL
+    return int(solver.objective_value)
+
+
+# -- the CP-SAT member itself --------------------------------------------------------------
+
+
+def test_cpsat_fit_matches_brute_force():
+    rng = np.random.default_rng(16)
+    for _ in range(CASES):
+        problem = random_problem(rng)
+        starts, ends, sizes, capacity, aligns, fixed = problem
+        answer, offsets = cpsat.fit(starts, ends, sizes, aligns, fixed, capacity)
+        expected = oracle(*problem)
+        if expected is None:
+            assert answer == cpsat.INFEASIBLE, problem
+        else:
+            assert answer == cpsat.FEASIBLE, problem
+            assert layout_errors(*problem, offsets) == [], problem
+
+
+def test_cpsat_minimize_reports_the_optimum_and_a_sound_bound():
+    problem = case17()
+    live = problem.buffers
+    columns = [np.array([getattr(b, f) for b in live]) for f in ("start", "end", "size", "alignment")]
+    race = cpsat.Race(*columns, np.full(len(live), -1), 783359, work=5.0, minimize_from=780288)
+    answer, offsets = race.run()
+    assert answer == cpsat.FEASIBLE and race.optimal and race.bound == 781312 and not race.cut
+    assert validate(problem, offsets.tolist(), 781312) == []
+
+
+def test_cpsat_race_stopped_from_another_thread_proves_nothing():
+    problem = case17()
+    live = problem.buffers
+    columns = [np.array([getattr(b, f) for b in live]) for f in ("start", "end", "size", "alignment")]
+    race = cpsat.Race(*columns, np.full(len(live), -1), 780288, work=5.0)
+    race.stop()  # before it starts: it must not run at all
+    answer, offsets = race.run()
+    assert answer == cpsat.UNKNOWN and offsets is None and race.cut
+
+
+# -- solve() with and without OR-Tools, over the toggles -----------------------------------
+
+EXACT_TOGGLES = [
+    Params(),
+    Params(cpsat=False),
+    Params(group_memory=False),
+    Params(cpsat=False, group_memory=False, decomposition=False),
+    Params(restarts=False, backjumping=False),
+]
+
+
+@pytest.mark.parametrize("params", EXACT_TOGGLES, ids=lambda p: f"cpsat={p.cpsat},memory={p.group_memory},dec={p.decomposition},restarts={p.restarts}")
+@pytest.mark.parametrize("ortools", [True, False], ids=["ortools", "no-ortools"])
+def test_fit_and_minimize_match_the_oracles(params, ortools, monkeypatch):
+    if not ortools:
+        monkeypatch.setattr(cpsat, "AVAILABLE", False)
+    # tiny budgets so that the races, the CP-SAT member and the schedule's steps all run
+    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 1)
+    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+    rng = np.random.default_rng(1600)
+    for _ in range(CASES // 4):
+        problem_tuple = random_problem(rng)
+        problem, capacity = as_problem(problem_tuple)
+        fit = solve(problem, capacity=capacity, params=params, greedy_first=False)
+        expected = oracle(*problem_tuple)
+        if expected is None:
+            assert fit.status is Status.INFEASIBLE, problem_tuple
+        else:
+            assert fit.status is Status.OK and validate(problem, fit.offsets, capacity) == [], problem_tuple
+        best = solve(problem, mode="minimize", params=params)
+        optimum = reference_optimum(problem)
+        assert best.status is Status.OK and best.optimal, problem_tuple
+        assert best.peak == optimum == best.lower_bound == best.capacity, (problem_tuple, best.peak, optimum)
+        assert validate(problem, best.offsets, None) == []
+
+
+def test_the_17_buffer_case_is_proved_both_ways():
+    problem = case17()
+    load = compute_load(problem)[0]
+    assert load == 780288
+    fit = solve(problem, capacity=load)
+    assert fit.status is Status.INFEASIBLE and fit.core is not None and len(fit.core) <= 6
+    best = solve(problem, mode="minimize")
+    assert best.optimal and best.peak == 781312 and best.lower_bound == 781312
+
+
+def test_without_ortools_everything_still_works(without_ortools):
+    problem = case17()
+    best = solve(problem, mode="minimize", params=Params(node_limit=400_000))
+    assert best.status is Status.OK and best.peak == 781312 and validate(problem, best.offsets, None) == []
+    assert best.lower_bound is not None and best.lower_bound <= 781312
+    assert solve(problem, capacity=1048576).status is Status.OK
+
+
+def test_a_cpsat_failure_only_costs_its_proof(monkeypatch):
+    def broken(self):
+        raise RuntimeError("solver crashed")
+
+    monkeypatch.setattr(cpsat.Race, "run", broken)
+    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 1)
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        problem_tuple = random_problem(rng)
+        problem, capacity = as_problem(problem_tuple)
+        fit = solve(problem, capacity=capacity, greedy_first=False)
+        assert fit.status is (Status.INFEASIBLE if oracle(*problem_tuple) is None else Status.OK)
+
+
+# -- determinism and monotonicity ----------------------------------------------------------
+
+
+def hard_family(count: int):
+    """Windows of the 17-buffer case's neighbourhood: alignment makes LOAD infeasible."""
+    rng = np.random.default_rng(3)
+    base = case17().buffers
+    for _ in range(count):
+        keep = [b for b in base if rng.random() < 0.85]
+        grow = int(rng.integers(0, 3))
+        yield Problem([Buffer(b.id, b.start, b.end, b.size + 1024 * grow * (k % 2), b.alignment) for k, b in enumerate(keep)])
+
+
+def test_no_time_limit_gives_byte_identical_answers(monkeypatch):
+    # small kernel budgets force the races, so CP-SAT's layouts and proofs are used too
+    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 64)
+    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+    for problem in hard_family(4):
+        runs = [solve(problem, mode="minimize") for _ in range(2)]
+        assert runs[0].offsets == runs[1].offsets and runs[0].peak == runs[1].peak
+        assert runs[0].lower_bound == runs[1].lower_bound and runs[0].optimal == runs[1].optimal
+        load = compute_load(problem)[0]
+        fits = [solve(problem, capacity=load + 1024, greedy_first=False) for _ in range(2)]
+        assert fits[0].status == fits[1].status and fits[0].offsets == fits[1].offsets
+
+
+@pytest.mark.parametrize("use_cpsat", [True, False], ids=["cpsat", "kernel-only"])
+def test_minimize_is_monotone_in_the_work_budget(use_cpsat, monkeypatch):
+    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 2048)
+    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+    # 0: no budget (CP-SAT then proves every optimum; the kernel alone needs minutes on some)
+    budgets = [2048, 4096, 10_000, 40_000, 200_000] + ([0] if use_cpsat else [])
+    for problem in hard_family(3):
+        peaks, bounds = [], []
+        for budget in budgets:
+            solution = solve(problem, mode="minimize", params=Params(cpsat=use_cpsat, node_limit=budget))
+            assert solution.status is Status.OK and validate(problem, solution.offsets, None) == []
+            assert solution.lower_bound <= solution.peak
+            peaks.append(solution.peak)
+            bounds.append(solution.lower_bound)
+            if budget == 0 and use_cpsat:
+                assert solution.optimal
+        assert peaks == sorted(peaks, reverse=True), (peaks, budgets)
+        assert bounds == sorted(bounds), (bounds, budgets)
+
+
+def test_progress_publishes_the_best_peak_and_the_lower_bound():
+    progress = np.zeros(4, dtype=np.int64)
+    seen = []
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            seen.append(tuple(progress[2:]))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        solution = solve(case17(), mode="minimize", progress=progress)
+    finally:
+        stop.set()
+        watcher.join()
+    assert tuple(progress[2:]) == (781312, 781312) == (solution.peak, solution.lower_bound)
+    assert all(low <= peak for peak, low in seen if low >= 0)
+    three = np.zeros(3, dtype=np.int64)
+    assert solve(case17(), mode="minimize", progress=three).peak == three[2] == 781312
+
+
+def test_a_short_time_limit_returns_the_best_layout_and_a_sound_bound():
+    solution = solve(case17(), mode="minimize", time_limit=0.0, params=Params(cpsat=False))
+    assert solution.status is Status.OK and solution.lower_bound <= 781312 <= solution.peak
