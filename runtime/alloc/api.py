@@ -101,18 +101,19 @@ LARGE_PLACEMENTS = 320_000
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
 # Large-neighbourhood search after the orderings (see _lns): at most LARGE_LNS_ROUNDS exact
-# window searches (the budget without a time limit) and LNS_TIMEOUT_SECONDS_PER_BUFFER x
-# buffers (at most LNS_TIMEOUT_SECONDS) of searches that time out; windows of at most
-# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_SECONDS for the first search of a window,
-# twice that for each of the LNS_GROWTH doublings; LNS_BISECTIONS capacities proved
-# infeasible per window; done within LNS_CLOSE of the lower bound.
+# window searches and LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most LNS_PATIENCE_NODES)
+# kernel nodes spent in searches that ran out of nodes; windows of at most
+# LNS_EXACT_BUFFERS free buffers, LNS_WINDOW_NODES kernel nodes for the first search of a
+# window, twice that for each of the LNS_GROWTH doublings; LNS_BISECTIONS capacities proved
+# infeasible per window; done within LNS_CLOSE of the lower bound. Every budget counts
+# nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
-LNS_WINDOW_SECONDS = 0.05
+LNS_WINDOW_NODES = 2048
 LNS_GROWTH = 5
 LNS_BISECTIONS = 3
-LNS_TIMEOUT_SECONDS = 1.0
-LNS_TIMEOUT_SECONDS_PER_BUFFER = 1e-5
+LNS_PATIENCE_NODES = 65536
+LNS_PATIENCE_NODES_PER_BUFFER = 0.5
 LNS_CLOSE = 1e-6
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
@@ -502,7 +503,7 @@ def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int
 class _LnsStats:
     windows: int = 0  # exact window searches run
     improved: int = 0  # of which lowered the layout
-    timed_out: float = 0.0  # seconds spent in window searches that timed out
+    timed_out: int = 0  # kernel nodes spent in window searches that ran out of nodes
     stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
 
 
@@ -516,13 +517,14 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     the exact search kernel, the buffers crossing the window pinned where they are (all
     below the peak): at the lowest useful capacity first (the height of everything else,
     or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
-    capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search times out is doubled,
-    with twice the time (LNS_GROWTH times from LNS_WINDOW_SECONDS, up to LNS_EXACT_BUFFERS
-    free buffers); when even that fails the peak cannot be lowered this way and the search
-    stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``, after ``rounds``
-    window searches, after LNS_TIMEOUT_SECONDS_PER_BUFFER x buffers (at most
-    LNS_TIMEOUT_SECONDS) spent in searches that timed out, at ``stop`` (a time.monotonic()
-    value) and on the cancel flag. Every accepted layout is valid: the free buffers are
+    capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search runs out of nodes is
+    doubled, with twice the nodes (LNS_GROWTH times from LNS_WINDOW_NODES, up to
+    LNS_EXACT_BUFFERS free buffers); when even that fails the peak cannot be lowered this
+    way and the search stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``,
+    after ``rounds`` window searches, after LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most
+    LNS_PATIENCE_NODES) nodes spent in searches that ran out of nodes, at ``stop`` (a
+    time.monotonic() value) and on the cancel flag. Only ``stop`` and the cancel flag
+    depend on time: without them the result is the same on every machine. Every accepted layout is valid: the free buffers are
     placed clear of the pinned ones and of each other, and nothing outside the window
     overlaps a free buffer in time.
 
@@ -537,7 +539,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     tops = offsets + sizes
-    patience = min(LNS_TIMEOUT_SECONDS, LNS_TIMEOUT_SECONDS_PER_BUFFER * len(starts))
+    patience = min(LNS_PATIENCE_NODES, max(LNS_WINDOW_NODES, int(LNS_PATIENCE_NODES_PER_BUFFER * len(starts))))
     while len(tops):
         peak = int(tops.max())
         if peak <= lower or peak - lower <= lower * LNS_CLOSE:
@@ -545,7 +547,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
         highest = int(np.argmax(tops))
         low, high = int(starts[highest]), int(ends[highest])
         lowered = False
-        seconds = LNS_WINDOW_SECONDS
+        nodes = LNS_WINDOW_NODES
         for _ in range(LNS_GROWTH):
             while True:  # no buffer at the peak may cross the window's ends
                 inside = (starts >= low) & (ends <= high)
@@ -570,9 +572,9 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
                         or (remaining is not None and remaining <= 0)):
                     return offsets  # the budget or the time is spent
                 stats.windows += 1
-                limit = seconds if remaining is None else min(seconds, remaining)
-                began = time.monotonic()
-                result = search(*window, capacity, instance.params, max(limit, 1e-6), instance.cancel, instance.progress)
+                limit = 0.0 if remaining is None else max(remaining, 1e-6)  # 0.0: no time limit
+                result = search(*window, capacity, instance.params, limit, instance.cancel, instance.progress,
+                                None, nodes)
                 instance.counters.add(result)
                 if result.status == STATUS_OK:
                     offsets[members] = result.offsets
@@ -581,7 +583,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
                     lowered = True
                     break
                 if result.status != STATUS_INFEASIBLE:
-                    stats.timed_out += time.monotonic() - began  # a wider window instead
+                    stats.timed_out += result.nodes  # a wider window instead
                     break
                 floor = capacity + 1
                 if floor >= peak:
@@ -591,7 +593,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
                 break
             width = high - low
             low, high = low - width // 2 - 1, high + width // 2 + 1
-            seconds *= 2
+            nodes *= 2
         if not lowered:
             stats.stuck = not instance.cancelled() and (stop is None or time.monotonic() < stop)
             break
@@ -631,10 +633,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     every ordering that improves is followed by the search at once (the limit may not
     leave time for all the orderings first), and the schedule goes on with further
     orderings (seeded random ones from the twelfth) until the time runs out. The
-    time only cuts the schedule short, so a longer limit never gives a worse layout, with
-    one exception: the window searches have time limits of their own (LNS_WINDOW_SECONDS,
-    the timeout budget), so whether one succeeds depends on the machine's speed; the
-    orderings alone are deterministic. Stops early at ``target`` (a peak at most this).
+    time only cuts the schedule short, so a longer limit never gives a worse layout (the
+    window searches have node budgets, not time limits, of their own: the schedule is the
+    same on every machine). Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only)."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it

@@ -142,7 +142,7 @@ def describe_solve(
     greedy_peak: int | None,
     progress: np.ndarray | None = None,
 ) -> Callable[[float], list[str]]:
-    """The fields `12.3 s`, `81920 nodes`, `best peak 1050624 B`, `minimize 454 buffers`,
+    """The fields `12.3 s`, `81920 nodes`, `best peak 1050624 B`, `proved >= 1048576 B`, `minimize 454 buffers`,
     `LOAD 1048576 B`, `peak <= 1339392 B (greedy)`, `Ctrl-C keeps the best` (live parts
     from `progress`, see `solve`), most important first."""
     load = compute_load(problem)[0]
@@ -156,10 +156,12 @@ def describe_solve(
     def describe(elapsed: float) -> list[str]:
         fields = [f"{elapsed:.1f} s"]
         if progress is not None:
-            nodes, _, best = (int(value) for value in progress)
+            nodes, best = int(progress[0]), int(progress[2])
             fields.append(f"{nodes} nodes")
             if best >= 0:
                 fields.append(f"best peak {best} B")
+            if len(progress) > 3 and progress[3] >= 0:  # minimize: the proved lower bound so far
+                fields.append(f"proved >= {int(progress[3])} B")
         return [*fields, *target, "Ctrl-C keeps the best"]
 
     return describe
@@ -191,7 +193,7 @@ def solve_with_progress(
         # large planner publishes its best peak from its first ordering on
         peaks = [solve(problem, mode=Mode.MINIMIZE, algorithm=name).peak for name in ("best-fit", "first-fit")]
         greedy_peak = min((peak for peak in peaks if peak is not None), default=None)
-    progress = np.zeros(3, dtype=np.int64)
+    progress = np.zeros(4, dtype=np.int64)  # nodes, backtracks, best peak, proved lower bound
     describe = describe_solve(problem, capacity, mode, greedy_peak, progress)
     with ProgressLine(stream, prefix, describe, interval=interval, delay=delay, force=force):
         return solve(problem, progress=progress, **solve_arguments)

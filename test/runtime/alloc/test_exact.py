@@ -160,7 +160,7 @@ def test_fit_and_minimize_match_the_oracles(params, ortools, monkeypatch):
         best = solve(problem, mode="minimize", params=params)
         optimum = reference_optimum(problem)
         assert best.status is Status.OK and best.optimal, problem_tuple
-        assert best.peak == optimum == best.lower_bound == best.capacity, (problem_tuple, best.peak, optimum)
+        assert best.peak == optimum == best.lower_bound == best.optimum, (problem_tuple, best.peak, optimum)
         assert validate(problem, best.offsets, None) == []
 
 

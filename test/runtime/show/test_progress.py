@@ -71,6 +71,14 @@ def test_describe_solve_shows_live_nodes_and_the_best_peak():
     assert describe(2.0)[:4] == ["2.0 s", "81920 nodes", "best peak 28 B", "minimize 3 buffers"]
 
 
+def test_describe_solve_shows_the_proved_lower_bound_from_the_fourth_slot():
+    progress = np.array([100, 90, 28, -1], dtype=np.int64)
+    describe = describe_solve(_problem(), None, Mode.MINIMIZE, 32, progress)
+    assert describe(1.0)[:4] == ["1.0 s", "100 nodes", "best peak 28 B", "minimize 3 buffers"]
+    progress[3] = 24
+    assert describe(1.0)[:4] == ["1.0 s", "100 nodes", "best peak 28 B", "proved >= 24 B"]
+
+
 def test_solve_fills_the_progress_array():
     problem = Problem([Buffer(i, 0, 1, 1) for i in range(9)] + [Buffer("x", 0, 2, 2), Buffer("y", 1, 3, 2)])
     progress = np.full(3, 7, dtype=np.int64)
