@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTRAS = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
 
 
-@pytest.mark.parametrize("extra", ["plot", "onnx", "mlir", "dask"])
+@pytest.mark.parametrize("extra", ["plot", "onnx", "mlir", "dask", "iree", "cpsat"])
 def test_hint_names_the_pins_of_pyproject(extra):
     assert extra_requirements(extra) == EXTRAS[extra]
     hint = install_hint(extra)
