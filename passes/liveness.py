@@ -91,6 +91,7 @@ class Lifetime:
     deallocs: tuple[Operation, ...]  # the ops that free it (directly or through an alias)
     loop: Operation | None  # the innermost loop around the allocation, within the function
     point: int  # the allocation's own point (start is earlier only in branching regions)
+    conservative: bool = False  # widened over a region with unstructured control flow (`cf`)
 
     @property
     def value(self) -> SSAValue:
@@ -241,13 +242,17 @@ def analyze_function(
         last = start
         for use in uses:
             last = max(last, _extent(use.op, ancestors, point_of, last_of, func))
+        exact = (start, last)
         for user in (op, *(use.op for use in uses)):
             for first_point, last_point in _branching_regions(user, func, point_of, last_of, region_spans):
                 start = min(start, first_point)
                 last = max(last, last_point)
         end = function_end if escapes else last + 1
+        conservative = start != exact[0] or (not escapes and last != exact[1])
         lifetimes.append(
-            Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op])
+            Lifetime(
+                op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op], conservative
+            )
         )
     return FunctionLiveness(func, points, tuple(lifetimes))
 

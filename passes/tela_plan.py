@@ -24,6 +24,7 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from typing import TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.exit_status import ExitStatus
@@ -48,6 +50,7 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.csv_io import write_problem
@@ -97,6 +100,14 @@ def plan_module(
         memory_space=memory_space,
     )
     problems = collect_module(module, capacity, alignment, memory_space)
+    if not problems and memory_space is not None:
+        message = (
+            f"no function has buffers in memory space '{memory_space}'; nothing was planned "
+            "(check the 'memory-space' option)"
+        )
+        emit_remark(module, message)
+        if report is not None:
+            report.write(f"tela-plan: {message}\n")
     dump_paths = _dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
     for function_problem in problems:
@@ -122,6 +133,13 @@ def collect_module(
     has_scratchpad = module_has_scratchpad_memrefs(module)
     problems: list[FunctionProblem] = []
     for func in functions(module):
+        if PEAK_ATTR in func.attributes:
+            # planned (or planned and lowered) already: planning again leaves it unchanged
+            emit_remark(
+                func,
+                f"'@{func.sym_name.data}' is already planned ('{PEAK_ATTR}' is set); left unchanged",
+            )
+            continue
         selection = selection_for(func, has_scratchpad, memory_space)
         function_problem = collect_function(func, selection, capacity, alignment)
         if function_problem.buffers:
@@ -141,14 +159,17 @@ def solve_function(
             "the module or function, or pass 'capacity=<bytes>'",
         )
     problem = function_problem.problem()
+    arguments = dict(capacity=function_problem.capacity, mode=mode, time_limit=time_limit, algorithm=algorithm)
+    stream = current_progress_stream()
     try:
-        solution = solve(
-            problem,
-            capacity=function_problem.capacity,
-            mode=mode,
-            time_limit=time_limit,
-            algorithm=algorithm,
-        )
+        if stream is None:
+            solution = solve(problem, **arguments)
+        else:  # a driver asked for the live progress line (drawn on terminals only)
+            from telamalloc.runtime.show.progress import solve_with_progress
+
+            solution = solve_with_progress(
+                problem, stream=stream, prefix=f"tela-plan: @{function_problem.name}", **arguments
+            )
     except ProblemError as error:
         raise PassFailedAtOp(func, f"cannot plan '@{function_problem.name}': {error}") from None
     if solution.ok:
@@ -160,7 +181,40 @@ def solve_function(
                 f"internal error: the layout for '@{function_problem.name}' is invalid: "
                 f"{errors[0]}; please report this with the 'dump-problem' CSV",
             )
-    return FunctionPlan(function_problem, solution)
+    plan = FunctionPlan(function_problem, solution)
+    emit_plan_remarks(plan, time_limit)
+    return plan
+
+
+def emit_plan_remarks(plan: FunctionPlan, time_limit: float | None) -> None:
+    """Remarks on a function's plan a user would want to know (see `passes.diagnostics`)."""
+    function_problem = plan.problem
+    solution = plan.solution
+    func = function_problem.func
+    name = function_problem.name
+    widened = [buffer.id for buffer in function_problem.buffers if buffer.lifetime.conservative]
+    if widened:
+        emit_remark(
+            func,
+            f"lifetimes of {_count(len(widened), 'buffer')} of '@{name}' ({_listed(widened)}) were made "
+            "conservative: they are used in a region with unstructured control flow ('cf' "
+            "branches), so each is live over the whole region; structured control flow "
+            "('scf') gives exact lifetimes",
+        )
+    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal:
+        limit = "the time limit" if time_limit is None else f"the time limit of '{time_limit:g}' s"
+        emit_remark(
+            func,
+            f"the plan of '@{name}' is not proved optimal ({limit} ran out): peak "
+            f"'{solution.peak}' B, LOAD '{solution.load}' B (a lower bound); raise 'time-limit' "
+            "to search longer",
+        )
+    elif solution.ok and solution.fallback:
+        emit_remark(
+            func,
+            f"the plan of '@{name}' comes from the greedy fallback after the time limit ran out: "
+            f"peak '{solution.peak}' B within capacity '{function_problem.capacity}' B",
+        )
 
 
 def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
@@ -175,15 +229,15 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
     if solution.overload is not None:
         overload = solution.overload
         points = function_problem.liveness.points
-        where = f"program point #{overload.time}"
-        if 0 <= overload.time < len(points):
-            where += f" ('{points[overload.time].name}')"
+        at = points[overload.time] if 0 <= overload.time < len(points) else func
+        live = len(overload.buffer_ids)
         raise PassFailedAtOp(
-            func,
-            f"cannot plan '@{name}': buffers need '{overload.bytes_needed}' bytes at {where} "
-            f"but capacity is '{overload.capacity}'; live there: "
-            f"{_listed(overload.buffer_ids)}; raise the capacity or shorten these lifetimes",
+            at,
+            f"cannot plan '@{name}': {_count(live, 'buffer')} live here (program point "
+            f"#{overload.time}) need '{overload.bytes_needed}' B but capacity is "
+            f"'{overload.capacity}' B; raise the capacity or shorten these lifetimes",
             ExitStatus.NO,
+            _buffer_notes(function_problem, overload.buffer_ids, f"is live at program point #{overload.time}"),
         )
     pinned = {buffer.id for buffer in function_problem.buffers if buffer.pinned is not None}
     if solution.status is Status.INFEASIBLE and solution.core and pinned.intersection(solution.core):
@@ -194,13 +248,14 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
         raise PassFailedAtOp(
             func,
             f"cannot plan '@{name}': buffers {_listed(solution.core)} cannot share "
-            f"'{capacity}' bytes although at most '{solution.load}' bytes are live at "
+            f"'{capacity}' B although at most '{solution.load}' B are live at "
             "once; raise the capacity (mode=minimize finds the smallest that fits)",
             ExitStatus.NO,
+            _buffer_notes(function_problem, solution.core, "is in the conflict"),
         )
     if solution.status is Status.INFEASIBLE:
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}", ExitStatus.NO
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {with_units(solution.message)}", ExitStatus.NO
         )
     if solution.algorithm != "telamalloc":
         raise PassFailedAtOp(
@@ -209,7 +264,7 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
     limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
     raise PassFailedAtOp(
         func,
-        f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({solution.message}); "
+        f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({with_units(solution.message)}); "
         "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
         ExitStatus.TIMEOUT if solution.status is Status.TIMEOUT else ExitStatus.NO,
     )
@@ -218,7 +273,49 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
 def _reason(solution: Solution) -> str:
     """The kernel's explanation without its status summary (`STATUS (algorithm, time): `)."""
     summary, separator, reason = solution.message.partition("): ")
-    return reason if separator and reason else solution.message
+    return with_units(reason if separator and reason else solution.message)
+
+
+_UNITLESS_SIZE = re.compile(r"\b(capacity|peak|LOAD|lower bound) '([0-9]+)'(?! B\b| bytes\b)")
+
+
+def with_units(message: str) -> str:
+    """The kernel's message with the unit after each quoted size: `peak '16384' B`."""
+    return _UNITLESS_SIZE.sub(r"\1 '\2' B", message)
+
+
+MAX_NOTED_BUFFERS = 4  # an error has notes at the allocs of at most this many buffers
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 buffer`, `2 buffers`."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _buffer_notes(
+    function_problem: FunctionProblem, ids: Sequence[object], role: str
+) -> tuple[tuple[Operation, str], ...]:
+    """Notes at the allocs of the largest of `ids` (largest first, then in program
+    order), then one `and N more` note (on the function) for the rest."""
+    chosen = set(ids)
+    buffers = sorted(
+        (buffer for buffer in function_problem.buffers if buffer.id in chosen),
+        key=lambda buffer: (-buffer.size, buffer.lifetime.point),
+    )
+    notes: list[tuple[Operation, str]] = [
+        (buffer.op, f"buffer '{buffer.id}' of '{buffer.size}' B, allocated here, {role}")
+        for buffer in buffers[:MAX_NOTED_BUFFERS]
+    ]
+    rest = buffers[MAX_NOTED_BUFFERS:]
+    if rest:
+        notes.append(
+            (
+                function_problem.func,
+                f"and {_count(len(rest), 'more buffer')} ('{sum(b.size for b in rest)}' B in all, "
+                f"the largest '{rest[0].size}' B): {_listed([b.id for b in rest])}",
+            )
+        )
+    return tuple(notes)
 
 
 def _listed(ids: Sequence[object]) -> str:
@@ -260,7 +357,7 @@ def format_report_line(plan: FunctionPlan) -> str:
     capacity_text = "none" if capacity is None else f"{capacity} B"
     optimal = ", optimal" if solution.optimal else ""
     return (
-        f"tela-plan: @{plan.name}: {len(plan.problem.buffers)} buffers, LOAD {solution.load} B, "
+        f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, LOAD {solution.load} B, "
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
         f"solve {solution.stats.seconds:.3f} s"

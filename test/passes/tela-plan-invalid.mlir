@@ -3,11 +3,14 @@
 // RUN: tela-opt %s --split-input-file --verify-diagnostics -p tela-plan
 
 // LOAD exceeds the capacity: a and b, 16 bytes each, are both live at point #1 (the alloc
-// of b): 16 + 16 = 32 bytes needed, capacity 20.
-// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@overload': buffers need '32' bytes at program point #1 ('scratchpad.alloc') but capacity is '20'; live there: 'a', 'b'; raise the capacity or shorten these lifetimes}}
+// of b): 16 + 16 = 32 bytes needed, capacity 20. The error is at that op, with a note at
+// the alloc of each live buffer (largest first).
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 20>} {
   func.func @overload() {
+    // expected-note @+1 {{buffer 'a' of '16' B, allocated here, is live at program point #1}}
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+    // expected-error @+2 {{pass 'tela-plan' failed: 'scratchpad.alloc' op cannot plan '@overload': 2 buffers live here (program point #1) need '32' B but capacity is '20' B; raise the capacity or shorten these lifetimes}}
+    // expected-note @+1 {{buffer 'b' of '16' B}}
     %b = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
     "test.op"(%a, %b) : (memref<4xf32, #scratchpad.space>, memref<4xf32, #scratchpad.space>) -> ()
     func.return
@@ -17,11 +20,11 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 // -----
 // LOAD fits but no layout does: two live 4-byte buffers aligned to 8 need offsets 0 and 8,
 // so 8 + 4 = 12 bytes, but the capacity is 11 (LOAD is only 4 + 4 = 8).
-// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@fragmented': buffers 'a', 'b' cannot share '11' bytes although at most '8' bytes are live at once; raise the capacity (mode=minimize finds the smallest that fits)}}
+// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@fragmented': buffers 'a', 'b' cannot share '11' B although at most '8' B are live at once; raise the capacity (mode=minimize finds the smallest that fits)}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 11, alignment = 8>} {
   func.func @fragmented() {
-    %a = scratchpad.alloc() : memref<4xi8, #scratchpad.space>
-    %b = scratchpad.alloc() : memref<4xi8, #scratchpad.space>
+    %a = scratchpad.alloc() : memref<4xi8, #scratchpad.space>  // expected-note {{buffer 'a' of '4' B, allocated here, is in the conflict}}
+    %b = scratchpad.alloc() : memref<4xi8, #scratchpad.space>  // expected-note {{buffer 'b'}}
     "test.op"(%a, %b) : (memref<4xi8, #scratchpad.space>, memref<4xi8, #scratchpad.space>) -> ()
     func.return
   }

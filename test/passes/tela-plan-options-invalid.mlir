@@ -27,7 +27,7 @@
 
 // The greedy baselines prove nothing: best-fit finds no layout in capacity 8 = LOAD here
 // (it needs 9 bytes), although one exists (c 0, a 3, b 6, d 3).
-// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op no plan for '@greedy' in '8' bytes: best-fit found no layout within capacity '8' (peak '9'); greedy proves nothing, try algorithm 'telamalloc'}}
+// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op no plan for '@greedy' in '8' bytes: best-fit found no layout within capacity '8' B (peak '9' B); greedy proves nothing, try algorithm 'telamalloc'}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 8>} {
   func.func @greedy() {
     %c = memref.alloc() : memref<3xi8, #scratchpad.space>
