@@ -10,6 +10,7 @@ import ast
 import contextlib
 import dataclasses
 import inspect
+import os
 import re
 import sys
 import textwrap
@@ -43,7 +44,9 @@ _EXPECTED = {
     "report-file": "a file path, e.g. 'report-file=report.txt'",
     "plot": "a '.svg' or '.png' file path, e.g. 'plot=plan.svg'",
     "report-json": "a file path, e.g. 'report-json=plan.json'",
+    "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
 }
+LAYOUT_FORMATS = (".csv", ".json")
 
 
 def check_options(
@@ -58,6 +61,7 @@ def check_options(
     memory_space: object = None,
     plot: object = None,
     report_json: object = None,
+    layout: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -83,9 +87,12 @@ def check_options(
         ("report-file", report_file),
         ("plot", plot),
         ("report-json", report_json),
+        ("layout", layout),
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_EXPECTED[option]}")
+    if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
+        raise ValueError(f"invalid layout '{layout}'; expected {_EXPECTED['layout']}")
     if plot is not None:
         try:
             picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
@@ -136,6 +143,11 @@ class PlanningOptions(ModulePass):
     """Write a JSON report per planned function (LOAD, peak, fragmentation, status, solve
     time, nodes, the most contended point and its buffers) to this file."""
 
+    layout: str | None = None
+    """Write every planned buffer (function, id, op location, lifetime, size, alignment,
+    offset) to this `.csv` (the project's CSV format plus `location`; `<stem>.<function>.csv`
+    when several functions are planned) or `.json` file."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -148,6 +160,7 @@ class PlanningOptions(ModulePass):
             memory_space=self.memory_space,
             plot=self.plot,
             report_json=self.report_json,
+            layout=self.layout,
         )
 
     @contextlib.contextmanager

@@ -23,6 +23,7 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -53,7 +54,8 @@ from telamalloc.passes.collect import (
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.alloc.csv_io import write_problem
+from telamalloc.ir_text import source_location
+from telamalloc.runtime.alloc.csv_io import write_problem, write_solution
 from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
 
@@ -112,7 +114,10 @@ def plan_module(
     plans: list[FunctionPlan] = []
     for function_problem in problems:
         if dump_paths:
-            _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
+            dump_path = dump_paths[function_problem.name]
+            _write_problem_csv(dump_path, function_problem.problem())
+            if dump_path != dump_problem:
+                emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         plan = solve_function(function_problem, mode, time_limit, algorithm)
         if report is not None:
             report.write(format_report_line(plan) + "\n")
@@ -399,7 +404,7 @@ class TelaPlanPass(PlanningOptions):
             _require_plotting()
         # Outputs are written after the IR is planned: catch unwritable paths before that,
         # so that a failing pass leaves the IR unchanged.
-        for option, path in (("plot", self.plot), ("report-json", self.report_json)):
+        for option, path in (("plot", self.plot), ("report-json", self.report_json), ("layout", self.layout)):
             if path is not None:
                 _require_writable(option, path)
         with self.report_stream() as report:
@@ -418,6 +423,8 @@ class TelaPlanPass(PlanningOptions):
             _draw_plans(self.plot, plans)
         if self.report_json is not None:
             _write_json_report(self.report_json, plans)
+        if self.layout is not None:
+            _write_layout(self.layout, plans)
         return plans
 
 
@@ -441,9 +448,76 @@ def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
     from telamalloc.runtime.show.plot import PlotError, plot_plans
 
     try:
-        plot_plans(path, plans)
+        paths = plot_plans(path, plans)
     except (PlotError, OSError) as error:
         raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
+    _say_written("plot", path, paths, plans)
+
+
+def _say_written(what: str, path: str, paths: dict[str, str], plans: Sequence[FunctionPlan]) -> None:
+    """A remark per function whose output went to a file other than `path` (several functions)."""
+    for plan in plans:
+        written = paths.get(plan.name)
+        if written is not None and written != path:
+            emit_remark(plan.problem.func, f"wrote the {what} of '@{plan.name}' to '{written}'")
+
+
+def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
+    """One row per buffer of a successful plan, in program order (for `layout=`)."""
+    offsets = plan.solution.offsets
+    assert offsets is not None
+    return [
+        {
+            "id": buffer.id,
+            "op": buffer.op.name,
+            "location": source_location(buffer.op, ""),
+            "lower": buffer.lifetime.start,
+            "upper": buffer.lifetime.end,
+            "size": buffer.size,
+            "alignment": buffer.alignment,
+            "offset": offset,
+        }
+        for buffer, offset in zip(plan.problem.buffers, offsets)
+    ]
+
+
+def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
+    """`{"functions": [{"name", "peak", "load", "capacity", "buffers": [...]}]}`, keys sorted."""
+    functions_json = [
+        {
+            "name": plan.name,
+            "peak": plan.solution.peak,
+            "load": plan.solution.load,
+            "capacity": plan.problem.capacity,
+            "buffers": layout_rows(plan),
+        }
+        for plan in plans
+    ]
+    return json.dumps({"functions": functions_json}, indent=2, sort_keys=True) + "\n"
+
+
+def _write_layout(path: str, plans: tuple[FunctionPlan, ...]) -> None:
+    from telamalloc.runtime.show.report import write_text_atomically
+
+    try:
+        if path.lower().endswith(".json"):
+            write_text_atomically(path, format_layout_json(plans))
+            return
+        paths = _dump_paths(path, [plan.problem for plan in plans])
+        for plan in plans:
+            rows = layout_rows(plan)
+            write_solution(
+                paths[plan.name],
+                plan.problem.problem(),
+                plan.solution.offsets,
+                columns=["id", "lower", "upper", "size", "alignment", "offset"],
+                locations=[str(row["location"]) for row in rows],
+            )
+    except OSError as error:
+        raise PassFailedException(
+            f"cannot write the layout to '{path}': {error.strerror or error}; pass a writable 'layout' path"
+        ) from None
+    _say_written("layout", path, paths, plans)
 
 
 def _write_json_report(path: str, plans: tuple[FunctionPlan, ...]) -> None:

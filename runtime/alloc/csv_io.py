@@ -5,7 +5,9 @@ Reading: a header row is required; columns are found by name, in any order:
 - or ``id,begin,end,size`` with ``end`` INCLUSIVE (as XLA, TFLite and IREE dump them):
   ``upper = end + 1``;
 - optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer; an
-  empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only).
+  empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only);
+- optional ``location``, informational (``file:line:col`` of the allocating op, written by
+  ``tela-plan{layout=...}``): read and ignored.
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
@@ -29,7 +31,7 @@ from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, Problem
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
-OPTIONAL_COLUMNS = ("alignment", "offset")
+OPTIONAL_COLUMNS = ("alignment", "offset", "location")  # `location`: informational, ignored when read
 KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -143,7 +145,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     values = {
         column: _integer(path, line, column, row[index])
         for column, index in position.items()
-        if column != "id" and not (column == "offset" and not row[index].strip())  # empty: not pinned
+        if column not in ("id", "location") and not (column == "offset" and not row[index].strip())  # empty: not pinned
     }
     start = values[lower_name]
     end = values[upper_name]
@@ -175,12 +177,15 @@ def write_solution(
     problem: Problem,
     offsets: Sequence[int],
     columns: Sequence[str] | None = None,
+    locations: Sequence[str] | None = None,
 ) -> None:
     """Write ``problem`` with one offset per buffer, atomically.
 
     ``columns`` is the input header (from ``read_csv``); by default MiniMalloc's
     ``id,lower,upper,size`` plus ``alignment`` when any buffer has one. An ``offset`` column
     is appended when missing. ``begin``/``end`` columns are written inclusive again.
+    ``locations`` (one per buffer) adds a ``location`` column; without them, a ``location``
+    column of the input is written empty.
     """
     if len(offsets) != len(problem.buffers):
         raise ValueError(f"expected one offset per buffer ('{len(problem.buffers)}') but got '{len(offsets)}'")
@@ -194,11 +199,14 @@ def write_solution(
         raise ValueError(f"unknown column '{unknown[0]}'")
     if "offset" not in columns:
         columns.append("offset")
+    if locations is not None and "location" not in columns:
+        columns.append("location")
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
-    for buffer, offset in zip(problem.buffers, offsets):
+    for index, (buffer, offset) in enumerate(zip(problem.buffers, offsets)):
         values = {
+            "location": "" if locations is None else locations[index],
             "id": buffer.id,
             "lower": buffer.start,
             "upper": buffer.end,
