@@ -101,8 +101,9 @@ def parse_expectations(text: str, file_name: str, line_offset: int = 0) -> list[
     last_plain_line: int | None = None
     for index, line_text in enumerate(lines):
         line = line_offset + index + 1
-        designator = _DESIGNATOR.search(line_text)
-        if designator is None:
+        comment = line_text.find("//")
+        designator = None if comment < 0 else _DESIGNATOR.match(line_text, comment)
+        if designator is None:  # no comment, or one that is not an expectation
             if line_text.strip():
                 last_plain_line = line
                 for expectation in waiting_for_next_line:
