@@ -164,8 +164,8 @@ class TelaOptMain(xDSLOptMain):
         self._emitted: list[Emitted] | None = None  # the current chunk's diagnostics
         super().__init__(
             description=(
-                "telamalloc optimizer driver: xdsl-opt with the scratchpad dialect and "
-                "the telamalloc passes, with mlir-opt's pipeline syntax and diagnostics"
+                "telamalloc optimizer driver: xdsl-opt with the scratchpad dialect and the\n"
+                "telamalloc passes, with mlir-opt's pipeline syntax and diagnostics"
             ),
             args=args,
         )
