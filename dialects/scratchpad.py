@@ -212,16 +212,25 @@ class PassFailedAtOp(PassFailedException):
     `tela-opt` prints the op's source location (`file:line:col`) in front of the message,
     as MLIR does for diagnostics emitted on an op. `exit_status` is what a driver exits
     with: bad input unless the pass says the answer is no (a plan that does not fit) or
-    that it ran out of time.
+    that it ran out of time. `notes` are `(op, message)` pairs printed after the error
+    as `file:line:col: note: message` (e.g. the largest buffers live at an overload).
     """
 
     op: Operation
     exit_status: ExitStatus
+    notes: tuple[tuple[Operation, str], ...]
 
-    def __init__(self, op: Operation, message: str, exit_status: ExitStatus = ExitStatus.BAD_INPUT):
+    def __init__(
+        self,
+        op: Operation,
+        message: str,
+        exit_status: ExitStatus = ExitStatus.BAD_INPUT,
+        notes: tuple[tuple[Operation, str], ...] = (),
+    ):
         super().__init__(message)
         self.op = op
         self.exit_status = exit_status
+        self.notes = notes
 
 
 # --------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ class Lifetime:
     deallocs: tuple[Operation, ...]  # the ops that free it (directly or through an alias)
     loop: Operation | None  # the innermost loop around the allocation, within the function
     point: int  # the allocation's own point (start is earlier only in branching regions)
+    conservative: bool = False  # widened over a region with unstructured control flow (`cf`)
 
     @property
     def value(self) -> SSAValue:
@@ -297,18 +298,22 @@ def analyze_function(
         opaque = escapes and any(use.op.successors and use.op.name not in BRANCH_OPS for use in uses)
         regions = list(_branching_regions(op, func))
         held = {id(region) for region in regions}
+        widened = False  # this lifetime spans a whole branching region (conservative)
         if any(id(region) not in held for use in uses for region in _branching_regions(use.op, func)):
-            conservative = True  # used in a branching region of an op it is live across whole
+            widened = True  # used in a branching region of an op it is live across whole
         for region in regions:
             interval = None if opaque else _cfg_interval(region, op, uses, ancestors, point_of, last_of, func, cfgs)
             if interval is None:
                 interval = _region_span(region, point_of, last_of, region_spans)
-                conservative = True
+                widened = True
             start = min(start, interval[0])
             last = max(last, interval[1])
         end = function_end if escapes else last + 1
+        conservative = conservative or widened
         lifetimes.append(
-            Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op])
+            Lifetime(
+                op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op], widened
+            )
         )
     return FunctionLiveness(func, points, tuple(lifetimes), conservative)
 

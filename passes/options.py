@@ -6,40 +6,51 @@ lists what is accepted; `tela-opt` prints it as a one-line usage error.
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import dataclasses
+import inspect
+import os
+import re
 import sys
-from collections.abc import Iterator
+import textwrap
+import typing
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Self, TextIO
+from typing import Self, TextIO, TypeVar
 
 from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
+from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.show.plot import PlotError, picture_format
 from telamalloc.runtime.alloc.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)
+T = TypeVar("T")
 
 _EXPECTED = {
     "capacity": "a positive number of bytes, e.g. 'capacity=1048576'",
     "alignment": "a power of two in bytes, e.g. 'alignment=64'",
     "mode": " or ".join(f"'{mode}'" for mode in MODES),
     "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
-    "time-limit": "a number of seconds >= 0, e.g. 'time-limit=2.5'",
-    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=\"l2\"'",
-    "dump-problem": "a quoted file path, e.g. 'dump-problem=\"plan.csv\"'",
+    "time-limit": "a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'",
+    "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=l2'",
+    "dump-problem": "a file path, e.g. 'dump-problem=plan.csv'",
     "report": "'true' or 'false'",
-    "report-file": "a quoted file path, e.g. 'report-file=\"report.txt\"'",
-    "plot": "a quoted '.svg' or '.png' file path, e.g. 'plot=\"plan.svg\"'",
-    "report-json": "a quoted file path, e.g. 'report-json=\"plan.json\"'",
-    "html": "a quoted '.html' file path, e.g. 'html=\"plan.html\"'",
+    "report-file": "a file path, e.g. 'report-file=report.txt'",
+    "plot": "a '.svg' or '.png' file path, e.g. 'plot=plan.svg'",
+    "report-json": "a file path, e.g. 'report-json=plan.json'",
+    "html": "a '.html' file path, e.g. 'html=plan.html'",
     "on-overflow": "'error' or 'spill'",
     "assign-memory": "'true' or 'false'",
+    "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
 }
 ON_OVERFLOW = ("error", "spill")
+LAYOUT_FORMATS = (".csv", ".json")
 
 
 def check_options(
@@ -56,20 +67,21 @@ def check_options(
     report_json: object = None,
     html: object = None,
     on_overflow: object = "error",
+    layout: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
-        raise ValueError(f"invalid capacity '{capacity}'; expected {_accepted('capacity')}")
+        raise ValueError(f"invalid capacity '{capacity}'; expected {_EXPECTED['capacity']}")
     if alignment is not None and (
         not _is_int(alignment) or not is_power_of_two(alignment) or alignment > 2**62
     ):
-        raise ValueError(f"invalid alignment '{alignment}'; expected {_accepted('alignment')}")
+        raise ValueError(f"invalid alignment '{alignment}'; expected {_EXPECTED['alignment']}")
     if isinstance(mode, Mode):
         mode = mode.value
     if mode not in MODES:
-        raise ValueError(f"unknown mode '{mode}'; expected {_accepted('mode')}")
+        raise ValueError(f"unknown mode '{mode}'; expected {_EXPECTED['mode']}")
     if algorithm not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm '{algorithm}'; expected {_accepted('algorithm')}")
+        raise ValueError(f"unknown algorithm '{algorithm}'; expected {_EXPECTED['algorithm']}")
     if time_limit is not None and (
         isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
     ):
@@ -84,11 +96,14 @@ def check_options(
         ("plot", plot),
         ("report-json", report_json),
         ("html", html),
+        ("layout", layout),
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
     if on_overflow not in ON_OVERFLOW:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
+    if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
+        raise ValueError(f"invalid layout '{layout}'; expected {_accepted('layout')}")
     if plot is not None:
         try:
             picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
@@ -120,7 +135,7 @@ class PlanningOptions(ModulePass):
     """'fit': any layout within the capacity; 'minimize': the smallest peak."""
 
     time_limit: float | None = None
-    """Seconds the solver may spend on each function; default: no limit."""
+    """Time the solver may spend on each function (`2.5`, `10s`, `500ms`, `2m`); default: no limit."""
 
     algorithm: str = "telamalloc"
     """'telamalloc' (exact search), 'best-fit' or 'first-fit' (greedy baselines)."""
@@ -158,6 +173,11 @@ class PlanningOptions(ModulePass):
     unnamed `#scratchpad.space`: the fastest (first) first, by accesses per byte of lifetime
     (`passes/memories.py`); without it they are the first memory's."""
 
+    layout: str | None = None
+    """Write every planned buffer (function, id, op location, lifetime, size, alignment,
+    offset) to this `.csv` (the project's CSV format plus `location`; `<stem>.<function>.csv`
+    when several functions are planned) or `.json` file."""
+
     def __post_init__(self) -> None:
         check_options(
             capacity=self.capacity,
@@ -172,6 +192,7 @@ class PlanningOptions(ModulePass):
             report_json=self.report_json,
             html=self.html,
             on_overflow=self.on_overflow,
+            layout=self.layout,
         )
 
     @contextlib.contextmanager
@@ -192,30 +213,153 @@ class PlanningOptions(ModulePass):
 
     @classmethod
     def from_spec(cls, spec: ArgSpec) -> Self:
-        """Builds the pass from `name{option=value ...}`, with diagnostics listing what is accepted."""
-        arguments = dict(spec.parameters)
-        for key, values in arguments.items():
-            option = key.replace("_", "-")
-            if option not in _EXPECTED:
-                known = ", ".join(f"'{name}'" for name in _EXPECTED)
-                raise ValueError(f"unknown option '{key}' of '{spec.name}'; the options are {known}")
-            if option in ("report", "assign-memory") and len(values) == 0:
-                arguments[key] = (True,)
-                continue
-            if len(values) != 1:
-                raise ValueError(f"option '{option}' takes one value, got '{values}'; expected {_accepted(option)}")
-            value = values[0]
-            if option == "time-limit" and _is_int(value):
-                arguments[key] = (float(value),)
-                continue
-            if option == "memory-space" and isinstance(value, str) and value:
-                continue
-            if option in ("capacity", "alignment", "memory-space") and not _is_int(value):
-                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option == "time-limit" and not isinstance(value, float):
-                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("mode", "algorithm", "dump-problem", "report-file", "plot", "report-json", "html", "on-overflow") and not isinstance(value, str):
-                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-            if option in ("report", "assign-memory") and not isinstance(value, bool):
-                raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
-        return super().from_spec(ArgSpec(spec.name, arguments))
+        """Builds the pass from xDSL's parsed `name{option=value ...}` (plain `xdsl-opt`
+        and `PassPipeline.parse_spec`); `tela-opt` reads MLIR's syntax and calls
+        `build_pass` instead. Both check every value the same way."""
+        options: list[tuple[str, str | None, bool]] = []
+        for key, values in spec.parameters.items():
+            if len(values) == 0:
+                options.append((key, None, False))
+            elif len(values) == 1:
+                value = values[0]
+                text = str(value).lower() if isinstance(value, bool) else str(value)
+                options.append((key, text, isinstance(value, str)))
+            else:
+                option = key.replace("_", "-")
+                shown = ",".join(str(value) for value in values)
+                raise ValueError(f"option '{option}' takes one value, got '{shown}'; expected {_accepted_by(cls, option)}")
+        return build_pass(cls, spec.name, options)
+
+
+# --- generic option machinery: every option is one dataclass field with its docstring ----
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    """One option of a pass, as `tela-opt --help` lists it."""
+
+    name: str  # as written in a pipeline: 'time-limit'
+    field: str  # the dataclass field: 'time_limit'
+    kind: str  # 'integer', 'duration', 'bool', 'string' or 'integer or name'
+    default: object
+    help: str  # the field's docstring, on one line
+    accepted: str  # what a value must look like (from `_EXPECTED`, else from the kind)
+
+
+_KIND_ACCEPTED = {
+    "integer": "an integer",
+    "duration": f"a duration, e.g. {DURATION_FORMS}",
+    "bool": "'true' or 'false'",
+    "string": "a string",
+    "integer or name": "an integer or a name",
+}
+
+
+def option_infos(cls: type) -> tuple[OptionInfo, ...]:
+    """The options of the dataclass pass `cls`, in field order (none for a plain pass)."""
+    if not dataclasses.is_dataclass(cls):
+        return ()
+    hints = typing.get_type_hints(cls)
+    docs = _field_docstrings(cls)
+    infos: list[OptionInfo] = []
+    for field in dataclasses.fields(cls):
+        name = field.name.replace("_", "-")
+        kind = _kind(hints[field.name])
+        accepted = _EXPECTED.get(name, _KIND_ACCEPTED[kind])
+        infos.append(OptionInfo(name, field.name, kind, field.default, docs.get(field.name, ""), accepted))
+    return tuple(infos)
+
+
+def _kind(hint: object) -> str:
+    arguments = set(typing.get_args(hint)) - {type(None)} or {hint}
+    if arguments == {bool}:
+        return "bool"
+    if arguments == {int}:
+        return "integer"
+    if arguments == {float}:
+        return "duration"
+    if arguments == {int, str}:
+        return "integer or name"
+    return "string"
+
+
+def _field_docstrings(cls: type) -> dict[str, str]:
+    """`field: type = default` followed by a string literal: that string, per field."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        body = ast.parse(source).body
+        if not body or not isinstance(body[0], ast.ClassDef):
+            continue
+        statements = body[0].body
+        for statement, following in zip(statements, statements[1:]):
+            if (
+                isinstance(statement, ast.AnnAssign)
+                and isinstance(statement.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[statement.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def _accepted_by(cls: type, option: str) -> str:
+    for info in option_infos(cls):
+        if info.name == option:
+            return info.accepted
+    return _EXPECTED.get(option, "a value")
+
+
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def convert_option(info: OptionInfo, value: str | None, quoted: bool) -> object:
+    """The field value for `key=value` (None: a bare `key`); ValueError names the option."""
+    if info.kind == "bool":
+        if value is None or (not quoted and value in ("true", "1")):
+            return True
+        if not quoted and value in ("false", "0"):
+            return False
+    elif value is None:
+        raise ValueError(f"option '{info.name}' needs a value; expected {info.accepted}")
+    elif info.kind == "string":
+        return value
+    elif info.kind == "integer or name":  # e.g. memory-space=3 or memory-space=l2
+        return int(value) if not quoted and _INTEGER.fullmatch(value) else value
+    elif info.kind == "integer" and not quoted and _INTEGER.fullmatch(value):
+        return int(value)
+    elif info.kind == "duration" and not quoted:
+        try:
+            return parse_duration(value)
+        except ValueError:
+            pass
+    shown = "" if value is None else value
+    adjective = "unknown" if info.name in ("mode", "algorithm") else "invalid"
+    raise ValueError(f"{adjective} {info.name} '{shown}'; expected {info.accepted}")
+
+
+def build_pass(cls: type[T], pass_name: str, options: Sequence[tuple[str, str | None, bool]]) -> T:
+    """`cls` built from `(key, value or None, quoted)` triples of a pipeline's pass entry.
+
+    Unknown and repeated keys are errors, each value is converted by its field's kind
+    (`convert_option`), and the pass's own `__post_init__` checks the rest. Raises
+    ValueError with a one-line message naming the option.
+    """
+    infos = {info.name: info for info in option_infos(cls)}
+    arguments: dict[str, object] = {}
+    for key, value, quoted in options:
+        option = key.replace("_", "-")
+        info = infos.get(option)
+        if info is None:
+            if not infos:
+                raise ValueError(f"unknown option '{key}' of '{pass_name}'; it takes no options")
+            known = ", ".join(f"'{name}'" for name in infos)
+            raise ValueError(f"unknown option '{key}' of '{pass_name}'; the options are {known}")
+        if info.field in arguments:
+            raise ValueError(f"option '{option}' of '{pass_name}' is given twice; give it once")
+        arguments[info.field] = convert_option(info, value, quoted)
+    return cls(**arguments)

@@ -124,8 +124,8 @@ def _collect_function(func: FuncOp) -> list[_FunctionLowering] | None:
     planned: list[_PlannedAlloc] = []
     unplanned: list[Operation] = []
     for op in func.walk():
-        if op.name not in ALLOCATION_OPS:
-            continue
+        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes:
+            continue  # an arena: the function is lowered already, and stays as it is
         offset = planned_offset(op)
         if offset is None:
             unplanned.append(op)

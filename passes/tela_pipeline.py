@@ -12,6 +12,7 @@ unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -33,22 +34,8 @@ class TelaPipelinePass(PlanningOptions):
 
     def run(self, module: ModuleOp) -> tuple[FunctionPlan, ...]:
         """Plans and lowers `module`; returns the plans (one per function with buffers)."""
-        plan_pass = TelaPlanPass(
-            capacity=self.capacity,
-            alignment=self.alignment,
-            mode=self.mode,
-            time_limit=self.time_limit,
-            algorithm=self.algorithm,
-            dump_problem=self.dump_problem,
-            report=self.report,
-            report_file=self.report_file,
-            memory_space=self.memory_space,
-            plot=self.plot,
-            report_json=self.report_json,
-            html=self.html,
-            on_overflow=self.on_overflow,
-            assign_memory=self.assign_memory,
-        )
+        options = {field.name: getattr(self, field.name) for field in dataclasses.fields(PlanningOptions)}
+        plan_pass = TelaPlanPass(**options)
         plans = plan_pass.plan(module)
         lower_module(module)
         return plans

@@ -23,7 +23,9 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TextIO
@@ -51,10 +53,12 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.memories import assign_memories
+from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.alloc.csv_io import write_problem
+from telamalloc.ir_text import source_location
+from telamalloc.runtime.alloc.csv_io import write_problem, write_solution
 from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
 
@@ -131,12 +135,23 @@ def plan_module(
 def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
                     memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
     problems = collect_module(module, capacity, alignment, memory_space)
+    if not problems and memory_space is not None:
+        message = (
+            f"no function has buffers in memory space '{memory_space}'; nothing was planned "
+            "(check the 'memory-space' option)"
+        )
+        emit_remark(module, message)
+        if report is not None:
+            report.write(f"tela-plan: {message}\n")
     dump_paths = _dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
     replacements: list[tuple[Operation, Operation]] = []
     for function_problem in problems:
         if dump_paths:
-            _write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
+            dump_path = dump_paths[function_problem.name]
+            _write_problem_csv(dump_path, function_problem.problem())
+            if dump_path != dump_problem:
+                emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         plan = solve_function(function_problem, mode, time_limit, algorithm)
         if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = function_problem.selection
@@ -193,6 +208,13 @@ def collect_module(
     has_scratchpad = module_has_scratchpad_memrefs(module)
     problems: list[FunctionProblem] = []
     for func in functions(module):
+        if PEAK_ATTR in func.attributes:
+            # planned (or planned and lowered) already: planning again leaves it unchanged
+            emit_remark(
+                func,
+                f"'@{func.sym_name.data}' is already planned ('{PEAK_ATTR}' is set); left unchanged",
+            )
+            continue
         if isinstance(memory_space, int):
             selections = [selection_for(func, has_scratchpad, memory_space)]
         else:
@@ -244,14 +266,17 @@ def solve_function(
             "the module or function, or pass 'capacity=<bytes>'",
         )
     problem = function_problem.problem()
+    arguments = dict(capacity=function_problem.capacity, mode=mode, time_limit=time_limit, algorithm=algorithm)
+    stream = current_progress_stream()
     try:
-        solution = solve(
-            problem,
-            capacity=function_problem.capacity,
-            mode=mode,
-            time_limit=time_limit,
-            algorithm=algorithm,
-        )
+        if stream is None:
+            solution = solve(problem, **arguments)
+        else:  # a driver asked for the live progress line (drawn on terminals only)
+            from telamalloc.runtime.show.progress import solve_with_progress
+
+            solution = solve_with_progress(
+                problem, stream=stream, prefix=f"tela-plan: @{function_problem.name}", **arguments
+            )
     except ProblemError as error:
         raise PassFailedAtOp(func, f"cannot plan '@{function_problem.name}': {error}") from None
     if solution.ok:
@@ -263,7 +288,40 @@ def solve_function(
                 f"internal error: the layout for '@{function_problem.name}' is invalid: "
                 f"{errors[0]}; please report this with the 'dump-problem' CSV",
             )
-    return FunctionPlan(function_problem, solution)
+    plan = FunctionPlan(function_problem, solution)
+    emit_plan_remarks(plan, time_limit)
+    return plan
+
+
+def emit_plan_remarks(plan: FunctionPlan, time_limit: float | None) -> None:
+    """Remarks on a function's plan a user would want to know (see `passes.diagnostics`)."""
+    function_problem = plan.problem
+    solution = plan.solution
+    func = function_problem.func
+    name = function_problem.name
+    widened = [buffer.id for buffer in function_problem.buffers if buffer.lifetime.conservative]
+    if widened:
+        emit_remark(
+            func,
+            f"lifetimes of {_count(len(widened), 'buffer')} of '@{name}' ({_listed(widened)}) were made "
+            "conservative: they are used in a region with unstructured control flow ('cf' "
+            "branches), so each is live over the whole region; structured control flow "
+            "('scf') gives exact lifetimes",
+        )
+    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal:
+        limit = "the time limit" if time_limit is None else f"the time limit of '{time_limit:g}' s"
+        emit_remark(
+            func,
+            f"the plan of '@{name}' is not proved optimal ({limit} ran out): peak "
+            f"'{solution.peak}' B, LOAD '{solution.load}' B (a lower bound); raise 'time-limit' "
+            "to search longer",
+        )
+    elif solution.ok and solution.fallback:
+        emit_remark(
+            func,
+            f"the plan of '@{name}' comes from the greedy fallback after the time limit ran out: "
+            f"peak '{solution.peak}' B within capacity '{function_problem.capacity}' B",
+        )
 
 
 def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
@@ -278,15 +336,15 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
     if solution.overload is not None:
         overload = solution.overload
         points = function_problem.liveness.points
-        where = f"program point #{overload.time}"
-        if 0 <= overload.time < len(points):
-            where += f" ('{points[overload.time].name}')"
+        at = points[overload.time] if 0 <= overload.time < len(points) else func
+        live = len(overload.buffer_ids)
         raise PassFailedAtOp(
-            func,
-            f"cannot plan '@{name}': buffers need '{overload.bytes_needed}' bytes at {where} "
-            f"but capacity is '{overload.capacity}'; live there: "
-            f"{_listed(overload.buffer_ids)}; raise the capacity or shorten these lifetimes",
+            at,
+            f"cannot plan '@{name}': {_count(live, 'buffer')} live here (program point "
+            f"#{overload.time}) need '{overload.bytes_needed}' B but capacity is "
+            f"'{overload.capacity}' B; raise the capacity or shorten these lifetimes",
             ExitStatus.NO,
+            _buffer_notes(function_problem, overload.buffer_ids, f"is live at program point #{overload.time}"),
         )
     pinned = {buffer.id for buffer in function_problem.buffers if buffer.pinned is not None}
     if solution.status is Status.INFEASIBLE and solution.core and pinned.intersection(solution.core):
@@ -297,13 +355,14 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
         raise PassFailedAtOp(
             func,
             f"cannot plan '@{name}': buffers {_listed(solution.core)} cannot share "
-            f"'{capacity}' bytes although at most '{solution.load}' bytes are live at "
+            f"'{capacity}' B although at most '{solution.load}' B are live at "
             "once; raise the capacity (mode=minimize finds the smallest that fits)",
             ExitStatus.NO,
+            _buffer_notes(function_problem, solution.core, "is in the conflict"),
         )
     if solution.status is Status.INFEASIBLE:
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {solution.message}", ExitStatus.NO
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {with_units(solution.message)}", ExitStatus.NO
         )
     if solution.algorithm != "telamalloc":
         raise PassFailedAtOp(
@@ -312,7 +371,7 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
     limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
     raise PassFailedAtOp(
         func,
-        f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({solution.message}); "
+        f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({with_units(solution.message)}); "
         "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
         ExitStatus.TIMEOUT if solution.status is Status.TIMEOUT else ExitStatus.NO,
     )
@@ -321,7 +380,49 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
 def _reason(solution: Solution) -> str:
     """The kernel's explanation without its status summary (`STATUS (algorithm, time): `)."""
     summary, separator, reason = solution.message.partition("): ")
-    return reason if separator and reason else solution.message
+    return with_units(reason if separator and reason else solution.message)
+
+
+_UNITLESS_SIZE = re.compile(r"\b(capacity|peak|LOAD|lower bound) '([0-9]+)'(?! B\b| bytes\b)")
+
+
+def with_units(message: str) -> str:
+    """The kernel's message with the unit after each quoted size: `peak '16384' B`."""
+    return _UNITLESS_SIZE.sub(r"\1 '\2' B", message)
+
+
+MAX_NOTED_BUFFERS = 4  # an error has notes at the allocs of at most this many buffers
+
+
+def _count(number: int, noun: str) -> str:
+    """`1 buffer`, `2 buffers`."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _buffer_notes(
+    function_problem: FunctionProblem, ids: Sequence[object], role: str
+) -> tuple[tuple[Operation, str], ...]:
+    """Notes at the allocs of the largest of `ids` (largest first, then in program
+    order), then one `and N more` note (on the function) for the rest."""
+    chosen = set(ids)
+    buffers = sorted(
+        (buffer for buffer in function_problem.buffers if buffer.id in chosen),
+        key=lambda buffer: (-buffer.size, buffer.lifetime.point),
+    )
+    notes: list[tuple[Operation, str]] = [
+        (buffer.op, f"buffer '{buffer.id}' of '{buffer.size}' B, allocated here, {role}")
+        for buffer in buffers[:MAX_NOTED_BUFFERS]
+    ]
+    rest = buffers[MAX_NOTED_BUFFERS:]
+    if rest:
+        notes.append(
+            (
+                function_problem.func,
+                f"and {_count(len(rest), 'more buffer')} ('{sum(b.size for b in rest)}' B in all, "
+                f"the largest '{rest[0].size}' B): {_listed([b.id for b in rest])}",
+            )
+        )
+    return tuple(notes)
 
 
 def _listed(ids: Sequence[object]) -> str:
@@ -369,7 +470,7 @@ def format_report_line(plan: FunctionPlan) -> str:
     capacity_text = "none" if capacity is None else f"{capacity} B"
     optimal = ", optimal" if solution.optimal else ""
     return (
-        f"tela-plan: @{plan.name}: {len(plan.problem.buffers)} buffers, LOAD {solution.load} B, "
+        f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, LOAD {solution.load} B, "
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
         f"solve {solution.stats.seconds:.3f} s"
@@ -411,7 +512,8 @@ class TelaPlanPass(PlanningOptions):
             _require_plotting()
         # Outputs are written after the IR is planned: catch unwritable paths before that,
         # so that a failing pass leaves the IR unchanged.
-        for option, path in (("plot", self.plot), ("report-json", self.report_json), ("html", self.html)):
+        for option, path in (("plot", self.plot), ("report-json", self.report_json), ("html", self.html),
+                             ("layout", self.layout)):
             if path is not None:
                 _require_writable(option, path)
         with self.report_stream() as report:
@@ -434,6 +536,8 @@ class TelaPlanPass(PlanningOptions):
             _write_json_report(self.report_json, plans)
         if self.html is not None:
             _write_html(self.html, plans)
+        if self.layout is not None:
+            _write_layout(self.layout, plans)
         return plans
 
 
@@ -457,9 +561,76 @@ def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
     from telamalloc.runtime.show.plot import PlotError, plot_plans
 
     try:
-        plot_plans(path, plans)
+        paths = plot_plans(path, plans)
     except (PlotError, OSError) as error:
         raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
+    _say_written("plot", path, paths, plans)
+
+
+def _say_written(what: str, path: str, paths: dict[str, str], plans: Sequence[FunctionPlan]) -> None:
+    """A remark per function whose output went to a file other than `path` (several functions)."""
+    for plan in plans:
+        written = paths.get(plan.name)
+        if written is not None and written != path:
+            emit_remark(plan.problem.func, f"wrote the {what} of '@{plan.name}' to '{written}'")
+
+
+def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
+    """One row per buffer of a successful plan, in program order (for `layout=`)."""
+    offsets = plan.solution.offsets
+    assert offsets is not None
+    return [
+        {
+            "id": buffer.id,
+            "op": buffer.op.name,
+            "location": source_location(buffer.op, ""),
+            "lower": buffer.lifetime.start,
+            "upper": buffer.lifetime.end,
+            "size": buffer.size,
+            "alignment": buffer.alignment,
+            "offset": offset,
+        }
+        for buffer, offset in zip(plan.problem.buffers, offsets)
+    ]
+
+
+def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
+    """`{"functions": [{"name", "peak", "load", "capacity", "buffers": [...]}]}`, keys sorted."""
+    functions_json = [
+        {
+            "name": plan.name,
+            "peak": plan.solution.peak,
+            "load": plan.solution.load,
+            "capacity": plan.problem.capacity,
+            "buffers": layout_rows(plan),
+        }
+        for plan in plans
+    ]
+    return json.dumps({"functions": functions_json}, indent=2, sort_keys=True) + "\n"
+
+
+def _write_layout(path: str, plans: tuple[FunctionPlan, ...]) -> None:
+    from telamalloc.runtime.show.report import write_text_atomically
+
+    try:
+        if path.lower().endswith(".json"):
+            write_text_atomically(path, format_layout_json(plans))
+            return
+        paths = _dump_paths(path, [plan.problem for plan in plans])
+        for plan in plans:
+            rows = layout_rows(plan)
+            write_solution(
+                paths[plan.name],
+                plan.problem.problem(),
+                plan.solution.offsets,
+                columns=["id", "lower", "upper", "size", "alignment", "offset"],
+                locations=[str(row["location"]) for row in rows],
+            )
+    except OSError as error:
+        raise PassFailedException(
+            f"cannot write the layout to '{path}': {error.strerror or error}; pass a writable 'layout' path"
+        ) from None
+    _say_written("layout", path, paths, plans)
 
 
 def write_plan_viewer(path: str, plans: Sequence[FunctionPlan], *, timing: bool = True) -> None:

@@ -83,6 +83,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from telamalloc import duration
 from telamalloc.runtime.alloc import batch as batch_planning
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
@@ -100,8 +101,6 @@ PROG = "tela-alloc"
 # Under --timeout, writing the solution CSV is budgeted at this share of the time reading
 # the input took (the writer does less per row than the reader; 10^6 rows: ~0.6x here).
 WRITE_SHARE_OF_READ = 0.8
-_DURATION = re.compile(r"(?P<value>[0-9]+(?:\.[0-9]+)?)(?P<unit>ms|s|m|h)?")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 class UsageError(Exception):
@@ -114,11 +113,11 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_duration(text: str) -> float:
-    """Seconds from `10`, `10s`, `1.5s`, `500ms`, `2m` or `1h`."""
-    match = _DURATION.fullmatch(text.strip())
-    if match is None:
-        raise argparse.ArgumentTypeError(f"timeout '{text}' is not a duration; use e.g. '10', '10s', '500ms' or '2m'")
-    seconds = float(match["value"]) * _UNIT_SECONDS[match["unit"]]
+    """Seconds from `10`, `10s`, `1.5s`, `500ms`, `2m` or `1h` (`telamalloc.duration`)."""
+    try:
+        seconds = duration.parse_duration(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"timeout '{text}' is not a duration; use e.g. '10', '10s', '500ms' or '2m'") from None
     if seconds <= 0:
         raise argparse.ArgumentTypeError(f"timeout '{text}' must be positive; omit --timeout for no limit")
     return seconds

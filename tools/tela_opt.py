@@ -1,8 +1,24 @@
 """`tela-opt`: xDSL's optimizer driver with telamalloc's dialects and passes.
 
 Everything `xdsl-opt` accepts works here (`-p/--passes`, `--split-input-file`,
-`--verify-diagnostics`, `--print-op-generic`, `-o`, ...), with MLIR's conventions for
-errors instead of Python tracebacks:
+`--print-op-generic`, `-o`, ...), with `mlir-opt`'s conventions where they differ:
+
+- the pass pipeline (`-p` or `--pass-pipeline`) is MLIR's textual form, anchored
+  (`builtin.module(func.func(tela-plan{capacity=65536 mode=minimize}))`) or plain
+  (`tela-plan{capacity=65536},tela-lower`), with unquoted option values
+  (`plot=p.svg`); see `tools/pipeline_syntax.py`. telamalloc's passes plan each
+  function on its own and may be anchored at `builtin.module` or `func.func`; another
+  pass nested under `func.func` is an error naming it. A repeated option is an error;
+- `--verify-diagnostics` checks `expected-error/warning/note/remark` comments as
+  `mlir-opt` does (`tools/verify_diagnostics.py`): any mismatch is printed and the exit
+  status is 1;
+- passes report remarks (`file:line:col: remark: ...`) and errors with notes at the ops
+  they are about; on a terminal, a long solve shows the progress line of `tela-alloc`;
+- `--help` documents telamalloc's passes and their options, `--help-pass NAME` one
+  pass's options, `--list-passes` every pass; `--version` names telamalloc and xDSL;
+- `-` as the input file reads stdin.
+
+Errors follow MLIR's conventions instead of Python tracebacks:
 
 - a user error (bad syntax, failed verification, failed pass, unknown pass or pass
   option, unreadable input or output file) prints one line on stderr,
@@ -12,9 +28,8 @@ errors instead of Python tracebacks:
   when interrupted (with several failing chunks, the largest);
 - with `--split-input-file`, every chunk is processed and each failing chunk reports its
   own error; line numbers count from the top of the whole file;
-- with `--verify-diagnostics`, the same one-line diagnostics (parse errors included) are
-  written to the output in place of the chunk's IR and the exit status is 0, so that
-  FileCheck can check them;
+- with `--parsing-diagnostics` (xdsl-opt's flag), a chunk's error is written to the
+  output in place of its IR and the exit status is 0;
 - every parsed op records its source position as a `FileLineColLoc` (as `mlir-opt`
   does; printed only with `--print-debuginfo`), so verifier failures and pass failures
   raised as `PassFailedAtOp` point at the op's line even after passes ran;
@@ -30,20 +45,35 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
+import inspect
+import io
 import os
+import re
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
-from xdsl.utils.arg_spec import parse_pipeline
-from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, ShrinkException
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.utils.arg_spec import ArgSpec
+from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.passes.diagnostics import diagnostic_handler, progress_stream
+from telamalloc.passes.options import OptionInfo, build_pass, option_infos
+from telamalloc.tools.pipeline_syntax import PassEntry, PipelineSyntaxError, parse_pipeline_text
+from telamalloc.tools.verify_diagnostics import (
+    Emitted,
+    ExpectationError,
+    parse_expectations,
+    verify,
+)
 from telamalloc.ir_text import (
     Diagnostic,
     find_dominance_violation,
@@ -57,6 +87,31 @@ from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 TOOL_NAME = "tela-opt"
 PipelineCallback = Callable[[ModulePass | None, ModuleOp, ModulePass | None], None]
+TOP_ANCHOR = "builtin.module"
+FUNCTION_ANCHOR = "func.func"
+# telamalloc's passes plan (lower, print) each function on its own: anchored at
+# `func.func` they do exactly what they do at `builtin.module`.
+PER_FUNCTION_PASSES = frozenset(TELAMALLOC_UNIVERSE.all_passes)
+_HELP_ORDER = ("tela-plan", "tela-lower", "tela-pipeline", "test-print-liveness")
+
+
+def _our_passes() -> list[str]:
+    """telamalloc's passes, in the order `--help` explains them."""
+    return sorted(PER_FUNCTION_PASSES, key=lambda name: (_HELP_ORDER + (name,)).index(name))
+
+
+def _telamalloc_version() -> str:
+    try:
+        return importlib.metadata.version("telamalloc")
+    except importlib.metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+@dataclasses.dataclass
+class LocatedError(Diagnostic):
+    """An error with the notes that follow it (`file:line:col: note: ...`)."""
+
+    notes: tuple[Emitted, ...] = ()
 
 
 class UserError(Exception):
@@ -98,14 +153,19 @@ class _AtomicOutput:
 
 
 class TelaOptMain(xDSLOptMain):
-    """xDSLOptMain with telamalloc registered and one-line, located diagnostics."""
+    """xDSLOptMain with telamalloc registered, MLIR's pipeline syntax and diagnostics."""
+
+    version_format = (
+        f"tela-opt from telamalloc {_telamalloc_version()}, built with xDSL {{xdsl_version}}"
+    )
 
     def __init__(self, args: Sequence[str] | None = None):
         self._current_pass: ModulePass | None = None
+        self._emitted: list[Emitted] | None = None  # the current chunk's diagnostics
         super().__init__(
             description=(
-                "telamalloc optimizer driver: xdsl-opt with the scratchpad dialect and "
-                "the telamalloc passes"
+                "telamalloc optimizer driver: xdsl-opt with the scratchpad dialect and the\n"
+                "telamalloc passes, with mlir-opt's pipeline syntax and diagnostics"
             ),
             args=args,
         )
@@ -131,10 +191,50 @@ class TelaOptMain(xDSLOptMain):
             self.available_passes.setdefault(name, factory)
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
-        """xdsl-opt's arguments; usage errors become one-line `UserError`s."""
+        """xdsl-opt's arguments and ours; usage errors become one-line `UserError`s."""
         super().register_all_arguments(arg_parser)
         arg_parser.prog = TOOL_NAME
-        arg_parser.epilog = HELP_EPILOG
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        arg_parser.epilog = passes_help(self.available_passes) + "\n\n" + "\n".join(
+            textwrap.wrap(HELP_EPILOG, 88)
+        ) + "\n"
+        helps = {
+            "input_file": "input file; '-' or none reads stdin",
+            "passes": (
+                "the pass pipeline, in MLIR's textual form: anchored, e.g. "
+                "'builtin.module(func.func(tela-plan{capacity=65536 mode=minimize}))', or "
+                "plain, e.g. 'tela-plan{capacity=65536},tela-lower' (see the passes below; "
+                "'--list-passes' lists xDSL's too)"
+            ),
+            "verify_diagnostics": (
+                "check the 'expected-error/warning/note/remark' comments of each chunk "
+                "as mlir-opt does ('@+N', '@-N', '@above', '@below', '@unknown', "
+                "'{{text}}' with '{{regex}}' parts); a mismatch is printed and exits 1"
+            ),
+            "parsing_diagnostics": "write a chunk's error to the output in place of its IR and exit 0",
+            "version": "print telamalloc's and xDSL's versions and exit",
+        }
+        for action in arg_parser._actions:
+            if action.dest in helps:
+                action.help = helps[action.dest]
+        arg_parser.add_argument(
+            "--pass-pipeline",
+            metavar="PIPELINE",
+            help="the pass pipeline, as for '-p' (mlir-opt's name for it)",
+        )
+        arg_parser.add_argument(
+            "--help-pass",
+            metavar="NAME",
+            action=_PassHelpAction,
+            passes=self.available_passes,
+            help="print the options of pass NAME (type, default, meaning) and exit",
+        )
+        arg_parser.add_argument(
+            "--list-passes",
+            action=_ListPassesAction,
+            passes=self.available_passes,
+            help="list every available pass (telamalloc's first) and exit",
+        )
 
         def usage_error(message: str) -> NoReturn:
             raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
@@ -144,25 +244,65 @@ class TelaOptMain(xDSLOptMain):
     # --- pipeline ---------------------------------------------------------------------
 
     def setup_pipeline(self) -> None:
+        text = self.args.passes
+        if self.args.pass_pipeline is not None:
+            if text:
+                raise UserError("give the pipeline once, with '-p' or with '--pass-pipeline'")
+            text = self.args.pass_pipeline
         try:
-            pass_names = [spec.name for spec in parse_pipeline(self.args.passes)]
-        except ArgSpecParseError as error:
-            reason = one_line(str(error).splitlines()[-1])
-            raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
-        unknown = [name for name in pass_names if name not in self.available_passes]
-        if unknown:
-            raise UserError(
-                f"unknown pass '{unknown[0]}'; run '{TOOL_NAME} --help' to list the "
-                "available passes"
-            )
-        try:
-            super().setup_pipeline()
-        except ValueError as error:
+            passes = self.build_passes(text)
+        except (PipelineSyntaxError, ValueError) as error:
             reason = one_line(str(error))
-            raise UserError(f"invalid pass pipeline '{self.args.passes}': {reason}") from None
+            raise UserError(f"invalid pass pipeline '{text}': {reason}") from None
+        self.args.passes = ""
+        super().setup_pipeline()  # xDSL's callback (verification, timing, printing)
         self.pipeline = dataclasses.replace(
-            self.pipeline, callback=self._locating_callback(self.pipeline.callback)
+            self.pipeline, passes=passes, callback=self._locating_callback(self.pipeline.callback)
         )
+
+    def build_passes(self, text: str) -> tuple[ModulePass, ...]:
+        """The passes of pipeline `text`; ValueError (one line) for any mistake in it."""
+        passes: list[ModulePass] = []
+        for entry in parse_pipeline_text(text):
+            self._check_anchors(entry)
+            if entry.name not in self.available_passes:
+                raise UnknownPass(entry.name)
+            pass_class = self.available_passes[entry.name]()
+            triples = [(option.key, option.value, option.quoted) for option in entry.options]
+            if entry.name in PER_FUNCTION_PASSES:
+                passes.append(build_pass(pass_class, entry.name, triples))
+            else:
+                passes.append(pass_class.from_pass_spec(_xdsl_spec(entry)))
+        return tuple(passes)
+
+    @staticmethod
+    def _check_anchors(entry: PassEntry) -> None:
+        anchors = entry.anchors
+        if not anchors:
+            return
+        nesting = "(".join(anchors) + f"({entry.name}" + ")" * len(anchors)
+        if anchors[0] != TOP_ANCHOR:
+            raise ValueError(
+                f"pass '{entry.name}' is anchored at '{anchors[0]}', but the pipeline runs on "
+                f"'{TOP_ANCHOR}'; nest it as '{TOP_ANCHOR}({nesting})'"
+                if anchors[0] == FUNCTION_ANCHOR
+                else f"unsupported anchor '{anchors[0]}' around pass '{entry.name}'; the "
+                f"pipeline runs on '{TOP_ANCHOR}' (and telamalloc's passes on '{FUNCTION_ANCHOR}')"
+            )
+        inner = anchors[1:]
+        if not inner:
+            return
+        if inner != (FUNCTION_ANCHOR,):
+            raise ValueError(
+                f"unsupported nesting '{nesting}'; anchor passes at '{TOP_ANCHOR}' or, for "
+                f"telamalloc's passes, '{TOP_ANCHOR}({FUNCTION_ANCHOR}(...))'"
+            )
+        if entry.name not in PER_FUNCTION_PASSES:
+            raise ValueError(
+                f"pass '{entry.name}' is a module pass and cannot run nested under "
+                f"'{FUNCTION_ANCHOR}'; anchor it at '{TOP_ANCHOR}', e.g. "
+                f"'{TOP_ANCHOR}({entry.name})'"
+            )
 
     def _locating_callback(self, callback: PipelineCallback | None) -> PipelineCallback:
         """Wraps xDSL's between-passes callback to locate verification failures."""
@@ -190,25 +330,46 @@ class TelaOptMain(xDSLOptMain):
     def apply_passes(self, prog: ModuleOp) -> None:
         self._current_pass = None
         try:
-            self.pipeline.apply(self.ctx, prog)
+            with diagnostic_handler(self._on_diagnostic), progress_stream(sys.stderr):
+                self.pipeline.apply(self.ctx, prog)
         except DiagnosticException as error:
             failing = self._current_pass
             prefix = "" if failing is None else f"pass '{failing.name}' failed: "
             location = self.get_input_name()
             status = ExitStatus.BAD_INPUT
+            notes: tuple[Emitted, ...] = ()
             if isinstance(error, PassFailedAtOp):
                 location = source_location(error.op, location)
                 prefix += f"'{error.op.name}' op "
                 status = error.exit_status
-            raise Diagnostic(location, prefix + one_line(str(error)), status) from None
+                notes = tuple(
+                    Emitted(self._location(op), "note", one_line(message)) for op, message in error.notes
+                )
+            raise LocatedError(location, prefix + one_line(str(error)), status, notes) from None
+
+    def _location(self, op: Operation | None) -> str:
+        return self.get_input_name() if op is None else source_location(op, self.get_input_name())
+
+    def _on_diagnostic(self, kind: str, op: Operation | None, message: str) -> None:
+        """The passes' remarks and warnings: kept for `--verify-diagnostics`, else printed."""
+        emitted = Emitted(self._location(op), kind, one_line(message))
+        if self._emitted is not None:
+            self._emitted.append(emitted)
+        if not self.args.verify_diagnostics:
+            print(emitted, file=sys.stderr, flush=True)
 
     # --- input ------------------------------------------------------------------------
 
+    def _reads_stdin(self) -> bool:
+        return self.args.input_file in (None, "-")
+
     def get_input_name(self) -> str:
-        return self.args.input_file or "<stdin>"
+        return "<stdin>" if self._reads_stdin() else self.args.input_file
 
     def get_input_stream(self) -> tuple[IO[bytes], str]:
         """The input as bytes; any extension without a frontend of its own reads as MLIR."""
+        if self._reads_stdin():
+            return sys.stdin.buffer, "mlir"
         stream, extension = super().get_input_stream()
         if extension not in self.available_frontends:
             extension = "mlir"
@@ -266,19 +427,12 @@ class TelaOptMain(xDSLOptMain):
                 if index > 0:
                     output.write("// -----\n")
                 try:
-                    module = self.parse_chunk(chunk, file_extension, line_offset)
-                    if module is not None:
-                        self.apply_passes(module)
-                        output.write(self.output_resulting_program(module))
-                except Diagnostic as diagnostic:
-                    if self.args.verify_diagnostics or self.args.parsing_diagnostics:
-                        output.write(f"{diagnostic}\n")
-                    else:
-                        failed = True
-                        status = max(status, diagnostic.status)
-                        print(diagnostic, file=sys.stderr)
+                    chunk_status = self._run_chunk(chunk, file_extension, line_offset, output)
                 finally:
                     chunk.close()
+                if chunk_status is not ExitStatus.OK:
+                    failed = True
+                    status = max(status, chunk_status)
                 output.flush()
             if isinstance(output, _AtomicOutput) and not failed and not self.args.shrink:
                 try:
@@ -299,6 +453,163 @@ class TelaOptMain(xDSLOptMain):
             return ExitStatus.NO
         return status
 
+    def _run_chunk(self, chunk: IO[bytes], file_extension: str, line_offset: int, output) -> ExitStatus:
+        """One chunk: its IR to `output`; its diagnostics printed (or verified)."""
+        raw = chunk.read()
+        verifying = self.args.verify_diagnostics
+        expectations = []
+        if verifying:
+            try:
+                expectations = parse_expectations(
+                    raw.decode("utf-8", errors="replace"), self.get_input_name(), line_offset
+                )
+            except ExpectationError as error:
+                print(error, file=sys.stderr)
+                return ExitStatus.BAD_INPUT
+        self._emitted = emitted = []
+        status = ExitStatus.OK
+        try:
+            module = self.parse_chunk(io.BytesIO(raw), file_extension, line_offset)
+            if module is not None:
+                self.apply_passes(module)
+                output.write(self.output_resulting_program(module))
+        except Diagnostic as diagnostic:
+            notes = diagnostic.notes if isinstance(diagnostic, LocatedError) else ()
+            error = Emitted(diagnostic.location, "error", diagnostic.message)
+            emitted.extend((error, *notes))
+            if self.args.parsing_diagnostics and not verifying:
+                output.write(f"{diagnostic}\n")
+            elif not verifying:
+                status = diagnostic.status
+                for line in (error, *notes):
+                    print(line, file=sys.stderr)
+        finally:
+            self._emitted = None
+        if verifying:
+            problems = verify(expectations, emitted)
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            if problems:
+                status = ExitStatus.NO
+        return status
+
+
+class UnknownPass(ValueError):
+    def __init__(self, name: str):
+        super().__init__(
+            f"unknown pass '{name}'; run '{TOOL_NAME} --list-passes' to list the available passes"
+        )
+
+
+_XDSL_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
+
+
+def _xdsl_value(text: str) -> int | float | bool | str:
+    if text in ("true", "false"):
+        return text == "true"
+    if _XDSL_NUMBER.fullmatch(text):
+        return float(text) if any(c in text for c in ".eE") else int(text)
+    return text
+
+
+def _xdsl_spec(entry: PassEntry) -> ArgSpec:
+    """An xDSL pass's options as xDSL's own parser would type them (lists split at ',')."""
+    parameters: dict[str, tuple[object, ...]] = {}
+    for option in entry.options:
+        if option.value is None:
+            parameters[option.key] = ()
+        elif option.quoted:
+            parameters[option.key] = (option.value,)
+        else:
+            parameters[option.key] = tuple(_xdsl_value(part.strip()) for part in option.value.split(","))
+    return ArgSpec(entry.name, parameters)
+
+
+# --- help --------------------------------------------------------------------------------
+
+
+def _summary(pass_class: type) -> str:
+    doc = inspect.getdoc(pass_class) or ""
+    return one_line(doc.split("\n\n")[0]).replace(" (see module doc)", "") if doc else ""
+
+
+def _format_option(info: OptionInfo) -> list[str]:
+    default = "none" if info.default is None else str(info.default).lower() if isinstance(info.default, bool) else str(info.default)
+    lines = [f"    {info.name}=<{info.kind}>  (default: {default})"]
+    for text in (info.help, f"accepts {info.accepted}"):
+        lines.extend(textwrap.wrap(text, 84, initial_indent="        ", subsequent_indent="        "))
+    return lines
+
+
+def pass_help(name: str, pass_class: type) -> str:
+    """One pass: its summary and each option with its type, default and meaning."""
+    lines = [f"{name}: {_summary(pass_class)}"]
+    if name in PER_FUNCTION_PASSES:
+        infos = option_infos(pass_class)
+        lines.append(f"  anchors: '{TOP_ANCHOR}' or '{FUNCTION_ANCHOR}'")
+        if not infos:
+            lines.append("  options: none")
+        else:
+            lines.append("  options:")
+            for info in infos:
+                lines.extend(_format_option(info))
+    else:
+        infos = get_pass_option_infos(pass_class)
+        lines.append(f"  anchors: '{TOP_ANCHOR}'")
+        if not infos:
+            lines.append("  options: none")
+        else:
+            lines.append("  options:")
+            for info in infos:
+                default = "" if info.default_value is None else f"  (default: {info.default_value})"
+                lines.append(f"    {info.name.replace('_', '-')}=<{info.expected_type}>{default}")
+    return "\n".join(lines)
+
+
+def passes_help(available: dict[str, Callable[[], type[ModulePass]]]) -> str:
+    """The `--help` section on telamalloc's passes (options shared by passes listed once)."""
+    sections = ["telamalloc passes (anchor at 'builtin.module' or 'func.func'; '--help-pass NAME' prints one):"]
+    shown: dict[tuple[OptionInfo, ...], str] = {}
+    for name in _our_passes():
+        pass_class = available[name]()
+        infos = option_infos(pass_class)
+        if infos and infos in shown:
+            sections.append(f"{name}: {_summary(pass_class)}\n  options: those of '{shown[infos]}'")
+            continue
+        shown.setdefault(infos, name)
+        sections.append(pass_help(name, pass_class))
+    return "\n\n".join(sections)
+
+
+class _PassHelpAction(argparse.Action):
+    def __init__(self, option_strings, dest, passes, **kwargs):
+        self.passes = passes
+        super().__init__(option_strings, dest, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name = str(values)
+        if name not in self.passes:
+            raise UserError(str(UnknownPass(name)))
+        print(pass_help(name, self.passes[name]()))
+        parser.exit(0)
+
+
+class _ListPassesAction(argparse.Action):
+    def __init__(self, option_strings, dest, passes, **kwargs):
+        self.passes = passes
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        ours = _our_passes()
+        others = sorted(name for name in self.passes if name not in PER_FUNCTION_PASSES)
+        print("telamalloc passes:")
+        for name in ours:
+            print(f"  {name}")
+        print("xDSL passes (anchor at 'builtin.module'):")
+        for name in others:
+            print(f"  {name}")
+        parser.exit(0)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs tela-opt on `argv` (default: the command line); returns the exit status."""
@@ -313,6 +624,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED
+    except BrokenPipeError:  # e.g. `tela-opt --help | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return ExitStatus.OK
 
 
 if __name__ == "__main__":

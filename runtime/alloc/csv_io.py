@@ -8,6 +8,8 @@ Reading: a header row is required; columns are found by name, in any order:
   empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only);
 - optional ``uses``: the buffer's use points for spilling, kept as text here
   (``CsvTable.uses``) and parsed by ``telamalloc.runtime.alloc.spill.parse_uses``.
+- optional ``location``, informational (``file:line:col`` of the allocating op, written by
+  ``tela-plan{layout=...}``): read and ignored.
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
@@ -41,7 +43,7 @@ from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, Problem
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
-OPTIONAL_COLUMNS = ("alignment", "offset", "uses")
+OPTIONAL_COLUMNS = ("alignment", "offset", "uses", "location")  # `location`: informational, ignored when read
 KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -164,7 +166,7 @@ def _read_fast(name: str, text: str) -> CsvTable | None:
         text = text.replace("\r\n", "\n")
     first, newline, body = text.partition("\n")
     header = [cell.strip() for cell in first.split(",")]
-    if "uses" in header:  # text cells: the row reader keeps them
+    if "uses" in header or "location" in header:  # text cells: the row reader handles them
         return None
     try:
         lower_name, upper_name = _choose_columns(name, header)
@@ -240,7 +242,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     values = {
         column: _integer(path, line, column, row[index])
         for column, index in position.items()
-        if column not in ("id", "uses") and not (column == "offset" and not row[index].strip())  # empty: not pinned
+        if column not in ("id", "uses", "location") and not (column == "offset" and not row[index].strip())  # empty: not pinned
     }
     start = values[lower_name]
     end = values[upper_name]
@@ -273,6 +275,7 @@ def write_solution(
     offsets: Sequence[int],
     columns: Sequence[str] | None = None,
     uses: Sequence[str] | None = None,
+    locations: Sequence[str] | None = None,
 ) -> None:
     """Write ``problem`` with one offset per buffer, atomically.
 
@@ -280,6 +283,8 @@ def write_solution(
     ``columns`` is the input header (from ``read_csv``); by default MiniMalloc's
     ``id,lower,upper,size`` plus ``alignment`` when any buffer has one. An ``offset`` column
     is appended when missing. ``begin``/``end`` columns are written inclusive again.
+    ``locations`` (one per buffer) adds a ``location`` column; without them, a ``location``
+    column of the input is written empty.
     """
     if len(offsets) != len(problem.buffers):
         raise ValueError(f"expected one offset per buffer ('{len(problem.buffers)}') but got '{len(offsets)}'")
@@ -293,6 +298,8 @@ def write_solution(
         raise ValueError(f"unknown column '{unknown[0]}'")
     if "offset" not in columns:
         columns.append("offset")
+    if locations is not None and "location" not in columns:
+        columns.append("location")
     fast = _solution_text(problem, offsets, columns)
     if fast is not None:
         _write_atomically(os.fspath(path), fast)
@@ -303,6 +310,7 @@ def write_solution(
     for index, (buffer, offset) in enumerate(zip(problem.buffers, offsets)):
         values = {
             "uses": "" if uses is None else uses[index],
+            "location": "" if locations is None else locations[index],
             "id": buffer.id,
             "lower": buffer.start,
             "upper": buffer.end,
@@ -323,7 +331,7 @@ def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[s
     """The text ``write_solution`` writes, built column by column (10^6 rows: ~1 s instead
     of ~4 s); None when some id needs quoting or a value is not a plain int (then the csv
     writer does it, byte for byte the same otherwise)."""
-    if "uses" in columns:  # text cells: the csv writer quotes them as needed
+    if "uses" in columns or "location" in columns:  # text cells: the csv writer quotes them as needed
         return None
     buffers = problem.buffers
     ids = [buffer.id for buffer in buffers]

@@ -57,7 +57,7 @@ CSV_CASES = [
     ("missing-column", b"id,lower,upper\nb1,0,3\n", ["--capacity=12"], 2,
      "bad.csv:1: missing column 'size'; the header needs 'id,lower,upper,size'"),
     ("unknown-column", b"id,lower,upper,size,colour\nb1,0,3,4,red\n", ["--capacity=12"], 2,
-     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alignment', 'begin', 'end', 'id', 'lower', 'offset', 'size', 'upper', 'uses'"),
+     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alignment', 'begin', 'end', 'id', 'location', 'lower', 'offset', 'size', 'upper', 'uses'"),
     ("duplicate-column", b"id,lower,upper,size,size\nb1,0,3,4,4\n", ["--capacity=12"], 2,
      "bad.csv:1: column 'size' appears twice"),
     ("mixed-conventions", b"id,lower,end,size\nb1,0,3,4\n", ["--capacity=12"], 2,
@@ -358,4 +358,6 @@ def test_every_catalogue_row_names_an_existing_test():
         file_name, _, test_name = test_id.partition("::")
         function = test_name.split("[", 1)[0]
         assert (here / file_name).exists(), test_id
+        if file_name.endswith(".mlir"):  # a lit test: the file is the test
+            continue
         assert f"def {function}(" in (here / file_name).read_text(encoding="utf-8"), test_id

@@ -1,13 +1,16 @@
 // Diagnostics of tela-plan: each names the function or op, the values involved, and what
 // to do. On failure the IR is left unchanged (tested in test/passes/test_tela_plan.py).
-// RUN: tela-opt %s --split-input-file --verify-diagnostics -p tela-plan | filecheck %s
+// RUN: tela-opt %s --split-input-file --verify-diagnostics -p tela-plan
 
 // LOAD exceeds the capacity: a and b, 16 bytes each, are both live at point #1 (the alloc
-// of b): 16 + 16 = 32 bytes needed, capacity 20.
-// CHECK: :[[# @LINE + 2]]:3: error: pass 'tela-plan' failed: 'func.func' op cannot plan '@overload': buffers need '32' bytes at program point #1 ('scratchpad.alloc') but capacity is '20'; live there: 'a', 'b'; raise the capacity or shorten these lifetimes
+// of b): 16 + 16 = 32 bytes needed, capacity 20. The error is at that op, with a note at
+// the alloc of each live buffer (largest first).
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 20>} {
   func.func @overload() {
+    // expected-note @+1 {{buffer 'a' of '16' B, allocated here, is live at program point #1}}
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+    // expected-error @+2 {{pass 'tela-plan' failed: 'scratchpad.alloc' op cannot plan '@overload': 2 buffers live here (program point #1) need '32' B but capacity is '20' B; raise the capacity or shorten these lifetimes}}
+    // expected-note @+1 {{buffer 'b' of '16' B}}
     %b = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
     "test.op"(%a, %b) : (memref<4xf32, #scratchpad.space>, memref<4xf32, #scratchpad.space>) -> ()
     func.return
@@ -17,11 +20,11 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 // -----
 // LOAD fits but no layout does: two live 4-byte buffers aligned to 8 need offsets 0 and 8,
 // so 8 + 4 = 12 bytes, but the capacity is 11 (LOAD is only 4 + 4 = 8).
-// CHECK: :[[# @LINE + 2]]:3: error: pass 'tela-plan' failed: 'func.func' op cannot plan '@fragmented': buffers 'a', 'b' cannot share '11' bytes although at most '8' bytes are live at once; raise the capacity (mode=minimize finds the smallest that fits)
+// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@fragmented': buffers 'a', 'b' cannot share '11' B although at most '8' B are live at once; raise the capacity (mode=minimize finds the smallest that fits)}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 11, alignment = 8>} {
   func.func @fragmented() {
-    %a = scratchpad.alloc() : memref<4xi8, #scratchpad.space>
-    %b = scratchpad.alloc() : memref<4xi8, #scratchpad.space>
+    %a = scratchpad.alloc() : memref<4xi8, #scratchpad.space>  // expected-note {{buffer 'a' of '4' B, allocated here, is in the conflict}}
+    %b = scratchpad.alloc() : memref<4xi8, #scratchpad.space>  // expected-note {{buffer 'b'}}
     "test.op"(%a, %b) : (memref<4xi8, #scratchpad.space>, memref<4xi8, #scratchpad.space>) -> ()
     func.return
   }
@@ -29,7 +32,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 
 // -----
 // Two buffers pinned to overlapping bytes while both are live.
-// CHECK: :[[# @LINE + 2]]:3: error: pass 'tela-plan' failed: 'func.func' op cannot plan '@pins' in '64' bytes: pinned buffers 'a' [0, 16) and 'b' [8, 24) are live together at time '1' and share bytes; move one of the pins
+// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@pins' in '64' bytes: pinned buffers 'a' [0, 16) and 'b' [8, 24) are live together at time '1' and share bytes; move one of the pins}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
   func.func @pins() {
     %a = scratchpad.alloc() offset 0 : memref<4xf32, #scratchpad.space>
@@ -41,7 +44,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 
 // -----
 // Fit mode needs a capacity: neither a target nor the capacity option gives one.
-// CHECK: :[[# @LINE + 1]]:1: error: pass 'tela-plan' failed: 'func.func' op no capacity to plan '@no_capacity' for; add 'scratchpad.target = #scratchpad.target<"<name>", capacity = <bytes>>' to the module or function, or pass 'capacity=<bytes>'
+// expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op no capacity to plan '@no_capacity' for; add 'scratchpad.target = #scratchpad.target<"<name>", capacity = <bytes>>' to the module or function, or pass 'capacity=<bytes>'}}
 func.func @no_capacity() {
   %a = memref.alloc() : memref<4xf32>
   func.return
@@ -49,7 +52,7 @@ func.func @no_capacity() {
 
 // -----
 // A dynamic memref.alloc needs a declared bound.
-// CHECK: :[[# @LINE + 3]]:5: error: pass 'tela-plan' failed: 'memref.alloc' op buffer 'd' of dynamic type 'memref<?xf32, #scratchpad.space>' needs a declared upper bound; add the attribute 'scratchpad.bound = <bytes> : i64'
+// expected-error @+3 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 'd' of dynamic type 'memref<?xf32, #scratchpad.space>' needs a declared upper bound; add the attribute 'scratchpad.bound = <bytes> : i64'}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
   func.func @unbounded(%n : index) {
     %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
@@ -61,7 +64,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 // A buffer in a scratchpad named differently from the target.
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
   func.func @other_space() {
-    // CHECK: :[[# @LINE + 1]]:5: error: pass 'tela-plan' failed: 'scratchpad.alloc' op buffer 'a' is in memory space '#scratchpad.space<"l2">' but the target memory is 'l1'; use '#scratchpad.space' or '#scratchpad.space<"l1">'
+    // expected-error @+1 {{pass 'tela-plan' failed: 'scratchpad.alloc' op buffer 'a' is in memory space '#scratchpad.space<"l2">' but the target memory is 'l1'; use '#scratchpad.space' or '#scratchpad.space<"l1">'}}
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space<"l2">>
     func.return
   }
@@ -69,7 +72,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 
 // -----
 // One memory spelled two ways in one function (unnamed, and named after the target).
-// CHECK: :[[# @LINE + 2]]:3: error: pass 'tela-plan' failed: 'func.func' op the buffers of '@two_spellings' use the memory spaces '#scratchpad.space' and '#scratchpad.space<"l1">' for one memory; spell its memory space one way
+// expected-error @+2 {{pass 'tela-plan' failed: 'func.func' op the buffers of '@two_spellings' use the memory spaces '#scratchpad.space' and '#scratchpad.space<"l1">' for one memory; spell its memory space one way}}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
   func.func @two_spellings() {
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
@@ -86,7 +89,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %r = scf.for %i = %c0 to %n step %c1 iter_args(%it = %init) -> (memref<4xf32, #scratchpad.space>) {
-      // CHECK: :[[# @LINE + 1]]:7: error: pass 'tela-plan' failed: 'scratchpad.alloc' op buffer 't' is allocated inside 'scf.for' and escapes it (returned, stored or yielded), so every iteration would need its own bytes; allocate it before the loop
+      // expected-error @+1 {{pass 'tela-plan' failed: 'scratchpad.alloc' op buffer 't' is allocated inside 'scf.for' and escapes it (returned, stored or yielded), so every iteration would need its own bytes; allocate it before the loop}}
       %t = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
       scf.yield %t : memref<4xf32, #scratchpad.space>
     }
@@ -97,7 +100,7 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 // -----
 // The planner places contiguous buffers only.
 func.func @strided() {
-  // CHECK: :[[# @LINE + 1]]:3: error: pass 'tela-plan' failed: 'memref.alloc' op buffer 's' has the layout 'strided<[8, 1]>'; the planner places contiguous buffers only: allocate it with the identity layout
+  // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 's' has the layout 'strided<[8, 1]>'; the planner places contiguous buffers only: allocate it with the identity layout}}
   %s = memref.alloc() : memref<4x4xf32, strided<[8, 1]>>
   func.return
 }
@@ -105,14 +108,14 @@ func.func @strided() {
 // -----
 // An element type without a byte width cannot be sized.
 func.func @opaque() {
-  // CHECK: :[[# @LINE + 1]]:3: error: pass 'tela-plan' failed: 'memref.alloc' op buffer 'o': element type '!test.type<"x">' has no known byte width
+  // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 'o': element type '!test.type<"x">' has no known byte width}}
   %o = memref.alloc() : memref<4x!test.type<"x">>
   func.return
 }
 
 // -----
 // The target key must hold a target attribute.
-// CHECK: :[[# @LINE + 1]]:1: error: pass 'tela-plan' failed: 'func.func' op 'scratchpad.target' on 'func.func' must be a '#scratchpad.target<...>' attribute, got '5 : i64'
+// expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op 'scratchpad.target' on 'func.func' must be a '#scratchpad.target<...>' attribute, got '5 : i64'}}
 func.func @bad_target() attributes {scratchpad.target = 5} {
   %a = memref.alloc() : memref<4xf32>
   func.return

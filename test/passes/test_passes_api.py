@@ -74,8 +74,9 @@ def test_ir_unchanged_when_one_function_fails():
     before = str(module)
     with pytest.raises(PassFailedAtOp) as failure:
         plan_module(module)  # capacity 32 from the target: @overflows needs 48
-    assert failure.value.op.sym_name.data == "overflows"
-    assert "buffers need '48' bytes at program point #1" in str(failure.value)
+    assert failure.value.op.parent_op().sym_name.data == "overflows"  # the overloaded point's op
+    assert "live here (program point #1) need '48' B" in str(failure.value)
+    assert [message for _, message in failure.value.notes][0].startswith("buffer ")
     assert str(module) == before
 
 

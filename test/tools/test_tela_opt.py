@@ -91,7 +91,7 @@ def test_attribute_error_is_located_while_parsing(write):
 def test_unknown_pass(write):
     assert_one_line_error(
         run_tool(write(VALID), "-p", "no-such-pass"),
-        "tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --help'",
+        "tela-opt: error: invalid pass pipeline 'no-such-pass': unknown pass 'no-such-pass'; run 'tela-opt --list-passes'",
     )
 
 
@@ -175,9 +175,9 @@ def test_split_input_file_reports_every_failing_chunk(write):
     assert "scratchpad.alloc() : memref<4xf32, #scratchpad.space>" in completed.stdout
 
 
-def test_verify_diagnostics_prints_diagnostics_and_succeeds(write):
+def test_parsing_diagnostics_prints_diagnostics_and_succeeds(write):
     path = write(SPLIT)
-    completed = run_tool(path, "--split-input-file", "--verify-diagnostics")
+    completed = run_tool(path, "--split-input-file", "--parsing-diagnostics")
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
     chunks = completed.stdout.split("// -----\n")
@@ -296,11 +296,28 @@ def test_invalid_ir_after_a_pass_is_blamed_on_the_pass(write, monkeypatch, capsy
     )
 
 
-def test_pass_failure_with_verify_diagnostics_goes_to_the_output(write, monkeypatch, capsys):
+def test_pass_failure_with_parsing_diagnostics_goes_to_the_output(write, monkeypatch, capsys):
     path = write(VALID)
     status, out, err = run_driver(
-        [path, "-p", "test-fail-at-first-alloc", "--verify-diagnostics"], monkeypatch, capsys
+        [path, "-p", "test-fail-at-first-alloc", "--parsing-diagnostics"], monkeypatch, capsys
     )
     assert status == 0
     assert err == ""
     assert out.startswith(f"{path}:2:3: error: pass 'test-fail-at-first-alloc' failed")
+
+
+def test_unexpected_pass_failure_fails_verify_diagnostics(write, monkeypatch, capsys):
+    path = write(VALID)
+    status, out, err = run_driver(
+        [path, "-p", "test-fail-at-first-alloc", "--verify-diagnostics"], monkeypatch, capsys
+    )
+    assert status == 1
+    assert err.startswith(f"{path}:2:3: error: unexpected error: pass 'test-fail-at-first-alloc' failed")
+
+
+def test_expected_pass_failure_verifies(write, monkeypatch, capsys):
+    path = write("// expected-error @+2 {{pass 'test-fail-at-first-alloc' failed: 'scratchpad.alloc' op}}\n" + VALID)
+    status, out, err = run_driver(
+        [path, "-p", "test-fail-at-first-alloc", "--verify-diagnostics"], monkeypatch, capsys
+    )
+    assert (status, err) == (0, "")

@@ -131,8 +131,8 @@ def test_capacity_overrides_the_target_when_verifying(capsys):
     assert status == 0 and out.splitlines()[0].endswith("(capacity 4000)")
     status, out, err = run(["--verify", conv, "--capacity", "2000"], capsys)
     assert status == 1 and out == ""
-    assert err.startswith(f"{conv}:18:3: error: planning failed: ")
-    assert "capacity is '2000'" in err and err.count("\n") == 1
+    assert err.startswith(f"{conv}:27:5: error: planning failed: ")  # the op of the overloaded point
+    assert "capacity is '2000' B" in err and err.count("\n") == 1
 
 
 def test_a_layout_that_overlaps_live_buffers_fails_with_a_located_error(tmp_path, capsys):
