@@ -94,7 +94,7 @@ def test_every_option_is_documented_with_a_kind():
     assert [info.name for info in infos][:3] == ["capacity", "alignment", "mode"]
     for info in infos:
         assert info.help, f"option '{info.name}' has no docstring"
-        assert info.kind in ("integer", "duration", "bool", "string")
+        assert info.kind in ("integer", "duration", "bool", "string", "integer or name")
 
 
 # --- durations ---------------------------------------------------------------------------

@@ -9,13 +9,13 @@
 // A remark on the function, by @below.
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
   // expected-remark @below {{lifetimes of 1 buffer of '@cfg' ('c') were made conservative}}
-  func.func @cfg(%flag: i1) {
-    cf.cond_br %flag, ^bb1, ^bb2
-  ^bb1:
+  func.func @cfg(%flag: i1, %first: memref<4xf32, #scratchpad.space>) {
+    cf.br ^body(%first : memref<4xf32, #scratchpad.space>)
+  ^body(%prev: memref<4xf32, #scratchpad.space>):
     %c = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
-    "test.op"(%c) : (memref<4xf32, #scratchpad.space>) -> ()
-    cf.br ^bb2
-  ^bb2:
+    "test.op"(%prev, %c) : (memref<4xf32, #scratchpad.space>, memref<4xf32, #scratchpad.space>) -> ()
+    cf.cond_br %flag, ^body(%c : memref<4xf32, #scratchpad.space>), ^exit
+  ^exit:
     func.return
   }
 }
