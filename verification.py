@@ -68,7 +68,7 @@ class Mismatch:
 class FunctionArena:
     """The arena one function of the lowered program reserves (its own, not its callees')."""
 
-    name: str  # the function, without '@'
+    name: str  # the function, without '@'; 'f.l2' for memory 'l2' of a function with several memories
     bytes: int  # its arenas' bytes (0: nothing planned)
     capacity: int | None  # the capacity in force for it (None: minimize, no limit)
 
