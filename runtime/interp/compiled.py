@@ -26,7 +26,6 @@ the op that raised it, found from the line of the generated function.
 
 from __future__ import annotations
 
-import itertools
 import struct
 import sys
 from array import array
@@ -49,7 +48,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.runtime.interp.machine import InterpreterError, Machine, MemRef, _integer_width, _wrapped
-from telamalloc.runtime.interp.scf import parallel_ranges
+from telamalloc.runtime.interp.scf import parallel_ranges, run_parallel_op_by_op
 
 _FORMATS = {
     "int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
@@ -466,13 +465,4 @@ class CompiledLoopFunctions(InterpreterFunctions):
         nest = self._nest(interpreter, op)
         if nest is not None:
             return nest.run(interpreter, args)
-        ranges, accumulated = parallel_ranges(op, args)
-        reduce_op = op.body.block.last_op
-        assert isinstance(reduce_op, scf.ReduceOp)
-        for indices in itertools.product(*ranges):
-            values = interpreter.run_ssacfg_region(op.body, indices, "parallel_loop")
-            for index, region in enumerate(reduce_op.reductions):
-                (accumulated[index],) = interpreter.run_ssacfg_region(
-                    region, (accumulated[index], values[index]), "reduce"
-                )
-        return tuple(accumulated)
+        return run_parallel_op_by_op(interpreter, op, args)

@@ -37,22 +37,27 @@ def parallel_ranges(op: scf.ParallelOp, args: PythonValues) -> tuple[list[range]
     return [range(lb, ub, st) for lb, ub, st in zip(lower, upper, steps)], list(args[3 * rank :])
 
 
+def run_parallel_op_by_op(interpreter: Interpreter, op: scf.ParallelOp, args: PythonValues) -> PythonValues:
+    """`scf.parallel` through the interpreter: iterations and reductions in lexicographic order."""
+    ranges, accumulated = parallel_ranges(op, args)
+    reduce_op = op.body.block.last_op
+    assert isinstance(reduce_op, scf.ReduceOp)
+    for indices in itertools.product(*ranges):
+        values = interpreter.run_ssacfg_region(op.body, indices, "parallel_loop")
+        for index, region in enumerate(reduce_op.reductions):
+            (accumulated[index],) = interpreter.run_ssacfg_region(
+                region, (accumulated[index], values[index]), "reduce"
+            )
+    return tuple(accumulated)
+
+
 @register_impls
 class ScfExtraFunctions(InterpreterFunctions):
     """scf.parallel, scf.reduce and scf.reduce.return."""
 
     @impl(scf.ParallelOp)
     def run_parallel(self, interpreter: Interpreter, op: scf.ParallelOp, args: PythonValues) -> PythonValues:
-        ranges, accumulated = parallel_ranges(op, args)
-        reduce_op = op.body.block.last_op
-        assert isinstance(reduce_op, scf.ReduceOp)
-        for indices in itertools.product(*ranges):
-            values = interpreter.run_ssacfg_region(op.body, indices, "parallel_loop")
-            for index, region in enumerate(reduce_op.reductions):
-                (accumulated[index],) = interpreter.run_ssacfg_region(
-                    region, (accumulated[index], values[index]), "reduce"
-                )
-        return tuple(accumulated)
+        return run_parallel_op_by_op(interpreter, op, args)
 
     @impl_terminator(scf.ReduceOp)
     def run_reduce(
