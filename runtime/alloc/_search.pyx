@@ -145,7 +145,12 @@ instances the other does not, G in 5k nodes instead of 46k). Other even runs cyc
 fixed orderings, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
-bound, so the search stays complete. Off: one unbounded run with the main ordering.
+bound, so the search stays complete. Groups of more than ``RESTART_BASE_NODES`` buffers,
+where a run of the base budget cannot even place them all, first dive once down each fixed
+ordering (``m + m / DIVE_SLACK_DIVISOR`` nodes each), then run the Luby schedule with a unit
+of ``2m`` nodes (densenet121, 2,595 buffers at LOAD: the contention orderings fail, the
+length-first one places every buffer without a backtrack; 5,516 nodes instead of 14,602).
+Off: one unbounded run with the main ordering.
 
 [backjumping] (TelaMalloc: on repeated failure, jump further back). Inside budgeted runs of
 the portfolio only, a subtree that uses more than a quarter of the run's budget is cut off
@@ -332,7 +337,10 @@ ctypedef struct Ctx:
     int64_t* comp_hi
     int64_t* comp_mtop
     int64_t* comp_rep
-    int64_t* lowarg      # scratch: the highest stack top of each section
+    int64_t* lowarg      # scratch: per full section (see _expand), the highest rank at p_low covering it
+    int64_t* tight_next  # scratch: union-find over the full sections
+    int64_t* tight_pre   # scratch: prefix and suffix minima of lowarg
+    int64_t* tight_suf
     int64_t* porder      # all buffers, by decreasing pos (placed ones anywhere)
     int64_t cause        # a dead end: a buffer of the component that failed, -1: this node
     # limits and counters
@@ -528,6 +536,28 @@ cdef int _tree_overflows(int64_t* t, int64_t* pend, int64_t n, int64_t height, i
     return best > room
 
 
+cdef inline int64_t _lower_bound(int64_t* values, int64_t n, int64_t x) noexcept nogil:
+    """The first index of the increasing ``values[0:n]`` holding a value >= ``x`` (n: none)."""
+    cdef int64_t lo = 0
+    cdef int64_t hi = n
+    cdef int64_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline int64_t _tight_find(int64_t* parent, int64_t x) noexcept nogil:
+    """Union-find with path halving: the first unpainted index at or after ``x``."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 cdef int _compare_int64(const void* left, const void* right) noexcept nogil:
     cdef int64_t a = (<const int64_t*>left)[0]
     cdef int64_t b = (<const int64_t*>right)[0]
@@ -540,8 +570,18 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
     the piece keeps its set of rank values (ranks are only compared within a component).
     One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
     with the placement."""
-    cdef int64_t k, s, most, n, t, following, first, q
+    cdef int64_t k, s, most, n, t, following, first, q, l, h
+    cdef int64_t tn = c.tree_n
     n = 0
+    if tn > 0:
+        # long lifetimes: the section maxima come from the segment tree (scratch here),
+        # built over ``total`` in O(sections), O(log sections) per buffer
+        for s in range(c.ns):
+            c.tree[tn + s] = c.total[s]
+        for s in range(c.ns, tn):
+            c.tree[tn + s] = 0
+        for s in range(tn - 1, 0, -1):
+            c.tree[s] = c.tree[2 * s] if c.tree[2 * s] > c.tree[2 * s + 1] else c.tree[2 * s + 1]
     following = c.nxt[c.m]
     while following != c.m:
         k = following
@@ -549,9 +589,24 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
         if c.st[k] < c.frames[d - 1].act_lo or c.en[k] > c.frames[d - 1].act_hi:
             continue
         most = 0
-        for s in range(c.sb[k], c.se[k]):
-            if c.total[s] > most:
-                most = c.total[s]
+        if tn > 0:
+            l = c.sb[k] + tn
+            h = c.se[k] + tn
+            while l < h:
+                if l & 1:
+                    if c.tree[l] > most:
+                        most = c.tree[l]
+                    l += 1
+                if h & 1:
+                    h -= 1
+                    if c.tree[h] > most:
+                        most = c.tree[h]
+                l >>= 1
+                h >>= 1
+        else:
+            for s in range(c.sb[k], c.se[k]):
+                if c.total[s] > most:
+                    most = c.total[s]
         c.sortbuf[n].key = c.comp[k]
         c.sortbuf[n].pos = -most
         c.sortbuf[n].rank = c.rank[k]
@@ -817,8 +872,10 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                     limit = cap - c.total[s]
     # sections full at the lowest position: p_low + unplaced bytes = capacity. Such a section
     # must get a buffer at p_low; after a child at p_low of rank r only buffers of higher rank
-    # can still go there, so ``lowarg`` keeps the highest rank able to fill each section and
-    # ``low`` lists the full sections (canonical order only)
+    # can still go there. ``low`` lists the full sections (increasing), ``lowarg[t]`` is the
+    # highest rank of a buffer at p_low covering the t-th of them (-1: none), and
+    # ``tight_pre``/``tight_suf`` its prefix and suffix minima, so a child checks the full
+    # sections outside its lifetime in O(log) (canonical order only)
     ntight = 0
     p_low = INF
     if c.canonical and c.section_inference:
@@ -830,19 +887,41 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 p_low = c.pos[k]
         for s in range(sec_lo, sec_hi):
             if c.total[s] > 0 and p_low + c.total[s] == cap:
-                c.lowarg[s] = -1
+                c.lowarg[ntight] = -1
+                c.tight_next[ntight] = ntight
                 c.low[ntight] = s
                 ntight += 1
         if ntight > 0:
+            c.tight_next[ntight] = ntight
+            # paint the full sections by the buffers at p_low, highest rank first: each
+            # section takes the first buffer covering it (skipping painted ones, union-find)
+            count = 0
             following = c.nxt[m]
             while following != m:
                 k = following
                 following = c.nxt[k]
                 if c.comp[k] != act or c.pos[k] != p_low:
                     continue
-                for s in range(c.sb[k], c.se[k]):
-                    if c.rank[k] > c.lowarg[s]:
-                        c.lowarg[s] = c.rank[k]
+                c.sortbuf[count].key = -c.rank[k]
+                c.sortbuf[count].pos = 0
+                c.sortbuf[count].rank = 0
+                c.sortbuf[count].index = k
+                count += 1
+            qsort(c.sortbuf, count, sizeof(Child), _compare_children)
+            for q in range(count):
+                k = c.sortbuf[q].index
+                j = _tight_find(c.tight_next, _lower_bound(c.low, ntight, c.sb[k]))
+                top = _lower_bound(c.low, ntight, c.se[k])
+                while j < top:
+                    c.lowarg[j] = c.rank[k]
+                    c.tight_next[j] = j + 1
+                    j = _tight_find(c.tight_next, j + 1)
+            c.tight_pre[0] = c.lowarg[0]
+            for q in range(1, ntight):
+                c.tight_pre[q] = c.lowarg[q] if c.lowarg[q] < c.tight_pre[q - 1] else c.tight_pre[q - 1]
+            c.tight_suf[ntight - 1] = c.lowarg[ntight - 1]
+            for q in range(ntight - 2, -1, -1):
+                c.tight_suf[q] = c.lowarg[q] if c.lowarg[q] < c.tight_suf[q + 1] else c.tight_suf[q + 1]
     # the children, by (key, pos, rank)
     start = f.start
     if _grow_candidates(c, start + m) != 0:
@@ -872,13 +951,12 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             if not ok:
                 continue
         if p == p_low and ntight > 0:
-            ok = 1
-            for q in range(ntight):
-                s = c.low[q]
-                if (s < c.sb[k] or s >= c.se[k]) and c.lowarg[s] < c.rank[k]:
-                    ok = 0
-                    break
-            if not ok:
+            # a full section outside k's lifetime whose buffers at p_low all rank below k
+            j = _lower_bound(c.low, ntight, c.sb[k])
+            if j > 0 and c.tight_pre[j - 1] < c.rank[k]:
+                continue
+            j = _lower_bound(c.low, ntight, c.se[k])
+            if j < ntight and c.tight_suf[j] < c.rank[k]:
                 continue
         if p > limit and f.window_sections <= 512:
             ok = 1
@@ -1199,7 +1277,8 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         bD=np.zeros(m, dtype=np.int64), comp=np.zeros(m, dtype=np.int64),
         comp_lo=np.zeros(m, dtype=np.int64), comp_hi=np.zeros(m, dtype=np.int64),
         comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
-        lowarg=np.zeros(ns, dtype=np.int64),
+        lowarg=np.zeros(ns, dtype=np.int64), tight_next=np.zeros(ns + 1, dtype=np.int64),
+        tight_pre=np.zeros(ns, dtype=np.int64), tight_suf=np.zeros(ns, dtype=np.int64),
         cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
         porder=np.arange(m, dtype=np.int64), twin=twin,
     )
@@ -1266,6 +1345,9 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.lifted_pos = _ptr(arrays["lifted_pos"])
     c.comp_rep = _ptr(arrays["comp_rep"])
     c.lowarg = _ptr(arrays["lowarg"])
+    c.tight_next = _ptr(arrays["tight_next"])
+    c.tight_pre = _ptr(arrays["tight_pre"])
+    c.tight_suf = _ptr(arrays["tight_suf"])
     c.cut = _ptr(arrays["cut"])
     c.porder = _ptr(arrays["porder"])
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
@@ -1329,14 +1411,24 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     c.next_signal_check = _now() + 0.1
     if c.m == 0:
         return R_OK
+    # groups too big for the runs of the base budget to place every buffer start with one
+    # dive per fixed ordering (see restarts), and their Luby unit grows with their size
+    cdef int64_t dives = len(ranks) if c.m > RESTART_BASE_NODES else 0
+    cdef int64_t unit = RESTART_BASE_NODES if c.m <= RESTART_BASE_NODES else 2 * c.m
+    cdef int64_t luby_run
     while True:
-        if params.restarts:
-            rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
-            c.budget = RESTART_BASE_NODES * _luby(run + 1)
-            if run == 0:
-                c.budget = RESTART_FIRST_NODES
+        if params.restarts and run < dives:
+            rank[:] = ranks[run]
+            c.budget = c.m + c.m // DIVE_SLACK_DIVISOR
             c.fresh_pieces = 1
-            if run == 1:
+        elif params.restarts:
+            luby_run = run - dives
+            rank[:] = _portfolio_rank(luby_run, ranks, arrays, params, c.backjumping)
+            c.budget = unit * _luby(luby_run + 1)
+            if luby_run == 0:
+                c.budget = max(RESTART_FIRST_NODES, unit)
+            c.fresh_pieces = 1
+            if luby_run == 1:
                 rank[:] = ranks[0]  # the main ordering once more, with plain canonical bases
                 c.fresh_pieces = 0
         else:
@@ -1356,6 +1448,7 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
 
 RESTART_BASE_NODES = 1000  # run k > 0 of the portfolio may expand 1000 * luby(k) nodes
 RESTART_FIRST_NODES = 5000  # the first run (main ordering, children by position) may expand more
+DIVE_SLACK_DIVISOR = 8  # a dive of a group of m > RESTART_BASE_NODES buffers may expand m + m / 8 nodes
 
 
 def _luby(i):
