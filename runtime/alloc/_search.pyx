@@ -52,7 +52,10 @@ sections at the event points. The unplaced buffers of a section all overlap ther
 stack: for every height ``h``, ``h`` + the bytes of those with ``pos >= h`` must fit in the
 capacity, or the node is dead (``h`` = the lowest ``pos`` gives "floor + unplaced bytes <=
 capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing ``pos``
-checks every ``h = pos(e)`` in O(section spans); the walk stops at the first buffer with
+checks every ``h = pos(e)`` in O(section spans), or O(log sections) per buffer in a segment
+tree (range add, range maximum) for groups whose buffers live across more than
+``SECTION_TREE_SPAN`` sections on average (densenet121's 2,595 buffers span 563 of its 3,444
+sections on average: 4.3 s instead of 19.4 s, same nodes); the walk stops at the first buffer with
 ``pos(e)`` + the most unplaced bytes of a section <= capacity (no lower height can fail). In canonical order a child placed at ``p``
 lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
 expanded when some section of the component (other than one it empties) would then hold
@@ -89,7 +92,11 @@ find the section overflowing at ``p + 1``).
    States are stored as two independent 64-bit hashes (direct-mapped, 2**20 slots, lossy:
    a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
    (probability about 2**-128 per lookup); a failure found under a budget cut (see
-   backjumping) is never stored.
+   backjumping) is never stored. Tried and dropped (issue 16): keeping the table across
+   the fit calls of one solve (an entry found at capacity C is valid at every capacity
+   <= C): on bench/hard's minimize family (22 instances, CP-SAT off, 400k-node budgets) it
+   saved 0.5% of the nodes and settled nothing more, as most failures in budgeted runs
+   come from budget cuts and are not stored; not worth a 50% larger table.
 4. Hatless children (MiniMalloc's hatless pruning): when a child ``d`` placed at ``p``
    raises the floor of no unplaced buffer (all its unplaced time-neighbours have floors
    at or above ``p + size(d)``) and its subtree fails, the later children of the node
@@ -142,7 +149,12 @@ instances the other does not, G in 5k nodes instead of 46k). Other even runs cyc
 fixed orderings, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
-bound, so the search stays complete. Off: one unbounded run with the main ordering.
+bound, so the search stays complete. Groups of more than ``RESTART_BASE_NODES`` buffers,
+where a run of the base budget cannot even place them all, first dive once down each fixed
+ordering (``m + m / DIVE_SLACK_DIVISOR`` nodes each), then run the Luby schedule with a unit
+of ``2m`` nodes (densenet121, 2,595 buffers at LOAD: the contention orderings fail, the
+length-first one places every buffer without a backtrack; 5,516 nodes instead of 14,602).
+Off: one unbounded run with the main ordering.
 
 [backjumping] (TelaMalloc: on repeated failure, jump further back). Inside budgeted runs of
 the portfolio only, a subtree that uses more than a quarter of the run's budget is cut off
@@ -297,6 +309,10 @@ ctypedef struct Ctx:
     int64_t* spos       # stable position alignup(floor) of each unplaced free buffer (>0 bytes)
     int64_t* total      # unplaced bytes per section
     int64_t* low        # scratch: lowest pos per section
+    int64_t tree_n      # > 0: the section stacks live in a segment tree of 2 * tree_n nodes
+    int64_t tree_height # log2(tree_n)
+    int64_t* tree       # (see _tree_overflows), else in ``low``
+    int64_t* tree_pend
     int64_t* trail_idx
     int64_t* trail_old
     Frame* frames
@@ -325,7 +341,10 @@ ctypedef struct Ctx:
     int64_t* comp_hi
     int64_t* comp_mtop
     int64_t* comp_rep
-    int64_t* lowarg      # scratch: the highest stack top of each section
+    int64_t* lowarg      # scratch: per full section (see _expand), the highest rank at p_low covering it
+    int64_t* tight_next  # scratch: union-find over the full sections
+    int64_t* tight_pre   # scratch: prefix and suffix minima of lowarg
+    int64_t* tight_suf
     int64_t* porder      # all buffers, by decreasing pos (placed ones anywhere)
     int64_t cause        # a dead end: a buffer of the component that failed, -1: this node
     # limits and counters
@@ -455,6 +474,94 @@ cdef inline int _stack_overflows(int64_t* low, int64_t lo, int64_t hi, int64_t s
     return bad
 
 
+cdef inline void _tree_apply(int64_t* t, int64_t* pend, int64_t q, int64_t value,
+                             int64_t n) noexcept nogil:
+    t[q] += value
+    if q < n:
+        pend[q] += value
+
+
+cdef inline void _tree_pull(int64_t* t, int64_t* pend, int64_t q) noexcept nogil:
+    """Recompute the ancestors of node ``q``: each is the larger child plus its pending add."""
+    while q > 1:
+        q >>= 1
+        t[q] = (t[2 * q] if t[2 * q] > t[2 * q + 1] else t[2 * q + 1]) + pend[q]
+
+
+cdef inline void _tree_push(int64_t* t, int64_t* pend, int64_t q, int64_t height,
+                            int64_t n) noexcept nogil:
+    """Hand the pending adds on the path from the root to node ``q`` down to its children."""
+    cdef int64_t h, a
+    h = height
+    while h > 0:
+        a = q >> h
+        if pend[a] != 0:
+            _tree_apply(t, pend, 2 * a, pend[a], n)
+            _tree_apply(t, pend, 2 * a + 1, pend[a], n)
+            pend[a] = 0
+        h -= 1
+
+
+cdef int _tree_overflows(int64_t* t, int64_t* pend, int64_t n, int64_t height, int64_t lo,
+                         int64_t hi, int64_t size, int64_t room) noexcept nogil:
+    """The same as :func:`_stack_overflows` on a segment tree over the sections (range add,
+    range maximum, both O(log sections)): ``t[n + s]`` holds section ``s``'s stack, an
+    inner node the maximum below it, ``pend`` the adds not yet handed down. For groups
+    whose buffers live across many sections, where the plain loop costs O(span)."""
+    cdef int64_t l = lo + n
+    cdef int64_t r = hi + n
+    cdef int64_t best = -INF
+    while l < r:
+        if l & 1:
+            _tree_apply(t, pend, l, size, n)
+            l += 1
+        if r & 1:
+            r -= 1
+            _tree_apply(t, pend, r, size, n)
+        l >>= 1
+        r >>= 1
+    _tree_pull(t, pend, lo + n)
+    _tree_pull(t, pend, hi - 1 + n)
+    l = lo + n
+    r = hi + n
+    _tree_push(t, pend, l, height, n)
+    _tree_push(t, pend, r - 1, height, n)
+    while l < r:
+        if l & 1:
+            if t[l] > best:
+                best = t[l]
+            l += 1
+        if r & 1:
+            r -= 1
+            if t[r] > best:
+                best = t[r]
+        l >>= 1
+        r >>= 1
+    return best > room
+
+
+cdef inline int64_t _lower_bound(int64_t* values, int64_t n, int64_t x) noexcept nogil:
+    """The first index of the increasing ``values[0:n]`` holding a value >= ``x`` (n: none)."""
+    cdef int64_t lo = 0
+    cdef int64_t hi = n
+    cdef int64_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if values[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline int64_t _tight_find(int64_t* parent, int64_t x) noexcept nogil:
+    """Union-find with path halving: the first unpainted index at or after ``x``."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
 cdef int _compare_int64(const void* left, const void* right) noexcept nogil:
     cdef int64_t a = (<const int64_t*>left)[0]
     cdef int64_t b = (<const int64_t*>right)[0]
@@ -467,8 +574,18 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
     the piece keeps its set of rank values (ranks are only compared within a component).
     One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
     with the placement."""
-    cdef int64_t k, s, most, n, t, following, first, q
+    cdef int64_t k, s, most, n, t, following, first, q, l, h
+    cdef int64_t tn = c.tree_n
     n = 0
+    if tn > 0:
+        # long lifetimes: the section maxima come from the segment tree (scratch here),
+        # built over ``total`` in O(sections), O(log sections) per buffer
+        for s in range(c.ns):
+            c.tree[tn + s] = c.total[s]
+        for s in range(c.ns, tn):
+            c.tree[tn + s] = 0
+        for s in range(tn - 1, 0, -1):
+            c.tree[s] = c.tree[2 * s] if c.tree[2 * s] > c.tree[2 * s + 1] else c.tree[2 * s + 1]
     following = c.nxt[c.m]
     while following != c.m:
         k = following
@@ -476,9 +593,24 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
         if c.st[k] < c.frames[d - 1].act_lo or c.en[k] > c.frames[d - 1].act_hi:
             continue
         most = 0
-        for s in range(c.sb[k], c.se[k]):
-            if c.total[s] > most:
-                most = c.total[s]
+        if tn > 0:
+            l = c.sb[k] + tn
+            h = c.se[k] + tn
+            while l < h:
+                if l & 1:
+                    if c.tree[l] > most:
+                        most = c.tree[l]
+                    l += 1
+                if h & 1:
+                    h -= 1
+                    if c.tree[h] > most:
+                        most = c.tree[h]
+                l >>= 1
+                h >>= 1
+        else:
+            for s in range(c.sb[k], c.se[k]):
+                if c.total[s] > most:
+                    most = c.total[s]
         c.sortbuf[n].key = c.comp[k]
         c.sortbuf[n].pos = -most
         c.sortbuf[n].rank = c.rank[k]
@@ -703,14 +835,23 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         for s in range(win_sec_lo, win_sec_hi):
             if c.total[s] > most:
                 most = c.total[s]
-        memset(c.low, 0, c.ns * sizeof(int64_t))
+        if c.tree_n > 0:
+            memset(c.tree, 0, 2 * c.tree_n * sizeof(int64_t))
+            memset(c.tree_pend, 0, c.tree_n * sizeof(int64_t))
+        else:
+            memset(c.low, 0, c.ns * sizeof(int64_t))
         for q in range(m):
             k = c.porder[q]
             if c.placed[k] or c.st[k] < win_lo or c.en[k] > win_hi:
                 continue
             if c.pos[k] + most <= cap:
                 break  # porder is by decreasing pos: no lower buffer can overflow a stack
-            if _stack_overflows(c.low, c.sb[k], c.se[k], c.size[k], cap - c.pos[k]):
+            if c.tree_n > 0:
+                ok = not _tree_overflows(c.tree, c.tree_pend, c.tree_n, c.tree_height, c.sb[k],
+                                         c.se[k], c.size[k], cap - c.pos[k])
+            else:
+                ok = not _stack_overflows(c.low, c.sb[k], c.se[k], c.size[k], cap - c.pos[k])
+            if not ok:
                 c.cause = k
                 return 0
     # the component to branch on: the leftmost one
@@ -735,8 +876,10 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                     limit = cap - c.total[s]
     # sections full at the lowest position: p_low + unplaced bytes = capacity. Such a section
     # must get a buffer at p_low; after a child at p_low of rank r only buffers of higher rank
-    # can still go there, so ``lowarg`` keeps the highest rank able to fill each section and
-    # ``low`` lists the full sections (canonical order only)
+    # can still go there. ``low`` lists the full sections (increasing), ``lowarg[t]`` is the
+    # highest rank of a buffer at p_low covering the t-th of them (-1: none), and
+    # ``tight_pre``/``tight_suf`` its prefix and suffix minima, so a child checks the full
+    # sections outside its lifetime in O(log) (canonical order only)
     ntight = 0
     p_low = INF
     if c.canonical and c.section_inference:
@@ -748,19 +891,41 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
                 p_low = c.pos[k]
         for s in range(sec_lo, sec_hi):
             if c.total[s] > 0 and p_low + c.total[s] == cap:
-                c.lowarg[s] = -1
+                c.lowarg[ntight] = -1
+                c.tight_next[ntight] = ntight
                 c.low[ntight] = s
                 ntight += 1
         if ntight > 0:
+            c.tight_next[ntight] = ntight
+            # paint the full sections by the buffers at p_low, highest rank first: each
+            # section takes the first buffer covering it (skipping painted ones, union-find)
+            count = 0
             following = c.nxt[m]
             while following != m:
                 k = following
                 following = c.nxt[k]
                 if c.comp[k] != act or c.pos[k] != p_low:
                     continue
-                for s in range(c.sb[k], c.se[k]):
-                    if c.rank[k] > c.lowarg[s]:
-                        c.lowarg[s] = c.rank[k]
+                c.sortbuf[count].key = -c.rank[k]
+                c.sortbuf[count].pos = 0
+                c.sortbuf[count].rank = 0
+                c.sortbuf[count].index = k
+                count += 1
+            qsort(c.sortbuf, count, sizeof(Child), _compare_children)
+            for q in range(count):
+                k = c.sortbuf[q].index
+                j = _tight_find(c.tight_next, _lower_bound(c.low, ntight, c.sb[k]))
+                top = _lower_bound(c.low, ntight, c.se[k])
+                while j < top:
+                    c.lowarg[j] = c.rank[k]
+                    c.tight_next[j] = j + 1
+                    j = _tight_find(c.tight_next, j + 1)
+            c.tight_pre[0] = c.lowarg[0]
+            for q in range(1, ntight):
+                c.tight_pre[q] = c.lowarg[q] if c.lowarg[q] < c.tight_pre[q - 1] else c.tight_pre[q - 1]
+            c.tight_suf[ntight - 1] = c.lowarg[ntight - 1]
+            for q in range(ntight - 2, -1, -1):
+                c.tight_suf[q] = c.lowarg[q] if c.lowarg[q] < c.tight_suf[q + 1] else c.tight_suf[q + 1]
     # the children, by (key, pos, rank)
     start = f.start
     if _grow_candidates(c, start + m) != 0:
@@ -790,13 +955,12 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
             if not ok:
                 continue
         if p == p_low and ntight > 0:
-            ok = 1
-            for q in range(ntight):
-                s = c.low[q]
-                if (s < c.sb[k] or s >= c.se[k]) and c.lowarg[s] < c.rank[k]:
-                    ok = 0
-                    break
-            if not ok:
+            # a full section outside k's lifetime whose buffers at p_low all rank below k
+            j = _lower_bound(c.low, ntight, c.sb[k])
+            if j > 0 and c.tight_pre[j - 1] < c.rank[k]:
+                continue
+            j = _lower_bound(c.low, ntight, c.se[k])
+            if j < ntight and c.tight_suf[j] < c.rank[k]:
                 continue
         if p > limit and f.window_sections <= 512:
             ok = 1
@@ -927,6 +1091,8 @@ cdef int _run(Ctx* c) noexcept nogil:
         _undo(c, d, &trail_top)
 
 
+SECTION_TREE_SPAN = 64  # groups whose buffers span more sections than this on average use the segment tree
+# (measured: challenging D, 34 on average, is 1.5x slower with the tree; densenet121-2595, 563, 4x faster)
 DYNAMIC_DECOMPOSITION_LIMIT = 4096  # groups above this size are not split dynamically
 PAIR_SECONDS = 100e-9  # a group's preparation per overlapping pair (~80 ns measured here; some margin)
 
@@ -1116,11 +1282,25 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         bD=np.zeros(m, dtype=np.int64), comp=np.zeros(m, dtype=np.int64),
         comp_lo=np.zeros(m, dtype=np.int64), comp_hi=np.zeros(m, dtype=np.int64),
         comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
-        lowarg=np.zeros(ns, dtype=np.int64),
+        lowarg=np.zeros(ns, dtype=np.int64), tight_next=np.zeros(ns + 1, dtype=np.int64),
+        tight_pre=np.zeros(ns, dtype=np.int64), tight_suf=np.zeros(ns, dtype=np.int64),
         cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
         porder=np.arange(m, dtype=np.int64), twin=twin,
     )
+    # buffers living across many sections: the stacks of the section inference go in a
+    # segment tree (O(log sections) per buffer instead of O(span); same answers)
+    tree_n = 0
+    if int((se - sb).sum()) > SECTION_TREE_SPAN * max(m, 1):
+        tree_n = 1
+        while tree_n < ns:
+            tree_n *= 2
+    arrays["tree"] = np.zeros(2 * tree_n + 1, dtype=np.int64)
+    arrays["tree_pend"] = np.zeros(tree_n + 1, dtype=np.int64)
     g.arrays = (arrays, ranks)
+    c.tree_n = tree_n
+    c.tree_height = tree_n.bit_length() - 1 if tree_n > 0 else 0
+    c.tree = _ptr(arrays["tree"])
+    c.tree_pend = _ptr(arrays["tree_pend"])
     c.m = m
     c.ns = ns
     c.capacity = capacity
@@ -1170,6 +1350,9 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.lifted_pos = _ptr(arrays["lifted_pos"])
     c.comp_rep = _ptr(arrays["comp_rep"])
     c.lowarg = _ptr(arrays["lowarg"])
+    c.tight_next = _ptr(arrays["tight_next"])
+    c.tight_pre = _ptr(arrays["tight_pre"])
+    c.tight_suf = _ptr(arrays["tight_suf"])
     c.cut = _ptr(arrays["cut"])
     c.porder = _ptr(arrays["porder"])
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
@@ -1233,14 +1416,24 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     c.next_signal_check = _now() + 0.1
     if c.m == 0:
         return R_OK
+    # groups too big for the runs of the base budget to place every buffer start with one
+    # dive per fixed ordering (see restarts), and their Luby unit grows with their size
+    cdef int64_t dives = len(ranks) if c.m > RESTART_BASE_NODES else 0
+    cdef int64_t unit = RESTART_BASE_NODES if c.m <= RESTART_BASE_NODES else 2 * c.m
+    cdef int64_t luby_run
     while True:
-        if params.restarts:
-            rank[:] = _portfolio_rank(run, ranks, arrays, params, c.backjumping)
-            c.budget = RESTART_BASE_NODES * _luby(run + 1)
-            if run == 0:
-                c.budget = RESTART_FIRST_NODES
+        if params.restarts and run < dives:
+            rank[:] = ranks[run]
+            c.budget = c.m + c.m // DIVE_SLACK_DIVISOR
             c.fresh_pieces = 1
-            if run == 1:
+        elif params.restarts:
+            luby_run = run - dives
+            rank[:] = _portfolio_rank(luby_run, ranks, arrays, params, c.backjumping)
+            c.budget = unit * _luby(luby_run + 1)
+            if luby_run == 0:
+                c.budget = max(RESTART_FIRST_NODES, unit)
+            c.fresh_pieces = 1
+            if luby_run == 1:
                 rank[:] = ranks[0]  # the main ordering once more, with plain canonical bases
                 c.fresh_pieces = 0
         else:
@@ -1260,6 +1453,7 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
 
 RESTART_BASE_NODES = 1000  # run k > 0 of the portfolio may expand 1000 * luby(k) nodes
 RESTART_FIRST_NODES = 5000  # the first run (main ordering, children by position) may expand more
+DIVE_SLACK_DIVISOR = 8  # a dive of a group of m > RESTART_BASE_NODES buffers may expand m + m / 8 nodes
 
 
 def _luby(i):
