@@ -26,7 +26,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from telamalloc.runtime.alloc._sweep import disjoint_while_live
-from telamalloc.runtime.alloc.problem import INT64_MAX, Problem
+from telamalloc.runtime.alloc.problem import INT64_MAX, Problem, columns_of
 
 # Beyond this many overlapping pairs the report says how many more were found.
 MAX_REPORTED_OVERLAPS = 100
@@ -160,6 +160,11 @@ def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     for the last problem seen (problems are frozen), so that compute_load and validate of
     one solve read the buffers once."""
     global _last_columns
+    held = columns_of(problem)
+    if held is not None:  # a columnar problem (the CSV reader's): its own columns
+        if not held.unique() or held.arrays["pins"].min(initial=0) < -1:
+            return None
+        return held.arrays
     if _last_columns is not None and _last_columns[0]() is problem:
         return _last_columns[1]
     buffers = problem.buffers
@@ -189,30 +194,23 @@ def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     return result
 
 
-def remember_columns(problem: Problem, columns: dict[str, np.ndarray]) -> None:
-    """Seed the column cache of ``_problem_columns`` with columns already parsed (the CSV
-    reader's numpy path): the same keys and meaning as ``_problem_columns`` returns."""
-    global _last_columns
-    try:
-        _last_columns = (weakref.ref(problem), columns)
-    except TypeError:
-        _last_columns = None
-
-
 def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
     """(starts, ends, sizes, aligns, pins or -1, offsets) as int64 columns, or None unless
     every value is a plain int within 64 bits and the ids are unique."""
-    offsets = list(offsets)
-    if len(offsets) != len(problem.buffers):
-        return None
     columns = _problem_columns(problem)
     if columns is None:
         return None
-    if offsets and set(map(type, offsets)) != {int}:
-        return None
-    try:
-        placed = np.array(offsets, dtype=np.int64)
-    except OverflowError:
+    if isinstance(offsets, np.ndarray) and offsets.dtype == np.int64 and offsets.ndim == 1:
+        placed = offsets
+    else:
+        offsets = list(offsets)
+        if offsets and set(map(type, offsets)) != {int}:
+            return None
+        try:
+            placed = np.array(offsets, dtype=np.int64)
+        except OverflowError:
+            return None
+    if len(placed) != len(columns["starts"]):
         return None
     return columns["starts"], columns["ends"], columns["sizes"], columns["aligns"], columns["pins"], placed
 
@@ -292,7 +290,6 @@ def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]]
     columns = _problem_columns(problem)
     if columns is None:
         return None
-    buffers = problem.buffers
     starts_array, ends_array, sizes_array = columns["starts"], columns["ends"], columns["sizes"]
     if np.any(sizes_array < 0) or sum(sizes_array[sizes_array > 0].tolist()) > INT64_MAX:
         return None
@@ -312,8 +309,9 @@ def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]]
     if best <= 0:
         return 0, None, ()
     best_time = int(times[candidates[int(np.argmax(values))]])
-    live_there = np.flatnonzero((sizes_array > 0) & (starts_array <= best_time) & (ends_array > best_time))
-    ids = tuple(buffers[index].id for index in live_there.tolist())
+    live_there = np.flatnonzero((sizes_array > 0) & (starts_array <= best_time) & (ends_array > best_time)).tolist()
+    held = columns_of(problem)
+    ids = held.ids_at(live_there) if held is not None else tuple(problem.buffers[index].id for index in live_there)
     return best, best_time, ids
 
 

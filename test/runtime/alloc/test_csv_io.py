@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from telamalloc.runtime.alloc.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
-from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError, columns_of
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "input.12.csv"
 
@@ -157,7 +157,7 @@ def _slow(monkeypatch, path):
     from telamalloc.runtime.alloc import csv_io
 
     with monkeypatch.context() as patch:
-        patch.setattr(csv_io, "_read_fast", lambda name, text: None)
+        patch.setattr(csv_io, "_read_fast", lambda name, data: None)
         return read_csv(path)
 
 
@@ -182,9 +182,10 @@ def test_numpy_path_reads_what_the_row_reader_reads(tmp_path, monkeypatch, seed)
     path = write(tmp_path, "\n".join(lines) + "\n")
     taken = []
     fast_reader = csv_io._read_fast
-    monkeypatch.setattr(csv_io, "_read_fast", lambda name, text: taken.append(name) or fast_reader(name, text))
+    monkeypatch.setattr(csv_io, "_read_fast", lambda name, data: taken.append(name) or fast_reader(name, data))
     fast = read_csv(path)
-    assert taken and fast_reader(str(path), path.read_text()) is not None  # the numpy path read it
+    assert taken and fast_reader(str(path), path.read_bytes()) is not None  # the numpy path read it
+    assert columns_of(fast.problem) is not None  # as columns, no Buffer per row
     slow = _slow(monkeypatch, path)
     assert fast == slow
 
@@ -210,7 +211,7 @@ def test_numpy_path_columns_feed_solve_and_validate(tmp_path):
 
     path = write(tmp_path, "id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,4,4\nc,2,4,8,2\n")
     problem = read_csv(path).problem
-    assert checker._last_columns[0]() is problem  # seeded by the reader
+    assert columns_of(problem) is not None and "buffers" not in vars(problem)  # columns, no Buffer objects yet
     solution = solve(problem, mode="minimize")
     assert solution.ok and solution.peak == 12 and checker.validate(problem, solution.offsets) == []
 
