@@ -35,11 +35,15 @@ import numpy as np
 # importing cp_model costs ~0.4 s (it pulls pandas), so it is imported on first use
 # (_cp_model), not by every tela-alloc start-up.
 AVAILABLE = importlib.util.find_spec("ortools") is not None  # tests monkeypatch it to False
+cp_model = None  # the module once imported
 
 
 def _cp_model():
-    from ortools.sat.python import cp_model
+    global cp_model
+    if cp_model is None:
+        from ortools.sat.python import cp_model as module
 
+        cp_model = module
     return cp_model
 
 # Wall-clock seconds per work unit after which a call is stopped anyway (see Race.run).
