@@ -746,7 +746,13 @@ def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algor
 def _validated(instance: _Instance, offsets: tuple[int, ...], capacity: int | None, producer: str) -> tuple[int, ...]:
     """``offsets``, re-checked by the independent validator: a bug in ``producer`` (the
     search kernel, greedy placement, the large planner) must not leak out as OK."""
-    violations = validate(instance.problem, offsets, capacity)
+    checked = offsets
+    if columns_of(instance.problem) is not None and type(offsets) is tuple:  # ints from full_offsets: one conversion
+        try:
+            checked = np.array(offsets, dtype=np.int64)
+        except (OverflowError, TypeError, ValueError):
+            checked = offsets
+    violations = validate(instance.problem, checked, capacity)
     if violations:
         raise AssertionError(f"internal error: {producer} returned an invalid layout: {violations[0]}")
     return offsets

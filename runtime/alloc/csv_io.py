@@ -463,25 +463,36 @@ def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[
         if column_values.min() < 0:
             return None
         cells.append(column_values)
-    widths = [cell[1] if isinstance(cell, tuple) else _digit_count(cell) for cell in cells]
-    line_lengths = sum(widths) + len(cells)  # the digits, the commas and the newline
-    line_starts = np.cumsum(line_lengths) - line_lengths
-    out = np.full(int(line_lengths.sum()), ord(","), dtype=np.uint8)
-    out[line_starts + line_lengths - 1] = ord("\n")
-    at = line_starts.copy()  # where each row's current field starts
-    for cell, width in zip(cells, widths):
-        if isinstance(cell, tuple):  # text ids: copy their bytes
+    # Each row as fixed-width cells of a byte matrix (numbers right-aligned, text ids
+    # left-aligned, each cell followed by its comma or the newline), and a mask of the bytes
+    # that are kept: the rows, in order, are the matrix's kept bytes.
+    digits = [None if isinstance(cell, tuple) else _digit_count(cell) for cell in cells]
+    widths = [int(cell[1].max()) if count is None else int(count.max()) for cell, count in zip(cells, digits)]
+    matrix = np.empty((held.count, sum(widths) + len(widths)), dtype=np.uint8)
+    keep = np.empty(matrix.shape, dtype=bool)
+    at = 0
+    for position, (cell, count, width) in enumerate(zip(cells, digits, widths)):
+        if count is None:  # text ids, left-aligned
             text, lengths = cell
             ends = np.cumsum(lengths)
             flat = np.arange(len(text), dtype=np.int64)
-            out[np.repeat(at - (ends - lengths), lengths) + flat] = np.frombuffer(text, dtype=np.uint8)
-        else:
+            rows_of = np.repeat(np.arange(held.count, dtype=np.int64), lengths)
+            matrix[rows_of, at + flat - np.repeat(ends - lengths, lengths)] = np.frombuffer(text, dtype=np.uint8)
+            keep[:, at : at + width] = np.arange(width) < lengths[:, None]
+        else:  # numbers, right-aligned
             remaining = cell.copy()
-            for place in range(int(width.max()) - 1, -1, -1):  # the last digit first
-                rows = np.flatnonzero(width > place)
-                out[at[rows] + place] = (remaining[rows] % 10 + 48).astype(np.uint8)
-                remaining[rows] //= 10
+            quotient = np.empty_like(remaining)
+            for place in range(width - 1, -1, -1):  # the last digit first
+                np.floor_divide(remaining, 10, out=quotient)  # by a scalar: numpy's fast division
+                remaining -= quotient * 10
+                remaining += 48
+                matrix[:, at + place] = remaining
+                remaining, quotient = quotient, remaining
+            keep[:, at : at + width] = np.arange(width) >= (width - count)[:, None]
+        matrix[:, at + width] = ord("\n") if position == len(cells) - 1 else ord(",")
+        keep[:, at + width] = True
         at += width + 1
+    out = matrix[keep]
     return ",".join(columns).encode("ascii") + b"\n" + out.tobytes()
 
 

@@ -237,12 +237,21 @@ def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
     count = len(live)
     times = np.concatenate((starts[live], ends[live]))
     kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))  # ends first
-    events = np.lexsort((np.arange(2 * count), kinds, times))
+    events = _sweep_order(times, kinds)
     ranked_lows, ranks = np.unique(placed[live], return_inverse=True)
     ranks = np.ascontiguousarray(np.concatenate((ranks, ranks))[events], dtype=np.int64)
     highs = np.ascontiguousarray(np.concatenate((tops[live], tops[live]))[events])
     starting = np.ascontiguousarray(events < count, dtype=np.uint8)
     return disjoint_by_rank(ranks, np.ascontiguousarray(ranked_lows, dtype=np.int64), highs, starting)
+
+
+def _sweep_order(times: np.ndarray, kinds: np.ndarray) -> np.ndarray:
+    """The events by time, ends (kind 0) before starts (1) at one time, else in index order:
+    ``np.lexsort((arange, kinds, times))``, as one stable sort of a combined key when the
+    times allow it (twice as fast)."""
+    if len(times) and -(2**61) < int(times.min()) and int(times.max()) < 2**61:
+        return np.argsort(times * 2 + kinds, kind="stable")
+    return np.lexsort((np.arange(len(times)), kinds, times))
 
 
 def _end(buffers, offsets, index: int) -> int:
@@ -293,7 +302,9 @@ def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]]
     if columns is None:
         return None
     starts_array, ends_array, sizes_array = columns["starts"], columns["ends"], columns["sizes"]
-    if np.any(sizes_array < 0) or sum(sizes_array[sizes_array > 0].tolist()) > INT64_MAX:
+    if np.any(sizes_array < 0):
+        return None
+    if float(sizes_array.sum(dtype=np.float64)) >= 2.0**62 and sum(sizes_array[sizes_array > 0].tolist()) > INT64_MAX:
         return None
     live = np.flatnonzero(sizes_array > 0)
     if len(live) == 0:
@@ -302,7 +313,7 @@ def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]]
     times = np.concatenate((starts_array[live], ends_array[live]))
     deltas = np.concatenate((sizes_array[live], -sizes_array[live]))
     kinds = np.concatenate((np.ones(count, dtype=np.int8), np.zeros(count, dtype=np.int8)))
-    order = np.lexsort((kinds, times))
+    order = _sweep_order(times, kinds)
     times, running = times[order], np.cumsum(deltas[order])
     last_of_time = np.append(times[1:] != times[:-1], True)  # the live bytes once a time is done
     candidates = np.flatnonzero(last_of_time)
