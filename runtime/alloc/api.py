@@ -431,9 +431,8 @@ def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
     """INFEASIBLE when pins alone rule out every layout: misaligned, beyond the capacity,
     or two pinned buffers that are live together and share bytes."""
     problem = instance.problem
-    held = columns_of(problem)
-    if held is not None and held.arrays["pins"].min(initial=-1) == -1 and held.arrays["pins"].max(initial=-1) == -1:
-        return None  # nothing pinned (without building the buffers of a columnar problem)
+    if _pins_agree(problem, capacity):
+        return None  # decided on the columns of a columnar problem, without building its buffers
     pinned = [i for i, b in enumerate(problem.buffers) if b.offset is not None]
     for index in pinned:
         buffer = problem.buffers[index]
@@ -468,6 +467,25 @@ def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
                     core=ids,
                 )
     return None
+
+
+def _pins_agree(problem: Problem, capacity: int | None) -> bool:
+    """True when ``problem`` is columnar and its pins certainly conflict in none of the ways
+    _pin_conflict words (False: let it look, on the buffers)."""
+    from telamalloc.runtime.alloc.validate import _fast_valid  # the validator's sweep, on the pinned buffers alone
+
+    held = columns_of(problem)
+    if held is None:
+        return False
+    pins, sizes, aligns = held.arrays["pins"], held.arrays["sizes"], held.arrays["aligns"]
+    pinned = np.flatnonzero(pins >= 0)
+    if len(pinned) == 0:
+        return True
+    if np.any(pins[pinned] % aligns[pinned]) or (capacity is not None and np.any(pins[pinned] + sizes[pinned] > capacity)):
+        return False
+    arrays = held.arrays
+    subset = Problem.from_columns(pinned, *(arrays[name][pinned] for name in ("starts", "ends", "sizes", "aligns", "pins")))
+    return _fast_valid(subset, pins[pinned], None)
 
 
 def _overload(problem: Problem, load: tuple, capacity: int) -> _Outcome:

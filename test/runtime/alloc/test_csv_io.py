@@ -1,6 +1,7 @@
 """CSV reading (MiniMalloc's format, every error class with file:line) and atomic writing."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,34 @@ def test_numpy_path_reads_what_the_row_reader_reads(tmp_path, monkeypatch, seed)
     assert columns_of(fast.problem) is not None  # as columns, no Buffer per row
     slow = _slow(monkeypatch, path)
     assert fast == slow
+    offsets = [index * 10**6 for index in range(len(slow.problem.buffers))]
+    write_solution(tmp_path / "fast.csv", fast.problem, offsets, fast.columns)
+    write_solution(tmp_path / "slow.csv", slow.problem, offsets, slow.columns)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()  # numpy's text is the csv writer's
+
+
+@pytest.mark.parametrize("ids", [
+    [str(index) for index in range(40)],  # canonical decimal ids: kept as numbers
+    [str(index) for index in range(40, 0, -1)],
+    ["007", "7", "70"],  # a leading zero: text
+    ["+5", "5"],  # a sign: text
+    ["12", "12a", "3"],  # digits first, not a number
+    ["1", "2", "1"],  # duplicates: the row reader's error
+])
+def test_decimal_ids_read_and_write_as_the_row_reader_does(tmp_path, monkeypatch, ids):
+    path = write(tmp_path, "id,lower,upper,size\n" + "".join(f"{i},{n},{n + 2},{n + 1}\n" for n, i in enumerate(ids)))
+    try:
+        slow = _slow(monkeypatch, path)
+    except CsvError as error:
+        with pytest.raises(CsvError, match=re.escape(str(error))):  # the same file:line: message
+            read_csv(path)
+        return
+    fast = read_csv(path)
+    assert fast == slow and [b.id for b in fast.problem.buffers] == ids
+    offsets = [10 * index for index in range(len(ids))]
+    write_solution(tmp_path / "fast.csv", fast.problem, offsets, fast.columns)
+    write_solution(tmp_path / "slow.csv", slow.problem, offsets, slow.columns)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()
 
 
 @pytest.mark.parametrize("text", [
