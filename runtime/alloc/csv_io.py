@@ -243,7 +243,7 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
             return None
         ids = None
     else:
-        ids = _text_ids(body.decode("utf-8"), id_position, rows)
+        ids = _ascii_ids(raw, id_low, id_high) if data.isascii() else _text_ids(body.decode("utf-8"), id_position, rows)
         if ids is None:
             return None
     values = {header[position]: table[:, index] for index, position in enumerate(numeric)}
@@ -289,6 +289,30 @@ def _loadtxt(body: bytes, positions: list[int]) -> np.ndarray | None:
                               comments=None, quotechar=None, encoding="utf-8")
     except (ValueError, OverflowError, Warning):
         return None
+
+
+_SPACES = np.frombuffer(b" \t\x0b\x0c\x1c\x1d\x1e\x1f", dtype=np.uint8)  # what str.strip() strips in ASCII (no \n, \r here)
+
+
+def _ascii_ids(raw: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[str, ...] | None:
+    """The ``id`` cells of an ASCII file, cut out of the bytes with numpy (a fixed-width
+    byte matrix, cast to strings), or None when one is empty, has surrounding spaces or
+    appears twice."""
+    lengths = high - low
+    if lengths.min() < 1:
+        return None
+    if np.isin(raw[low], _SPACES).any() or np.isin(raw[high - 1], _SPACES).any():
+        return None
+    width = int(lengths.max())
+    matrix = np.empty((len(lengths), width), dtype=np.uint8)
+    last = len(raw) - 1
+    for place in range(width):  # one gather per byte position of the cells
+        matrix[:, place] = np.where(place < lengths, raw[np.minimum(low + place, last)], 0)
+    cells = matrix.view(f"S{width}").ravel()  # no NUL in the file: the padding is all a cell loses
+    ordered = np.sort(cells)
+    if np.any(ordered[1:] == ordered[:-1]):
+        return None
+    return tuple(cells.astype(f"U{width}").tolist())
 
 
 def _text_ids(text: str, position: int, rows: int) -> tuple[str, ...] | None:

@@ -202,6 +202,11 @@ def test_numpy_path_reads_what_the_row_reader_reads(tmp_path, monkeypatch, seed)
     ["+5", "5"],  # a sign: text
     ["12", "12a", "3"],  # digits first, not a number
     ["1", "2", "1"],  # duplicates: the row reader's error
+    ["a", "bb", "a b", "c/d:0", "x" * 40],  # ASCII text ids of different lengths: cut out of the bytes
+    ["a", "\tb", "c"],  # a tab before an id: stripped by the row reader
+    ["a", "b\x0b", "c"],
+    ["a", "bb", "a"],
+    ["é", "e", "ü"],  # not ASCII: taken as text
 ])
 def test_decimal_ids_read_and_write_as_the_row_reader_does(tmp_path, monkeypatch, ids):
     path = write(tmp_path, "id,lower,upper,size\n" + "".join(f"{i},{n},{n + 2},{n + 1}\n" for n, i in enumerate(ids)))
@@ -212,7 +217,7 @@ def test_decimal_ids_read_and_write_as_the_row_reader_does(tmp_path, monkeypatch
             read_csv(path)
         return
     fast = read_csv(path)
-    assert fast == slow and [b.id for b in fast.problem.buffers] == ids
+    assert fast == slow and [b.id for b in fast.problem.buffers] == [i.strip() for i in ids]
     offsets = [10 * index for index in range(len(ids))]
     write_solution(tmp_path / "fast.csv", fast.problem, offsets, fast.columns)
     write_solution(tmp_path / "slow.csv", slow.problem, offsets, slow.columns)
