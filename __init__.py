@@ -23,7 +23,16 @@ from telamalloc.runtime.alloc.problem import (
     Status,
 )
 from telamalloc.runtime.alloc.validate import compute_load, validate
-from telamalloc.runtime.show.html import write_html
+
+
+def __getattr__(name: str):
+    # write_html is imported on first use: the viewer's module is not needed by every tool
+    # start-up (tela-alloc's --timeout counts start-up)
+    if name == "write_html":
+        from telamalloc.runtime.show.html import write_html
+
+        return write_html
+    raise AttributeError(f"module 'telamalloc' has no attribute '{name}'")
 
 __all__ = [
     "Buffer",

@@ -84,23 +84,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from telamalloc import duration
-from telamalloc.runtime.alloc import batch as batch_planning
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
-from telamalloc.runtime.alloc.spill import SpillImpossible, parse_uses, plan_with_spills
-from telamalloc.runtime.alloc.portfolio import solve_parallel
-from telamalloc.runtime.show.html import HtmlError, write_html
-from telamalloc.runtime.show.plot import PlotError, picture_format, plot_layout, require_matplotlib
-from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status, columns_of
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
-from telamalloc.runtime.show.report import build_report, format_json, format_text, write_text_atomically
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
 from telamalloc.exit_status import HELP_EPILOG, ExitStatus
 
+# Imported where used, not here: --batch, --spill, --jobs, --plot, --html and --report each
+# need a module that every other run would pay for at start-up (--timeout counts it).
+
 PROG = "tela-alloc"
-# Under --timeout, writing the solution CSV is budgeted at this share of the time reading
-# the input took (the writer does less per row than the reader; 10^6 rows: ~0.6x here).
-WRITE_SHARE_OF_READ = 0.8
+# Under --timeout, writing the solution CSV (and the process's exit, which frees the
+# problem) is budgeted at this share of the time reading the input took: measured 1.1-1.7x
+# for the numpy reader and writer at 10^5 and 10^6 rows (bench/large --overhead), busy machine.
+WRITE_SHARE_OF_READ = 1.5
 
 
 class UsageError(Exception):
@@ -165,12 +163,18 @@ def _write_outputs(arguments, problem: Problem, solution: Solution, compare: dic
     name = os.path.splitext(os.path.basename(arguments.input))[0]
     try:
         if arguments.plot:
+            from telamalloc.runtime.show.plot import plot_layout
+
             plot_layout(arguments.plot, problem, solution, name=name)
             print(f"plotted: {arguments.plot}")
         if arguments.html:
+            from telamalloc.runtime.show.html import write_html
+
             write_html(Problem(problem.buffers, arguments.capacity), solution, arguments.html, name=name, compare=compare)
             print(f"viewer: {arguments.html}")
         if arguments.report:
+            from telamalloc.runtime.show.report import build_report, format_json, format_text, write_text_atomically
+
             report = build_report(name, problem, solution)
             json_format = arguments.report_format == "json" or (arguments.report_format is None and arguments.report.endswith(".json"))
             write_text_atomically(arguments.report, format_json([report]) if json_format else format_text([report]))
@@ -254,6 +258,17 @@ def _exit_status(solution: Solution) -> int:
 def _validate_written(path: str, problem: Problem, capacity: int | None) -> list[str]:
     """Re-read the written file and check its offsets against the input problem."""
     written = read_csv(path).problem
+    mine, theirs = columns_of(problem), columns_of(written)
+    if mine is not None and theirs is not None:  # columnar (the common file): compare the columns
+        same = mine.count == theirs.count and (
+            np.array_equal(mine.numbers, theirs.numbers) if mine.numbers is not None and theirs.numbers is not None
+            else mine.ids() == theirs.ids())
+        if not same:
+            return [f"'{path}' does not list the input buffers in input order"]
+        pins = theirs.arrays["pins"]
+        if pins.min(initial=0) < 0:
+            return [f"'{path}' has a buffer without an offset"]
+        return validate(problem, pins, capacity)
     if [b.id for b in written.buffers] != [b.id for b in problem.buffers]:
         return [f"'{path}' does not list the input buffers in input order"]
     return validate(problem, [b.offset for b in written.buffers], capacity)
@@ -270,6 +285,8 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
         if arguments.jobs is not None and arguments.jobs > 1:
+            from telamalloc.runtime.alloc.portfolio import solve_parallel
+
             mode = Mode.MINIMIZE if arguments.minimize else Mode.FIT
             progress = np.zeros(3, dtype=np.int64)  # the members' summed nodes, their best peak
             describe = describe_solve(problem, arguments.capacity, mode, None, progress)
@@ -313,6 +330,8 @@ def _check_batch_arguments(arguments) -> None:
 
 def _run_batch(arguments) -> int:
     """--batch: a line per problem as it finishes, then the summary table."""
+    from telamalloc.runtime.alloc import batch as batch_planning
+
     _check_batch_arguments(arguments)
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
@@ -422,6 +441,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if arguments.report_format is not None and not arguments.report:
         raise UsageError("--report-format needs --report FILE")
     if arguments.plot:
+        from telamalloc.runtime.show.plot import picture_format, require_matplotlib
+
         picture_format(arguments.plot)  # a bad extension or a missing matplotlib fails before the solve
         require_matplotlib()
     if arguments.compare is not None and not arguments.html:
@@ -472,7 +493,7 @@ def _run(argv: Sequence[str] | None) -> int:
                 print(f"{PROG}: error: the written solution is invalid: {violations[0]}", file=sys.stderr)
                 return ExitStatus.INVALID_SOLUTION
             bound = f"capacity {capacity}" if arguments.capacity is not None else f"capacity none, within the peak {capacity}"
-            print(f"validated: {arguments.output} ({len(table.problem.buffers)} buffers, {bound}, no violations)")
+            print(f"validated: {arguments.output} ({table.problem.buffer_count} buffers, {bound}, no violations)")
     elif arguments.output:
         print(f"not written: {arguments.output} (no valid layout within the capacity)")
     return _exit_status(solution)
@@ -480,6 +501,8 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _run_spill(arguments, table) -> int:
     """`--spill`: which intervals to keep in main memory, and the layout of the pieces that stay."""
+    from telamalloc.runtime.alloc.spill import SpillImpossible, parse_uses, plan_with_spills
+
     if arguments.capacity is None or arguments.minimize:
         raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")
     for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report)):
@@ -542,15 +565,27 @@ def _run_spill(arguments, table) -> int:
     return ExitStatus.OK
 
 
+def _lazy_errors() -> tuple[type, ...]:
+    """PlotError and HtmlError, of the modules imported only when --plot or --html is given
+    (an error of a module not imported cannot have been raised)."""
+    errors = []
+    for module, name in (("telamalloc.runtime.show.plot", "PlotError"), ("telamalloc.runtime.show.html", "HtmlError")):
+        if module in sys.modules:
+            errors.append(getattr(sys.modules[module], name))
+    return tuple(errors)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
-    except (UsageError, ProblemError, PlotError, HtmlError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return ExitStatus.BAD_INPUT
     except BrokenPipeError:  # e.g. piped into `head`: the reader has gone, stay quiet
         sys.stdout = open(os.devnull, "w")
         return ExitStatus.OK
+    except Exception as error:
+        if not isinstance(error, (UsageError, ProblemError, *_lazy_errors())):
+            raise
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return ExitStatus.BAD_INPUT
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED

@@ -81,6 +81,7 @@ from telamalloc.runtime.alloc.problem import (
     Solution,
     Stats,
     Status,
+    columns_of,
 )
 from telamalloc.runtime.alloc.validate import compute_load, validate
 
@@ -98,8 +99,10 @@ LARGE_THRESHOLD = 4096
 # 29000 buffers all eleven fixed ones.
 LARGE_PLACEMENTS = 320_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
-# validator (~1.5 us per buffer) finishes within the limit.
-LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
+# validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
+# per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
+# (it was ~1.5 us with the array shifts), doubled for safety.
+LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 # Large-neighbourhood search after the orderings (see _lns): at most LARGE_LNS_ROUNDS exact
 # window searches and LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most LNS_PATIENCE_NODES)
 # kernel nodes spent in searches that ran out of nodes; windows of at most
@@ -203,7 +206,7 @@ def _fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     with numpy; None when anything is unusual (non-int fields, values near the 64-bit
     limits, duplicate or unhashable ids, a violation), so that _check_problem decides and
     words the error. 10^6 buffers: ~0.5 s instead of ~2 s."""
-    from telamalloc.runtime.alloc.validate import _problem_columns  # the validator's cache (the CSV reader seeds it)
+    from telamalloc.runtime.alloc.validate import _problem_columns  # a columnar problem's columns, or the validator's cache
 
     cached = _problem_columns(problem)
     if cached is not None:
@@ -251,8 +254,11 @@ def _checked_columns(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray] | N
         return None
     if np.any(fixed < -1):
         return None
-    stacked = sum(sizes.tolist()) + sum(aligns.tolist()) - len(sizes)
     highest_pin = int(np.max(np.where(fixed >= 0, fixed + sizes, 0)))
+    # float sums are within a millionth here: exact sums only when it could matter
+    if float(sizes.sum(dtype=np.float64)) + float(aligns.sum(dtype=np.float64)) + highest_pin < 2.0**62:
+        return arrays
+    stacked = sum(sizes.tolist()) + sum(aligns.tolist()) - len(sizes)
     if stacked + highest_pin > INT64_MAX:
         return None
     return arrays
@@ -349,7 +355,15 @@ class _Instance:
 
     def full_offsets(self, live_offsets: Sequence[int]) -> tuple[int, ...]:
         """Offsets for every buffer: zero-size buffers keep their pin or take 0."""
-        if len(self.live) == len(self.problem.buffers):  # no zero-size buffer: live is 0..n-1
+        count = self.problem.buffer_count
+        if isinstance(live_offsets, np.ndarray) and live_offsets.dtype == np.int64 and len(self.live) == count:
+            return tuple(live_offsets.tolist())
+        held = columns_of(self.problem)
+        if held is not None:
+            offsets = np.maximum(held.arrays["pins"], 0)
+            offsets[self.live] = np.asarray(live_offsets, dtype=np.int64)
+            return tuple(offsets.tolist())
+        if len(self.live) == count:  # no zero-size buffer: live is 0..n-1
             return tuple(int(offset) for offset in live_offsets)
         offsets = [b.offset if b.offset is not None else 0 for b in self.problem.buffers]
         for index, offset in zip(self.live.tolist(), list(live_offsets)):
@@ -389,6 +403,11 @@ def _make_instance(problem: Problem, params: Params, cancel, deadline, columns: 
 
 
 def _peak(problem: Problem, offsets: Sequence[int]) -> int:
+    held = columns_of(problem)
+    if held is not None and len(offsets) == held.count:  # offsets within 64 bits: validated layouts are
+        if held.count == 0:
+            return 0
+        return int((np.asarray(offsets, dtype=np.int64) + held.arrays["sizes"]).max())
     return max((offset + b.size for b, offset in zip(problem.buffers, offsets)), default=0)
 
 
@@ -412,6 +431,8 @@ def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
     """INFEASIBLE when pins alone rule out every layout: misaligned, beyond the capacity,
     or two pinned buffers that are live together and share bytes."""
     problem = instance.problem
+    if _pins_agree(problem, capacity):
+        return None  # decided on the columns of a columnar problem, without building its buffers
     pinned = [i for i, b in enumerate(problem.buffers) if b.offset is not None]
     for index in pinned:
         buffer = problem.buffers[index]
@@ -446,6 +467,25 @@ def _pin_conflict(instance: _Instance, capacity: int | None) -> _Outcome | None:
                     core=ids,
                 )
     return None
+
+
+def _pins_agree(problem: Problem, capacity: int | None) -> bool:
+    """True when ``problem`` is columnar and its pins certainly conflict in none of the ways
+    _pin_conflict words (False: let it look, on the buffers)."""
+    from telamalloc.runtime.alloc.validate import _fast_valid  # the validator's sweep, on the pinned buffers alone
+
+    held = columns_of(problem)
+    if held is None:
+        return False
+    pins, sizes, aligns = held.arrays["pins"], held.arrays["sizes"], held.arrays["aligns"]
+    pinned = np.flatnonzero(pins >= 0)
+    if len(pinned) == 0:
+        return True
+    if np.any(pins[pinned] % aligns[pinned]) or (capacity is not None and np.any(pins[pinned] + sizes[pinned] > capacity)):
+        return False
+    arrays = held.arrays
+    subset = Problem.from_columns(pinned, *(arrays[name][pinned] for name in ("starts", "ends", "sizes", "aligns", "pins")))
+    return _fast_valid(subset, pins[pinned], None)
 
 
 def _overload(problem: Problem, load: tuple, capacity: int) -> _Outcome:
@@ -645,7 +685,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     remaining = instance.remaining() if limited else None
     stop = None
     if remaining is not None:  # leave time for the independent check of the layout
-        remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * len(instance.problem.buffers))
+        remaining -= min(0.5 * remaining, LARGE_CHECK_SECONDS_PER_BUFFER * instance.problem.buffer_count)
         stop = time.monotonic() + remaining
     goal = -1 if target is None else target
     fixed = _lifted(instance)
@@ -691,7 +731,8 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     offsets = instance.full_offsets(best.tolist())
     peak = best_peak if count else 0
     if len(instance.live) < len(offsets):  # zero-size buffers count at their offset
-        peak = max(peak, max(offsets[index] for index, b in enumerate(instance.problem.buffers) if b.size == 0))
+        zero = np.setdiff1d(np.arange(len(offsets)), instance.live)
+        peak = max(peak, max(offsets[index] for index in zero.tolist()))
     _publish_best(instance, peak)
     return offsets, peak, info
 
@@ -725,7 +766,13 @@ def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algor
 def _validated(instance: _Instance, offsets: tuple[int, ...], capacity: int | None, producer: str) -> tuple[int, ...]:
     """``offsets``, re-checked by the independent validator: a bug in ``producer`` (the
     search kernel, greedy placement, the large planner) must not leak out as OK."""
-    violations = validate(instance.problem, offsets, capacity)
+    checked = offsets
+    if columns_of(instance.problem) is not None and type(offsets) is tuple:  # ints from full_offsets: one conversion
+        try:
+            checked = np.array(offsets, dtype=np.int64)
+        except (OverflowError, TypeError, ValueError):
+            checked = offsets
+    violations = validate(instance.problem, checked, capacity)
     if violations:
         raise AssertionError(f"internal error: {producer} returned an invalid layout: {violations[0]}")
     return offsets
@@ -1210,12 +1257,21 @@ def _fit(instance: _Instance, capacity: int, algorithm: str, load: tuple, greedy
     return _fallback(instance, capacity, why)
 
 
+def _pinned_top(problem: Problem) -> int:
+    """The highest byte a pinned buffer ends at (0: none pinned)."""
+    held = columns_of(problem)
+    if held is not None:
+        pins = held.arrays["pins"]
+        return int(np.max(np.where(pins >= 0, pins + held.arrays["sizes"], 0), initial=0))
+    return max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0)
+
+
 def _minimize(instance: _Instance, capacity: int | None, algorithm: str, load: tuple) -> _Outcome:
     problem = instance.problem
     pins = _pin_conflict(instance, capacity)
     if pins is not None:
         return pins
-    pinned_top = max((b.offset + b.size for b in problem.buffers if b.offset is not None), default=0)
+    pinned_top = _pinned_top(problem)
     lower = max(load[0], pinned_top)
     if capacity is not None and load[0] > capacity:
         return _overload(problem, load, capacity)
@@ -1403,8 +1459,13 @@ def _solution(
         lower_bound=outcome.lower_bound,
         message=message,
         optimum=peak if mode is Mode.MINIMIZE and outcome.optimal and outcome.status is Status.OK else None,
-        ids=tuple(b.id for b in instance.problem.buffers),
+        ids=_ids(instance.problem),
     )
+
+
+def _ids(problem: Problem) -> tuple[Hashable, ...]:
+    held = columns_of(problem)
+    return held.ids() if held is not None else tuple(b.id for b in problem.buffers)
 
 
 def _summary(status: Status, peak: int | None, load: int, seconds: float, algorithm: str) -> str:

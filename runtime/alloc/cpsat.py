@@ -25,17 +25,26 @@ Stopping: :class:`Race` holds the solver while it runs so that another thread ca
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import threading
 
 import numpy as np
 
-try:  # optional: everything works without it (the kernel alone proves)
-    from ortools.sat.python import cp_model
-except ImportError:  # pragma: no cover - exercised by monkeypatching AVAILABLE in the tests
-    cp_model = None
+# Optional: everything works without it (the kernel alone proves). Only looked up here:
+# importing cp_model costs ~0.4 s (it pulls pandas), so it is imported on first use
+# (_cp_model), not by every tela-alloc start-up.
+AVAILABLE = importlib.util.find_spec("ortools") is not None  # tests monkeypatch it to False
+cp_model = None  # the module once imported
 
-AVAILABLE = cp_model is not None
+
+def _cp_model():
+    global cp_model
+    if cp_model is None:
+        from ortools.sat.python import cp_model as module
+
+        cp_model = module
+    return cp_model
 
 # Wall-clock seconds per work unit after which a call is stopped anyway (see Race.run).
 SAFETY_SECONDS_PER_WORK = 20.0
@@ -49,6 +58,7 @@ def model_fit(starts, ends, sizes, aligns, fixed, capacity: int):
     """(model, offset expressions, k variables or None per buffer) for "every buffer fits
     within ``capacity``"; None when a buffer alone cannot fit (then the answer is INFEASIBLE
     without a model)."""
+    cp_model = _cp_model()
     model = cp_model.CpModel()
     offsets = []
     ks = []
@@ -110,6 +120,7 @@ class Race:
             self.answer = INFEASIBLE
             return self.answer, None
         model, offsets, ks = built
+        cp_model = _cp_model()
         if self.minimize_from is not None:
             peak = model.new_int_var(min(int(self.minimize_from), capacity), capacity, "peak")
             for offset, size in zip(offsets, sizes):

@@ -32,14 +32,14 @@ import io
 import os
 import re
 import tempfile
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from telamalloc.runtime.alloc import validate as _validate
-from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError, columns_of
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
@@ -119,10 +119,15 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
         data = Path(name).read_bytes()
     except OSError as error:
         raise CsvError(f"{name}: cannot read: {error.strerror or error}") from None
+    if data.isascii() and b"\x00" not in data:  # the common file: no need to decode it first
+        fast = _read_fast(name, data)
+        if fast is not None:
+            return fast
     text = _decode(name, data)
-    fast = _read_fast(name, text)
-    if fast is not None:
-        return fast
+    if not data.isascii():
+        fast = _read_fast(name, data)
+        if fast is not None:
+            return fast
     rows = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(rows, None)
@@ -154,56 +159,105 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
     return CsvTable(Problem(buffers), tuple(header), tuple(uses) if "uses" in position else None)
 
 
-_DIGITS = 18  # at most this many digits: every value and every sum below stays within 64 bits
+_QUARTER = 2**61  # values up to this are far from every 64-bit limit (sums of two stay within)
+_POW10 = 10 ** np.arange(19, dtype=np.int64)  # 10^0 .. 10^18
 
 
-def _read_fast(name: str, text: str) -> CsvTable | None:
-    """The table of a common, valid file parsed with numpy; None for anything unusual
-    (the row reader then decides and words the error)."""
-    if '"' in text or "\r" in text:
-        if '"' in text or "\r" in text.replace("\r\n", "\n"):
+def _read_fast(name: str, data: bytes) -> CsvTable | None:
+    """The table of a common, valid file as a columnar Problem (no Buffer per row), parsed
+    with numpy; None for anything unusual (the row reader then decides and words the error).
+
+    The line structure (every row has as many fields as the header, no blank line) is
+    checked on the bytes; the integer columns are parsed by ``np.loadtxt`` (numpy's C
+    parser: exact int64, and it rejects exactly what is not an optionally signed decimal
+    integer, which is what the row reader accepts too); ids that are all canonical decimal
+    numbers (``0``, ``17``: no sign, no leading zero, no space) are kept as int64 and made
+    strings only when asked for, other ids are taken as text. ``data`` is valid UTF-8."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if b'"' in data:
+        return None
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if b"\r" in data:
             return None
-        text = text.replace("\r\n", "\n")
-    first, newline, body = text.partition("\n")
-    header = [cell.strip() for cell in first.split(",")]
+    split = data.find(b"\n")
+    if split < 0:
+        return None
+    header = [cell.strip() for cell in data[:split].decode("utf-8").split(",")]
     if "uses" in header or "location" in header:  # text cells: the row reader handles them
         return None
     try:
         lower_name, upper_name = _choose_columns(name, header)
     except CsvError:
         return None
-    if body.endswith("\n"):
+    body = data[split + 1 :]
+    if body.endswith(b"\n"):
         body = body[:-1]
-    if not body or "\n\n" in body:
+    if not body:
         return None
     width = len(header)
-    cells = np.array(body.replace("\n", ",").split(","))
-    if cells.size % width or not cells.size:
+    raw = np.frombuffer(body, dtype=np.uint8)
+    newlines = np.flatnonzero(raw == 10)
+    rows = len(newlines) + 1
+    line_starts = np.concatenate(([0], newlines + 1))
+    line_ends = np.append(newlines, len(raw))
+    commas = np.flatnonzero(raw == 44)
+    if len(commas) != rows * (width - 1) or np.any(line_ends <= line_starts):
         return None
-    rows = cells.size // width
-    if body.count("\n") + 1 != rows:  # some row has a wrong number of fields
+    commas = commas.reshape(rows, width - 1)
+    # sorted commas, as many as rows x (width - 1): each row has its share iff each block
+    # of width - 1 lies within its line
+    if np.any(commas[:, 0] < line_starts) or np.any(commas[:, -1] >= line_ends):
         return None
-    table = cells.reshape(rows, width)
-    ids = table[:, header.index("id")]
-    if np.any(ids == "") or np.any(np.char.strip(ids) != ids):
+
+    def span(position: int) -> tuple[np.ndarray, np.ndarray]:
+        low = line_starts if position == 0 else commas[:, position - 1] + 1
+        high = line_ends if position == width - 1 else commas[:, position]
+        return low, high
+
+    id_position = header.index("id")
+    id_low, id_high = span(id_position)
+    numeric = [position for position, column in enumerate(header) if column not in ("id", "offset")]
+    first_bytes = raw[np.minimum(id_low, len(raw) - 1)]
+    decimal_ids = bool(np.all((id_high > id_low) & (first_bytes >= 48) & (first_bytes <= 57)))
+    table = None
+    if decimal_ids:
+        table = _loadtxt(body, [id_position] + numeric)
+        if table is not None:
+            numbers = table[:, 0]
+            digits = np.maximum(np.searchsorted(_POW10, numbers, side="right"), 1)  # 0 has one digit
+            decimal_ids = bool(np.all(numbers >= 0) and np.all(digits == id_high - id_low))
+            table = table[:, 1:]
+        else:
+            decimal_ids = False
+    if table is None:
+        table = _loadtxt(body, numeric)
+        if table is None:
+            return None
+    if table.shape != (rows, len(numeric)):
         return None
-    values = {}
-    for position, column in enumerate(header):
-        if column == "id":
-            continue
-        field = table[:, position]
-        empty = field == ""
-        if column == "offset" and empty.any():
-            field = np.where(empty, "0", field)
-        elif empty.any():
+    if decimal_ids:
+        ordered = np.sort(numbers)
+        if np.any(ordered[1:] == ordered[:-1]):
             return None
-        if np.any(np.char.str_len(field) > _DIGITS) or not np.all(np.char.isdigit(field)):
+        ids = None
+    else:
+        ids = _ascii_ids(raw, id_low, id_high) if data.isascii() else _text_ids(body.decode("utf-8"), id_position, rows)
+        if ids is None:
             return None
-        try:
-            parsed = field.astype(np.int64)
-        except (ValueError, OverflowError):
+    values = {header[position]: table[:, index] for index, position in enumerate(numeric)}
+    if "offset" in header:
+        pins = _pins(raw, *span(header.index("offset")))
+        if pins is None:
             return None
-        values[column] = np.where(empty, -1, parsed) if column == "offset" else parsed
+    else:
+        pins = np.full(rows, -1, dtype=np.int64)
+    for column in values.values():
+        if column.min() < 0 or column.max() > _QUARTER:
+            return None
+    if pins.max() > _QUARTER:
+        return None
     starts, ends, sizes = values[lower_name], values[upper_name], values["size"]
     if upper_name == "end":
         if np.any(ends < starts):
@@ -211,25 +265,87 @@ def _read_fast(name: str, text: str) -> CsvTable | None:
         ends = ends + 1
     elif np.any(ends <= starts):
         return None
-    aligns = values.get("alignment", np.ones(rows, dtype=np.int64))
-    if np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
+    aligns = values.get("alignment")
+    if aligns is None:
+        aligns = np.ones(rows, dtype=np.int64)
+    elif np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
         return None
-    pins = values.get("offset", np.full(rows, -1, dtype=np.int64))
-    id_list = ids.tolist()
-    if len(set(id_list)) != rows:
-        return None
-    new, assign = object.__new__, object.__setattr__
-
-    def make(identifier, start, end, size, alignment, pin):  # Buffer(...) without the frozen-field checks: 2x faster
-        buffer = new(Buffer)
-        assign(buffer, "__dict__", {"id": identifier, "start": start, "end": end, "size": size, "alignment": alignment,
-                                    "offset": None if pin < 0 else pin})
-        return buffer
-
-    buffers = list(map(make, id_list, starts.tolist(), ends.tolist(), sizes.tolist(), aligns.tolist(), pins.tolist()))
-    problem = Problem(buffers)
-    _validate.remember_columns(problem, {"starts": starts, "ends": ends, "sizes": sizes, "aligns": aligns, "pins": pins})
+    columns = {name: np.ascontiguousarray(array) for name, array in
+               (("starts", starts), ("ends", ends), ("sizes", sizes), ("aligns", aligns), ("pins", pins))}
+    if ids is None:
+        problem = Problem._from_decimal_ids(numbers, columns)
+    else:
+        problem = Problem.from_columns(ids, columns["starts"], columns["ends"], columns["sizes"], columns["aligns"], columns["pins"])
     return CsvTable(problem, tuple(header))
+
+
+def _loadtxt(body: bytes, positions: list[int]) -> np.ndarray | None:
+    """The integer columns at ``positions`` of every line of ``body`` (UTF-8), or None when
+    a cell is not an integer within 64 bits."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # e.g. a future deprecation of some spelling: let the row reader decide
+            return np.loadtxt(io.BytesIO(body), delimiter=",", dtype=np.int64, usecols=positions, ndmin=2,
+                              comments=None, quotechar=None, encoding="utf-8")
+    except (ValueError, OverflowError, Warning):
+        return None
+
+
+_SPACES = np.frombuffer(b" \t\x0b\x0c\x1c\x1d\x1e\x1f", dtype=np.uint8)  # what str.strip() strips in ASCII (no \n, \r here)
+
+
+def _ascii_ids(raw: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[str, ...] | None:
+    """The ``id`` cells of an ASCII file, cut out of the bytes with numpy (a fixed-width
+    byte matrix, cast to strings), or None when one is empty, has surrounding spaces or
+    appears twice."""
+    lengths = high - low
+    if lengths.min() < 1:
+        return None
+    if np.isin(raw[low], _SPACES).any() or np.isin(raw[high - 1], _SPACES).any():
+        return None
+    width = int(lengths.max())
+    matrix = np.empty((len(lengths), width), dtype=np.uint8)
+    last = len(raw) - 1
+    for place in range(width):  # one gather per byte position of the cells
+        matrix[:, place] = np.where(place < lengths, raw[np.minimum(low + place, last)], 0)
+    cells = matrix.view(f"S{width}").ravel()  # no NUL in the file: the padding is all a cell loses
+    ordered = np.sort(cells)
+    if np.any(ordered[1:] == ordered[:-1]):
+        return None
+    return tuple(cells.astype(f"U{width}").tolist())
+
+
+def _text_ids(text: str, position: int, rows: int) -> tuple[str, ...] | None:
+    """The ``id`` cells of every line, or None when one is empty or has surrounding spaces."""
+    pattern = re.compile("^" + "[^,\n]*," * position + "([^,\n]*)", re.MULTILINE)
+    ids = tuple(pattern.findall(text))
+    if len(ids) != rows or "" in ids or len(set(ids)) != rows:
+        return None
+    if any(identifier != identifier.strip() for identifier in ids):
+        return None
+    return ids
+
+
+def _pins(raw: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray | None:
+    """The ``offset`` cells as int64 (-1 for an empty cell), or None unless each is empty
+    or plain decimal digits (at most 18)."""
+    lengths = high - low
+    count = len(lengths)
+    if lengths.max() > 18:
+        return None
+    ends = np.cumsum(lengths)
+    total = int(ends[-1])
+    pins = np.full(count, -1, dtype=np.int64)
+    if total == 0:
+        return pins
+    flat = np.arange(total, dtype=np.int64)
+    digits = raw[np.repeat(low - (ends - lengths), lengths) + flat].astype(np.int64) - 48
+    if digits.min() < 0 or digits.max() > 9:
+        return None
+    weighted = digits * _POW10[np.repeat(ends, lengths) - flat - 1]
+    given = lengths > 0
+    pins[given] = np.add.reduceat(weighted, (ends - lengths)[given])
+    return pins
 
 
 def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
@@ -265,8 +381,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
 
 def read_problem(path: str | os.PathLike, capacity: int | None = None) -> Problem:
     """Read a problem from a CSV file (see the module docstring); raise CsvError on defects."""
-    problem = read_csv(path).problem
-    return Problem(problem.buffers, capacity)
+    return read_csv(path).problem.with_capacity(capacity)
 
 
 def write_solution(
@@ -286,11 +401,12 @@ def write_solution(
     ``locations`` (one per buffer) adds a ``location`` column; without them, a ``location``
     column of the input is written empty.
     """
-    if len(offsets) != len(problem.buffers):
-        raise ValueError(f"expected one offset per buffer ('{len(problem.buffers)}') but got '{len(offsets)}'")
+    if len(offsets) != problem.buffer_count:
+        raise ValueError(f"expected one offset per buffer ('{problem.buffer_count}') but got '{len(offsets)}'")
     if columns is None:
         columns = list(HALF_OPEN_COLUMNS)
-        if any(buffer.alignment != 1 for buffer in problem.buffers):
+        held = columns_of(problem)
+        if np.any(held.arrays["aligns"] != 1) if held is not None else any(buffer.alignment != 1 for buffer in problem.buffers):
             columns.append("alignment")
     columns = list(columns)
     unknown = [column for column in columns if column not in KNOWN_COLUMNS]
@@ -300,7 +416,9 @@ def write_solution(
         columns.append("offset")
     if locations is not None and "location" not in columns:
         columns.append("location")
-    fast = _solution_text(problem, offsets, columns)
+    fast = _solution_bytes(problem, offsets, columns)
+    if fast is None:
+        fast = _solution_text(problem, offsets, columns)
     if fast is not None:
         _write_atomically(os.fspath(path), fast)
         return
@@ -325,6 +443,86 @@ def write_solution(
 
 
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
+
+
+def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> bytes | None:
+    """The text ``write_solution`` writes, for a columnar problem, formatted by numpy (10^6
+    rows: ~0.2 s); None when it does not apply (not columnar, text cells, ids that need
+    quoting or are not ASCII, negative values): then ``_solution_text`` does it, byte for
+    byte the same."""
+    held = columns_of(problem)
+    if held is None or "uses" in columns or "location" in columns:
+        return None
+    arrays = held.arrays
+    try:
+        placed = np.asarray(offsets, dtype=np.int64)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    if placed.shape != (held.count,) or held.count == 0:
+        return None
+    values = {
+        "lower": arrays["starts"],
+        "upper": arrays["ends"],
+        "begin": arrays["starts"],
+        "end": arrays["ends"] - 1,
+        "size": arrays["sizes"],
+        "alignment": arrays["aligns"],
+        "offset": placed,
+    }
+    cells = []
+    for column in columns:
+        if column == "id":
+            if held.numbers is not None:
+                cells.append(held.numbers)
+                continue
+            ids = held.ids()
+            if not all(type(identifier) is str for identifier in ids):
+                return None
+            joined = "".join(ids)
+            if not joined.isascii() or _NEEDS_QUOTES.search(joined) or "" in ids:
+                return None
+            cells.append((joined.encode("ascii"), np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))))
+            continue
+        column_values = values[column]
+        if column_values.min() < 0:
+            return None
+        cells.append(column_values)
+    # Each row as fixed-width cells of a byte matrix (numbers right-aligned, text ids
+    # left-aligned, each cell followed by its comma or the newline), and a mask of the bytes
+    # that are kept: the rows, in order, are the matrix's kept bytes.
+    digits = [None if isinstance(cell, tuple) else _digit_count(cell) for cell in cells]
+    widths = [int(cell[1].max()) if count is None else int(count.max()) for cell, count in zip(cells, digits)]
+    matrix = np.empty((held.count, sum(widths) + len(widths)), dtype=np.uint8)
+    keep = np.empty(matrix.shape, dtype=bool)
+    at = 0
+    for position, (cell, count, width) in enumerate(zip(cells, digits, widths)):
+        if count is None:  # text ids, left-aligned
+            text, lengths = cell
+            ends = np.cumsum(lengths)
+            flat = np.arange(len(text), dtype=np.int64)
+            rows_of = np.repeat(np.arange(held.count, dtype=np.int64), lengths)
+            matrix[rows_of, at + flat - np.repeat(ends - lengths, lengths)] = np.frombuffer(text, dtype=np.uint8)
+            keep[:, at : at + width] = np.arange(width) < lengths[:, None]
+        else:  # numbers, right-aligned
+            remaining = cell.copy()
+            quotient = np.empty_like(remaining)
+            for place in range(width - 1, -1, -1):  # the last digit first
+                np.floor_divide(remaining, 10, out=quotient)  # by a scalar: numpy's fast division
+                remaining -= quotient * 10
+                remaining += 48
+                matrix[:, at + place] = remaining
+                remaining, quotient = quotient, remaining
+            keep[:, at : at + width] = np.arange(width) >= (width - count)[:, None]
+        matrix[:, at + width] = ord("\n") if position == len(cells) - 1 else ord(",")
+        keep[:, at + width] = True
+        at += width + 1
+    out = matrix[keep]
+    return ",".join(columns).encode("ascii") + b"\n" + out.tobytes()
+
+
+def _digit_count(values: np.ndarray) -> np.ndarray:
+    """Decimal digits of each non-negative int64 (0 has one)."""
+    return np.maximum(np.searchsorted(_POW10, values, side="right"), 1).astype(np.int64)
 
 
 def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> str | None:
@@ -386,15 +584,19 @@ def write_problem(path: str | os.PathLike, problem: Problem) -> None:
     _write_atomically(os.fspath(path), out.getvalue())
 
 
-def _write_atomically(path: str, text: str) -> None:
+def _write_atomically(path: str, text: str | bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)
     try:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-            stream.write(text)
+        if isinstance(text, bytes):
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(text)
+        else:
+            with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
+                stream.write(text)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):

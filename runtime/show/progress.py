@@ -147,11 +147,11 @@ def describe_solve(
     from `progress`, see `solve`), most important first."""
     load = compute_load(problem)[0]
     if mode is Mode.MINIMIZE:
-        target = [f"minimize {len(problem.buffers)} buffers", f"LOAD {load} B"]
+        target = [f"minimize {problem.buffer_count} buffers", f"LOAD {load} B"]
         if greedy_peak is not None:
             target.append(f"peak <= {greedy_peak} B (greedy)")
     else:
-        target = [f"fit {len(problem.buffers)} buffers in {capacity} B", f"LOAD {load} B"]
+        target = [f"fit {problem.buffer_count} buffers in {capacity} B", f"LOAD {load} B"]
 
     def describe(elapsed: float) -> list[str]:
         fields = [f"{elapsed:.1f} s"]
@@ -187,7 +187,7 @@ def solve_with_progress(
         return solve(problem, **solve_arguments)
     capacity = solve_arguments.get("capacity") or problem.capacity
     greedy_peak = None
-    if mode is Mode.MINIMIZE and len(problem.buffers) <= LARGE_THRESHOLD:
+    if mode is Mode.MINIMIZE and problem.buffer_count <= LARGE_THRESHOLD:
         # O(n log n + pairs) each: the bound the search starts from (it tries both as well);
         # above LARGE_THRESHOLD the pair lists would cost more than the time limit, and the
         # large planner publishes its best peak from its first ordering on

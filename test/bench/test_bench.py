@@ -45,6 +45,19 @@ def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["training-3000-0.csv", "unet-3000-0.csv"]
 
 
+def test_bench_large_overhead_measures_each_phase(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--overhead", "--families", "unet",
+                             "--buffers", "3000", "--runs", "1", "--no-shared", "--cache", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    header, _, row = result.stdout.splitlines()[:3]
+    assert header.split() == ["problem", "buffers", "start-up", "read", "check", "valid.", "write", "sum", "MB"]
+    name, count, *seconds, total, memory = row.split()
+    assert (name, count) == ("unet-3000", "3000")
+    assert all(float(value) > 0 for value in seconds) and float(total) == pytest.approx(sum(map(float, seconds)), abs=0.01)
+    assert float(memory) > 10
+
+
 def test_bench_large_rejects_a_bad_timeout():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--timeout", "x"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr

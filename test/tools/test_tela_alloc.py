@@ -235,3 +235,28 @@ def test_a_read_longer_than_the_timeout_is_given_up(tmp_path, monkeypatch, capsy
     assert main(["--minimize", f"--input={EXAMPLE}", "--timeout=300ms", f"--output={out}"]) == 3
     assert time.perf_counter() - began < 2 and not out.exists()
     assert "start-up and reading" in capsys.readouterr().out
+
+
+def test_start_up_imports_only_what_a_plain_run_needs():
+    # --timeout counts start-up: OR-Tools' cp_model (which pulls pandas), matplotlib, the
+    # viewer, the batch, spill and portfolio modules are imported only when used
+    code = ("import sys, telamalloc.tools.tela_alloc; "
+            "print(sorted(m for m in ('ortools.sat.python.cp_model', 'pandas', 'matplotlib', 'telamalloc.runtime.show.html', "
+            "'telamalloc.runtime.alloc.batch', 'telamalloc.runtime.alloc.spill', 'telamalloc.runtime.alloc.portfolio') "
+            "if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_a_numpy_read_problem_is_solved_written_and_validated_from_its_columns(tmp_path):
+    lines = ["id,lower,upper,size,alignment"] + [f"{index},{index % 50},{index % 50 + 1 + index % 7},{64 + index},{2 ** (index % 4)}"
+                                                  for index in range(5000)]
+    source = tmp_path / "big.csv"
+    source.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.csv"
+    result = run("--minimize", "--algorithm=large", f"--input={source}", f"--output={out}", "--validate")
+    assert result.returncode == 0, result.stderr
+    assert "validated:" in result.stdout and "(5000 buffers" in result.stdout
+    written = out.read_text().splitlines()
+    assert written[0] == "id,lower,upper,size,alignment,offset" and len(written) == 5001
+    assert [line.rsplit(",", 1)[0] for line in written[1:]] == lines[1:]  # the input rows, then the offset

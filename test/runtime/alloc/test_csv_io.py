@@ -1,12 +1,13 @@
 """CSV reading (MiniMalloc's format, every error class with file:line) and atomic writing."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from telamalloc.runtime.alloc.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
-from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError, columns_of
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "input.12.csv"
 
@@ -157,7 +158,7 @@ def _slow(monkeypatch, path):
     from telamalloc.runtime.alloc import csv_io
 
     with monkeypatch.context() as patch:
-        patch.setattr(csv_io, "_read_fast", lambda name, text: None)
+        patch.setattr(csv_io, "_read_fast", lambda name, data: None)
         return read_csv(path)
 
 
@@ -182,11 +183,45 @@ def test_numpy_path_reads_what_the_row_reader_reads(tmp_path, monkeypatch, seed)
     path = write(tmp_path, "\n".join(lines) + "\n")
     taken = []
     fast_reader = csv_io._read_fast
-    monkeypatch.setattr(csv_io, "_read_fast", lambda name, text: taken.append(name) or fast_reader(name, text))
+    monkeypatch.setattr(csv_io, "_read_fast", lambda name, data: taken.append(name) or fast_reader(name, data))
     fast = read_csv(path)
-    assert taken and fast_reader(str(path), path.read_text()) is not None  # the numpy path read it
+    assert taken and fast_reader(str(path), path.read_bytes()) is not None  # the numpy path read it
+    assert columns_of(fast.problem) is not None  # as columns, no Buffer per row
     slow = _slow(monkeypatch, path)
     assert fast == slow
+    offsets = [index * 10**6 for index in range(len(slow.problem.buffers))]
+    write_solution(tmp_path / "fast.csv", fast.problem, offsets, fast.columns)
+    write_solution(tmp_path / "slow.csv", slow.problem, offsets, slow.columns)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()  # numpy's text is the csv writer's
+
+
+@pytest.mark.parametrize("ids", [
+    [str(index) for index in range(40)],  # canonical decimal ids: kept as numbers
+    [str(index) for index in range(40, 0, -1)],
+    ["007", "7", "70"],  # a leading zero: text
+    ["+5", "5"],  # a sign: text
+    ["12", "12a", "3"],  # digits first, not a number
+    ["1", "2", "1"],  # duplicates: the row reader's error
+    ["a", "bb", "a b", "c/d:0", "x" * 40],  # ASCII text ids of different lengths: cut out of the bytes
+    ["a", "\tb", "c"],  # a tab before an id: stripped by the row reader
+    ["a", "b\x0b", "c"],
+    ["a", "bb", "a"],
+    ["é", "e", "ü"],  # not ASCII: taken as text
+])
+def test_decimal_ids_read_and_write_as_the_row_reader_does(tmp_path, monkeypatch, ids):
+    path = write(tmp_path, "id,lower,upper,size\n" + "".join(f"{i},{n},{n + 2},{n + 1}\n" for n, i in enumerate(ids)))
+    try:
+        slow = _slow(monkeypatch, path)
+    except CsvError as error:
+        with pytest.raises(CsvError, match=re.escape(str(error))):  # the same file:line: message
+            read_csv(path)
+        return
+    fast = read_csv(path)
+    assert fast == slow and [b.id for b in fast.problem.buffers] == [i.strip() for i in ids]
+    offsets = [10 * index for index in range(len(ids))]
+    write_solution(tmp_path / "fast.csv", fast.problem, offsets, fast.columns)
+    write_solution(tmp_path / "slow.csv", slow.problem, offsets, slow.columns)
+    assert (tmp_path / "fast.csv").read_bytes() == (tmp_path / "slow.csv").read_bytes()
 
 
 @pytest.mark.parametrize("text", [
@@ -210,7 +245,7 @@ def test_numpy_path_columns_feed_solve_and_validate(tmp_path):
 
     path = write(tmp_path, "id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,4,4\nc,2,4,8,2\n")
     problem = read_csv(path).problem
-    assert checker._last_columns[0]() is problem  # seeded by the reader
+    assert columns_of(problem) is not None and "buffers" not in vars(problem)  # columns, no Buffer objects yet
     solution = solve(problem, mode="minimize")
     assert solution.ok and solution.peak == 12 and checker.validate(problem, solution.offsets) == []
 

@@ -71,3 +71,73 @@ def test_minimize_without_capacity_has_no_capacity_and_keeps_the_optimum_apart()
     assert bounded.capacity == 100 and bounded.optimum == 16  # the bound stays the bound
     fitted = telamalloc.solve(problem, capacity=100)
     assert fitted.capacity == 100 and fitted.optimum is None  # fit mode proves no optimum
+
+
+# --- Problems made from columns ---
+
+from telamalloc.runtime.alloc.problem import ProblemError, columns_of  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+BUFFERS = [Buffer("a", 0, 3, 4), Buffer("b", 3, 9, 4, offset=8), Buffer("c", 0, 9, 4, alignment=4), Buffer("z", 2, 4, 0)]
+
+
+def columnar(capacity=None):
+    return Problem.from_columns(["a", "b", "c", "z"], [0, 3, 0, 2], np.array([3, 9, 9, 4]), [4, 4, 4, 0],
+                                alignments=[1, 1, 4, 1], offsets=[-1, 8, -1, -1], capacity=capacity)
+
+
+def test_from_columns_is_the_same_problem():
+    problem = columnar(16)
+    assert "buffers" not in vars(problem) and problem.buffer_count == 4  # no Buffer built yet
+    assert problem == Problem(BUFFERS, 16) and hash(problem) == hash(Problem(BUFFERS, 16))
+    assert problem.buffers == tuple(BUFFERS) and problem.capacity == 16
+    assert all(type(value) is int for b in problem.buffers for value in (b.start, b.end, b.size, b.alignment))
+    assert problem != columnar(8) and problem.with_capacity(8) == Problem(BUFFERS, 8)
+    assert columns_of(problem.with_capacity(8)) is not None  # still columnar
+    assert repr(problem) == repr(Problem(BUFFERS, 16))
+    assert pickle.loads(pickle.dumps(columnar(16))) == problem
+    assert dataclasses.fields(problem) == dataclasses.fields(Problem(BUFFERS))
+
+
+def test_a_columnar_problem_solves_validates_and_writes_without_buffers(tmp_path):
+    problem = columnar()
+    solution = telamalloc.solve(problem, mode="minimize")
+    reference = telamalloc.solve(Problem(BUFFERS), mode="minimize")
+    assert solution.ok and (solution.offsets, solution.peak, solution.load, solution.ids) == (
+        reference.offsets, reference.peak, reference.load, reference.ids)
+    assert telamalloc.validate(problem, solution.offsets) == []
+    telamalloc.write_solution(tmp_path / "out.csv", problem, solution.offsets)
+    telamalloc.write_solution(tmp_path / "ref.csv", Problem(BUFFERS), solution.offsets)
+    assert (tmp_path / "out.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
+    assert "buffers" not in vars(problem)  # the whole path ran on the columns
+
+
+def test_a_columnar_problem_reports_like_a_buffer_one():
+    bad = Problem.from_columns(["a", "a"], [0, 1], [2, 3], [4, 4])
+    with pytest.raises(ProblemError, match="'a' appears twice"):
+        telamalloc.solve(bad, mode="minimize")
+    with pytest.raises(ProblemError, match="end '0' <= start '0'"):
+        telamalloc.solve(Problem.from_columns(["a"], [0], [0], [4]), mode="minimize")
+    wrong = telamalloc.validate(columnar(), [0, 8, 0, 0])
+    assert wrong == telamalloc.validate(Problem(BUFFERS), [0, 8, 0, 0]) and wrong
+
+
+@pytest.mark.parametrize("columns, message", [
+    ((["a"], [0], [1.5], [4]), "column 'ends' holds a value that is not an integer"),
+    ((["a"], [0], [2], [True]), "column 'sizes' holds booleans"),
+    ((["a"], [0], [2], [2**64]), "column 'sizes' holds a value beyond the 64-bit limits"),
+    ((["a", "b"], [0], [2, 3], [4, 4]), "column 'starts' has shape '\\(1,\\)'; expected one value per id \\('2'\\)"),
+])
+def test_from_columns_rejects_what_is_not_an_int64_column(columns, message):
+    with pytest.raises(ProblemError, match=message):
+        Problem.from_columns(*columns)
+
+
+def test_pins_of_a_columnar_problem_conflict_as_those_of_buffers():
+    for offsets, capacity in (([0, 2, -1], None), ([0, -1, 3], None), ([0, -1, 8], 10)):
+        columns = (["a", "b", "c"], [0, 1, 0], [2, 3, 4], [4, 4, 4], [1, 1, 2], offsets)
+        mine = telamalloc.solve(Problem.from_columns(*columns), capacity=capacity, mode="minimize")
+        theirs = telamalloc.solve(Problem(Problem.from_columns(*columns).buffers), capacity=capacity, mode="minimize")
+        assert mine.status is Status.INFEASIBLE and (mine.status, mine.core) == (theirs.status, theirs.core)
+        assert mine.message.split(": ", 1)[1] == theirs.message.split(": ", 1)[1]
