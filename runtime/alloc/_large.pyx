@@ -122,6 +122,14 @@ cdef class _Planner:
     cdef char* placed
     cdef Span* spans
     cdef int64_t span_capacity
+    # The gathered spans come as sorted runs (each union is sorted; a single buffer is a run
+    # of one): where each run begins in spans, its end (the next one's beginning), and a heap
+    # of runs for the k-way merge of _merged_offset.
+    cdef int64_t* run_begin
+    cdef int64_t* run_end
+    cdef int64_t* heap
+    cdef int64_t run_count
+    cdef int64_t run_capacity
     cdef int64_t work  # byte ranges read so far
     cdef bint first_fit  # the lowest aligned offset that fits instead of the smallest gap
     # Unions of placed byte ranges (no removal: one construction fills them from empty):
@@ -143,6 +151,11 @@ cdef class _Planner:
         self.placed = NULL
         self.spans = NULL
         self.span_capacity = 0
+        self.run_begin = NULL
+        self.run_end = NULL
+        self.heap = NULL
+        self.run_count = 0
+        self.run_capacity = 0
         self.work = 0
         self.first_fit = False
         self.position_covers = NULL
@@ -152,6 +165,9 @@ cdef class _Planner:
         cdef int64_t v
         free(self.placed)
         free(self.spans)
+        free(self.run_begin)
+        free(self.run_end)
+        free(self.heap)
         if self.position_covers != NULL:
             for v in range(self.position_width):
                 free(self.position_covers[v].data)
@@ -202,6 +218,7 @@ cdef class _Planner:
                 self._reserve(count[0] + cover.length)
         for k in range(cover.length):
             self.spans[count[0] + k] = cover.data[k]
+        self._add_run(count[0])
         count[0] += cover.length
         self.work += cover.length + 1
         return 0
@@ -251,6 +268,7 @@ cdef class _Planner:
                         self._reserve(count[0] + 1)
                 self.spans[count[0]].lo = self.offsets[j]
                 self.spans[count[0]].hi = self.offsets[j] + self.sizes[j]
+                self._add_run(count[0])
                 count[0] += 1
             self.work += 1
         elif self.position_covers[node].length:
@@ -268,11 +286,95 @@ cdef class _Planner:
         self.span_capacity = count * 2 + 16
         return 0
 
+    cdef int _add_run(self, int64_t begin) except -1 nogil:
+        cdef int64_t* grown
+        cdef int64_t capacity
+        if self.run_count == self.run_capacity:
+            capacity = self.run_capacity * 2 + 64
+            with gil:
+                grown = <int64_t*>realloc(self.run_begin, capacity * sizeof(int64_t))
+                if grown == NULL:
+                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
+                self.run_begin = grown
+                grown = <int64_t*>realloc(self.run_end, capacity * sizeof(int64_t))
+                if grown == NULL:
+                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
+                self.run_end = grown
+                grown = <int64_t*>realloc(self.heap, capacity * sizeof(int64_t))
+                if grown == NULL:
+                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
+                self.heap = grown
+            self.run_capacity = capacity
+        self.run_begin[self.run_count] = begin
+        self.run_count += 1
+        return 0
+
     cdef int64_t _best_fit(self, int64_t i) except -1 nogil:
         """The best-fit (or first-fit) offset of i among its placed neighbours (i itself
         unplaced); on top of them when no gap fits."""
+        self.run_count = 0
         cdef int64_t count = self._gather_covers(i)
-        return _choose_offset(self.spans, count, self.sizes[i], self.aligns[i], self.first_fit)
+        return self._merged_offset(count, self.sizes[i], self.aligns[i])
+
+    cdef inline bint _before(self, int64_t a, int64_t b) noexcept nogil:
+        return self.spans[self.run_begin[a]].lo < self.spans[self.run_begin[b]].lo
+
+    cdef void _sift_down(self, int64_t at, int64_t length) noexcept nogil:
+        cdef int64_t child, item = self.heap[at]
+        while True:
+            child = 2 * at + 1
+            if child >= length:
+                break
+            if child + 1 < length and self._before(self.heap[child + 1], self.heap[child]):
+                child += 1
+            if not self._before(self.heap[child], item):
+                break
+            self.heap[at] = self.heap[child]
+            at = child
+        self.heap[at] = item
+
+    cdef int64_t _merged_offset(self, int64_t count, int64_t size, int64_t alignment) noexcept nogil:
+        """_choose_offset of _spans.pxi on the gathered spans, without sorting them: a k-way
+        merge of the sorted runs (a heap by ``lo``) feeds the same scan in increasing ``lo``
+        order (ties in any order give the same answer), so the offset is exactly
+        _choose_offset's. First-fit stops at the first gap that fits, best-fit at a gap of
+        exactly the size (no smaller one can fit; ties keep the lowest)."""
+        cdef int64_t runs = self.run_count, r, length, floor = 0, candidate, gap
+        cdef int64_t best_offset = -1, best_gap = INT64_MAX_C
+        cdef Span span
+        for r in range(runs):
+            self.run_end[r] = self.run_begin[r + 1] if r + 1 < runs else count
+            self.heap[r] = r
+        length = runs
+        r = length // 2 - 1
+        while r >= 0:
+            self._sift_down(r, length)
+            r -= 1
+        while length > 0:
+            r = self.heap[0]
+            span = self.spans[self.run_begin[r]]
+            if span.lo > floor:
+                candidate = _align_up(floor, alignment)
+                if candidate + size <= span.lo:
+                    if self.first_fit:
+                        return candidate
+                    gap = span.lo - floor
+                    if gap < best_gap:
+                        best_gap = gap
+                        best_offset = candidate
+                        if gap == size:
+                            return candidate
+            if span.hi > floor:
+                floor = span.hi
+            self.run_begin[r] += 1
+            if self.run_begin[r] == self.run_end[r]:
+                length -= 1
+                self.heap[0] = self.heap[length]
+            if length > 0:
+                self._sift_down(0, length)
+        if best_offset >= 0:
+            return best_offset
+        return _align_up(floor, alignment)
 
     cdef int _place(self, int64_t i) except -1:
         """Place one unplaced buffer (pins stay; zero sizes take their pin or 0 and conflict

@@ -99,6 +99,10 @@ LARGE_PLACEMENTS = 320_000
 # ... but at least this many (contention, first-fit and best-fit: never worse than the greedy
 # baselines), also at 10^6 buffers.
 LARGE_MIN_ORDERINGS = 3
+# Under a time limit the large-neighbourhood search runs after each improving ordering from
+# this step on (before it: the first orderings back to back). Measured: pangu's LNS windows on
+# the contention layout (1.0889 x LOAD) took the whole 2 s, first-fit (1.0334) never ran.
+LARGE_EAGER_STEP = 2
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
@@ -111,6 +115,10 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
 # nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
+# ... and at most this many buffers in a window, pins included: the kernel's set-up alone
+# took 1.5 s on a 2587-buffer window of S_1 (one free buffer); the windows that lowered a peak
+# on the trace families held 250..600.
+LNS_WINDOW_BUFFERS = 1024
 LNS_WINDOW_NODES = 2048
 LNS_GROWTH = 5
 LNS_BISECTIONS = 3
@@ -534,7 +542,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
     capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search runs out of nodes is
     doubled, with twice the nodes (LNS_GROWTH times from LNS_WINDOW_NODES, up to
-    LNS_EXACT_BUFFERS free buffers); when even that fails the peak cannot be lowered this
+    LNS_EXACT_BUFFERS free buffers and LNS_WINDOW_BUFFERS in all); when even that fails the peak cannot be lowered this
     way and the search stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``,
     after ``rounds`` window searches, after LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most
     LNS_PATIENCE_NODES) nodes spent in searches that ran out of nodes, after
@@ -578,6 +586,8 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             if not count or count > LNS_EXACT_BUFFERS:
                 break
             members = np.flatnonzero(inside | crossing)
+            if len(members) > LNS_WINDOW_BUFFERS:
+                break
             pins = np.where(free[members], -1, offsets[members])
             window = (starts[members], ends[members], sizes[members], aligns[members], pins)
             rest = np.where(free, 0, tops)
@@ -648,8 +658,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
     on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
     ones in all). Without a time limit that is the whole budget; with one (``anytime``)
-    every ordering that improves is followed by the search at once (the limit may not
-    leave time for all the orderings first), and the schedule goes on with further
+    the first LARGE_EAGER_STEP orderings run back to back, then every ordering that
+    improves is followed by the search at once (the limit may not leave time for all the
+    orderings first), and the schedule goes on with further
     orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. The
     time only cuts the schedule short, so a longer limit never gives a worse layout (the
     window searches have node budgets, not time limits, of their own: the schedule is the
@@ -673,7 +684,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     while True:
-        if searching and (step >= len(schedule) or stop is not None):  # under a limit: at once
+        if searching and (step >= len(schedule) or stop is not None and step >= LARGE_EAGER_STEP):  # under a limit: at once
             best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             best_peak = int((best + instance.sizes).max())
             searching = False
