@@ -102,7 +102,10 @@ LARGE_MIN_ORDERINGS = 3
 # Under a time limit the large-neighbourhood search runs after each improving ordering from
 # this step on (before it: the first orderings back to back). Measured: pangu's LNS windows on
 # the contention layout (1.0889 x LOAD) took the whole 2 s, first-fit (1.0334) never ran.
+# Above LARGE_EAGER_BUFFERS buffers from the first ordering on: one ordering takes seconds
+# there, a second one may not fit the limit (unet at 10^6: 1.1619 x LOAD without the search).
 LARGE_EAGER_STEP = 2
+LARGE_EAGER_BUFFERS = 200_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator (~1.5 us per buffer) finishes within the limit.
 LARGE_CHECK_SECONDS_PER_BUFFER = 3e-6
@@ -658,7 +661,8 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
     on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
     ones in all). Without a time limit that is the whole budget; with one (``anytime``)
-    the first LARGE_EAGER_STEP orderings run back to back, then every ordering that
+    the first LARGE_EAGER_STEP orderings run back to back (one above LARGE_EAGER_BUFFERS
+    buffers), then every ordering that
     improves is followed by the search at once (the limit may not leave time for all the
     orderings first), and the schedule goes on with further
     orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. The
@@ -683,8 +687,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
+    eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     while True:
-        if searching and (step >= len(schedule) or stop is not None and step >= LARGE_EAGER_STEP):  # under a limit: at once
+        if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
             best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             best_peak = int((best + instance.sizes).max())
             searching = False
