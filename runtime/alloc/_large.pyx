@@ -11,7 +11,10 @@ the classic decreasing-size order with best-fit, so the result is never worse th
 greedy, and with first-fit; then size classes (sqrt(2)x, 8x, 4x, 2x wide, largest class
 first) with buffers in start-time order inside a class, which packs each class like
 interval scheduling and leaves far fewer holes on real traces; then seeded random class
-widths, class boundaries, tie keys and placement rules. Given a time limit, ``until_deadline`` keeps trying
+widths, class boundaries, tie keys and placement rules; and contention orderings: buffers
+by the highest LOAD over their lifetime (``contention()``, in buckets), longer lifetimes
+first, which stacks the buffers live at a high point together before anything else takes
+their bytes there (the solver tries these first). Given a time limit, ``until_deadline`` keeps trying
 further orderings until it runs out: the result only improves over time (anytime).
 
 Finding the free gaps without pairs. The placed neighbours of i are (a) the buffers live
@@ -22,7 +25,10 @@ canonical nodes of the start times strictly inside its lifetime, read along the 
 the leaf of i's start to the root; (b) a tree over the buffers sorted by start, whose nodes
 at heights LOW_LEVELS..BLOCK_LEVELS hold the union of their block of buffers; the run of
 buffers starting inside i's lifetime is read as those blocks plus single buffers at the
-ragged ends. A query reads a few unions instead of every neighbour, so one ordering costs
+ragged ends. Each union is sorted, so the ranges read come as sorted runs: a k-way merge
+(a heap of runs) feeds the best-fit / first-fit scan of _spans.pxi in increasing order
+without sorting them (first-fit stops at its gap). A query reads a few unions instead of
+every neighbour, so one ordering costs
 about O(n log n) union operations plus the sizes of the unions read, and memory stays
 O(n log n) whatever the number of overlapping pairs (Y_1: 2.2e8 pairs, 62k buffers).
 
