@@ -348,10 +348,12 @@ cdef class _Planner:
         cdef int64_t runs = self.run_count, r, length, floor = 0, candidate, gap
         cdef int64_t best_offset = -1, best_gap = INT64_MAX_C
         cdef Span span
+        length = 0
         for r in range(runs):
             self.run_end[r] = self.run_begin[r + 1] if r + 1 < runs else count
-            self.heap[r] = r
-        length = runs
+            if self.run_end[r] > self.run_begin[r]:  # never empty today; kept out of the heap if so
+                self.heap[length] = r
+                length += 1
         r = length // 2 - 1
         while r >= 0:
             self._sift_down(r, length)

@@ -732,7 +732,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 
 def _large_note(info: dict) -> str:
-    cut = "; the time limit or cancel cut the first ordering short" if info["stopped"] else ""
+    cut = "; cancel cut the first ordering short (the rest stacked on top)" if info["stopped"] else ""
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
     return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"

@@ -372,3 +372,20 @@ def test_a_tight_time_limit_never_cuts_the_first_ordering_short():
     solution = solve(problem, mode="minimize", time_limit=0.001)
     assert solution.ok and validate(problem, solution.offsets) == []
     assert solution.peak <= first and "cut the first ordering short" not in solution.message
+
+
+def test_a_larger_search_work_budget_never_gives_a_worse_layout(monkeypatch):
+    """The window searches stop at LNS_WORK_PER_BUFFER x buffers of nodes x window buffers:
+    a work budget, not seconds, so a larger one only runs more of the same schedule."""
+    from telamalloc.runtime.alloc.generators.families import unet
+
+    problem = unet(5000, 2).problem()
+    monkeypatch.setattr(api, "LARGE_PLACEMENTS", 5000)
+    monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
+    peaks = []
+    for work in (0, 1, 10, 100, 10_000):
+        monkeypatch.setattr(api, "LNS_WORK_PER_BUFFER", work)
+        solution = solve(problem, mode="minimize", algorithm="large")
+        assert solution.ok and validate(problem, solution.offsets) == []
+        peaks.append(solution.peak)
+    assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
