@@ -94,10 +94,19 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 # ../shared/benchmarks/large, where "large" reaches 1.000-1.008 x LOAD in seconds.
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
-# one ordering costs ~0.15-0.3 s at 10^5 buffers and ~1.5-4 s at 10^6 on this machine, so
-# 10^5 buffers get 3 orderings (< 1 s with the checks), 62185 (Y_1) 5, 10^6 one; up to
-# 29000 buffers all eleven fixed ones.
+# one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
+# 10^5 buffers get 3 orderings, 62185 (Y_1) 5; up to 24600 buffers all thirteen fixed ones.
 LARGE_PLACEMENTS = 320_000
+# ... but at least this many (contention, first-fit and best-fit: never worse than the greedy
+# baselines), also at 10^6 buffers.
+LARGE_MIN_ORDERINGS = 3
+# Under a time limit the large-neighbourhood search runs after each improving ordering from
+# this step on (before it: the first orderings back to back). Measured: pangu's LNS windows on
+# the contention layout (1.0889 x LOAD) took the whole 2 s, first-fit (1.0334) never ran.
+# Above LARGE_EAGER_BUFFERS buffers from the first ordering on: one ordering takes seconds
+# there, a second one may not fit the limit (unet at 10^6: 1.1619 x LOAD without the search).
+LARGE_EAGER_STEP = 2
+LARGE_EAGER_BUFFERS = 200_000
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
 # per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
@@ -112,11 +121,21 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 # nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
+# ... and at most this many buffers in a window, pins included: the kernel's set-up alone
+# took 1.5 s on a 2587-buffer window of S_1 (one free buffer); the windows that lowered a peak
+# on the trace families held 250..600.
+LNS_WINDOW_BUFFERS = 1024
 LNS_WINDOW_NODES = 2048
 LNS_GROWTH = 5
 LNS_BISECTIONS = 3
 LNS_PATIENCE_NODES = 65536
 LNS_PATIENCE_NODES_PER_BUFFER = 0.5
+# ... and at most LNS_WORK_PER_BUFFER x buffers of work in all, a search's work being its
+# nodes times the buffers of its window (pins included: a node costs about that). Measured
+# at 10^5 buffers: tracegen's two improving windows take 6e6, transformer's 2e6; on
+# deepnet's contention layout every window around the peak is infeasible or runs out of
+# nodes (4.5e7 of work, 8 s, before this budget).
+LNS_WORK_PER_BUFFER = 100
 LNS_CLOSE = 1e-6
 
 # The core search (deletion filter) gets at most this many seconds, and at most this
@@ -514,19 +533,25 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
 def _large_orderings(count: int, fixed: int) -> list[int]:
     """The orderings of the large planner without a time limit, in the order tried: as many
     of its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
-    at least one. First the classic first-fit one (the best single ordering on the trace
-    families of bench/large: 1.018 x LOAD on tracegen at 10^5 buffers where best-fit leaves
-    1.053, 1.034 on deepnet where best-fit leaves 1.18), then the classic best-fit one (so
-    the result is never worse than either greedy baseline once two orderings ran), then the
-    class orderings."""
-    orderings = max(1, min(fixed, LARGE_PLACEMENTS // max(count, 1)))
+    at least LARGE_MIN_ORDERINGS. First the contention one with best-fit (the best single
+    ordering on the trace families of bench/large: 1.0111 x LOAD on deepnet at 10^5
+    buffers where first-fit leaves 1.0337 and best-fit 1.18; G_1 and Y_1 at LOAD), then the
+    classic first-fit one (1.018 on tracegen where best-fit leaves 1.053) and best-fit one
+    (so the result is never worse than either greedy baseline), then the class orderings."""
+    orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return [_large_ordering(step) for step in range(orderings)]
 
 
+# The orderings of _large.ordering in the order the large planner tries them: contention
+# with best-fit (11), the classic first-fit (1) and best-fit (0), the size classes, contention
+# with first-fit; then seeded random ones (13, 14, ...).
+LARGE_SCHEDULE = (11, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
+
+
 def _large_ordering(step: int) -> int:
-    """The ordering (of ``_large.ordering``) the large planner tries at ``step``: first-fit
-    (1), best-fit (0), then 2, 3, ... (fixed ones, then seeded random ones)."""
-    return (1, 0)[step] if step < 2 else step
+    """The ordering (of ``_large.ordering``) the large planner tries at ``step``:
+    LARGE_SCHEDULE, then seeded random ones."""
+    return LARGE_SCHEDULE[step] if step < len(LARGE_SCHEDULE) else step
 
 
 def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
@@ -544,6 +569,7 @@ class _LnsStats:
     windows: int = 0  # exact window searches run
     improved: int = 0  # of which lowered the layout
     timed_out: int = 0  # kernel nodes spent in window searches that ran out of nodes
+    work: int = 0  # nodes x window buffers of every window search
     stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
 
 
@@ -559,10 +585,11 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
     capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search runs out of nodes is
     doubled, with twice the nodes (LNS_GROWTH times from LNS_WINDOW_NODES, up to
-    LNS_EXACT_BUFFERS free buffers); when even that fails the peak cannot be lowered this
+    LNS_EXACT_BUFFERS free buffers and LNS_WINDOW_BUFFERS in all); when even that fails the peak cannot be lowered this
     way and the search stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``,
     after ``rounds`` window searches, after LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most
-    LNS_PATIENCE_NODES) nodes spent in searches that ran out of nodes, at ``stop`` (a
+    LNS_PATIENCE_NODES) nodes spent in searches that ran out of nodes, after
+    LNS_WORK_PER_BUFFER x buffers of work (nodes x window buffers), at ``stop`` (a
     time.monotonic() value) and on the cancel flag. Only ``stop`` and the cancel flag
     depend on time: without them the result is the same on every machine. Every accepted layout is valid: the free buffers are
     placed clear of the pinned ones and of each other, and nothing outside the window
@@ -570,16 +597,18 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
 
     Measured (10^5 buffers): unet 1.167 -> 1.000 x LOAD in two windows; tracegen, once its
     whole-program buffers are lifted (``_lifted``), 1.0177 -> 1.0000 in two windows of
-    0.6 s on a busy machine. Where a long-lived buffer holds the peak (deepnet,
-    transformer) its window holds more than LNS_EXACT_BUFFERS buffers and nothing is
-    tried; re-placing such windows with the large planner's orderings instead never lowered
-    a peak there (tried and dropped).
+    0.6 s on a busy machine; transformer, on the contention layout, 1.0046 -> 1.0000 in one
+    window. On deepnet's contention layout (1.0111) every window around the peak is
+    infeasible or runs out of nodes: the long-lived buffers crossing it hold the holes.
+    Re-placing windows with the large planner's orderings instead never lowered a peak
+    (tried and dropped).
     """
     from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     tops = offsets + sizes
     patience = min(LNS_PATIENCE_NODES, max(LNS_WINDOW_NODES, int(LNS_PATIENCE_NODES_PER_BUFFER * len(starts))))
+    budget = LNS_WORK_PER_BUFFER * len(starts)
     while len(tops):
         peak = int(tops.max())
         if peak <= lower or peak - lower <= lower * LNS_CLOSE:
@@ -601,6 +630,8 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             if not count or count > LNS_EXACT_BUFFERS:
                 break
             members = np.flatnonzero(inside | crossing)
+            if len(members) > LNS_WINDOW_BUFFERS:
+                break
             pins = np.where(free[members], -1, offsets[members])
             window = (starts[members], ends[members], sizes[members], aligns[members], pins)
             rest = np.where(free, 0, tops)
@@ -608,14 +639,15 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             capacity = min(floor, peak - 1)
             for _ in range(LNS_BISECTIONS + 1):
                 remaining = None if stop is None else stop - time.monotonic()
-                if (stats.windows >= rounds or stats.timed_out >= patience or instance.cancelled()
-                        or (remaining is not None and remaining <= 0)):
+                if (stats.windows >= rounds or stats.timed_out >= patience or stats.work >= budget
+                        or instance.cancelled() or (remaining is not None and remaining <= 0)):
                     return offsets  # the budget or the time is spent
                 stats.windows += 1
                 limit = 0.0 if remaining is None else max(remaining, 1e-6)  # 0.0: no time limit
                 result = search(*window, capacity, instance.params, limit, instance.cancel, instance.progress,
                                 None, nodes)
                 instance.counters.add(result)
+                stats.work += int(result.nodes) * len(members)
                 if result.status == STATUS_OK:
                     offsets[members] = result.offsets
                     tops[members] = result.offsets + sizes[members]
@@ -670,9 +702,11 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
     on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
     ones in all). Without a time limit that is the whole budget; with one (``anytime``)
-    every ordering that improves is followed by the search at once (the limit may not
-    leave time for all the orderings first), and the schedule goes on with further
-    orderings (seeded random ones from the twelfth) until the time runs out. The
+    the first LARGE_EAGER_STEP orderings run back to back (one above LARGE_EAGER_BUFFERS
+    buffers), then every ordering that
+    improves is followed by the search at once (the limit may not leave time for all the
+    orderings first), and the schedule goes on with further
+    orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. The
     time only cuts the schedule short, so a longer limit never gives a worse layout (the
     window searches have node budgets, not time limits, of their own: the schedule is the
     same on every machine). Stops early at ``target`` (a peak at most this).
@@ -694,8 +728,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
+    eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     while True:
-        if searching and (step >= len(schedule) or stop is not None):  # under a limit: at once
+        if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
             best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             best_peak = int((best + instance.sizes).max())
             searching = False
@@ -707,10 +742,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break
-        live_offsets, result = plan(
+        live_offsets, result = plan(  # the first ordering always runs to completion (only cancel stops it)
             instance.starts, instance.ends, instance.sizes, instance.aligns, fixed,
             orderings=1, first=index,
-            time_limit=0.0 if left is None else max(left, 1e-6),
+            time_limit=0.0 if left is None or step == 0 else max(left, 1e-6),
             seed=instance.params.seed,
             cancel=instance.cancel if limited else None,
         )
@@ -738,7 +773,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 
 def _large_note(info: dict) -> str:
-    cut = "; the time limit or cancel cut the first ordering short" if info["stopped"] else ""
+    cut = "; cancel cut the first ordering short (the rest stacked on top)" if info["stopped"] else ""
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
     return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"

@@ -10,7 +10,7 @@ import pytest
 from telamalloc import Buffer, Problem, Status, solve, validate
 from telamalloc.runtime.alloc import api
 from telamalloc.runtime.alloc._greedy import greedy
-from telamalloc.runtime.alloc._large import ordering, plan
+from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, contention, ordering, plan
 from telamalloc.runtime.alloc.csv_io import read_problem
 from telamalloc.runtime.alloc.generators.tracegen import generate
 from telamalloc.runtime.alloc.validate import compute_load
@@ -101,7 +101,8 @@ def test_orderings_are_permutations_and_deterministic():
         again, rule = ordering(index, trace.starts, trace.ends, trace.sizes, seed=3)
         assert np.array_equal(row, again) and rule == first_fit
     assert rules == {True, False}
-    assert not np.array_equal(ordering(12, trace.starts, trace.ends, trace.sizes, seed=3)[0], ordering(12, trace.starts, trace.ends, trace.sizes, seed=4)[0])
+    random = len(FIXED_ORDERINGS) + 1  # a seeded random one
+    assert not np.array_equal(ordering(random, trace.starts, trace.ends, trace.sizes, seed=3)[0], ordering(random, trace.starts, trace.ends, trace.sizes, seed=4)[0])
 
 
 def test_determinism_byte_identical():
@@ -227,6 +228,7 @@ def test_more_orderings_never_give_a_worse_layout(monkeypatch):
     """The schedule is fixed; a larger budget only runs more of it (no time involved)."""
     problem = generate(6000, 5).problem()
     monkeypatch.setattr(api, "LARGE_LNS_ROUNDS", 0)
+    monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
     peaks = []
     for orderings in range(1, 8):
         monkeypatch.setattr(api, "LARGE_PLACEMENTS", orderings * 6000)
@@ -242,6 +244,7 @@ def test_more_window_searches_never_give_a_worse_layout(monkeypatch):
 
     problem = unet(5000, 2).problem()
     monkeypatch.setattr(api, "LARGE_PLACEMENTS", 5000)  # one ordering
+    monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
     peaks = []
     for rounds in (0, 1, 2, 4, 8, 200):
         monkeypatch.setattr(api, "LARGE_LNS_ROUNDS", rounds)
@@ -336,3 +339,53 @@ def test_lifted_tracegen_layouts_are_valid_and_no_worse_than_first_fit():
     first_fit = peak_of(plan(*arrays, orderings=1, first=1)[0], arrays[2])
     assert solution.ok and validate(problem, solution.offsets) == []
     assert solution.peak <= first_fit
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_contention_is_the_highest_load_over_each_lifetime(seed):
+    problem = random_problem(2000 + seed, pins=False)
+    starts, ends, sizes, _, _ = columns(problem)
+    loads = [sum(int(sizes[j]) for j in range(len(starts)) if starts[j] <= t < ends[j]) for t in range(int(ends.max()) + 1)]
+    expected = [max(loads[t] for t in range(int(s), int(e))) for s, e in zip(starts, ends)]
+    assert contention(starts, ends, sizes).tolist() == expected
+    assert contention(starts[:0], ends[:0], sizes[:0]).tolist() == []
+
+
+def test_contention_orderings_place_the_most_contended_buffers_first():
+    """Buckets of the highest LOAD over the lifetime, then longer lifetimes first."""
+    starts = np.array([0, 0, 5, 5, 10], dtype=np.int64)
+    ends = np.array([20, 2, 7, 6, 12], dtype=np.int64)
+    sizes = np.array([1, 100, 50, 60, 5], dtype=np.int64)
+    # LOAD: 101 on [0, 2), 1 on [2, 5), 111 on [5, 6), 51 on [6, 7), 1, 6 on [10, 12)
+    row, first_fit = ordering(FIXED_ORDERINGS.index((0.001, "contention", False)), starts, ends, sizes)
+    assert row.tolist() == [0, 2, 3, 1, 4] and not first_fit
+
+
+def test_a_tight_time_limit_never_cuts_the_first_ordering_short():
+    """Issue 17: under a limit shorter than one ordering the first one still runs to the end
+    (it used to stack the rest: 57 x LOAD), so the layout is that ordering's or better."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(20000, 3).problem()
+    arrays = columns(problem)
+    first = peak_of(plan(*arrays, orderings=1, first=api.LARGE_SCHEDULE[0])[0], arrays[2])
+    solution = solve(problem, mode="minimize", time_limit=0.001)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak <= first and "cut the first ordering short" not in solution.message
+
+
+def test_a_larger_search_work_budget_never_gives_a_worse_layout(monkeypatch):
+    """The window searches stop at LNS_WORK_PER_BUFFER x buffers of nodes x window buffers:
+    a work budget, not seconds, so a larger one only runs more of the same schedule."""
+    from telamalloc.runtime.alloc.generators.families import unet
+
+    problem = unet(5000, 2).problem()
+    monkeypatch.setattr(api, "LARGE_PLACEMENTS", 5000)
+    monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
+    peaks = []
+    for work in (0, 1, 10, 100, 10_000):
+        monkeypatch.setattr(api, "LNS_WORK_PER_BUFFER", work)
+        solution = solve(problem, mode="minimize", algorithm="large")
+        assert solution.ok and validate(problem, solution.offsets) == []
+        peaks.append(solution.peak)
+    assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
