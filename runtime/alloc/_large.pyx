@@ -53,6 +53,7 @@ from libc.string cimport memmove
 cdef int64_t INT64_MAX_C = 0x7FFFFFFFFFFFFFFF
 
 include "_spans.pxi"
+include "_ranges.pxi"
 
 
 # The union of some byte ranges: disjoint, sorted, touching ranges merged.
@@ -502,28 +503,14 @@ def contention(starts, ends, sizes):
     cdef const int64_t[::1] lows = low
     cdef const int64_t[::1] highs = high
     cdef Py_ssize_t v, i, n = count
-    cdef int64_t left, right, best, w = width
+    cdef int64_t w = width
     with nogil:
         v = w - 1
         while v >= 1:
             tree[v] = tree[2 * v] if tree[2 * v] > tree[2 * v + 1] else tree[2 * v + 1]
             v -= 1
         for i in range(n):
-            left = lows[i] + w
-            right = highs[i] + w
-            best = 0
-            while left < right:
-                if left & 1:
-                    if tree[left] > best:
-                        best = tree[left]
-                    left += 1
-                if right & 1:
-                    right -= 1
-                    if tree[right] > best:
-                        best = tree[right]
-                left >>= 1
-                right >>= 1
-            out[i] = best
+            out[i] = _range_max(&tree[0], w, lows[i], highs[i], 0)
     return out_array
 
 

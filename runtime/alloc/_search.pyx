@@ -211,6 +211,8 @@ cdef enum:
 
 cdef int64_t INF = 0x7FFFFFFFFFFFFFFF
 
+include "_ranges.pxi"
+
 
 class SearchResult:
     """What one call of :func:`search` found; plain attributes, no behaviour."""
@@ -510,7 +512,6 @@ cdef int _tree_overflows(int64_t* t, int64_t* pend, int64_t n, int64_t height, i
     whose buffers live across many sections, where the plain loop costs O(span)."""
     cdef int64_t l = lo + n
     cdef int64_t r = hi + n
-    cdef int64_t best = -INF
     while l < r:
         if l & 1:
             _tree_apply(t, pend, l, size, n)
@@ -522,22 +523,9 @@ cdef int _tree_overflows(int64_t* t, int64_t* pend, int64_t n, int64_t height, i
         r >>= 1
     _tree_pull(t, pend, lo + n)
     _tree_pull(t, pend, hi - 1 + n)
-    l = lo + n
-    r = hi + n
-    _tree_push(t, pend, l, height, n)
-    _tree_push(t, pend, r - 1, height, n)
-    while l < r:
-        if l & 1:
-            if t[l] > best:
-                best = t[l]
-            l += 1
-        if r & 1:
-            r -= 1
-            if t[r] > best:
-                best = t[r]
-        l >>= 1
-        r >>= 1
-    return best > room
+    _tree_push(t, pend, lo + n, height, n)
+    _tree_push(t, pend, hi - 1 + n, height, n)
+    return _range_max(t, n, lo, hi, -INF) > room
 
 
 cdef inline int64_t _lower_bound(int64_t* values, int64_t n, int64_t x) noexcept nogil:
@@ -574,7 +562,7 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
     the piece keeps its set of rank values (ranks are only compared within a component).
     One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
     with the placement."""
-    cdef int64_t k, s, most, n, t, following, first, q, l, h
+    cdef int64_t k, s, most, n, t, following, first, q
     cdef int64_t tn = c.tree_n
     n = 0
     if tn > 0:
@@ -594,19 +582,7 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
             continue
         most = 0
         if tn > 0:
-            l = c.sb[k] + tn
-            h = c.se[k] + tn
-            while l < h:
-                if l & 1:
-                    if c.tree[l] > most:
-                        most = c.tree[l]
-                    l += 1
-                if h & 1:
-                    h -= 1
-                    if c.tree[h] > most:
-                        most = c.tree[h]
-                l >>= 1
-                h >>= 1
+            most = _range_max(c.tree, tn, c.sb[k], c.se[k], 0)
         else:
             for s in range(c.sb[k], c.se[k]):
                 if c.total[s] > most:
