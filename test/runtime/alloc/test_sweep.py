@@ -29,14 +29,20 @@ def brute_force(buffers) -> bool:
     return True
 
 
-@pytest.mark.parametrize("seed", range(300))
-def test_agrees_with_every_pair(seed):
+def random_buffers(seed: int, most: int, lowest: int, longest: int) -> list[tuple[int, int, int, int]]:
+    """Up to ``most`` random (start, end, low, high) buffers with lows below ``lowest``."""
     rng = random.Random(seed)
     buffers = []
-    for _ in range(rng.randint(0, 25)):
+    for _ in range(rng.randint(0, most)):
         start = rng.randint(0, 12)
-        low = rng.randint(0, 40)
-        buffers.append((start, start + rng.randint(1, 6), low, low + rng.randint(1, 9)))
+        low = rng.randint(0, lowest)
+        buffers.append((start, start + rng.randint(1, 6), low, low + rng.randint(1, longest)))
+    return buffers
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_agrees_with_every_pair(seed):
+    buffers = random_buffers(seed, 25, 40, 9)
     assert disjoint_while_live(*events_of(buffers)) == brute_force(buffers)
 
 
@@ -63,12 +69,8 @@ def by_rank(lows, highs, starting):
 
 @pytest.mark.parametrize("seed", range(300))
 def test_by_rank_agrees_with_every_pair(seed):
-    rng = random.Random(seed)
-    buffers = []
-    for _ in range(rng.randint(0, 40)):
-        start = rng.randint(0, 12)
-        low = rng.randint(0, 40) if seed % 2 else rng.randint(0, 3000)  # few ranks (shared lows) / many
-        buffers.append((start, start + rng.randint(1, 6), low, low + rng.randint(1, 9 if seed % 2 else 200)))
+    # odd seeds: few ranks (shared lows); even ones: many
+    buffers = random_buffers(seed, 40, 40, 9) if seed % 2 else random_buffers(seed, 40, 3000, 200)
     assert disjoint_by_rank(*by_rank(*events_of(buffers))) == brute_force(buffers)
 
 
