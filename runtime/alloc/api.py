@@ -684,7 +684,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
 def _lifted(instance: _Instance) -> np.ndarray:
     """The pins the large planner works with: the user's, and when no buffer is pinned, the
     buffers live at every point of the program ("global": weights, constants) stacked at
-    the bottom, largest first. They take the same bytes at every point, so stacking them
+    the bottom (``_stacked``: by alignment, largest first). They take the same bytes at every point, so stacking them
     below everything loses nothing (alignment aside), and no search has to move them: on
     top of a layout they make the peak a window as long as the program."""
     starts, ends, sizes, aligns, fixed = instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed
