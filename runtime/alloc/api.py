@@ -518,11 +518,20 @@ def _overload(problem: Problem, load: tuple, capacity: int) -> _Outcome:
 
 
 def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[int, ...], str]:
-    """The greedy layout with the lowest peak (ties: the first algorithm listed)."""
+    """The greedy layout with the lowest peak (ties: the first algorithm listed). Above
+    LARGE_THRESHOLD buffers the large planner's orderings 0 and 1 place them, which give
+    exactly best-fit's and first-fit's layouts without the greedy kernel's lists of
+    overlapping pairs (first-fit on deepnet at 10^6 buffers: 9 GB and 250 s with them)."""
     best = None
     for algorithm in algorithms:
         if algorithm not in instance.greedy_layouts:
-            live_offsets = _greedy.greedy(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed, algorithm)
+            arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
+            if len(instance.starts) > LARGE_THRESHOLD:
+                from telamalloc.runtime.alloc._large import plan  # imported here: only this path needs it
+
+                live_offsets, _ = plan(*arrays, orderings=1, first=GREEDY_ALGORITHMS.index(algorithm))
+            else:
+                live_offsets = _greedy.greedy(*arrays, algorithm)
             instance.greedy_layouts[algorithm] = instance.full_offsets(live_offsets.tolist())
         offsets = instance.greedy_layouts[algorithm]
         if best is None or _peak(instance.problem, offsets) < _peak(instance.problem, best[0]):

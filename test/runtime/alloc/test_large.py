@@ -431,3 +431,21 @@ def test_lifted_buffers_stack_aligned_without_needless_padding():
     spread = np.array([256, 256, 64, 64, 64, 1], dtype=np.int64)
     top = max(offset + int(weights[index]) for index, offset in api._stacked(np.arange(6), weights, spread))
     assert top == int(weights.sum())  # enough smaller alignments to fill every gap: none left
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_greedy_algorithms_above_the_threshold_place_as_the_greedy_kernel(monkeypatch, seed):
+    """Above LARGE_THRESHOLD, algorithm 'best-fit'/'first-fit' run on the large planner's
+    orderings 0 and 1 (no lists of overlapping pairs): the very same layouts."""
+    problem = random_problem(seed, count=80)
+    arrays = columns(problem)
+    expected = {name: greedy(*arrays, name).tolist() for name in ("best-fit", "first-fit")}
+    monkeypatch.setattr(api, "LARGE_THRESHOLD", 10)
+
+    def no_pair_lists(*_arguments):
+        raise AssertionError("the greedy kernel (pair lists) ran above the threshold")
+
+    monkeypatch.setattr(api._greedy, "greedy", no_pair_lists)
+    for name in ("best-fit", "first-fit"):
+        solution = solve(problem, mode="minimize", algorithm=name)
+        assert solution.ok and list(solution.offsets) == expected[name]
