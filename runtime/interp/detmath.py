@@ -254,9 +254,7 @@ def log10(values: np.ndarray) -> np.ndarray:
     """`log(x) / log(10)`."""
     values = _float_input(values, "log10")
     wide = values.astype(np.float64)
-    exponent, log_m = _log_parts(_usable(wide))
-    result = (exponent * LN2_HI + (log_m + exponent * LN2_LO)) * INV_LN10
-    return _rounded(_log_specials(wide, result), values.dtype)
+    return _rounded(_log_specials(wide, _log64(wide) * INV_LN10), values.dtype)
 
 
 def log1p(values: np.ndarray) -> np.ndarray:
