@@ -543,26 +543,18 @@ def _format_option(info: OptionInfo) -> list[str]:
 
 def pass_help(name: str, pass_class: type) -> str:
     """One pass: its summary and each option with its type, default and meaning."""
-    lines = [f"{name}: {_summary(pass_class)}"]
-    if name in PER_FUNCTION_PASSES:
-        infos = option_infos(pass_class)
-        lines.append(f"  anchors: '{TOP_ANCHOR}' or '{FUNCTION_ANCHOR}'")
-        if not infos:
-            lines.append("  options: none")
-        else:
-            lines.append("  options:")
-            for info in infos:
-                lines.extend(_format_option(info))
-    else:
-        infos = get_pass_option_infos(pass_class)
-        lines.append(f"  anchors: '{TOP_ANCHOR}'")
-        if not infos:
-            lines.append("  options: none")
-        else:
-            lines.append("  options:")
-            for info in infos:
-                default = "" if info.default_value is None else f"  (default: {info.default_value})"
-                lines.append(f"    {info.name.replace('_', '-')}=<{info.expected_type}>{default}")
+    if name in PER_FUNCTION_PASSES:  # ours: each option with its type, default and meaning
+        anchors = f"'{TOP_ANCHOR}' or '{FUNCTION_ANCHOR}'"
+        options = [line for info in option_infos(pass_class) for line in _format_option(info)]
+    else:  # xDSL's: what its option table knows
+        anchors = f"'{TOP_ANCHOR}'"
+        options = [
+            f"    {info.name.replace('_', '-')}=<{info.expected_type}>"
+            + ("" if info.default_value is None else f"  (default: {info.default_value})")
+            for info in get_pass_option_infos(pass_class)
+        ]
+    lines = [f"{name}: {_summary(pass_class)}", f"  anchors: {anchors}"]
+    lines.extend(["  options:", *options] if options else ["  options: none"])
     return "\n".join(lines)
 
 
