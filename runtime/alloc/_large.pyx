@@ -25,12 +25,16 @@ canonical nodes of the start times strictly inside its lifetime, read along the 
 the leaf of i's start to the root; (b) a tree over the buffers sorted by start, whose nodes
 at heights LOW_LEVELS..BLOCK_LEVELS hold the union of their block of buffers; the run of
 buffers starting inside i's lifetime is read as those blocks plus single buffers at the
-ragged ends. Each union is sorted, so the ranges read come as sorted runs: a k-way merge
-(a heap of runs) feeds the best-fit / first-fit scan of _spans.pxi in increasing order
-without sorting them (first-fit stops at its gap). A query reads a few unions instead of
-every neighbour, so one ordering costs
+ragged ends. Each union is sorted and read in place, the single buffers are sorted into one
+run, and a k-way merge (a heap of run heads) feeds the best-fit / first-fit scan of
+_spans.pxi in increasing order without sorting the rest (first-fit stops at its gap). A
+query reads a few unions instead of every neighbour, so one ordering costs
 about O(n log n) union operations plus the sizes of the unions read, and memory stays
 O(n log n) whatever the number of overlapping pairs (Y_1: 2.2e8 pairs, 62k buffers).
+Long-lived buffers would put one union per height on every leaf's path (each with the
+holes between them); above ``_flat_height`` the time tree holds nothing and such a buffer
+is added to the unions of all its descendants at that height instead, so a query meets
+them merged in one union, for about one more insertion per buffer in all.
 
 Limits, owned here: the result is a heuristic upper bound; it proves nothing about
 optimality or infeasibility. Pinned buffers (``fixed >= 0``) are kept at their offsets
@@ -112,6 +116,18 @@ cdef int _cover_add(Cover* cover, int64_t lo, int64_t hi) except -1 nogil:
     return 0
 
 
+# A sorted run of byte ranges read in place (a union's own array, or the sorted single
+# buffers of a query), and a heap entry of the k-way merge: a run and the ``lo`` of its head.
+ctypedef struct Run:
+    Span* cur
+    Span* end
+
+
+ctypedef struct Head:
+    int64_t lo
+    int64_t run
+
+
 cdef class _Planner:
     """The buffers, the static overlap index, the current layout and scratch space."""
 
@@ -127,14 +143,13 @@ cdef class _Planner:
     cdef const int64_t[::1] leaf  # time tree leaf of i's start time
     cdef int64_t[::1] offsets
     cdef char* placed
-    cdef Span* spans
+    cdef Span* spans  # the single buffers (not unions) a query reads
     cdef int64_t span_capacity
-    # The gathered spans come as sorted runs (each union is sorted; a single buffer is a run
-    # of one): where each run begins in spans, its end (the next one's beginning), and a heap
-    # of runs for the k-way merge of _merged_offset.
-    cdef int64_t* run_begin
-    cdef int64_t* run_end
-    cdef int64_t* heap
+    # The ranges a query reads come as sorted runs (each union is sorted; the single buffers
+    # are sorted into one run), read in place, and a heap of runs for the k-way merge of
+    # _merged_offset.
+    cdef Run* runs
+    cdef Head* heap
     cdef int64_t run_count
     cdef int64_t run_capacity
     cdef int64_t work  # byte ranges read so far
@@ -153,13 +168,34 @@ cdef class _Planner:
     cdef const int64_t[::1] position_of  # inverse of by_start
     cdef const int64_t[::1] time_low  # canonical range [time_low, time_high) of start ranks
     cdef const int64_t[::1] time_high
+    cdef int64_t flat_height  # time nodes above this height hold nothing (see _flat_height)
+    cdef object pinned  # the pinned buffers, placed first by every ordering
+    cdef object load  # contention() of the buffers, once an ordering needs it
+
+    def run(self, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
+            time_limit=0.0, target=-1, seed=0, cancel=None, progress=None):
+        """Plan the buffers; return (offsets, info).
+
+        ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
+        beginning with ordering ``first`` (then 0, 1, ... without it), or ``orders``: explicit
+        placement orderings, a 2-D int64 array with a permutation per row, all placed with
+        best-fit (or first-fit when ``first_fit``).
+        Pinned buffers are placed first whatever the ordering says. ``until_deadline``: with a
+        time limit, keep constructing further orderings until it runs out (anytime).
+        ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
+        at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
+        ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
+        ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
+        read (work), and whether time or cancel cut the first ordering short.
+        Raises ValueError on an ordering that is not a permutation.
+        """
+        return _run(self, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed, cancel, progress)
 
     def __cinit__(self):
         self.placed = NULL
         self.spans = NULL
         self.span_capacity = 0
-        self.run_begin = NULL
-        self.run_end = NULL
+        self.runs = NULL
         self.heap = NULL
         self.run_count = 0
         self.run_capacity = 0
@@ -167,13 +203,14 @@ cdef class _Planner:
         self.first_fit = False
         self.position_covers = NULL
         self.time_covers = NULL
+        self.pinned = None
+        self.load = None
 
     def __dealloc__(self):
         cdef int64_t v
         free(self.placed)
         free(self.spans)
-        free(self.run_begin)
-        free(self.run_end)
+        free(self.runs)
         free(self.heap)
         if self.position_covers != NULL:
             for v in range(self.position_width):
@@ -205,39 +242,49 @@ cdef class _Planner:
         while height <= self.top_level and self.block_levels > 0:
             _cover_add(&self.position_covers[(self.position_of[i] + self.position_width) >> height], lo, hi)
             height += self.level_step
+        # the canonical nodes of the start ranks strictly inside i's lifetime; one above
+        # flat_height goes into each of its descendants at flat_height instead
         left = self.time_low[i] + self.time_width
         right = self.time_high[i] + self.time_width
+        height = 0
         while left < right:
             if left & 1:
-                _cover_add(&self.time_covers[left], lo, hi)
+                self._time_add(left, height, lo, hi)
                 left += 1
             if right & 1:
                 right -= 1
-                _cover_add(&self.time_covers[right], lo, hi)
+                self._time_add(right, height, lo, hi)
             left >>= 1
             right >>= 1
+            height += 1
         return 0
 
-    cdef int _append_cover(self, Cover* cover, int64_t* count) except -1 nogil:
-        cdef int64_t k
-        if count[0] + cover.length > self.span_capacity:
-            with gil:
-                self._reserve(count[0] + cover.length)
-        for k in range(cover.length):
-            self.spans[count[0] + k] = cover.data[k]
-        self._add_run(count[0])
-        count[0] += cover.length
+    cdef inline int _time_add(self, int64_t node, int64_t height, int64_t lo, int64_t hi) except -1 nogil:
+        cdef int64_t first, last
+        if height <= self.flat_height:
+            return _cover_add(&self.time_covers[node], lo, hi)
+        first = node << (height - self.flat_height)
+        last = (node + 1) << (height - self.flat_height)
+        while first < last:
+            _cover_add(&self.time_covers[first], lo, hi)
+            first += 1
+        return 0
+
+    cdef int _append_cover(self, Cover* cover) except -1 nogil:
+        """Read a union in place: one run."""
+        self._add_run(cover.data, cover.data + cover.length)
         self.work += cover.length + 1
         return 0
 
-    cdef int64_t _gather_covers(self, int64_t i) except -1 nogil:
-        """Fill self.spans with the byte ranges of the placed buffers overlapping i, as a few
-        unions (see the module docstring); return how many ranges."""
-        cdef int64_t count = 0, node, left, right, j
+    cdef int _gather_covers(self, int64_t i) except -1 nogil:
+        """Gather the runs of byte ranges of the placed buffers overlapping i: a few unions
+        read in place (see the module docstring) and the single buffers, sorted."""
+        cdef int64_t count = 0, node
+        self.run_count = 0
         node = self.leaf[i]
         while node >= 1:
             if self.time_covers[node].length:
-                self._append_cover(&self.time_covers[node], &count)
+                self._append_cover(&self.time_covers[node])
             node >>= 1
         # positions [run_lo, run_hi): short runs buffer by buffer; longer ones as the largest
         # aligned blocks with a union (heights low_levels, + level_step, ... up to
@@ -248,22 +295,26 @@ cdef class _Planner:
             while position < high:
                 self._append_one(position + self.position_width, &count)
                 position += 1
-            return count
-        while position < high:
-            taken = False
-            height = self.top_level
-            while height >= self.low_levels:
-                size = <int64_t>1 << height
-                if (position & (size - 1)) == 0 and position + size <= high:
-                    self._append_one((position + self.position_width) >> height, &count)
-                    position += size
-                    taken = True
-                    break
-                height -= self.level_step
-            if not taken:
-                self._append_one(position + self.position_width, &count)
-                position += 1
-        return count
+        else:
+            while position < high:
+                taken = False
+                height = self.top_level
+                while height >= self.low_levels:
+                    size = <int64_t>1 << height
+                    if (position & (size - 1)) == 0 and position + size <= high:
+                        self._append_one((position + self.position_width) >> height, &count)
+                        position += size
+                        taken = True
+                        break
+                    height -= self.level_step
+                if not taken:
+                    self._append_one(position + self.position_width, &count)
+                    position += 1
+        if count:
+            if count > 1:
+                _sort_spans(self.spans, 0, count - 1)
+            self._add_run(self.spans, self.spans + count)
+        return 0
 
     cdef int _append_one(self, int64_t node, int64_t* count) except -1 nogil:
         cdef int64_t j
@@ -275,11 +326,10 @@ cdef class _Planner:
                         self._reserve(count[0] + 1)
                 self.spans[count[0]].lo = self.offsets[j]
                 self.spans[count[0]].hi = self.offsets[j] + self.sizes[j]
-                self._add_run(count[0])
                 count[0] += 1
             self.work += 1
         elif self.position_covers[node].length:
-            self._append_cover(&self.position_covers[node], count)
+            self._append_cover(&self.position_covers[node])
         return 0
 
     cdef int _reserve(self, int64_t count) except -1:
@@ -293,75 +343,70 @@ cdef class _Planner:
         self.span_capacity = count * 2 + 16
         return 0
 
-    cdef int _add_run(self, int64_t begin) except -1 nogil:
-        cdef int64_t* grown
+    cdef int _add_run(self, Span* begin, Span* end) except -1 nogil:
+        cdef Run* grown_runs
+        cdef Head* grown_heap
         cdef int64_t capacity
         if self.run_count == self.run_capacity:
             capacity = self.run_capacity * 2 + 64
             with gil:
-                grown = <int64_t*>realloc(self.run_begin, capacity * sizeof(int64_t))
-                if grown == NULL:
+                grown_runs = <Run*>realloc(self.runs, capacity * sizeof(Run))
+                if grown_runs == NULL:
                     raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-                self.run_begin = grown
-                grown = <int64_t*>realloc(self.run_end, capacity * sizeof(int64_t))
-                if grown == NULL:
+                self.runs = grown_runs
+                grown_heap = <Head*>realloc(self.heap, capacity * sizeof(Head))
+                if grown_heap == NULL:
                     raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-                self.run_end = grown
-                grown = <int64_t*>realloc(self.heap, capacity * sizeof(int64_t))
-                if grown == NULL:
-                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-                self.heap = grown
+                self.heap = grown_heap
             self.run_capacity = capacity
-        self.run_begin[self.run_count] = begin
+        self.runs[self.run_count].cur = begin
+        self.runs[self.run_count].end = end
         self.run_count += 1
         return 0
 
     cdef int64_t _best_fit(self, int64_t i) except -1 nogil:
         """The best-fit (or first-fit) offset of i among its placed neighbours (i itself
         unplaced); on top of them when no gap fits."""
-        self.run_count = 0
-        cdef int64_t count = self._gather_covers(i)
-        return self._merged_offset(count, self.sizes[i], self.aligns[i])
-
-    cdef inline bint _before(self, int64_t a, int64_t b) noexcept nogil:
-        return self.spans[self.run_begin[a]].lo < self.spans[self.run_begin[b]].lo
+        self._gather_covers(i)
+        return self._merged_offset(self.sizes[i], self.aligns[i])
 
     cdef void _sift_down(self, int64_t at, int64_t length) noexcept nogil:
-        cdef int64_t child, item = self.heap[at]
+        cdef int64_t child
+        cdef Head item = self.heap[at]
         while True:
             child = 2 * at + 1
             if child >= length:
                 break
-            if child + 1 < length and self._before(self.heap[child + 1], self.heap[child]):
+            if child + 1 < length and self.heap[child + 1].lo < self.heap[child].lo:
                 child += 1
-            if not self._before(self.heap[child], item):
+            if not self.heap[child].lo < item.lo:
                 break
             self.heap[at] = self.heap[child]
             at = child
         self.heap[at] = item
 
-    cdef int64_t _merged_offset(self, int64_t count, int64_t size, int64_t alignment) noexcept nogil:
-        """_choose_offset of _spans.pxi on the gathered spans, without sorting them: a k-way
-        merge of the sorted runs (a heap by ``lo``) feeds the same scan in increasing ``lo``
-        order (ties in any order give the same answer), so the offset is exactly
-        _choose_offset's. First-fit stops at the first gap that fits, best-fit at a gap of
-        exactly the size (no smaller one can fit; ties keep the lowest)."""
-        cdef int64_t runs = self.run_count, r, length, floor = 0, candidate, gap
+    cdef int64_t _merged_offset(self, int64_t size, int64_t alignment) noexcept nogil:
+        """_choose_offset of _spans.pxi on the gathered runs, without sorting them: a k-way
+        merge of the sorted runs (a heap by ``lo`` of their heads) feeds the same scan in
+        increasing ``lo`` order (ties in any order give the same answer), so the offset is
+        exactly _choose_offset's. First-fit stops at the first gap that fits, best-fit at a
+        gap of exactly the size (no smaller one can fit; ties keep the lowest)."""
+        cdef int64_t runs = self.run_count, r, length = 0, floor = 0, candidate, gap
         cdef int64_t best_offset = -1, best_gap = INT64_MAX_C
         cdef Span span
-        length = 0
+        cdef Run* run
         for r in range(runs):
-            self.run_end[r] = self.run_begin[r + 1] if r + 1 < runs else count
-            if self.run_end[r] > self.run_begin[r]:  # never empty today; kept out of the heap if so
-                self.heap[length] = r
+            if self.runs[r].cur < self.runs[r].end:  # never empty today; kept out of the heap if so
+                self.heap[length].lo = self.runs[r].cur.lo
+                self.heap[length].run = r
                 length += 1
         r = length // 2 - 1
         while r >= 0:
             self._sift_down(r, length)
             r -= 1
         while length > 0:
-            r = self.heap[0]
-            span = self.spans[self.run_begin[r]]
+            run = &self.runs[self.heap[0].run]
+            span = run.cur[0]
             if span.lo > floor:
                 candidate = _align_up(floor, alignment)
                 if candidate + size <= span.lo:
@@ -375,11 +420,13 @@ cdef class _Planner:
                             return candidate
             if span.hi > floor:
                 floor = span.hi
-            self.run_begin[r] += 1
-            if self.run_begin[r] == self.run_end[r]:
+            run.cur += 1
+            if run.cur == run.end:
                 length -= 1
                 self.heap[0] = self.heap[length]
-            if length > 0:
+            else:
+                self.heap[0].lo = run.cur.lo
+            if length > 1:
                 self._sift_down(0, length)
         if best_offset >= 0:
             return best_offset
@@ -400,6 +447,18 @@ cdef class _Planner:
         return 0
 
 
+def _distinct(values):
+    """The distinct values, sorted: np.unique's result by a sort and a mask. numpy 2's
+    np.unique hashes instead, 50x slower on 10^6 int64 values here (0.86 s against 0.018 s)."""
+    ordered = np.sort(values)
+    if ordered.shape[0] == 0:
+        return ordered
+    keep = np.empty(ordered.shape[0], dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:ordered.shape[0] - 1], out=keep[1:])
+    return ordered[keep]
+
+
 def _index(starts, ends):
     """by_start, run bounds, time leaves, the time tree width, canonical start-rank ranges
     and the inverse of by_start (see the module docstring)."""
@@ -408,7 +467,7 @@ def _index(starts, ends):
     sorted_starts = starts[by_start]
     run_lo = np.searchsorted(sorted_starts, starts, "left").astype(np.int64)
     run_hi = np.searchsorted(sorted_starts, ends, "left").astype(np.int64)
-    distinct = np.unique(starts)
+    distinct = _distinct(starts)
     width = 1
     while width < max(len(distinct), 1):
         width *= 2
@@ -463,6 +522,31 @@ LOW_LEVELS = 4
 LEVEL_STEP = 3
 
 
+# Time tree nodes above the lowest height at which pushing every buffer's higher canonical
+# nodes down costs at most this many union insertions per buffer hold nothing: a buffer
+# there goes into each of its descendants at that height instead (see _flat_height).
+# Measured (one ordering, quiet machine): deepnet at 10^5 buffers, contention 0.70 s without,
+# 0.37-0.45 s at budgets 0.5-2; deepnet at 10^6, first-fit 6.3 s without, 5.8 s at 0.4,
+# 7.0 s at 3; tracegen at 10^6 4.3 s without, 4.3-5.0 s at 0.1-3.
+FLAT_ADDS_PER_BUFFER = 1
+
+
+def _flat_height(time_low, time_high, budget):
+    """The lowest height h of the time tree at which storing each buffer at the nodes of
+    height h under its canonical nodes above h (about its length in start ranks / 2^h
+    of them) costs at most ``budget`` x buffers insertions in all. Reading a leaf's path
+    then meets one union at height h for every buffer live across that node's times,
+    merged, instead of one union per height above it: a query's cost no longer grows with
+    the number of long-lived buffers live (deepnet at 10^6 buffers: about 3,000), only with
+    the holes between them."""
+    lengths = np.maximum(np.asarray(time_high) - np.asarray(time_low), 0)
+    limit = budget * max(len(lengths), 1)
+    height = 0
+    while int(np.sum(lengths >> height)) > limit:
+        height += 1
+    return height
+
+
 def _log2(value):
     levels = 0
     while (1 << (levels + 1)) <= value:
@@ -481,7 +565,7 @@ def contention(starts, ends, sizes):
     count = starts.shape[0]
     if count == 0:
         return np.zeros(0, dtype=np.int64)
-    distinct = np.unique(starts)
+    distinct = _distinct(starts)
     # LOAD at each distinct start t: sizes started at or before t minus those ended at or before t
     by_start = np.argsort(starts, kind="stable")
     by_end = np.argsort(ends, kind="stable")
@@ -514,7 +598,7 @@ def contention(starts, ends, sizes):
     return out_array
 
 
-def ordering(index, starts, ends, sizes, seed=0):
+def ordering(index, starts, ends, sizes, seed=0, load=None):
     """The ``index``-th placement ordering: (a permutation of the buffers, first-fit?).
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
@@ -527,7 +611,7 @@ def ordering(index, starts, ends, sizes, seed=0):
     then larger size, then index. 13 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
-    deterministic.
+    deterministic. ``load``: ``contention()`` of these buffers when already known.
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -538,7 +622,8 @@ def ordering(index, starts, ends, sizes, seed=0):
     if index < len(FIXED_ORDERINGS):
         base, tie, first_fit = FIXED_ORDERINGS[index]
         if tie == "contention":
-            load = contention(starts, ends, sizes)
+            if load is None:
+                load = contention(starts, ends, sizes)
             buckets = np.floor(load / (base * max(int(load.max()), 1)))
             return np.lexsort((position, -sizes, -lengths, -buckets)).astype(np.int64), first_fit
         if base == 0.0:
@@ -557,27 +642,15 @@ def ordering(index, starts, ends, sizes, seed=0):
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
-         time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
-         block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS, level_step=LEVEL_STEP):
-    """Plan the buffers; return (offsets, info).
-
-    ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
-    beginning with ordering ``first`` (then 0, 1, ... without it), or ``orders``: explicit
-    placement orderings, a 2-D int64 array with a permutation per row, all placed with
-    best-fit (or first-fit when ``first_fit``).
-    Pinned buffers are placed first whatever the ordering says. ``until_deadline``: with a
-    time limit, keep constructing further orderings until it runs out (anytime).
-    ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
-    at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
-    ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-    ``block_levels`` / ``low_levels`` / ``level_step``: the heights of the unions over start
-    positions (for tuning; any values give the same layout). ``info``: the peak, the ordering that won,
-    the orderings completed, the byte ranges read (work), and whether time or cancel cut
-    the first ordering short.
-    Raises ValueError on malformed input (lengths, end <= start, negative size, alignment,
-    an ordering that is not a permutation).
-    """
+def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS,
+            level_step=LEVEL_STEP, flat_height=-1):
+    """Check and index the buffers once for any number of ``run()`` calls (``plan`` is
+    ``planner(...).run(...)``): the index, the unions' memory and the contention are kept
+    from one call to the next (at 10^6 buffers about 0.2 s of index and 0.5 s of
+    contention). ``block_levels`` / ``low_levels`` / ``level_step``: the heights of the
+    unions over start positions; ``flat_height``: the height above which the time tree
+    holds nothing (-1: ``_flat_height``). Any values give the same layouts (for tuning).
+    Raises ValueError on malformed input (lengths, end <= start, negative size, alignment)."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
@@ -586,6 +659,52 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
     count = starts.shape[0]
     if not (ends.shape[0] == sizes.shape[0] == aligns.shape[0] == fixed.shape[0] == count):
         raise ValueError("starts, ends, sizes, aligns and fixed must have the same length")
+    if count >= 2**31 - 1:
+        raise ValueError(f"too many buffers '{count}'")
+    if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
+        raise ValueError("every buffer needs end > start, size >= 0 and a power-of-two alignment")
+    cdef _Planner made = _Planner()
+    made.n = count
+    made.starts, made.ends, made.sizes, made.aligns, made.fixed = starts, ends, sizes, aligns, fixed
+    made.pinned = np.flatnonzero(fixed >= 0).astype(np.int64)
+    if count == 0:
+        return made
+    (made.by_start, made.run_lo, made.run_hi, made.leaf, made.time_width,
+     made.time_low, made.time_high, made.position_of) = _index(starts, ends)
+    position_width = 1
+    while position_width < count:
+        position_width *= 2
+    made.position_width = position_width
+    made.block_levels = min(block_levels, _log2(position_width))
+    made.low_levels = max(1, low_levels)  # leaves (height 0) hold no union
+    made.level_step = max(1, level_step)
+    if made.low_levels > made.block_levels:
+        made.block_levels = 0  # too few buffers for unions: read them one by one
+    made.top_level = made.low_levels + (made.block_levels - made.low_levels) // made.level_step * made.level_step
+    made.flat_height = _flat_height(made.time_low, made.time_high, FLAT_ADDS_PER_BUFFER) if flat_height < 0 else flat_height
+    made._init_covers()
+    made.offsets = np.zeros(count, dtype=np.int64)
+    made.placed = <char*>malloc(count)
+    if made.placed == NULL:
+        raise MemoryError("the large planner ran out of memory")
+    return made
+
+
+def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
+         time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
+         block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS, level_step=LEVEL_STEP, flat_height=-1):
+    """Plan the buffers; return (offsets, info): ``planner(...).run(...)`` (see both)."""
+    made = planner(starts, ends, sizes, aligns, fixed, block_levels=block_levels, low_levels=low_levels,
+                   level_step=level_step, flat_height=flat_height)
+    return made.run(orderings=orderings, first=first, orders=orders, first_fit=first_fit, until_deadline=until_deadline,
+                    time_limit=time_limit, target=target, seed=seed, cancel=cancel, progress=progress)
+
+
+cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed,
+                 cancel, progress):
+    """Construct the orderings on a planner; return (offsets, info) (see _Planner.run)."""
+    count = planner.n
+    starts, ends, sizes, fixed = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes), np.asarray(planner.fixed)
     if orders is not None:
         orders = np.ascontiguousarray(orders, dtype=np.int64)
         if orders.ndim != 2 or orders.shape[0] < 1 or orders.shape[1] != count:
@@ -596,39 +715,14 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
         orderings = orders.shape[0]
     if orderings < 1:
         raise ValueError(f"orderings '{orderings}' must be at least 1")
-    if count >= 2**31 - 1:
-        raise ValueError(f"too many buffers '{count}'")
     info = {"peak": 0, "ordering": 0, "orderings": 0, "work": 0, "stopped": False}
     if count == 0:
         return np.zeros(0, dtype=np.int64), info
-    if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
-        raise ValueError("every buffer needs end > start, size >= 0 and a power-of-two alignment")
-    pinned = np.flatnonzero(fixed >= 0).astype(np.int64)
+    pinned = planner.pinned
     deadline = None if not time_limit else time.monotonic() + float(time_limit)
     if deadline is None:
         until_deadline = False
-
-    planner = _Planner()
-    planner.n = count
-    planner.starts, planner.ends, planner.sizes, planner.aligns, planner.fixed = starts, ends, sizes, aligns, fixed
-    (planner.by_start, planner.run_lo, planner.run_hi, planner.leaf, planner.time_width,
-     planner.time_low, planner.time_high, planner.position_of) = _index(starts, ends)
-    position_width = 1
-    while position_width < count:
-        position_width *= 2
-    planner.position_width = position_width
-    planner.block_levels = min(block_levels, _log2(position_width))
-    planner.low_levels = max(1, low_levels)  # leaves (height 0) hold no union
-    planner.level_step = max(1, level_step)
-    if planner.low_levels > planner.block_levels:
-        planner.block_levels = 0  # too few buffers for unions: read them one by one
-    planner.top_level = planner.low_levels + (planner.block_levels - planner.low_levels) // planner.level_step * planner.level_step
-    planner._init_covers()
-    planner.offsets = np.zeros(count, dtype=np.int64)
-    planner.placed = <char*>malloc(count)
-    if planner.placed == NULL:
-        raise MemoryError("the large planner ran out of memory")
-
+    planner.work = 0
     best_offsets = None
     best_peak = INT64_MAX_C
     row_index = 0
@@ -639,7 +733,9 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            row, planner.first_fit = ordering(index, starts, ends, sizes, seed)
+            if index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] == "contention" and planner.load is None:
+                planner.load = contention(starts, ends, sizes)
+            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load)
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):

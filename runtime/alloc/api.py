@@ -751,7 +751,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     same on every machine). Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only)."""
-    from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, plan  # imported here: only this path needs it
+    from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
 
     count = len(instance.starts)
     schedule = _large_orderings(count, len(FIXED_ORDERINGS))
@@ -762,6 +762,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         stop = time.monotonic() + remaining
     goal = -1 if target is None else target
     fixed = _lifted(instance)
+    orderings = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)  # indexed once for all
     best = None
     best_peak = None
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
@@ -781,8 +782,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break
-        live_offsets, result = plan(  # the first ordering always runs to completion (only cancel stops it)
-            instance.starts, instance.ends, instance.sizes, instance.aligns, fixed,
+        live_offsets, result = orderings.run(  # the first ordering always runs to completion (only cancel stops it)
             orderings=1, first=index,
             time_limit=0.0 if left is None or step == 0 else max(left, 1e-6),
             seed=instance.params.seed,

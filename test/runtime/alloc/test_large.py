@@ -318,6 +318,9 @@ def test_union_heights_change_speed_not_layouts():
     for block_levels, low_levels, level_step in ((1, 1, 1), (4, 2, 1), (13, 6, 2), (30, 1, 1), (10, 2, 4), (9, 3, 3)):
         offsets, _ = plan(*arrays, orderings=3, block_levels=block_levels, low_levels=low_levels, level_step=level_step)
         assert np.array_equal(offsets, reference), (block_levels, low_levels, level_step)
+    for flat_height in (0, 1, 3, 7, 40):  # time unions pushed down to this height: the same unions read
+        offsets, _ = plan(*arrays, orderings=3, flat_height=flat_height)
+        assert np.array_equal(offsets, reference), flat_height
 
 
 def test_buffers_live_everywhere_are_stacked_at_the_bottom():
