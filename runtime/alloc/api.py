@@ -121,10 +121,13 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 # nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
 LNS_EXACT_BUFFERS = 3000
-# ... and at most this many buffers in a window, pins included: the kernel's set-up alone
-# took 1.5 s on a 2587-buffer window of S_1 (one free buffer); the windows that lowered a peak
-# on the trace families held 250..600.
+# ... and at most this many buffers in a window, pins included, or one LNS_WINDOW_SHARE-th
+# of the buffers when that is more: the kernel's set-up alone took 1.5 s on a 2587-buffer
+# window of S_1 (62k buffers, one free buffer); the windows that lowered a peak on the trace
+# families held 250..600 at 10^5 buffers; tracegen at 10^6 needs one of 1024..2048 buffers
+# (1.0177 -> 1.0000 x LOAD).
 LNS_WINDOW_BUFFERS = 1024
+LNS_WINDOW_SHARE = 400
 LNS_WINDOW_NODES = 2048
 LNS_GROWTH = 5
 LNS_BISECTIONS = 3
@@ -602,7 +605,8 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     or the window's LOAD if higher), bisecting towards the peak while the kernel proves a
     capacity INFEASIBLE (LNS_BISECTIONS times). A window whose search runs out of nodes is
     doubled, with twice the nodes (LNS_GROWTH times from LNS_WINDOW_NODES, up to
-    LNS_EXACT_BUFFERS free buffers and LNS_WINDOW_BUFFERS in all); when even that fails the peak cannot be lowered this
+    LNS_EXACT_BUFFERS free buffers and LNS_WINDOW_BUFFERS in all, or a LNS_WINDOW_SHARE-th of the buffers when
+    more); when even that fails the peak cannot be lowered this
     way and the search stops (``stats.stuck``). It also stops within LNS_CLOSE of ``lower``,
     after ``rounds`` window searches, after LNS_PATIENCE_NODES_PER_BUFFER x buffers (at most
     LNS_PATIENCE_NODES) nodes spent in searches that ran out of nodes, after
@@ -626,6 +630,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     tops = offsets + sizes
     patience = min(LNS_PATIENCE_NODES, max(LNS_WINDOW_NODES, int(LNS_PATIENCE_NODES_PER_BUFFER * len(starts))))
     budget = LNS_WORK_PER_BUFFER * len(starts)
+    window_cap = max(LNS_WINDOW_BUFFERS, len(starts) // LNS_WINDOW_SHARE)
     while len(tops):
         peak = int(tops.max())
         if peak <= lower or peak - lower <= lower * LNS_CLOSE:
@@ -647,7 +652,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             if not count or count > LNS_EXACT_BUFFERS:
                 break
             members = np.flatnonzero(inside | crossing)
-            if len(members) > LNS_WINDOW_BUFFERS:
+            if len(members) > window_cap:
                 break
             pins = np.where(free[members], -1, offsets[members])
             window = (starts[members], ends[members], sizes[members], aligns[members], pins)
