@@ -387,16 +387,24 @@ cdef class _Planner:
 
     cdef int64_t _merged_offset(self, int64_t size, int64_t alignment) noexcept nogil:
         """_choose_offset of _spans.pxi on the gathered runs, without sorting them: a k-way
-        merge of the sorted runs (a heap by ``lo`` of their heads) feeds the same scan in
+        merge of the sorted runs (a heap by ``lo`` of their heads; the longest run is read
+        beside the heap, a comparison per range instead of a sift) feeds the same scan in
         increasing ``lo`` order (ties in any order give the same answer), so the offset is
         exactly _choose_offset's. First-fit stops at the first gap that fits, best-fit at a
         gap of exactly the size (no smaller one can fit; ties keep the lowest)."""
-        cdef int64_t runs = self.run_count, r, length = 0, floor = 0, candidate, gap
+        cdef int64_t runs = self.run_count, r, length = 0, floor = 0, candidate, gap, longest = -1
         cdef int64_t best_offset = -1, best_gap = INT64_MAX_C
         cdef Span span
         cdef Run* run
+        cdef Span* big = NULL
+        cdef Span* big_end = NULL
         for r in range(runs):
-            if self.runs[r].cur < self.runs[r].end:  # never empty today; kept out of the heap if so
+            if longest < 0 or self.runs[r].end - self.runs[r].cur > big_end - big:
+                longest = r
+                big = self.runs[r].cur
+                big_end = self.runs[r].end
+        for r in range(runs):
+            if r != longest and self.runs[r].cur < self.runs[r].end:  # never empty today; kept out of the heap if so
                 self.heap[length].lo = self.runs[r].cur.lo
                 self.heap[length].run = r
                 length += 1
@@ -404,9 +412,23 @@ cdef class _Planner:
         while r >= 0:
             self._sift_down(r, length)
             r -= 1
-        while length > 0:
-            run = &self.runs[self.heap[0].run]
-            span = run.cur[0]
+        while True:
+            if big < big_end and (length == 0 or big.lo <= self.heap[0].lo):
+                span = big[0]
+                big += 1
+            elif length > 0:
+                run = &self.runs[self.heap[0].run]
+                span = run.cur[0]
+                run.cur += 1
+                if run.cur == run.end:
+                    length -= 1
+                    self.heap[0] = self.heap[length]
+                else:
+                    self.heap[0].lo = run.cur.lo
+                if length > 1:
+                    self._sift_down(0, length)
+            else:
+                break
             if span.lo > floor:
                 candidate = _align_up(floor, alignment)
                 if candidate + size <= span.lo:
@@ -420,14 +442,6 @@ cdef class _Planner:
                             return candidate
             if span.hi > floor:
                 floor = span.hi
-            run.cur += 1
-            if run.cur == run.end:
-                length -= 1
-                self.heap[0] = self.heap[length]
-            else:
-                self.heap[0].lo = run.cur.lo
-            if length > 1:
-                self._sift_down(0, length)
         if best_offset >= 0:
             return best_offset
         return _align_up(floor, alignment)
