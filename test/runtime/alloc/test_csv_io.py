@@ -4,6 +4,7 @@ import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from telamalloc.runtime.alloc.csv_io import CsvError, read_csv, read_problem, write_problem, write_solution
@@ -272,3 +273,31 @@ def test_a_uses_column_of_plain_numbers_is_kept_as_text(tmp_path):
     out = tmp_path / "out.csv"
     write_solution(out, table.problem, [0, 8], table.columns, uses=table.uses)
     assert out.read_text() == "id,lower,upper,size,uses,offset\na,0,4,8,0,0\nb,1,3,8,2,8\n"
+
+
+def test_format_rows_matches_python_formatting():
+    """The C row formatter of the fast writer, against Python's own: numbers of every
+    digit count (0 and 2^63 - 1 included), text cells of any length (empty too)."""
+    from telamalloc.runtime.alloc._csvtext import format_rows
+
+    rng = np.random.default_rng(3)
+    count = 500
+    numbers = np.concatenate(([0, 9, 10, 2**63 - 1], rng.integers(0, 10 ** rng.integers(1, 19, count - 4), dtype=np.int64)))
+    words = ["".join(chr(97 + int(c)) for c in rng.integers(0, 26, int(rng.integers(0, 7)))) for _ in range(count)]
+    text = ("".join(words).encode("ascii"), np.array([len(word) for word in words], dtype=np.int64))
+    got = format_rows([numbers, text, numbers[::-1].copy()], count)
+    want = "".join(f"{a},{w},{b}\n" for a, w, b in zip(numbers.tolist(), words, numbers[::-1].tolist())).encode("ascii")
+    assert got == want
+    assert format_rows([], 0) == b""
+    assert format_rows([np.zeros(0, dtype=np.int64)], 0) == b""
+
+
+def test_format_rows_rejects_bad_cells():
+    from telamalloc.runtime.alloc._csvtext import format_rows
+
+    with pytest.raises(ValueError, match="non-negative"):
+        format_rows([np.array([1, -1], dtype=np.int64)], 2)
+    with pytest.raises(ValueError, match="one per row"):
+        format_rows([np.array([1], dtype=np.int64)], 2)
+    with pytest.raises(ValueError, match="lengths"):
+        format_rows([(b"abc", np.array([1, 1], dtype=np.int64))], 2)
