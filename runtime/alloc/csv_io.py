@@ -446,10 +446,10 @@ _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 
 
 def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> bytes | None:
-    """The text ``write_solution`` writes, for a columnar problem, formatted in C by
-    ``_csvtext.format_rows`` (10^6 rows: ~0.05 s); None when it does not apply (not columnar, text cells, ids that need
-    quoting or are not ASCII, negative values): then ``_solution_text`` does it, byte for
-    byte the same."""
+    """The text ``write_solution`` writes, for a columnar problem, its rows formatted in C
+    by ``_csvtext.format_rows`` (10^6 rows: ~0.18 s in all, 0.54 s with numpy's formatting);
+    None when it does not apply (not columnar, text cells, ids that need quoting or are not
+    ASCII, negative values): then ``_solution_text`` does it, byte for byte the same."""
     held = columns_of(problem)
     if held is None or "uses" in columns or "location" in columns:
         return None
@@ -490,7 +490,6 @@ def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[
     from telamalloc.runtime.alloc._csvtext import format_rows  # imported here: only this path needs it
 
     return ",".join(columns).encode("ascii") + b"\n" + format_rows(cells, held.count)
-
 
 
 def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> str | None:

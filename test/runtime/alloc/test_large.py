@@ -10,7 +10,7 @@ import pytest
 from telamalloc import Buffer, Problem, Status, solve, validate
 from telamalloc.runtime.alloc import api
 from telamalloc.runtime.alloc._greedy import greedy
-from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, contention, ordering, plan
+from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, contention, ordering, plan, planner
 from telamalloc.runtime.alloc.csv_io import read_problem
 from telamalloc.runtime.alloc.generators.tracegen import generate
 from telamalloc.runtime.alloc.validate import compute_load
@@ -452,3 +452,26 @@ def test_greedy_algorithms_above_the_threshold_place_as_the_greedy_kernel(monkey
     for name in ("best-fit", "first-fit"):
         solution = solve(problem, mode="minimize", algorithm=name)
         assert solution.ok and list(solution.offsets) == expected[name]
+
+
+def test_one_planner_runs_every_ordering_as_a_fresh_plan_does():
+    """A planner indexed once (the solver's path) gives each ordering exactly the layout and
+    info a fresh plan() gives, whatever ran on it before (pins included)."""
+    trace = generate(6000, 4)
+    fixed = np.full(6000, -1, dtype=np.int64)
+    fixed[:3] = (0, 4096, 8192)  # a few pins, placed first by every ordering
+    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, fixed)
+    reused = planner(*arrays)
+    for index in (11, 0, 1, 12, 3, 11, 20):
+        offsets, info = reused.run(orderings=1, first=index, seed=2)
+        fresh, fresh_info = plan(*arrays, orderings=1, first=index, seed=2)
+        assert np.array_equal(offsets, fresh), index
+        assert info == fresh_info, index
+
+
+def test_distinct_times_are_numpys_unique():
+    from telamalloc.runtime.alloc._large import _distinct
+
+    rng = np.random.default_rng(5)
+    for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64), rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 1000)):
+        assert np.array_equal(_distinct(values), np.unique(values))
