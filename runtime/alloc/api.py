@@ -549,29 +549,27 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     ordering on the trace families of bench/large: 1.0111 x LOAD on deepnet at 10^5
     buffers where first-fit leaves 1.0337 and best-fit 1.18; G_1 and Y_1 at LOAD), then the
     classic first-fit one (1.018 on tracegen where best-fit leaves 1.053) and best-fit one
-    (so the result is never worse than either greedy baseline), then the class orderings.
-    Above LARGE_EAGER_BUFFERS buffers the first-fit one comes first (LARGE_SCHEDULE_EAGER)."""
+    (so the result is never worse than either greedy baseline), then the class orderings."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
-    return [_large_ordering(step, count) for step in range(orderings)]
+    return [_large_ordering(step) for step in range(orderings)]
 
 
 # The orderings of _large.ordering in the order the large planner tries them: contention
 # with best-fit (11), the classic first-fit (1) and best-fit (0), the size classes, contention
 # with first-fit; then seeded random ones (13, 14, ...).
+# The same at every size: above 200,000 buffers first-fit came first (a limit may leave room
+# for one ordering only there) until contention with a bounded best-fit scan
+# (_large.CONTENTION_GAPS) took no longer than first-fit; measured at 10^6 buffers,
+# tela-alloc --timeout=10s, contention first against first-fit first: deepnet 1.0103 against
+# 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
+# the process against 3.7-8.9 s.
 LARGE_SCHEDULE = (11, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
-# Above LARGE_EAGER_BUFFERS buffers one ordering takes seconds (1.2-5 s at 10^6 here), so a
-# time limit may allow only the first: it is the first-fit one, and the answer is never worse
-# than first-fit. Measured at 10^6 with solve(time_limit=7): tracegen 1.0177 x LOAD where
-# contention first gave 1.0529; unet and transformer reach LOAD from it with the search.
-LARGE_SCHEDULE_EAGER = (LARGE_SCHEDULE[1], LARGE_SCHEDULE[0]) + LARGE_SCHEDULE[2:]  # first-fit (1), then contention (11), ...
 
 
-def _large_ordering(step: int, count: int) -> int:
-    """The ordering (of ``_large.ordering``) the large planner tries at ``step`` on ``count``
-    buffers: LARGE_SCHEDULE (LARGE_SCHEDULE_EAGER above LARGE_EAGER_BUFFERS), then seeded
-    random ones."""
-    schedule = LARGE_SCHEDULE_EAGER if count > LARGE_EAGER_BUFFERS else LARGE_SCHEDULE
-    return schedule[step] if step < len(schedule) else step
+def _large_ordering(step: int) -> int:
+    """The ordering (of ``_large.ordering``) the large planner tries at ``step``:
+    LARGE_SCHEDULE, then seeded random ones."""
+    return LARGE_SCHEDULE[step] if step < len(LARGE_SCHEDULE) else step
 
 
 def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
@@ -783,7 +781,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
                 break
         if step >= len(schedule) and not (anytime and stop is not None):
             break
-        index = _large_ordering(step, count)  # past the budget: the next fixed ones, then seeded random ones
+        index = _large_ordering(step)  # past the budget: the next fixed ones, then seeded random ones
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break

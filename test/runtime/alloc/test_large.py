@@ -394,23 +394,32 @@ def test_a_larger_search_work_budget_never_gives_a_worse_layout(monkeypatch):
     assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
 
 
-def test_above_the_eager_size_the_first_ordering_is_first_fit(monkeypatch):
-    """Above LARGE_EAGER_BUFFERS a time limit may leave room for one ordering only: it is
-    the first-fit one, so the answer is never worse than first-fit (tracegen at 10^6 gave
-    1.0529 x LOAD with contention first, first-fit 1.0177)."""
-    problem = generate(3000, 1).problem()
-    arrays = columns(problem)
-    first_fit = peak_of(greedy(*arrays, "first-fit"), arrays[2])
-    monkeypatch.setattr(api, "LARGE_PLACEMENTS", 1)  # one ordering, as a tight limit allows
-    monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
-    monkeypatch.setattr(api, "LNS_WORK_PER_BUFFER", 0)
-    below = solve(problem, mode="minimize", algorithm="large")
-    monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", 2000)
-    above = solve(problem, mode="minimize", algorithm="large")
-    for solution in (below, above):
+def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
+    """Above LARGE_EAGER_BUFFERS a time limit may leave room for one ordering only: the
+    search follows the first one (contention, as at every size) at once; below it the
+    first two orderings run back to back."""
+    from telamalloc.runtime.alloc import _large
+
+    problem = generate(6000, 3).problem()
+    steps = []
+
+    class Recorded:
+        def __init__(self, made):
+            self.made = made
+
+        def run(self, **options):
+            steps.append(options["first"])
+            return self.made.run(**options)
+
+    real_planner, real_lns = _large.planner, api._lns
+    monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
+    monkeypatch.setattr(api, "_lns", lambda instance, offsets, *rest: (steps.append("search"), real_lns(instance, offsets, *rest))[1])
+    for eager_buffers, expected in ((10**9, [api.LARGE_SCHEDULE[0], api.LARGE_SCHEDULE[1], "search"]), (2000, [api.LARGE_SCHEDULE[0], "search"])):
+        steps.clear()
+        monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", eager_buffers)
+        solution = solve(problem, mode="minimize", algorithm="large", time_limit=1.5)
         assert solution.ok and validate(problem, solution.offsets) == []
-    assert f"(#{api.LARGE_SCHEDULE[0]} won)" in below.message
-    assert "(#1 won)" in above.message and above.peak == first_fit
+        assert steps[: len(expected)] == expected, (eager_buffers, steps)
 
 
 def test_lifted_buffers_stack_aligned_without_needless_padding():
