@@ -760,10 +760,11 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            if index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] == "contention" and planner.load is None:
+            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] == "contention"
+            if contended and planner.load is None:
                 planner.load = contention(starts, ends, sizes)
             row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load)
-            if index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] == "contention" and not planner.first_fit:
+            if contended and not planner.first_fit:
                 planner.gaps = CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = _construct(planner, sequence, deadline, cancel)

@@ -484,3 +484,22 @@ def test_distinct_times_are_numpys_unique():
     rng = np.random.default_rng(5)
     for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64), rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 1000)):
         assert np.array_equal(_distinct(values), np.unique(values))
+
+
+def test_contention_looks_at_the_first_gaps_that_fit(monkeypatch):
+    """Contention with best-fit takes the smallest of the first CONTENTION_GAPS gaps that
+    fit: with no bound it is exactly best-fit over the contention ordering, with any bound
+    the layout stays valid."""
+    from telamalloc.runtime.alloc import _large
+
+    problem = generate(5000, 6).problem()
+    arrays = columns(problem)
+    contention_row, first_fit = ordering(11, *arrays[:3])
+    assert not first_fit
+    monkeypatch.setattr(_large, "CONTENTION_GAPS", 0)
+    exact, _ = plan(*arrays, orderings=1, first=11)
+    assert np.array_equal(exact, plan(*arrays, orders=contention_row[None, :])[0])
+    for gaps in (1, 2, 16):
+        monkeypatch.setattr(_large, "CONTENTION_GAPS", gaps)
+        bounded, _ = plan(*arrays, orderings=1, first=11)
+        assert validate(problem, bounded.tolist()) == [], gaps
