@@ -526,16 +526,19 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
     exactly best-fit's and first-fit's layouts without the greedy kernel's lists of
     overlapping pairs (first-fit on deepnet at 10^6 buffers: 9 GB and 250 s with them)."""
     best = None
+    orderings = None  # the large planner, indexed once for both algorithms
     for algorithm in algorithms:
         if algorithm not in instance.greedy_layouts:
             arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
             if len(instance.starts) > LARGE_THRESHOLD:
-                from telamalloc.runtime.alloc._large import plan  # imported here: only this path needs it
+                if orderings is None:
+                    from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
 
-                live_offsets, _ = plan(*arrays, orderings=1, first=GREEDY_ALGORITHMS.index(algorithm))
+                    orderings = planner(*arrays)
+                live_offsets, _ = orderings.run(orderings=1, first=GREEDY_ALGORITHMS.index(algorithm))
             else:
                 live_offsets = _greedy.greedy(*arrays, algorithm)
-            instance.greedy_layouts[algorithm] = instance.full_offsets(live_offsets.tolist())
+            instance.greedy_layouts[algorithm] = instance.full_offsets(live_offsets)
         offsets = instance.greedy_layouts[algorithm]
         if best is None or _peak(instance.problem, offsets) < _peak(instance.problem, best[0]):
             best = (offsets, algorithm)
@@ -805,7 +808,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
             break
     if limited and instance.cancelled():
         instance.counters.cancelled = True
-    offsets = instance.full_offsets(best.tolist())
+    offsets = instance.full_offsets(best)
     peak = best_peak if count else 0
     if len(instance.live) < len(offsets):  # zero-size buffers count at their offset
         zero = np.setdiff1d(np.arange(len(offsets)), instance.live)
@@ -902,7 +905,7 @@ def _status_of(result) -> Status:
 
 def _checked(instance: _Instance, live_offsets, capacity: int) -> tuple[int, ...]:
     """The full layout from a kernel answer, re-checked: a kernel bug must not leak out as OK."""
-    return _validated(instance, instance.full_offsets(live_offsets.tolist()), capacity, "the search kernel")
+    return _validated(instance, instance.full_offsets(live_offsets), capacity, "the search kernel")
 
 
 @dataclass
@@ -1105,7 +1108,7 @@ def _assemble(instance: _Instance, capacity: int | None) -> tuple[int, ...]:
     live = np.zeros(len(instance.starts), dtype=np.int64)
     for group in _groups_of(instance):
         live[group.members] = group.offsets
-    return _validated(instance, instance.full_offsets(live.tolist()), capacity, "the exact search")
+    return _validated(instance, instance.full_offsets(live), capacity, "the exact search")
 
 
 def _exact_fit(instance: _Instance, capacity: int, last_step: int | None = None) -> Status:
