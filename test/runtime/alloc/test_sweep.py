@@ -5,7 +5,7 @@ import random
 import numpy as np
 import pytest
 
-from telamalloc.runtime.alloc._sweep import disjoint_by_rank, disjoint_while_live
+from telamalloc.runtime.alloc._sweep import disjoint_by_rank
 
 
 def events_of(buffers):
@@ -40,31 +40,31 @@ def random_buffers(seed: int, most: int, lowest: int, longest: int) -> list[tupl
     return buffers
 
 
-@pytest.mark.parametrize("seed", range(300))
-def test_agrees_with_every_pair(seed):
-    buffers = random_buffers(seed, 25, 40, 9)
-    assert disjoint_while_live(*events_of(buffers)) == brute_force(buffers)
-
-
-def test_touching_in_time_or_bytes_is_allowed():
-    assert disjoint_while_live(*events_of([(0, 3, 0, 8), (3, 5, 0, 8), (0, 5, 8, 16)]))
-    assert not disjoint_while_live(*events_of([(0, 3, 0, 8), (2, 5, 7, 16)]))
-
-
-def test_an_end_without_its_start_is_not_a_sweep():
-    lows, highs, starting = (np.array([4], dtype=np.int64), np.array([8], dtype=np.int64), np.array([0], dtype=np.uint8))
-    assert not disjoint_while_live(lows, highs, starting)
-
-
-def test_lengths_must_agree():
-    with pytest.raises(ValueError, match="same length"):
-        disjoint_while_live(np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.uint8))
-
-
 def by_rank(lows, highs, starting):
     """disjoint_by_rank's arguments for the same events."""
     ranked, ranks = np.unique(lows, return_inverse=True)
     return np.ascontiguousarray(ranks, dtype=np.int64), np.ascontiguousarray(ranked, dtype=np.int64), highs, starting
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_agrees_with_every_pair(seed):
+    buffers = random_buffers(seed, 25, 40, 9)
+    assert disjoint_by_rank(*by_rank(*events_of(buffers))) == brute_force(buffers)
+
+
+def test_touching_in_time_or_bytes_is_allowed():
+    assert disjoint_by_rank(*by_rank(*events_of([(0, 3, 0, 8), (3, 5, 0, 8), (0, 5, 8, 16)])))
+    assert not disjoint_by_rank(*by_rank(*events_of([(0, 3, 0, 8), (2, 5, 7, 16)])))
+
+
+def test_an_end_without_its_start_is_not_a_sweep():
+    lows, highs, starting = (np.array([4], dtype=np.int64), np.array([8], dtype=np.int64), np.array([0], dtype=np.uint8))
+    assert not disjoint_by_rank(*by_rank(lows, highs, starting))
+
+
+def test_lengths_must_agree():
+    with pytest.raises(ValueError, match="same length"):
+        disjoint_by_rank(np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.zeros(2, dtype=np.uint8))
 
 
 @pytest.mark.parametrize("seed", range(300))
