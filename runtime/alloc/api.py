@@ -120,6 +120,16 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 # infeasible per window; done within LNS_CLOSE of the lower bound. Every budget counts
 # nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
+# After an ordering: LARGE_GRAVITY_FIRST gravity rounds (_large._Planner.settle), the
+# large-neighbourhood search, then the other rounds, LARGE_GRAVITY_ROUNDS in all (see
+# _improved). Measured with tela-alloc --timeout=2s at
+# 10^5 buffers: gravity rounds before the search, deepnet (seeds 0, 2) 1.0111 -> 1.0093 and
+# 1.0299 -> 1.0219 x LOAD (the search lowers neither); with the search first it takes most
+# of the limit on its infeasible windows (1.0111, 1.0299); with all six rounds first
+# tracegen's search had no time left (1.0162 instead of LOAD). Above LARGE_EAGER_BUFFERS
+# the search comes first: a round takes ~7 s on deepnet at 10^6.
+LARGE_GRAVITY_FIRST = 2
+LARGE_GRAVITY_ROUNDS = 6
 LNS_EXACT_BUFFERS = 3000
 # ... and at most this many buffers in a window, pins included, or one LNS_WINDOW_SHARE-th
 # of the buffers when that is more: the kernel's set-up alone took 1.5 s on a 2587-buffer
@@ -744,17 +754,18 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     """The large planner's best layout (all buffers), its peak and the planner's info.
 
     A fixed schedule of steps: the orderings of ``_large_orderings`` one by one (each a
-    whole layout; the better one kept), then with ``anytime`` a large-neighbourhood search
-    on the best layout (``_lns``; LARGE_LNS_ROUNDS window searches and a budget of timed-out
-    ones in all). Without a time limit that is the whole budget; with one (``anytime``)
+    whole layout; the better one kept), then with ``anytime`` gravity rounds and a
+    large-neighbourhood search on the best layout (``_improved``: LARGE_GRAVITY_ROUNDS
+    rounds, LARGE_LNS_ROUNDS window searches and a budget of timed-out ones in all).
+    Without a time limit that is the whole budget; with one (``anytime``)
     the first LARGE_EAGER_STEP orderings run back to back (one above LARGE_EAGER_BUFFERS
     buffers), then every ordering that
-    improves is followed by the search at once (the limit may not leave time for all the
+    improves is followed by them at once (the limit may not leave time for all the
     orderings first), and the schedule goes on with further
     orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. The
     time only cuts the schedule short, so a longer limit never gives a worse layout (the
-    window searches have node budgets, not time limits, of their own: the schedule is the
-    same on every machine). Stops early at ``target`` (a peak at most this).
+    window searches have node budgets and the rounds counts, not time limits, of their
+    own: the schedule is the same on every machine). Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only)."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
@@ -771,14 +782,13 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     orderings = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)  # indexed once for all
     best = None
     best_peak = None
-    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats()}
+    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
-            best = _lns(instance, best, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
-            best_peak = int((best + instance.sizes).max())
+            best, best_peak = _improved(instance, orderings, best, fixed, goal, stop, info, limited)
             searching = False
             if best_peak <= goal:
                 break
@@ -817,10 +827,38 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     return offsets, peak, info
 
 
+def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray, goal: int, stop: float | None,
+              info: dict, limited: bool) -> tuple[np.ndarray, int]:
+    """A large planner layout improved by gravity rounds (``_Planner.settle``) and the
+    large-neighbourhood search (``_lns``); return it and its peak: LARGE_GRAVITY_FIRST
+    rounds (none above LARGE_EAGER_BUFFERS buffers, where a round takes longer than a
+    limit of seconds leaves), the search, then the other rounds (all stop at ``stop``)."""
+    cancel = instance.cancel if limited else None
+    done = 0
+
+    def rounds(offsets: np.ndarray, count: int) -> tuple[np.ndarray, int]:
+        nonlocal done
+        settled_offsets, settled = made.settle(offsets, count, first=done, target=goal, deadline=stop, cancel=cancel)
+        done += settled["rounds"]
+        info["gravity"] += settled["rounds"]
+        info["settled"] += settled["improved"]
+        return settled_offsets, settled["peak"]
+
+    offsets, peak = rounds(offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS) if len(offsets) <= LARGE_EAGER_BUFFERS else 0)
+    if peak > goal:
+        offsets = _lns(instance, offsets, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+        peak = int((offsets + instance.sizes).max())
+    if peak > goal and done < LARGE_GRAVITY_ROUNDS and (stop is None or time.monotonic() < stop):
+        offsets, peak = rounds(offsets, LARGE_GRAVITY_ROUNDS - done)
+    return offsets, peak
+
+
 def _large_note(info: dict) -> str:
     cut = "; cancel cut the first ordering short (the rest stacked on top)" if info["stopped"] else ""
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
+    if info.get("gravity"):
+        searched += f", {info['settled']} of {info['gravity']} gravity rounds lowered it"
     return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"
 
 
