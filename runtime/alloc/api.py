@@ -120,14 +120,18 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 # infeasible per window; done within LNS_CLOSE of the lower bound. Every budget counts
 # nodes, not seconds, so the result without a time limit is the same on every machine.
 LARGE_LNS_ROUNDS = 200
-# After an ordering: LARGE_GRAVITY_FIRST gravity rounds (_large._Planner.settle), the
+# Gravity rounds (_large._Planner.settle): LARGE_GRAVITY_FIRST on the best layout, then the
 # large-neighbourhood search, then the other rounds, LARGE_GRAVITY_ROUNDS in all (see
-# _improved). Measured with tela-alloc --timeout=2s at
-# 10^5 buffers: gravity rounds before the search, deepnet (seeds 0, 2) 1.0111 -> 1.0093 and
-# 1.0299 -> 1.0219 x LOAD (the search lowers neither); with the search first it takes most
-# of the limit on its infeasible windows (1.0111, 1.0299); with all six rounds first
-# tracegen's search had no time left (1.0162 instead of LOAD). Above LARGE_EAGER_BUFFERS
-# the search comes first: a round takes ~7 s on deepnet at 10^6.
+# _improved); the first ordering's (contention) layout gets its first rounds at once,
+# before the next ordering is compared with it. Above LARGE_EAGER_BUFFERS
+# the search comes first (a round takes ~7 s on deepnet at 10^6). Measured on deepnet at
+# 10^5 buffers, seeds 0, 1, 2, two rounds: on the contention layout 1.0111 -> 1.0093,
+# 1.0476 -> 1.0299, 1.0299 -> 1.0219 x LOAD, on first-fit's 1.0337 -> 1.0336, 1.0409 ->
+# 1.0391, 1.0461 -> 1.0413 (a first-fit layout is nearly settled already; it is seed 1's
+# best unsettled layout, so settling only the best left 1.0391). The window search lowers
+# none of them, and before the rounds it took most of a 2 s limit on its infeasible
+# windows; with six rounds before the search, tracegen's had no time left (1.0162 instead
+# of LOAD); settling every best-fit ordering's layout cost S_1 1.0000 -> 1.0017.
 LARGE_GRAVITY_FIRST = 2
 LARGE_GRAVITY_ROUNDS = 6
 LNS_EXACT_BUFFERS = 3000
@@ -782,13 +786,14 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     orderings = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)  # indexed once for all
     best = None
     best_peak = None
+    best_rounds = 0  # gravity rounds run on the best layout
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
-            best, best_peak = _improved(instance, orderings, best, fixed, goal, stop, info, limited)
+            best, best_peak = _improved(instance, orderings, best, fixed, goal, stop, info, limited, best_rounds)
             searching = False
             if best_peak <= goal:
                 break
@@ -810,8 +815,15 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
                 break
             info["stopped"] = True
         info["orderings"] = step
+        rounds = 0
+        if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
+            live_offsets, settled = orderings.settle(live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), target=goal, deadline=stop,
+                                                     cancel=instance.cancel)
+            result["peak"], rounds = settled["peak"], settled["rounds"]
+            info["gravity"] += settled["rounds"]
+            info["settled"] += settled["improved"]
         if best is None or result["peak"] < best_peak:
-            best, best_peak, info["ordering"] = live_offsets, int(result["peak"]), index
+            best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
             _publish_best(instance, best_peak)
             searching = anytime and limited and best_peak > goal and not info["stopped"]
         if info["stopped"] or best_peak <= goal:
@@ -828,13 +840,12 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 
 def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray, goal: int, stop: float | None,
-              info: dict, limited: bool) -> tuple[np.ndarray, int]:
+              info: dict, limited: bool, done: int) -> tuple[np.ndarray, int]:
     """A large planner layout improved by gravity rounds (``_Planner.settle``) and the
-    large-neighbourhood search (``_lns``); return it and its peak: LARGE_GRAVITY_FIRST
-    rounds (none above LARGE_EAGER_BUFFERS buffers, where a round takes longer than a
-    limit of seconds leaves), the search, then the other rounds (all stop at ``stop``)."""
+    large-neighbourhood search (``_lns``); return it and its peak: up to LARGE_GRAVITY_FIRST
+    rounds (``done`` of them already ran on it; none above LARGE_EAGER_BUFFERS buffers), the
+    search, then the other rounds, LARGE_GRAVITY_ROUNDS in all. All stop at ``stop``."""
     cancel = instance.cancel if limited else None
-    done = 0
 
     def rounds(offsets: np.ndarray, count: int) -> tuple[np.ndarray, int]:
         nonlocal done
@@ -844,7 +855,9 @@ def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray,
         info["settled"] += settled["improved"]
         return settled_offsets, settled["peak"]
 
-    offsets, peak = rounds(offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS) if len(offsets) <= LARGE_EAGER_BUFFERS else 0)
+    peak = int((offsets + instance.sizes).max())
+    if len(offsets) <= LARGE_EAGER_BUFFERS and done < LARGE_GRAVITY_FIRST:
+        offsets, peak = rounds(offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS) - done)
     if peak > goal:
         offsets = _lns(instance, offsets, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
         peak = int((offsets + instance.sizes).max())
