@@ -45,8 +45,9 @@ Limits, owned here: the result is a heuristic upper bound; it proves nothing abo
 optimality or infeasibility. Pinned buffers (``fixed >= 0``) are kept at their offsets
 without any check (the caller checks pins). Zero-size buffers get offset 0 (or their pin)
 and conflict with none. The first ordering always yields a complete layout: when the time
-limit or the cancel flag stops it early, the buffers not yet placed are stacked above
-everything placed (valid, but a poor peak). Deterministic for given inputs, seed and
+limit or the cancel flag stops it early, the buffers not yet placed go into slots of
+their size class above everything placed, or every buffer does when that is lower
+(``_slot_rest``: valid, in O(n log n), but a poor peak, 1.3-2 x LOAD). Deterministic for given inputs, seed and
 number of orderings; when a time limit cuts the portfolio short, the result depends on the
 machine's speed (it is valid either way).
 """
@@ -848,7 +849,9 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
         if row_index > 0 and _should_stop(deadline, cancel):
             break
         planner.gaps = 0
-        if orders is not None:
+        if row_index == 0 and _should_stop(deadline, cancel):  # no time even to order: every buffer into slots
+            row, planner.first_fit, index = np.arange(count, dtype=np.int64), bool(first_fit), first
+        elif orders is not None:
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
@@ -859,11 +862,16 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             if contended and not planner.first_fit:
                 planner.gaps = CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
-        placed_count = _construct(planner, sequence, deadline, cancel)
+        placed_count = 0 if _should_stop(deadline, cancel) else _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):
             if row_index > 0:
                 break  # a partial layout of a later ordering is dropped
-            _stack_rest(planner, sequence, placed_count)
+            _slot_rest(planner, sequence, placed_count)
+            if placed_count > 0:  # every buffer in slots may be lower (deepnet at 10^6 cut at 20-50%: 1.28 against 1.55-1.79 x LOAD)
+                kept = np.array(planner.offsets, copy=True)
+                _slot_rest(planner, sequence, 0)
+                if (np.asarray(planner.offsets) + sizes).max() >= (kept + sizes).max():
+                    np.asarray(planner.offsets)[:] = kept
             info["stopped"] = True
         info["orderings"] = row_index + 1
         peak = int((np.asarray(planner.offsets) + sizes).max())
@@ -928,7 +936,7 @@ cdef bint _gravity(_Planner planner, const int64_t[::1] given, const unsigned ch
 
 cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
     """Place sequence[placed_count:] above every placed or pinned buffer, one on top of the
-    other: valid whatever the lifetimes, in O(n)."""
+    other (the callers check that this fits in 64 bits): valid whatever the lifetimes."""
     cdef Py_ssize_t r
     cdef int64_t i, top = 0
     for r in range(sequence.shape[0]):
@@ -946,4 +954,96 @@ cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t plac
         else:
             planner.offsets[i] = _align_up(top, planner.aligns[i])
             top = planner.offsets[i] + planner.sizes[i]
+    return 0
+
+
+def _slotted(_Planner made, offsets, sequence, placed_count):
+    """``_slot_rest`` on its own (for the tests): ``offsets`` of the first ``placed_count``
+    buffers of ``sequence`` kept, the rest into slots on top; return the layout."""
+    sequence = np.ascontiguousarray(sequence, dtype=np.int64)
+    np.asarray(made.offsets)[:] = np.asarray(offsets, dtype=np.int64)
+    _slot_rest(made, sequence, placed_count)
+    return np.array(made.offsets, copy=True)
+
+
+cdef extern from *:
+    int __builtin_clzll(unsigned long long) nogil
+
+
+cdef int _slot_rest(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
+    """Place sequence[placed_count:] above every placed or pinned buffer, in slots reused
+    over time, in O(n log n) and without a single neighbour query (the fallback when the
+    time limit or the cancel flag cuts the first ordering short). A buffer's size class is
+    [2^k, 1.5 x 2^k] or (1.5 x 2^k, 2^(k+1)) (integers only: the same on every machine); a
+    class's slots are as wide as its largest buffer, rounded up to the widest alignment.
+    Sweeping the lifetimes in time order (ends before starts at the same point), a starting
+    buffer takes the slot its class freed last, or a new one on top; a slot is held by one
+    buffer at a time, so the layout is valid whatever the lifetimes. Measured on deepnet,
+    every buffer in slots: 1.53 x LOAD at 10^5 buffers (0.02 s), 1.28 at 10^6 (0.3 s); the
+    rest after 20-80% of the contention ordering at 10^5: 1.45-1.65, where stacking it one
+    buffer on top of the other gave 28-107 x."""
+    cdef Py_ssize_t r, e, count
+    cdef int64_t i, top = 0, widest = 1, size, slot, slots = 0, klass
+    for r in range(sequence.shape[0]):
+        i = sequence[r]
+        if planner.fixed[i] >= 0 and planner.fixed[i] + planner.sizes[i] > top:
+            top = planner.fixed[i] + planner.sizes[i]
+        elif r < placed_count and planner.offsets[i] + planner.sizes[i] > top:
+            top = planner.offsets[i] + planner.sizes[i]
+    rest = np.asarray(sequence[placed_count:], dtype=np.int64)
+    fixed, sizes = np.asarray(planner.fixed), np.asarray(planner.sizes)
+    for i in rest[fixed[rest] >= 0].tolist():
+        planner.offsets[i] = planner.fixed[i]
+    for i in rest[(fixed[rest] < 0) & (sizes[rest] == 0)].tolist():
+        planner.offsets[i] = 0
+    movers = np.ascontiguousarray(rest[(fixed[rest] < 0) & (sizes[rest] > 0)])
+    count = movers.shape[0]
+    if count == 0:
+        return 0
+    widest = int(np.asarray(planner.aligns)[movers].max())
+    classes_array = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] classes = classes_array
+    cdef const int64_t[::1] moving = movers
+    for r in range(count):
+        size = planner.sizes[moving[r]]
+        klass = 63 - __builtin_clzll(<unsigned long long>size)
+        classes[r] = 2 * klass + (1 if 2 * (size - (<int64_t>1 << klass)) > (<int64_t>1 << klass) else 0)
+    widths_array = np.zeros(128, dtype=np.int64)
+    np.maximum.at(widths_array, classes_array, sizes[movers])
+    widths_array = -(-widths_array // widest) * widest
+    cdef const int64_t[::1] widths = widths_array
+    if _align_up(top, widest) + sum(widths_array[classes_array].tolist()) > INT64_MAX_C:
+        return _stack_rest(planner, sequence, placed_count)  # slots of 2^62-byte buffers could overflow
+    times = np.concatenate((np.asarray(planner.ends)[movers], np.asarray(planner.starts)[movers]))
+    kinds = np.concatenate((np.zeros(count, dtype=np.int64), np.ones(count, dtype=np.int64)))
+    events_array = np.lexsort((kinds, times)).astype(np.int64)  # ends (0) before starts (1) at the same point
+    cdef const int64_t[::1] events = events_array
+    head_array = np.full(128, -1, dtype=np.int64)
+    offset_array = np.empty(count, dtype=np.int64)
+    next_array = np.empty(count, dtype=np.int64)
+    held_array = np.empty(count, dtype=np.int64)
+    cdef int64_t[::1] head = head_array
+    cdef int64_t[::1] slot_offset = offset_array
+    cdef int64_t[::1] next_free = next_array
+    cdef int64_t[::1] held = held_array
+    top = _align_up(top, widest)
+    for r in range(2 * count):
+        e = events[r]
+        if e < count:  # an end: its slot goes back to its class
+            slot = held[e]
+            next_free[slot] = head[classes[e]]
+            head[classes[e]] = slot
+            continue
+        e -= count
+        klass = classes[e]
+        slot = head[klass]
+        if slot >= 0:
+            head[klass] = next_free[slot]
+        else:
+            slot = slots
+            slots += 1
+            slot_offset[slot] = top
+            top += widths[klass]
+        held[e] = slot
+        planner.offsets[moving[e]] = slot_offset[slot]
     return 0

@@ -15,11 +15,14 @@ Algorithms
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
-  placement over a portfolio of orderings (the classic decreasing-size first-fit one first,
-  the best-fit one second, so it is never worse than either greedy baseline below 160000
-  buffers unless some are lifted; first-fit alone above), without storing overlapping pairs; buffers live at every
-  point are lifted: stacked at the bottom first; in minimize mode then a large-neighbourhood search with the
-  exact kernel on windows around the peak (``_large_layout``, ``_lns``). Like
+  placement over a portfolio of orderings (contention with best-fit first, then the
+  classic decreasing-size first-fit and best-fit ones, so that without a short time limit
+  it is never worse than either greedy baseline unless some buffers are lifted), without
+  storing overlapping pairs; buffers live at every point are lifted: stacked at the
+  bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
+  with the exact kernel on windows around the peak (``_large_layout``, ``_improved``). A
+  time limit shorter than the first ordering cuts it short: the rest go into size-class
+  slots on top (``_large._slot_rest``, about 1.5-2 x LOAD). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
   layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
   itself above LARGE_THRESHOLD buffers, where the exact search is hopeless.
@@ -803,9 +806,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
             break
-        live_offsets, result = orderings.run(  # the first ordering always runs to completion (only cancel stops it)
+        live_offsets, result = orderings.run(  # cut short, the first ordering puts the rest into slots
             orderings=1, first=index,
-            time_limit=0.0 if left is None or step == 0 else max(left, 1e-6),
+            time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,
             cancel=instance.cancel if limited else None,
         )
@@ -867,7 +870,7 @@ def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray,
 
 
 def _large_note(info: dict) -> str:
-    cut = "; cancel cut the first ordering short (the rest stacked on top)" if info["stopped"] else ""
+    cut = "; the time limit or cancel cut the first ordering short (the rest in size-class slots on top)" if info["stopped"] else ""
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
     if info.get("gravity"):
