@@ -22,7 +22,7 @@ Algorithms
   bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
   with the exact kernel on windows around the peak (``_large_layout``, ``_improved``). A
   time limit shorter than the first ordering cuts it short: the rest go into size-class
-  slots on top (``_large._slot_rest``, about 1.5-2 x LOAD). Like
+  slots on top (``_large._slot_rest``, 1.3-2 x LOAD). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
   layout as the fallback. Minimize mode with algorithm ``telamalloc`` switches to it by
   itself above LARGE_THRESHOLD buffers, where the exact search is hopeless.
@@ -769,7 +769,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     buffers), then every ordering that
     improves is followed by them at once (the limit may not leave time for all the
     orderings first), and the schedule goes on with further
-    orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. The
+    orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. A limit
+    shorter than the first ordering cuts that one short (the rest in slots, see
+    _large._slot_rest); after it the
     time only cuts the schedule short, so a longer limit never gives a worse layout (the
     window searches have node budgets and the rounds counts, not time limits, of their
     own: the schedule is the same on every machine). Stops early at ``target`` (a peak at most this).
