@@ -934,9 +934,8 @@ cdef bint _gravity(_Planner planner, const int64_t[::1] given, const unsigned ch
     return True
 
 
-cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
-    """Place sequence[placed_count:] above every placed or pinned buffer, one on top of the
-    other (the callers check that this fits in 64 bits): valid whatever the lifetimes."""
+cdef int64_t _top_of(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
+    """The highest byte of the pinned buffers and of sequence[:placed_count]."""
     cdef Py_ssize_t r
     cdef int64_t i, top = 0
     for r in range(sequence.shape[0]):
@@ -945,6 +944,15 @@ cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t plac
             top = planner.fixed[i] + planner.sizes[i]
         elif r < placed_count and planner.offsets[i] + planner.sizes[i] > top:
             top = planner.offsets[i] + planner.sizes[i]
+    return top
+
+
+cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
+    """Place sequence[placed_count:] above every placed or pinned buffer, one on top of the
+    other (the callers check that this fits in 64 bits): valid whatever the lifetimes."""
+    cdef Py_ssize_t r
+    cdef int64_t i, top = 0
+    top = _top_of(planner, sequence, placed_count)
     for r in range(placed_count, sequence.shape[0]):
         i = sequence[r]
         if planner.fixed[i] >= 0:
@@ -984,12 +992,7 @@ cdef int _slot_rest(_Planner planner, const int64_t[::1] sequence, int64_t place
     buffer on top of the other gave 28-107 x."""
     cdef Py_ssize_t r, e, count
     cdef int64_t i, top = 0, widest = 1, size, slot, slots = 0, klass
-    for r in range(sequence.shape[0]):
-        i = sequence[r]
-        if planner.fixed[i] >= 0 and planner.fixed[i] + planner.sizes[i] > top:
-            top = planner.fixed[i] + planner.sizes[i]
-        elif r < placed_count and planner.offsets[i] + planner.sizes[i] > top:
-            top = planner.offsets[i] + planner.sizes[i]
+    top = _top_of(planner, sequence, placed_count)
     rest = np.asarray(sequence[placed_count:], dtype=np.int64)
     fixed, sizes = np.asarray(planner.fixed), np.asarray(planner.sizes)
     for i in rest[fixed[rest] >= 0].tolist():
