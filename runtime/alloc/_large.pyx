@@ -314,8 +314,11 @@ cdef class _Planner:
             raise MemoryError("the large planner ran out of memory for byte range unions")
         return 0
 
-    cdef void _clear_covers(self) noexcept nogil:
+    cdef void _unplace_all(self) noexcept nogil:
+        """No buffer placed, every union empty (a construction starts from here)."""
         cdef int64_t v
+        for v in range(self.n):
+            self.placed[v] = 0
         for v in range(self.position_width):
             self.position_covers[v].length = 0
         for v in range(2 * self.time_width):
@@ -899,9 +902,7 @@ cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object de
     """Place the buffers in ``sequence`` order from scratch; return how many were placed
     (fewer than all when the time limit or the cancel flag stopped it)."""
     cdef Py_ssize_t r, n = sequence.shape[0]
-    for r in range(planner.n):
-        planner.placed[r] = 0
-    planner._clear_covers()
+    planner._unplace_all()
     for r in range(n):
         if (r & 1023) == 1023 and _should_stop(deadline, cancel):
             return r
@@ -914,10 +915,9 @@ cdef bint _gravity(_Planner planner, const int64_t[::1] given, const unsigned ch
     """The pass of _Planner.gravity on its own coordinates: the buffers not moving go in at
     ``given``, then ``movers`` are placed first-fit in that order; return whether all were."""
     cdef Py_ssize_t r, i, n = planner.n
+    planner._unplace_all()
     for r in range(n):
-        planner.placed[r] = 0
         planner.offsets[r] = given[r]
-    planner._clear_covers()
     planner.first_fit = True
     planner.gaps = 0
     for i in range(n):

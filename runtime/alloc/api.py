@@ -822,11 +822,8 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         info["orderings"] = step
         rounds = 0
         if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
-            live_offsets, settled = orderings.settle(live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), target=goal, deadline=stop,
-                                                     cancel=instance.cancel)
-            result["peak"], rounds = settled["peak"], settled["rounds"]
-            info["gravity"] += settled["rounds"]
-            info["settled"] += settled["improved"]
+            live_offsets, result["peak"], rounds = _gravity_rounds(
+                orderings, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
         if best is None or result["peak"] < best_peak:
             best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
             _publish_best(instance, best_peak)
@@ -851,31 +848,34 @@ def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray,
     rounds (``done`` of them already ran on it; none above LARGE_EAGER_BUFFERS buffers), the
     search, then the other rounds, LARGE_GRAVITY_ROUNDS in all. All stop at ``stop``."""
     cancel = instance.cancel if limited else None
-
-    def rounds(offsets: np.ndarray, count: int) -> tuple[np.ndarray, int]:
-        nonlocal done
-        settled_offsets, settled = made.settle(offsets, count, first=done, target=goal, deadline=stop, cancel=cancel)
-        done += settled["rounds"]
-        info["gravity"] += settled["rounds"]
-        info["settled"] += settled["improved"]
-        return settled_offsets, settled["peak"]
-
     peak = int((offsets + instance.sizes).max())
     if len(offsets) <= LARGE_EAGER_BUFFERS and done < LARGE_GRAVITY_FIRST:
-        offsets, peak = rounds(offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS) - done)
+        offsets, peak, ran = _gravity_rounds(made, offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS) - done, done, goal,
+                                             stop, cancel, info)
+        done += ran
     if peak > goal:
         offsets = _lns(instance, offsets, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
         peak = int((offsets + instance.sizes).max())
     if peak > goal and done < LARGE_GRAVITY_ROUNDS and (stop is None or time.monotonic() < stop):
-        offsets, peak = rounds(offsets, LARGE_GRAVITY_ROUNDS - done)
+        offsets, peak, _ = _gravity_rounds(made, offsets, LARGE_GRAVITY_ROUNDS - done, done, goal, stop, cancel, info)
     return offsets, peak
+
+
+def _gravity_rounds(made, offsets: np.ndarray, count: int, first: int, goal: int, stop: float | None, cancel,
+                    info: dict) -> tuple[np.ndarray, int, int]:
+    """``count`` gravity rounds (``_Planner.settle``) from round ``first``, counted in
+    ``info``; return the layout, its peak and the rounds run."""
+    settled_offsets, settled = made.settle(offsets, count, first=first, target=goal, deadline=stop, cancel=cancel)
+    info["gravity"] += settled["rounds"]
+    info["settled"] += settled["improved"]
+    return settled_offsets, settled["peak"], settled["rounds"]
 
 
 def _large_note(info: dict) -> str:
     cut = "; the time limit or cancel cut the first ordering short (the rest in size-class slots on top)" if info["stopped"] else ""
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
-    if info.get("gravity"):
+    if info["gravity"]:
         searched += f", {info['settled']} of {info['gravity']} gravity rounds lowered it"
     return f"large planner: best of {info['orderings']} orderings (#{info['ordering']} won){searched}{cut}"
 
