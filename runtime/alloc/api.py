@@ -127,7 +127,9 @@ LARGE_LNS_ROUNDS = 200
 # large-neighbourhood search, then the other rounds, LARGE_GRAVITY_ROUNDS in all (see
 # _improved); the first ordering's (contention) layout gets its first rounds at once,
 # before the next ordering is compared with it. Above LARGE_EAGER_BUFFERS
-# the search comes first (a round takes ~7 s on deepnet at 10^6). Measured on deepnet at
+# the search comes first and the rounds move the top of the layout only (1-1.6 s a round
+# on deepnet at 10^6, where moving most buffers took ~7 s: _large.GRAVITY_SHARES_HIGH).
+# Measured on deepnet at
 # 10^5 buffers, seeds 0, 1, 2, two rounds: on the contention layout 1.0111 -> 1.0093,
 # 1.0476 -> 1.0299, 1.0299 -> 1.0219 x LOAD, on first-fit's 1.0337 -> 1.0336, 1.0409 ->
 # 1.0391, 1.0461 -> 1.0413 (a first-fit layout is nearly settled already; it is seed 1's
@@ -864,8 +866,13 @@ def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray,
 def _gravity_rounds(made, offsets: np.ndarray, count: int, first: int, goal: int, stop: float | None, cancel,
                     info: dict) -> tuple[np.ndarray, int, int]:
     """``count`` gravity rounds (``_Planner.settle``) from round ``first``, counted in
-    ``info``; return the layout, its peak and the rounds run."""
-    settled_offsets, settled = made.settle(offsets, count, first=first, target=goal, deadline=stop, cancel=cancel)
+    ``info``; return the layout, its peak and the rounds run. Above LARGE_EAGER_BUFFERS
+    buffers only the top of the layout moves (``_large.GRAVITY_SHARES_HIGH``)."""
+    from telamalloc.runtime.alloc._large import GRAVITY_SHARES, GRAVITY_SHARES_HIGH
+
+    shares = GRAVITY_SHARES_HIGH if len(offsets) > LARGE_EAGER_BUFFERS else GRAVITY_SHARES
+    settled_offsets, settled = made.settle(offsets, count, first=first, target=goal, deadline=stop, cancel=cancel,
+                                           shares=shares)
     info["gravity"] += settled["rounds"]
     info["settled"] += settled["improved"]
     return settled_offsets, settled["peak"], settled["rounds"]

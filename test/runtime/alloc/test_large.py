@@ -644,6 +644,48 @@ def test_settle_never_raises_the_peak_and_lowers_deepnet(seed):
     assert stopped_info["rounds"] == 0 and np.array_equal(stopped, offsets)
 
 
+def test_settle_moves_only_the_buffers_above_its_share():
+    """One round with a share of 0.9 leaves every buffer whose top is at most 0.9 x the
+    peak where it was; the high shares of the largest problems lower deepnet too."""
+    from telamalloc.runtime.alloc._large import GRAVITY_SHARES_HIGH
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(20000, 0).problem()
+    arrays = columns(problem)
+    made = planner(*arrays)
+    offsets, info = made.run(orderings=1, first=11)
+    settled, settled_info = made.settle(offsets, 1, shares=(0.9,))
+    assert validate(problem, settled.tolist()) == [] and settled_info["rounds"] == 1
+    below = offsets + arrays[2] <= 0.9 * info["peak"]
+    assert below.any() and np.array_equal(settled[below], offsets[below])
+    high, high_info = made.settle(offsets, 3, shares=GRAVITY_SHARES_HIGH)
+    assert validate(problem, high.tolist()) == [] and high_info["peak"] < info["peak"]
+    for bad in ((), (1.0,), (-0.1, 0.5)):
+        with pytest.raises(ValueError, match="gravity shares"):
+            made.settle(offsets, 1, shares=bad)
+
+
+def test_the_largest_problems_move_only_the_top_of_the_layout(monkeypatch):
+    """Above LARGE_EAGER_BUFFERS buffers the solver's gravity rounds use the high shares
+    (a round moving most buffers takes ~7 s at 10^6): the same layout as settle with them."""
+    from telamalloc.runtime.alloc import api
+    from telamalloc.runtime.alloc._large import GRAVITY_SHARES_HIGH
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(20000, 0).problem()
+    arrays = columns(problem)
+    made = planner(*arrays)
+    offsets, _ = made.run(orderings=1, first=11)
+    for eager, shares in ((10**6, None), (10000, GRAVITY_SHARES_HIGH)):
+        monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", eager)
+        info = {"gravity": 0, "settled": 0}
+        layout, peak, rounds = api._gravity_rounds(made, offsets, 3, 0, -1, None, None, info)
+        expected, expected_info = made.settle(offsets, 3, shares=shares)
+        assert np.array_equal(layout, expected) and peak == expected_info["peak"] and rounds == 3
+        assert info == {"gravity": 3, "settled": expected_info["improved"]}
+    assert not np.array_equal(made.settle(offsets, 3)[0], made.settle(offsets, 3, shares=GRAVITY_SHARES_HIGH)[0])
+
+
 def test_solve_reports_the_gravity_rounds():
     from telamalloc.runtime.alloc.generators.families import deepnet
 
