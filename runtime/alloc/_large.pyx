@@ -13,7 +13,7 @@ first) with buffers in start-time order inside a class, which packs each class l
 interval scheduling and leaves far fewer holes on real traces; then seeded random class
 widths, class boundaries, tie keys and placement rules; and contention orderings: buffers
 by the highest LOAD over their lifetime (``contention()``, in buckets), longer lifetimes
-first, which stacks the buffers live at a high point together before anything else takes
+(or later ends) first, which stacks the buffers live at a high point together before anything else takes
 their bytes there (the solver tries these first). Given a time limit, ``until_deadline`` keeps trying
 further orderings until it runs out: the result only improves over time (anytime).
 
@@ -630,8 +630,9 @@ GRAVITY_SHARES_HIGH = (0.95, 0.9, 0.8)
 # tracegen at 10^5..10^6 buffers (1.018 x LOAD against 1.053 for best-fit), the class
 # orderings win on the large/ set (pangu: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x by lifetime;
 # resnet50: 2x first-fit). Last the contention orderings (deepnet: 1.0111 x LOAD with
-# best-fit where the classic first-fit leaves 1.0337), tried first by the solver's schedule
-# (api._large_ordering).
+# best-fit where the classic first-fit leaves 1.0337; by later end inside a bucket 1.0161
+# on seed 1, where the longer lifetime first leaves 1.0476), tried first by the solver's
+# schedule (api._large_ordering).
 FIXED_ORDERINGS = (
     (0.0, "", False),  # exactly best-fit greedy: the result is never worse than it
     (0.0, "", True),  # exactly first-fit greedy
@@ -646,6 +647,7 @@ FIXED_ORDERINGS = (
     (2.0, "start", False),
     (CONTENTION_BUCKET, "contention", False),
     (CONTENTION_BUCKET, "contention", True),
+    (CONTENTION_BUCKET, "contention-end", False),
 )
 
 
@@ -740,13 +742,13 @@ def ordering(index, starts, ends, sizes, seed=0, load=None):
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
 
-    0..12: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
+    0..13: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
     then index (so orderings 0 and 1 place exactly as best-fit and first-fit greedy do);
     class orderings sort by size class (powers of the base, largest first), then start
-    time or longer lifetime, then index; contention orderings (11, 12) sort by bucket of
-    ``contention()`` (CONTENTION_BUCKET x LOAD wide, highest first), then longer lifetime,
-    then larger size, then index (11, with best-fit, takes the smallest of the first
-    CONTENTION_GAPS gaps that fit). 13 and on: size classes of a random base in [1.25, 16] with a random
+    time or longer lifetime, then index; contention orderings (11, 12, 13) sort by bucket of
+    ``contention()`` (CONTENTION_BUCKET x LOAD wide, highest first), then longer lifetime
+    (13: later end), then larger size, then index (with best-fit they take the smallest of
+    the first CONTENTION_GAPS gaps that fit). 14 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic. ``load``: ``contention()`` of these buffers when already known.
@@ -759,11 +761,12 @@ def ordering(index, starts, ends, sizes, seed=0, load=None):
     magnitude = np.log2(np.maximum(sizes, 1).astype(np.float64))
     if index < len(FIXED_ORDERINGS):
         base, tie, first_fit = FIXED_ORDERINGS[index]
-        if tie == "contention":
+        if tie.startswith("contention"):
             if load is None:
                 load = contention(starts, ends, sizes)
             buckets = np.floor(load / (base * max(int(load.max()), 1)))
-            return np.lexsort((position, -sizes, -lengths, -buckets)).astype(np.int64), first_fit
+            key = -ends if tie == "contention-end" else -lengths
+            return np.lexsort((position, -sizes, key, -buckets)).astype(np.int64), first_fit
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
         classes = np.floor(magnitude / np.log2(base))
@@ -874,7 +877,7 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] == "contention"
+            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1].startswith("contention")
             if contended and planner.load is None:
                 planner.load = contention(starts, ends, sizes)
             row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load)

@@ -98,11 +98,12 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
-# 10^5 buffers get 3 orderings, 62185 (Y_1) 5; up to 24600 buffers all thirteen fixed ones.
+# 10^5 buffers get 3 orderings (4: LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 22857
+# buffers all fourteen fixed ones.
 LARGE_PLACEMENTS = 320_000
-# ... but at least this many (contention, first-fit and best-fit: never worse than the greedy
-# baselines), also at 10^6 buffers.
-LARGE_MIN_ORDERINGS = 3
+# ... but at least this many (the two contention ones, first-fit and best-fit: never worse
+# than the greedy baselines), also at 10^6 buffers.
+LARGE_MIN_ORDERINGS = 4
 # Under a time limit the large-neighbourhood search runs after each improving ordering from
 # this step on (before it: the first orderings back to back). Measured: pangu's LNS windows on
 # the contention layout (1.0889 x LOAD) took the whole 2 s, first-fit (1.0334) never ran.
@@ -569,23 +570,31 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     of its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
     at least LARGE_MIN_ORDERINGS. First the contention one with best-fit (the best single
     ordering on the trace families of bench/large: 1.0111 x LOAD on deepnet at 10^5
-    buffers where first-fit leaves 1.0337 and best-fit 1.18; G_1 and Y_1 at LOAD), then the
-    classic first-fit one (1.018 on tracegen where best-fit leaves 1.053) and best-fit one
-    (so the result is never worse than either greedy baseline), then the class orderings."""
+    buffers where first-fit leaves 1.0337 and best-fit 1.18; G_1 and Y_1 at LOAD), then
+    contention with the later end first (see LARGE_SCHEDULE), the classic first-fit one
+    (1.018 on tracegen where best-fit leaves 1.053) and best-fit one (so the result is
+    never worse than either greedy baseline), then the class orderings."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return [_large_ordering(step) for step in range(orderings)]
 
 
 # The orderings of _large.ordering in the order the large planner tries them: contention
-# with best-fit (11), the classic first-fit (1) and best-fit (0), the size classes, contention
-# with first-fit; then seeded random ones (13, 14, ...).
+# with best-fit (11), contention with the later end first inside a bucket (13), the classic
+# first-fit (1) and best-fit (0), the size classes, contention with first-fit; then seeded
+# random ones (14, 15, ...). Contention by later end second: on deepnet at 10^5 buffers,
+# seeds 0..7, each with two gravity rounds, it gave 1.0244, 1.0095, 1.0412, 1.0351, 1.0073,
+# 1.0342, 1.0110, 1.0203 x LOAD against 1.0093, 1.0299, 1.0219, 1.0201, 1.0019, 1.0102,
+# 1.0236, 1.0014 (it wins on seeds 1 and 6); tela-alloc --timeout=2s then gives 1.0095 and
+# 1.0110 on seeds 1 and 6 (1.0299 and 1.0185 with it fourth, after first-fit and best-fit),
+# seed 0, the other families and idealloc's set unchanged. Earlier start, later start, earlier end, the middle or a random order
+# inside a bucket gave 1.018-1.13 on seeds 0..2, never the lowest.
 # The same at every size: above 200,000 buffers first-fit came first (a limit may leave room
 # for one ordering only there) until contention with a bounded best-fit scan
 # (_large.CONTENTION_GAPS) took no longer than first-fit; measured at 10^6 buffers,
 # tela-alloc --timeout=10s, contention first against first-fit first: deepnet 1.0103 against
 # 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
 # the process against 3.7-8.9 s.
-LARGE_SCHEDULE = (11, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
+LARGE_SCHEDULE = (11, 13, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
 
 
 def _large_ordering(step: int) -> int:
