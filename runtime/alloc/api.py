@@ -15,8 +15,8 @@ Algorithms
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
-  placement over a portfolio of orderings (contention with best-fit first, then the
-  classic decreasing-size first-fit and best-fit ones, so that without a short time limit
+  placement over a portfolio of orderings (two contention ones with best-fit first, then
+  the classic decreasing-size first-fit and best-fit ones, so that without a short time limit
   it is never worse than either greedy baseline unless some buffers are lifted), without
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
   bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
@@ -98,8 +98,8 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
-# 10^5 buffers get 3 orderings (4: LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 22857
-# buffers all fourteen fixed ones.
+# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 22857 buffers all
+# fourteen fixed ones.
 LARGE_PLACEMENTS = 320_000
 # ... but at least this many (the two contention ones, first-fit and best-fit: never worse
 # than the greedy baselines), also at 10^6 buffers.
@@ -586,8 +586,9 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # 1.0342, 1.0110, 1.0203 x LOAD against 1.0093, 1.0299, 1.0219, 1.0201, 1.0019, 1.0102,
 # 1.0236, 1.0014 (it wins on seeds 1 and 6); tela-alloc --timeout=2s then gives 1.0095 and
 # 1.0110 on seeds 1 and 6 (1.0299 and 1.0185 with it fourth, after first-fit and best-fit),
-# seed 0, the other families and idealloc's set unchanged. Earlier start, later start, earlier end, the middle or a random order
-# inside a bucket gave 1.018-1.13 on seeds 0..2, never the lowest.
+# seed 0, the other families and idealloc's set unchanged. Earlier start, later start,
+# earlier end, the middle or a random order inside a bucket gave 1.018-1.13 on seeds 0..2,
+# never the lowest.
 # The same at every size: above 200,000 buffers first-fit came first (a limit may leave room
 # for one ordering only there) until contention with a bounded best-fit scan
 # (_large.CONTENTION_GAPS) took no longer than first-fit; measured at 10^6 buffers,
