@@ -587,7 +587,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # 1.0236, 1.0014 (it wins on seeds 1 and 6); tela-alloc --timeout=2s then gives 1.0095 and
 # 1.0110 on seeds 1 and 6 (1.0299 and 1.0185 with it fourth, after first-fit and best-fit),
 # seed 0, the other families and idealloc's set unchanged. Earlier start, later start,
-# earlier end, the middle or a random order inside a bucket gave 1.018-1.13 on seeds 0..2,
+# earlier end, the middle or a random order inside a bucket gave 1.018-1.08 on seeds 0..2,
 # never the lowest.
 # The same at every size: above 200,000 buffers first-fit came first (a limit may leave room
 # for one ordering only there) until contention with a bounded best-fit scan
