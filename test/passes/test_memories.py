@@ -64,7 +64,7 @@ def test_targets_with_one_name_twice_are_rejected():
 
 def test_a_second_memory_that_does_not_fit_names_it():
     text = TWO.replace('#scratchpad.target<"l2", capacity = 4096>', '#scratchpad.target<"l2", capacity = 1024>')
-    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l2': 2 buffers live here \(program point #1\) need '2048' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l2': 2 buffers live here \(program point #1\) need '2048' B"):
         plan_module(parse(text))
     # spilling rewrites one memory at a time, and cannot help here: the relu uses both L2
     # buffers (2048 bytes of 1024)
@@ -101,7 +101,7 @@ def test_assign_memory_fills_the_fast_memory_by_accesses_per_byte_of_lifetime():
     # uses per point of lifetime: c 4/6, a 4/7, b 2/6, long 3/11: c and a go to L1, then b
     # and long do not fit there at every point of their lifetimes and go to L2.
     module = parse(ASSIGN)
-    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l1': 4 buffers live here \(program point #6\) need '1024' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l1': 4 buffers live here \(program point #6\) need '1024' B"):
         plan_module(parse(ASSIGN))
     plans = plan_module(module, assign_memory=True)
     spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "scratchpad.alloc"}

@@ -47,7 +47,7 @@ def test_a_failing_spill_leaves_the_ir_unchanged():
 
 def test_without_spill_the_diagnostic_is_unchanged():
     module = parse(SPILL_MLIR)
-    with pytest.raises(PassFailedAtOp, match="cannot plan '@chain': 4 buffers live here \(program point #3\) need '4096' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@chain': 4 buffers live here \(program point #3\) need '4096' B"):
         plan_module(module)
 
 
