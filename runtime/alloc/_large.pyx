@@ -230,8 +230,8 @@ cdef class _Planner:
         movers = movers[np.argsort(given[movers], kind="stable")]
         # The others go in by start (any order gives the same unions; by index a pass over
         # deepnet at 10^6 with shuffled ids took 1.65 s against 0.89 s, 0.55 s in time order)
-        kept = np.flatnonzero(~moving & (sizes > 0))
-        kept = kept[np.argsort(np.asarray(self.position_of)[kept], kind="stable")]
+        by_start = np.asarray(self.by_start)
+        kept = by_start[(~moving & (sizes > 0))[by_start]]
         real_sizes = self.sizes
         self.sizes = used
         try:

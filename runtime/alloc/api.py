@@ -868,7 +868,7 @@ def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray,
     if peak > goal:
         offsets = _lns(instance, offsets, fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
         peak = int((offsets + instance.sizes).max())
-    if peak > goal and done < LARGE_GRAVITY_ROUNDS and (stop is None or time.monotonic() < stop):
+    if peak > goal and done < LARGE_GRAVITY_ROUNDS:  # (settle stops at ``stop`` itself)
         offsets, peak, _ = _gravity_rounds(made, offsets, LARGE_GRAVITY_ROUNDS - done, done, goal, stop, cancel, info)
     return offsets, peak
 
