@@ -15,8 +15,9 @@ Algorithms
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
 - ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
-  placement over a portfolio of orderings (two contention ones with best-fit first, then
-  the classic decreasing-size first-fit and best-fit ones, so that without a short time limit
+  placement over a portfolio of orderings (a sweep of the long-lived buffers and a
+  contention one with best-fit first, then the classic decreasing-size first-fit and
+  best-fit ones, so that without a short time limit
   it is never worse than either greedy baseline unless some buffers are lifted), without
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
   bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
@@ -98,11 +99,11 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
-# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 22857 buffers all
-# fourteen fixed ones.
+# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 18823 buffers all
+# seventeen fixed ones.
 LARGE_PLACEMENTS = 320_000
-# ... but at least this many (the two contention ones, first-fit and best-fit: never worse
-# than the greedy baselines), also at 10^6 buffers.
+# ... but at least this many (a sweep and a contention one, first-fit and best-fit: never
+# worse than the greedy baselines), also at 10^6 buffers.
 LARGE_MIN_ORDERINGS = 4
 # Under a time limit the large-neighbourhood search runs after each improving ordering from
 # this step on (before it: the first orderings back to back). Measured: pangu's LNS windows on
@@ -568,20 +569,30 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
 def _large_orderings(count: int, fixed: int) -> list[int]:
     """The orderings of the large planner without a time limit, in the order tried: as many
     of its ``fixed`` orderings as LARGE_PLACEMENTS allows (each places every buffer once),
-    at least LARGE_MIN_ORDERINGS. First the contention one with best-fit (the best single
-    ordering on the trace families of bench/large: 1.0111 x LOAD on deepnet at 10^5
-    buffers where first-fit leaves 1.0337 and best-fit 1.18; G_1 and Y_1 at LOAD), then
-    contention with the later end first (see LARGE_SCHEDULE), the classic first-fit one
-    (1.018 on tracegen where best-fit leaves 1.053) and best-fit one (so the result is
-    never worse than either greedy baseline), then the class orderings."""
+    at least LARGE_MIN_ORDERINGS. First the sweep of the buffers living at least 1/8 of
+    the span (the best single ordering on the trace families of bench/large: 1.0050 x LOAD
+    on deepnet at 10^6 buffers where contention leaves 1.0103 and first-fit 1.0177; where
+    no buffer lives that long it is the contention one), then contention with the later
+    end first (see LARGE_SCHEDULE), the classic first-fit one (1.018 on tracegen where
+    best-fit leaves 1.053) and best-fit one (so the result is never worse than either
+    greedy baseline), then the other sweeps, contention and the class orderings."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return [_large_ordering(step) for step in range(orderings)]
 
 
-# The orderings of _large.ordering in the order the large planner tries them: contention
-# with best-fit (11), contention with the later end first inside a bucket (13), the classic
-# first-fit (1) and best-fit (0), the size classes, contention with first-fit; then seeded
-# random ones (14, 15, ...). Contention by later end second: on deepnet at 10^5 buffers,
+# The orderings of _large.ordering in the order the large planner tries them: the sweep
+# of the buffers living at least 1/8 of the span (14), contention with the later end first
+# inside a bucket (13), the classic first-fit (1) and best-fit (0), the sweeps from 1/16
+# and 1/32 (15, 16) with contention (11) between them, the size classes, contention with
+# first-fit; then seeded random ones (17, 18, ...).
+# The sweep first (_large._swept): deepnet at 10^6 buffers 1.0050 x LOAD against 1.0103 for
+# contention (one ordering each); at 10^5, seeds 0..3, two gravity rounds each, 1.0072,
+# 1.0267, 1.0178, 1.0040 against 1.0093, 1.0299, 1.0219, 1.0201 (1/16: 1.0069, 1.0227,
+# 1.0146, 1.0089). Transformer, unet, training and tracegen: the same peaks as contention
+# at 10^5 and 10^6 (unet and training have no buffer that long). idealloc's set: G_1, S_1
+# and Y_1 lower with contention (1.0000, 1.0026, 1.0000 against 1.0049, 1.0029, 1.0000),
+# which comes sixth, within the first orderings there (0.05-0.13 s each).
+# Before the sweeps, contention came first. Contention by later end second: on deepnet at 10^5 buffers,
 # seeds 0..7, each with two gravity rounds, it gave 1.0244, 1.0095, 1.0412, 1.0351, 1.0073,
 # 1.0342, 1.0110, 1.0203 x LOAD against 1.0093, 1.0299, 1.0219, 1.0201, 1.0019, 1.0102,
 # 1.0236, 1.0014 (it wins on seeds 1 and 6); tela-alloc --timeout=2s then gives 1.0095 and
@@ -595,7 +606,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # tela-alloc --timeout=10s, contention first against first-fit first: deepnet 1.0103 against
 # 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
 # the process against 3.7-8.9 s.
-LARGE_SCHEDULE = (11, 13, 1, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
+LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
 
 
 def _large_ordering(step: int) -> int:

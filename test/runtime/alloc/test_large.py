@@ -82,11 +82,11 @@ def test_unions_of_blocks_match_best_fit_on_long_runs(seed):
 def test_every_ordering_gives_a_valid_layout(seed):
     problem = random_problem(1000 + seed)
     arrays = columns(problem)
-    for index in range(14):
+    for index in range(len(FIXED_ORDERINGS)):
         row, first_fit = ordering(index, arrays[0], arrays[1], arrays[2], seed)
         offsets, _ = plan(*arrays, orders=row[None, :], first_fit=first_fit)
         assert validate(problem, offsets.tolist()) == [], index
-    offsets, info = plan(*arrays, orderings=14, seed=seed)
+    offsets, info = plan(*arrays, orderings=len(FIXED_ORDERINGS), seed=seed)
     assert validate(problem, offsets.tolist()) == []
     assert info["peak"] <= min(peak_of(greedy(*arrays, rule), arrays[2]) for rule in ("best-fit", "first-fit"))
 
@@ -94,7 +94,7 @@ def test_every_ordering_gives_a_valid_layout(seed):
 def test_orderings_are_permutations_and_deterministic():
     trace = generate(3000, 5)
     rules = set()
-    for index in range(16):
+    for index in range(len(FIXED_ORDERINGS) + 2):
         row, first_fit = ordering(index, trace.starts, trace.ends, trace.sizes, seed=3)
         rules.add(first_fit)
         assert sorted(row.tolist()) == list(range(3000))
@@ -402,14 +402,58 @@ def test_contention_orderings_place_the_most_contended_buffers_first():
     assert row.tolist() == [0, 2, 3, 1, 4] and not first_fit
 
 
-def test_the_contention_end_ordering_comes_second(monkeypatch):
-    """Contention with the later end first inside a bucket is the second ordering tried: on
-    deepnet(20000, 0) it wins among the four that every solve runs (1.0157 x LOAD against
-    1.0241 for contention with the longer lifetime first, both before the gravity rounds;
-    the first one's two rounds at once would lower it to 1.0154)."""
+SWEEP = FIXED_ORDERINGS.index((8.0, "sweep", False))
+CONTENTION = FIXED_ORDERINGS.index((0.001, "contention", False))
+
+
+def test_the_sweep_places_the_long_lived_buffers_first_from_the_end_nearer_the_load_point():
+    """Buffers living at least 1/8 of the span first (here 100 points: 13), swept from the
+    end of the trace nearer the LOAD point (latest end first when it is late, earliest start
+    first when it is early), then the others in contention order."""
+    starts = np.array([0, 40, 10, 90, 5, 20], dtype=np.int64)
+    ends = np.array([60, 100, 40, 92, 7, 27], dtype=np.int64)
+    sizes = np.array([10, 20, 5, 100, 1, 2], dtype=np.int64)
+    # LOAD 120 at t = 90 (buffers 1 and 3): late, so the sweep runs back from the end:
+    # 1 (ends at 100), 0 (at 60), 2 (at 40); then by contention 3 (120), 5 (17), 4 (11)
+    row, first_fit = ordering(SWEEP, starts, ends, sizes)
+    assert row.tolist() == [1, 0, 2, 3, 5, 4] and not first_fit
+    # the same trace reversed in time: LOAD at t = 8, early, so the sweep runs forwards
+    # from the start: the same buffers in the same order
+    row, _ = ordering(SWEEP, 100 - ends, 100 - starts, sizes)
+    assert row.tolist() == [1, 0, 2, 3, 5, 4]
+    # from 1/32 of the span (4 points) buffer 5 (7 points) is long-lived too
+    assert ordering(SWEEP + 2, starts, ends, sizes)[0].tolist() == [1, 0, 2, 5, 3, 4]
+
+
+def test_the_sweep_without_long_lived_buffers_is_the_contention_ordering():
+    starts = np.array([0, 2, 4, 200], dtype=np.int64)
+    ends = np.array([3, 5, 7, 203], dtype=np.int64)
+    sizes = np.array([5, 7, 3, 9], dtype=np.int64)
+    for index in (SWEEP, SWEEP + 1, SWEEP + 2):
+        assert ordering(index, starts, ends, sizes)[0].tolist() == ordering(CONTENTION, starts, ends, sizes)[0].tolist()
+    assert FIXED_ORDERINGS[SWEEP + 1] == (16.0, "sweep", False) and FIXED_ORDERINGS[SWEEP + 2] == (32.0, "sweep", False)
+
+
+def test_the_sweep_lowers_deepnet_below_contention_and_the_greedy_orderings():
+    """deepnet(20000, 2), one ordering each: the sweep 1.0574 x LOAD, contention 1.0812,
+    first-fit 1.0854, best-fit 1.2303."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
-    assert api._large_orderings(10**6, len(FIXED_ORDERINGS)) == [11, 13, 1, 0]
+    trace = deepnet(20000, 2)
+    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, np.full(20000, -1, dtype=np.int64))
+    peaks = {index: plan(*arrays, orderings=1, first=index)[1]["peak"] for index in (SWEEP, CONTENTION, 0, 1)}
+    assert peaks[SWEEP] < min(peaks[CONTENTION], peaks[0], peaks[1])
+    offsets, _ = plan(*arrays, orderings=1, first=SWEEP)
+    assert validate(trace.problem(), offsets.tolist()) == []
+
+
+def test_the_contention_end_ordering_comes_second(monkeypatch):
+    """Contention with the later end first inside a bucket is the second ordering tried,
+    after the sweep from 1/8 of the span: on deepnet(20000, 0) it wins among the four that
+    every solve runs (1.0157 x LOAD against 1.0493 for the sweep, before the gravity rounds)."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    assert api._large_orderings(10**6, len(FIXED_ORDERINGS)) == [14, 13, 1, 0]
     problem = deepnet(20000, 0).problem()
     monkeypatch.setattr(api, "LARGE_PLACEMENTS", 0)
     monkeypatch.setattr(api, "LARGE_GRAVITY_FIRST", 0)
