@@ -56,7 +56,10 @@ def test_bench_large_overhead_measures_each_phase(tmp_path):
     assert header.split() == ["problem", "buffers", "start-up", "read", "check", "valid.", "write", "sum", "MB"]
     name, count, *seconds, total, memory = row.split()
     assert (name, count) == ("unet-3000", "3000")
-    assert all(float(value) > 0 for value in seconds) and float(total) == pytest.approx(sum(map(float, seconds)), abs=0.01)
+    # phases are printed to the millisecond: on 3,000 buffers one may print 0.000 (one did in
+    # CI; the checks take 0.001 s here), so only the interpreter's start-up is surely above it
+    assert float(seconds[0]) > 0 and all(float(value) >= 0 for value in seconds)
+    assert float(total) == pytest.approx(sum(map(float, seconds)), abs=0.01)
     assert float(memory) > 10
 
 
