@@ -589,9 +589,10 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # contention (one ordering each); at 10^5, seeds 0..3, two gravity rounds each, 1.0072,
 # 1.0267, 1.0178, 1.0040 against 1.0093, 1.0299, 1.0219, 1.0201 (1/16: 1.0069, 1.0227,
 # 1.0146, 1.0089). Transformer, unet, training and tracegen: the same peaks as contention
-# at 10^5 and 10^6 (unet and training have no buffer that long). idealloc's set: G_1, S_1
-# and Y_1 lower with contention (1.0000, 1.0026, 1.0000 against 1.0049, 1.0029, 1.0000),
-# which comes sixth, within the first orderings there (0.05-0.13 s each).
+# at 10^5 and 10^6 (unet and training have no buffer that long). idealloc's set: G_1 and
+# S_1 lower with contention (1.0000 and 1.0026 against 1.0049 and 1.0029), which comes
+# sixth, within the first orderings there (0.05-0.13 s each); S_1 under tela-alloc
+# --timeout=2s 1.0004 instead of 1.0000 (contention's layout got the first gravity rounds).
 # Before the sweeps, contention came first. Contention by later end second: on deepnet at 10^5 buffers,
 # seeds 0..7, each with two gravity rounds, it gave 1.0244, 1.0095, 1.0412, 1.0351, 1.0073,
 # 1.0342, 1.0110, 1.0203 x LOAD against 1.0093, 1.0299, 1.0219, 1.0201, 1.0019, 1.0102,
