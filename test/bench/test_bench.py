@@ -47,6 +47,18 @@ def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["training-3000-0.csv", "unet-3000-0.csv"]
 
 
+def test_bench_large_runs_a_row_per_seed(tmp_path):
+    """Issue 17 asks for near-LOAD layouts whatever the trace: several seeds in one run."""
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "deepnet", "--seed", "0", "3",
+                             "--buffers", "2000", "--runs", "1", "--no-shared", "--others-max", "0", "--cache", str(tmp_path)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[2:]}
+    assert set(rows) == {"deepnet-2000-s0", "deepnet-2000-s3"}
+    assert rows["deepnet-2000-s0"][2] != rows["deepnet-2000-s3"][2]  # two traces, two LOADs
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["deepnet-2000-0.csv", "deepnet-2000-3.csv"]
+
+
 def test_bench_large_overhead_measures_each_phase(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--overhead", "--families", "unet",
                              "--buffers", "3000", "--runs", "1", "--no-shared", "--cache", str(tmp_path)],
