@@ -127,7 +127,7 @@ LARGE_CHECK_SECONDS_PER_BUFFER = 1.2e-6
 LARGE_LNS_ROUNDS = 200
 # Gravity rounds (_large._Planner.settle): LARGE_GRAVITY_FIRST on the best layout, then the
 # large-neighbourhood search, then the other rounds, LARGE_GRAVITY_ROUNDS in all (see
-# _improved); the first ordering's (contention) layout gets its first rounds at once,
+# _improved); the first ordering's (the sweep's) layout gets its first rounds at once,
 # before the next ordering is compared with it. Above LARGE_EAGER_BUFFERS
 # the search comes first and the rounds move the top of the layout only (1-1.6 s a round
 # on deepnet at 10^6, where moving most buffers took ~7 s: _large.GRAVITY_SHARES_HIGH).

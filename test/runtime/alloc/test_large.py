@@ -495,7 +495,7 @@ def test_a_larger_search_work_budget_never_gives_a_worse_layout(monkeypatch):
 
 def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
     """Above LARGE_EAGER_BUFFERS a time limit may leave room for one ordering only: the
-    search follows the first one (contention, as at every size) at once; below it the
+    search follows the first one (the sweep, as at every size) at once; below it the
     first two orderings run back to back."""
     from telamalloc.runtime.alloc import _large
 
