@@ -549,7 +549,7 @@ cdef class _Planner:
             return best_offset
         return _align_up(floor, alignment)
 
-    cdef int _place(self, int64_t i) except -1:
+    cdef int _place(self, int64_t i) except -1 nogil:
         """Place one unplaced buffer (pins stay; zero sizes take their pin or 0 and conflict
         with none, so they are never marked placed)."""
         if self.sizes[i] == 0:
@@ -976,13 +976,19 @@ cdef bint _should_stop(object deadline, object cancel):
 
 cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object deadline, object cancel) except -1:
     """Place the buffers in ``sequence`` order from scratch; return how many were placed
-    (fewer than all when the time limit or the cancel flag stopped it)."""
-    cdef Py_ssize_t r, n = sequence.shape[0]
+    (fewer than all when the time limit or the cancel flag stopped it). The placements run
+    without the GIL, 1,024 at a time between checks of the clock, so that another thread
+    (a second lane of the solver's schedule) constructs beside it."""
+    cdef Py_ssize_t r = 0, n = sequence.shape[0], chunk_end
     planner._unplace_all()
-    for r in range(n):
-        if (r & 1023) == 1023 and _should_stop(deadline, cancel):
+    while r < n:
+        if r > 0 and _should_stop(deadline, cancel):
             return r
-        planner._place(sequence[r])
+        chunk_end = min(n, (r + 1) | 1023)
+        with nogil:
+            while r < chunk_end:
+                planner._place(sequence[r])
+                r += 1
     return n
 
 
@@ -996,17 +1002,24 @@ cdef bint _gravity(_Planner planner, const int64_t[::1] given, const int64_t[::1
         planner.offsets[r] = given[r]
     planner.first_fit = True
     planner.gaps = 0
-    for r in range(kept.shape[0]):
-        i = kept[r]
-        planner.placed[i] = 1
-        planner._cover_insert(i)
-    for r in range(movers.shape[0]):
-        if (r & 1023) == 1023 and _should_stop(deadline, cancel):
+    cdef Py_ssize_t count = movers.shape[0], chunk_end
+    with nogil:
+        for r in range(kept.shape[0]):
+            i = kept[r]
+            planner.placed[i] = 1
+            planner._cover_insert(i)
+    r = 0
+    while r < count:  # without the GIL between checks of the clock, as in _construct
+        if r > 0 and _should_stop(deadline, cancel):
             return False  # the rest keep their given offsets
-        i = movers[r]
-        planner.offsets[i] = planner._best_fit(i)
-        planner.placed[i] = 1
-        planner._cover_insert(i)
+        chunk_end = min(count, (r + 1) | 1023)
+        with nogil:
+            while r < chunk_end:
+                i = movers[r]
+                planner.offsets[i] = planner._best_fit(i)
+                planner.placed[i] = 1
+                planner._cover_insert(i)
+                r += 1
     return True
 
 

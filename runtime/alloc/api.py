@@ -21,7 +21,10 @@ Algorithms
   it is never worse than either greedy baseline unless some buffers are lifted), without
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
   bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
-  with the exact kernel on windows around the peak (``_large_layout``, ``_improved``). A
+  with the exact kernel on windows around the peak (``_large_layout``, ``_improved``); under
+  a time limit, up to LARGE_LANE_BUFFERS buffers and with two cores, a second lane (a
+  thread with its own planner) runs other orderings beside the first once its first
+  ordering misses LOAD (``_SecondLane``). A
   time limit shorter than the first ordering cuts it short: the rest go into size-class
   slots on top (``_large._slot_rest``, 1.3-2 x LOAD). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
@@ -66,7 +69,10 @@ The exact path (algorithm ``telamalloc`` below LARGE_THRESHOLD buffers)
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import numbers
+import os
 import threading
 import time
 from collections.abc import Hashable, Sequence
@@ -112,6 +118,21 @@ LARGE_MIN_ORDERINGS = 4
 # there, a second one may not fit the limit (unet at 10^6: 1.1619 x LOAD without the search).
 LARGE_EAGER_STEP = 2
 LARGE_EAGER_BUFFERS = 200_000
+# Under a time limit, up to LARGE_LANE_BUFFERS buffers and with a second core, a second lane
+# (a thread with its own planner) runs the orderings of LARGE_SECOND_LANE with their own
+# gravity rounds and search beside the first lane's schedule (which skips them); at most
+# LARGE_LANES lanes (1: never). Simulated with two processes (tela-alloc's schedule, and
+# one starting with these), deepnet at 10^5 buffers under a 1.6 s limit: seeds 0, 2, 5, 6
+# 1.0069, 1.0146, 1.0102, 1.0049 x LOAD against 1.0072, 1.0178, 1.0114, 1.0096 for the
+# first alone (seeds 1 and 4 the same); above 200,000 buffers one ordering fills the limit.
+# Built (the second lane starting once the first lane's first ordering misses LOAD, so
+# unet and training, at LOAD at once, do not pay for it): tela-alloc --timeout=2s on seeds
+# 0..7 1.0069, 1.0095, 1.0132, 1.0040, 1.0048, 1.0102, 1.0049, 1.0027 against 1.0072,
+# 1.0095, 1.0178, 1.0040, 1.0048, 1.0114, 1.0095, 1.0027 with one lane; 180-190 MB against
+# 115-131 MB.
+LARGE_LANES = 2
+LARGE_LANE_BUFFERS = LARGE_EAGER_BUFFERS
+LARGE_SECOND_LANE = (15, 11, 16)
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
 # per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
@@ -800,7 +821,14 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     window searches have node budgets and the rounds counts, not time limits, of their
     own: the schedule is the same on every machine). Stops early at ``target`` (a peak at most this).
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
-    the search, like the greedy fallback; orderings only)."""
+    the search, like the greedy fallback; orderings only).
+
+    Under a time limit, with at most LARGE_LANE_BUFFERS buffers and a second core free
+    (``_lane_count``), a second lane runs beside the first in a thread, with its own
+    planner: the orderings of LARGE_SECOND_LANE with their own gravity rounds and search,
+    which the first lane then skips; the lower layout wins (ties: the first lane's). The
+    planner's placements release the GIL. Without a limit there is one lane, so the
+    result does not depend on the cores."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
 
     count = len(instance.starts)
@@ -812,48 +840,23 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         stop = time.monotonic() + remaining
     goal = -1 if target is None else target
     fixed = _lifted(instance)
-    orderings = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)  # indexed once for all
-    best = None
-    best_peak = None
-    best_rounds = 0  # gravity rounds run on the best layout
-    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0}
-    step = 0
-    searching = False  # a large-neighbourhood search is due on the best layout
-    eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
-    while True:
-        if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
-            best, best_peak = _improved(instance, orderings, best, fixed, goal, stop, info, limited, best_rounds)
-            searching = False
-            if best_peak <= goal:
-                break
-        if step >= len(schedule) and not (anytime and stop is not None):
-            break
-        index = _large_ordering(step)  # past the budget: the next fixed ones, then seeded random ones
-        left = None if stop is None else stop - time.monotonic()
-        if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled())):
-            break
-        live_offsets, result = orderings.run(  # cut short, the first ordering puts the rest into slots
-            orderings=1, first=index,
-            time_limit=0.0 if left is None else max(left, 1e-6),
-            seed=instance.params.seed,
-            cancel=instance.cancel if limited else None,
-        )
-        step += 1
-        if result["stopped"]:
-            if best is not None:  # a later ordering cut short: dropped
-                break
-            info["stopped"] = True
-        info["orderings"] = step
-        rounds = 0
-        if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
-            live_offsets, result["peak"], rounds = _gravity_rounds(
-                orderings, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
-        if best is None or result["peak"] < best_peak:
-            best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
-            _publish_best(instance, best_peak)
-            searching = anytime and limited and best_peak > goal and not info["stopped"]
-        if info["stopped"] or best_peak <= goal:
-            break
+    arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
+    second = None
+    if anytime and limited and stop is not None and _lane_count(count) > 1:
+        second = _SecondLane(instance, arrays, goal, stop)
+    try:
+        made = planner(*arrays)  # indexed once for all of this lane's orderings
+        skipped = LARGE_SECOND_LANE if second is not None else ()
+        done = None if second is None else (lambda: second.at_goal)
+        started = None if second is None else second.start  # once the first ordering misses the goal
+        best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
+                                            done=done, missed=started)
+    finally:
+        if second is not None and second.is_alive():
+            second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
+            second.join()
+    if second is not None:
+        best, best_peak, info = second.merged(instance, best, best_peak, info)
     if limited and instance.cancelled():
         instance.counters.cancelled = True
     offsets = instance.full_offsets(best)
@@ -863,6 +866,138 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         peak = max(peak, max(offsets[index] for index in zero.tolist()))
     _publish_best(instance, peak)
     return offsets, peak, info
+
+
+def _lane_count(count: int) -> int:
+    """How many lanes the large planner runs under a time limit: two when there are at most
+    LARGE_LANE_BUFFERS buffers and this process may use at least two cores, else one."""
+    if count > LARGE_LANE_BUFFERS or LARGE_LANES < 2:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
+class _SecondLane(threading.Thread):
+    """The second lane of _large_layout: LARGE_SECOND_LANE's orderings on their own planner,
+    with the same rounds and search, in a thread; counted in a copy of the instance (its
+    own counters, no progress array: the first lane publishes) whose cancel flag is
+    ``halt``, raised by the first lane when it is done (at the limit, at the goal or on
+    the caller's cancel). ``at_goal``: this lane reached the goal (the first one stops)."""
+
+    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float):
+        super().__init__(name="telamalloc-large-lane", daemon=True)
+        self.halt = np.zeros(1, dtype=np.uint8)
+        self.instance = dataclasses.replace(instance, counters=_Counters(), progress=None, cancel=self.halt)
+        self.arrays, self.goal, self.stop = arrays, goal, stop
+        self.result = None
+        self.at_goal = False
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        from telamalloc.runtime.alloc._large import planner
+
+        try:
+            made = planner(*self.arrays)  # indexed here, beside the first lane's planner
+        except MemoryError:  # no room for a second planner: the first lane alone
+            return
+        try:
+            self.result = _large_lane(self.instance, made, list(LARGE_SECOND_LANE), (), self.arrays[4], self.goal,
+                                      self.stop, anytime=True, limited=True, extend=False)
+            self.at_goal = self.result[1] is not None and self.result[1] <= self.goal
+        except BaseException as error:  # re-raised by merged() in the caller's thread
+            self.error = error
+
+    def merged(self, instance: _Instance, best, best_peak: int, info: dict):
+        """The better of the first lane's (best, best_peak, info) and this lane's, the info
+        counting both lanes' work."""
+        if self.error is not None:
+            raise self.error
+        counters = self.instance.counters  # its cancelled flag is the halt, not the caller's
+        instance.counters.nodes += counters.nodes
+        instance.counters.backtracks += counters.backtracks
+        instance.counters.restarts += counters.restarts
+        if self.result is None:
+            return best, best_peak, info
+        other, other_peak, other_info = self.result
+        merged = dict(info)
+        merged["orderings"] = info["orderings"] + other_info["orderings"]
+        merged["gravity"] = info["gravity"] + other_info["gravity"]
+        merged["settled"] = info["settled"] + other_info["settled"]
+        merged["lns"] = _LnsStats(
+            windows=info["lns"].windows + other_info["lns"].windows,
+            improved=info["lns"].improved + other_info["lns"].improved,
+            timed_out=info["lns"].timed_out + other_info["lns"].timed_out,
+            work=info["lns"].work + other_info["lns"].work,
+            stuck=info["lns"].stuck and other_info["lns"].stuck,
+        )
+        merged["lanes"] = 2
+        if other is not None and (best is None or other_peak < best_peak):
+            merged["ordering"] = other_info["ordering"]
+            return other, other_peak, merged
+        return best, best_peak, merged
+
+
+def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: np.ndarray, goal: int,
+                stop: float | None, anytime: bool, limited: bool, extend: bool = True,
+                done=None, missed=None) -> tuple[np.ndarray | None, int | None, dict]:
+    """One lane of _large_layout's schedule on the planner ``made``: the orderings of
+    ``schedule`` (then, with ``extend`` under a limit, the further ones of
+    ``_large_ordering``), leaving out ``skipped``; return the best live layout, its peak
+    and the info. ``done``: checked before each further ordering, stops the lane when true
+    (the other lane reached the goal); ``missed``: called once the first ordering is
+    complete above the goal (it starts the other lane: where one ordering reaches LOAD,
+    as on unet and training, the second lane would only slow the first)."""
+    count = len(instance.starts)
+    best = None
+    best_peak = None
+    best_rounds = 0  # gravity rounds run on the best layout
+    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0}
+    step = 0
+    searching = False  # a large-neighbourhood search is due on the best layout
+    eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
+    orderings = (index for position in itertools.count()
+                 for index in [schedule[position] if position < len(schedule) else _large_ordering(position)]
+                 if index not in skipped)
+    while True:
+        if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
+            best, best_peak = _improved(instance, made, best, fixed, goal, stop, info, limited, best_rounds)
+            searching = False
+            if best_peak <= goal:
+                break
+        if step >= len(schedule) and not (extend and anytime and stop is not None):
+            break
+        index = next(orderings)  # past the budget: the next fixed ones, then seeded random ones
+        left = None if stop is None else stop - time.monotonic()
+        if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled()) or (done is not None and done())):
+            break
+        live_offsets, result = made.run(  # cut short, the first ordering puts the rest into slots
+            orderings=1, first=index,
+            time_limit=0.0 if left is None else max(left, 1e-6),
+            seed=instance.params.seed,
+            cancel=instance.cancel if limited else None,
+        )
+        step += 1
+        if step == 1 and missed is not None and not result["stopped"] and result["peak"] > goal:
+            missed()
+        if result["stopped"]:
+            if best is not None:  # a later ordering cut short: dropped
+                break
+            info["stopped"] = True
+        info["orderings"] = step
+        rounds = 0
+        if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
+            live_offsets, result["peak"], rounds = _gravity_rounds(
+                made, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
+        if best is None or result["peak"] < best_peak:
+            best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
+            _publish_best(instance, best_peak)
+            searching = anytime and limited and best_peak > goal and not info["stopped"]
+        if info["stopped"] or best_peak <= goal:
+            break
+    return best, best_peak, info
 
 
 def _improved(instance: _Instance, made, offsets: np.ndarray, fixed: np.ndarray, goal: int, stop: float | None,

@@ -516,12 +516,66 @@ def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
     real_planner, real_lns = _large.planner, api._lns
     monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
     monkeypatch.setattr(api, "_lns", lambda instance, offsets, *rest: (steps.append("search"), real_lns(instance, offsets, *rest))[1])
+    monkeypatch.setattr(api, "LARGE_LANES", 1)  # one lane's schedule (the second lane is tested below)
     for eager_buffers, expected in ((10**9, [api.LARGE_SCHEDULE[0], api.LARGE_SCHEDULE[1], "search"]), (2000, [api.LARGE_SCHEDULE[0], "search"])):
         steps.clear()
         monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", eager_buffers)
         solution = solve(problem, mode="minimize", algorithm="large", time_limit=1.5)
         assert solution.ok and validate(problem, solution.offsets) == []
         assert steps[: len(expected)] == expected, (eager_buffers, steps)
+
+
+def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(monkeypatch):
+    """With a time limit and two cores the second lane (a thread with its own planner) runs
+    LARGE_SECOND_LANE's orderings, which the first lane skips; without a limit one lane runs
+    the whole schedule, whatever the cores (the same layout on every machine)."""
+    import threading
+
+    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(6000, 1).problem()
+    runs = []
+
+    class Recorded:
+        def __init__(self, made):
+            self.made = made
+
+        def run(self, **options):
+            runs.append((threading.current_thread().name, options["first"]))
+            return self.made.run(**options)
+
+        def settle(self, *arguments, **options):
+            return self.made.settle(*arguments, **options)
+
+    real_planner = _large.planner
+    monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
+    monkeypatch.setattr(api, "_lane_count", lambda count: 2)
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=1.0)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    second = [index for name, index in runs if name == "telamalloc-large-lane"]
+    first = [index for name, index in runs if name != "telamalloc-large-lane"]
+    # how far each lane gets within the limit depends on the machine: the order does not
+    assert second and second == list(api.LARGE_SECOND_LANE)[: len(second)]
+    assert first and first == [index for index in api.LARGE_SCHEDULE if index not in api.LARGE_SECOND_LANE][: len(first)]
+    assert f"best of {len(runs)} orderings" in solution.message
+    runs.clear()
+    unlimited = solve(problem, mode="minimize", algorithm="large")
+    assert all(name != "telamalloc-large-lane" for name, _ in runs)
+    assert [index for _, index in runs] == api._large_orderings(6000, len(FIXED_ORDERINGS))[: len(runs)]
+    monkeypatch.setattr(api, "_lane_count", lambda count: 1)
+    assert solve(problem, mode="minimize", algorithm="large").offsets == unlimited.offsets
+
+
+def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size(monkeypatch):
+    monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert api._lane_count(1000) == 2
+    assert api._lane_count(api.LARGE_LANE_BUFFERS + 1) == 1
+    monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert api._lane_count(1000) == 1
+    monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(api, "LARGE_LANES", 1)
+    assert api._lane_count(1000) == 1
 
 
 def test_lifted_buffers_stack_aligned_without_needless_padding():
