@@ -848,7 +848,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         made = planner(*arrays)  # indexed once for all of this lane's orderings
         skipped = LARGE_SECOND_LANE if second is not None else ()
         done = None if second is None else (lambda: second.at_goal)
-        started = None if second is None else second.start  # once the first ordering misses the goal
+        started = None if second is None else second.begin  # once the first ordering misses the goal
         best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
                                             done=done, missed=started)
     finally:
@@ -895,6 +895,13 @@ class _SecondLane(threading.Thread):
         self.result = None
         self.at_goal = False
         self.error: BaseException | None = None
+
+    def begin(self) -> None:
+        """Start the lane; without a thread to be had (RuntimeError) the first lane goes on alone."""
+        try:
+            self.start()
+        except RuntimeError:
+            pass
 
     def run(self) -> None:
         from telamalloc.runtime.alloc._large import planner
