@@ -180,6 +180,7 @@ cdef class _Planner:
     cdef int64_t flat_height  # time nodes above this height hold nothing (see _flat_height)
     cdef object pinned  # the pinned buffers, placed first by every ordering
     cdef object load  # contention() of the buffers, once an ordering needs it
+    cdef object load_point  # and their LOAD point (_contention())
 
     def run(self, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
             time_limit=0.0, target=-1, seed=0, cancel=None, progress=None):
@@ -301,6 +302,7 @@ cdef class _Planner:
         self.time_covers = NULL
         self.pinned = None
         self.load = None
+        self.load_point = None
 
     def __dealloc__(self):
         cdef int64_t v
@@ -723,13 +725,27 @@ def contention(starts, ends, sizes):
     of its lifetime [start, end), in O(n log n). LOAD only rises at a start, so the highest
     point is at one of the distinct start times inside the lifetime: a range maximum over
     the LOAD at those times (an iterative segment tree, bottom-up)."""
+    return _contention(starts, ends, sizes)[0]
+
+
+def _load_point(starts, ends, sizes):
+    """The LOAD point: the first time at which the LOAD is highest (0 without buffers)."""
+    if len(starts) == 0:
+        return 0
+    distinct, loads = _start_loads(starts, ends, sizes)
+    return int(distinct[int(np.argmax(loads))])
+
+
+def _contention(starts, ends, sizes):
+    """(``contention()``, ``_load_point()``) from one pass over the LOAD at the starts."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
     count = starts.shape[0]
     if count == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), 0
     distinct, loads = _start_loads(starts, ends, sizes)
+    load_point = int(distinct[int(np.argmax(loads))])
     low = np.searchsorted(distinct, starts, "left").astype(np.int64)
     high = np.searchsorted(distinct, ends, "left").astype(np.int64)  # ranks [low, high): at least low
     width = 1
@@ -751,10 +767,10 @@ def contention(starts, ends, sizes):
             v -= 1
         for i in range(n):
             out[i] = _range_max(&tree[0], w, lows[i], highs[i], 0)
-    return out_array
+    return out_array, load_point
 
 
-def ordering(index, starts, ends, sizes, seed=0, load=None):
+def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None):
     """The ``index``-th placement ordering: (a permutation of the buffers, first-fit?).
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
@@ -770,7 +786,8 @@ def ordering(index, starts, ends, sizes, seed=0, load=None):
     others as contention does, with the same bounded best-fit. 17 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
-    deterministic. ``load``: ``contention()`` of these buffers when already known.
+    deterministic. ``load``: ``contention()`` of these buffers when already known, and
+    ``load_point`` their ``_load_point()`` (both from ``_contention()``).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -782,13 +799,15 @@ def ordering(index, starts, ends, sizes, seed=0, load=None):
         base, tie, first_fit = FIXED_ORDERINGS[index]
         if tie in CONTENTION_TIES:
             if load is None:
-                load = contention(starts, ends, sizes)
+                load, load_point = _contention(starts, ends, sizes)
             bucket = CONTENTION_BUCKET if tie == "sweep" else base
             buckets = np.floor(load / (bucket * max(int(load.max()), 1)))
             key = -ends if tie == "contention-end" else -lengths
             row = np.lexsort((position, -sizes, key, -buckets)).astype(np.int64)
             if tie == "sweep":
-                row = _swept(row, starts, ends, sizes, lengths, position, base)
+                if load_point is None:
+                    load_point = _load_point(starts, ends, sizes)
+                row = _swept(row, starts, ends, sizes, lengths, position, base, load_point)
             return row, first_fit
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
@@ -806,10 +825,10 @@ def ordering(index, starts, ends, sizes, seed=0, load=None):
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-def _swept(row, starts, ends, sizes, lengths, position, divisor):
+def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point):
     """A sweep ordering: the long-lived buffers (living at least ``divisor``-th of the span
     from the first start to the last end) first, in a sweep from the end of the trace
-    nearer the LOAD point towards the other (the latest end first when the LOAD point lies
+    nearer ``load_point`` (the LOAD point) towards the other (the latest end first when the LOAD point lies
     in the later half, ties by the earlier start; else the earliest start first, ties by
     the later end; then larger sizes, then index), then the others in ``row``'s order.
 
@@ -829,15 +848,14 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor):
     span = int(ends.max()) - first_start
     shortest = -(-span // int(divisor))  # ceil: no overflow for 64-bit times
     long_lived = lengths >= shortest
-    if not np.any(long_lived):
+    chosen = np.flatnonzero(long_lived)
+    if chosen.shape[0] == 0:
         return row
-    distinct, loads = _start_loads(starts, ends, sizes)
-    peak_time = int(distinct[int(np.argmax(loads))])
-    if peak_time - first_start >= span - (peak_time - first_start):  # the LOAD point in the later half
-        swept = np.lexsort((position, -sizes, starts, -ends))
+    if load_point - first_start >= span - (load_point - first_start):  # the LOAD point in the later half
+        keys = (position[chosen], -sizes[chosen], starts[chosen], -ends[chosen])
     else:
-        swept = np.lexsort((position, -sizes, -ends, starts))
-    return np.concatenate((swept[long_lived[swept]], row[~long_lived[row]])).astype(np.int64)
+        keys = (position[chosen], -sizes[chosen], -ends[chosen], starts[chosen])
+    return np.concatenate((chosen[np.lexsort(keys)], row[~long_lived[row]])).astype(np.int64)
 
 
 def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS,
@@ -936,8 +954,8 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
             contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] in CONTENTION_TIES
             if contended and planner.load is None:
-                planner.load = contention(starts, ends, sizes)
-            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load)
+                planner.load, planner.load_point = _contention(starts, ends, sizes)
+            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point)
             if contended and not planner.first_fit:
                 planner.gaps = CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
@@ -979,8 +997,15 @@ cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object de
     (fewer than all when the time limit or the cancel flag stopped it). The placements run
     without the GIL, 1,024 at a time between checks of the clock, so that another thread
     (a second lane of the solver's schedule) constructs beside it."""
-    cdef Py_ssize_t r = 0, n = sequence.shape[0], chunk_end
     planner._unplace_all()
+    return _place_all(planner, sequence, deadline, cancel)
+
+
+cdef int64_t _place_all(_Planner planner, const int64_t[::1] sequence, object deadline, object cancel) except -1:
+    """Place the buffers of ``sequence`` in order on the current unions; return how many
+    were placed before the time limit or the cancel flag stopped it (checked every 1,024
+    placements, which run without the GIL in between)."""
+    cdef Py_ssize_t r = 0, n = sequence.shape[0], chunk_end
     while r < n:
         if r > 0 and _should_stop(deadline, cancel):
             return r
@@ -1002,25 +1027,14 @@ cdef bint _gravity(_Planner planner, const int64_t[::1] given, const int64_t[::1
         planner.offsets[r] = given[r]
     planner.first_fit = True
     planner.gaps = 0
-    cdef Py_ssize_t count = movers.shape[0], chunk_end
     with nogil:
         for r in range(kept.shape[0]):
             i = kept[r]
             planner.placed[i] = 1
             planner._cover_insert(i)
-    r = 0
-    while r < count:  # without the GIL between checks of the clock, as in _construct
-        if r > 0 and _should_stop(deadline, cancel):
-            return False  # the rest keep their given offsets
-        chunk_end = min(count, (r + 1) | 1023)
-        with nogil:
-            while r < chunk_end:
-                i = movers[r]
-                planner.offsets[i] = planner._best_fit(i)
-                planner.placed[i] = 1
-                planner._cover_insert(i)
-                r += 1
-    return True
+    # movers are never pinned and never of size 0, so _place puts each one best-fit (here
+    # first-fit); the ones not reached keep their given offsets
+    return _place_all(planner, movers, deadline, cancel) == movers.shape[0]
 
 
 cdef int64_t _top_of(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:

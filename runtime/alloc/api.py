@@ -848,9 +848,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
         made = planner(*arrays)  # indexed once for all of this lane's orderings
         skipped = LARGE_SECOND_LANE if second is not None else ()
         done = None if second is None else (lambda: second.at_goal)
-        started = None if second is None else second.begin  # once the first ordering misses the goal
+        start_second = None if second is None else second.begin  # once the first ordering misses the goal
         best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
-                                            done=done, missed=started)
+                                            done=done, missed=start_second)
     finally:
         if second is not None and second.is_alive():
             second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
@@ -940,11 +940,18 @@ class _SecondLane(threading.Thread):
             work=info["lns"].work + other_info["lns"].work,
             stuck=info["lns"].stuck and other_info["lns"].stuck,
         )
-        merged["lanes"] = 2
         if other is not None and (best is None or other_peak < best_peak):
             merged["ordering"] = other_info["ordering"]
             return other, other_peak, merged
         return best, best_peak, merged
+
+
+def _lane_orderings(schedule: list[int], skipped):
+    """``schedule``, then the further orderings of ``_large_ordering``, without ``skipped``."""
+    for position in itertools.count():
+        index = schedule[position] if position < len(schedule) else _large_ordering(position)
+        if index not in skipped:
+            yield index
 
 
 def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: np.ndarray, goal: int,
@@ -965,9 +972,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
-    orderings = (index for position in itertools.count()
-                 for index in [schedule[position] if position < len(schedule) else _large_ordering(position)]
-                 if index not in skipped)
+    orderings = _lane_orderings(schedule, skipped)
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
             best, best_peak = _improved(instance, made, best, fixed, goal, stop, info, limited, best_rounds)
