@@ -1006,9 +1006,21 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     and the info. ``done``: checked before each further ordering, stops the lane when true
     (the other lane reached the goal); ``missed``: called once the first ordering is
     complete above the goal (it starts the other lane: where one ordering reaches LOAD,
-    as on unet and training, the second lane would only slow the first)."""
+    as on unet and training, the second lane would only slow the first).
+
+    ``fixed``: the pins ``made`` was built with. When they lift buffers the user left free
+    (``_lifted``), the greedy orderings (0 and 1) run on a planner with the user's pins
+    instead, built when first needed, so that they give exactly best-fit's and first-fit's
+    layouts (tracegen at 10^5, seed 1: both at LOAD, the lifted ones 128 bytes above it);
+    a layout keeps the planner and pins it was made with for its gravity rounds and window
+    searches."""
+    from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
+
     count = len(instance.starts)
+    lifted = not np.array_equal(fixed, instance.fixed)
+    plain = None  # the planner on the user's pins
     best = None
+    best_made, best_fixed = made, fixed  # the planner and pins of the best layout
     best_peak = None
     best_rounds = 0  # gravity rounds run on the best layout
     info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0}
@@ -1018,7 +1030,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     orderings = _lane_orderings(schedule, skipped)
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
-            best, best_peak = _improved(instance, made, best, fixed, goal, stop, info, limited, best_rounds)
+            best, best_peak = _improved(instance, best_made, best, best_fixed, goal, stop, info, limited, best_rounds)
             searching = False
             if best_peak <= goal:
                 break
@@ -1028,7 +1040,12 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
         left = None if stop is None else stop - time.monotonic()
         if step > 0 and (left is not None and left <= 0 or (limited and instance.cancelled()) or (done is not None and done())):
             break
-        live_offsets, result = made.run(  # cut short, the first ordering puts the rest into slots
+        runner, runner_fixed = made, fixed
+        if lifted and index < len(GREEDY_ALGORITHMS):  # best-fit or first-fit: exactly as greedy places them
+            if plain is None:
+                plain = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
+            runner, runner_fixed = plain, instance.fixed
+        live_offsets, result = runner.run(  # cut short, the first ordering puts the rest into slots
             orderings=1, first=index,
             time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,
@@ -1045,9 +1062,10 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
         rounds = 0
         if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
             live_offsets, result["peak"], rounds = _gravity_rounds(
-                made, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
+                runner, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
         if best is None or result["peak"] < best_peak:
             best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
+            best_made, best_fixed = runner, runner_fixed
             _publish_best(instance, best_peak)
             searching = anytime and limited and best_peak > goal and not info["stopped"]
         if info["stopped"] or best_peak <= goal:

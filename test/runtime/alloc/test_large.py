@@ -257,6 +257,20 @@ def test_more_window_searches_never_give_a_worse_layout(monkeypatch):
     assert peaks[0] > solution.load and peaks[-1] < peaks[0]
 
 
+@pytest.mark.parametrize("seed", [24, 25, 48])
+def test_never_worse_than_greedy_when_buffers_live_everywhere(seed):
+    """tracegen's weights live at every point and are stacked first; the greedy orderings
+    still run on the user's pins, so ``large`` gives at most best-fit's and first-fit's
+    peaks (with the weights stacked first these three ended 128 bytes above them)."""
+    trace = generate(5000, seed)
+    problem = trace.problem()
+    assert np.any((trace.starts == trace.starts.min()) & (trace.ends == trace.ends.max()))  # weights to stack
+    greedy_peak = min(solve(problem, mode="minimize", algorithm=name).peak for name in ("best-fit", "first-fit"))
+    solution = solve(problem, mode="minimize", algorithm="large")
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak <= greedy_peak
+
+
 @pytest.mark.parametrize("seed", [3, 4])
 def test_window_search_tries_looser_capacities_and_windows_clear_of_high_pins(monkeypatch, seed):
     """tracegen's nested lifetimes around its LOAD point: the windows around the peak whose
