@@ -674,6 +674,12 @@ class _LnsStats:
     work: int = 0  # nodes x window buffers of every window search
     stuck: bool = False  # the highest buffer's window could not be lowered (or grew too large)
 
+    def plus(self, other: _LnsStats) -> _LnsStats:
+        """Both searches' counts (two lanes): the sums, stuck when both were."""
+        counts = {field.name: getattr(self, field.name) + getattr(other, field.name)
+                  for field in dataclasses.fields(self) if field.name != "stuck"}
+        return _LnsStats(**counts, stuck=self.stuck and other.stuck)
+
 
 def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int, rounds: int, stop: float | None, stats: _LnsStats) -> np.ndarray:
     """Large-neighbourhood search on a large planner layout (live offsets, changed in place;
@@ -976,13 +982,7 @@ class _SecondLane(threading.Thread):
         merged["orderings"] = info["orderings"] + other_info["orderings"]
         merged["gravity"] = info["gravity"] + other_info["gravity"]
         merged["settled"] = info["settled"] + other_info["settled"]
-        merged["lns"] = _LnsStats(
-            windows=info["lns"].windows + other_info["lns"].windows,
-            improved=info["lns"].improved + other_info["lns"].improved,
-            timed_out=info["lns"].timed_out + other_info["lns"].timed_out,
-            work=info["lns"].work + other_info["lns"].work,
-            stuck=info["lns"].stuck and other_info["lns"].stuck,
-        )
+        merged["lns"] = info["lns"].plus(other_info["lns"])
         if other is not None and (best is None or other_peak < best_peak):
             merged["ordering"] = other_info["ordering"]
             return other, other_peak, merged

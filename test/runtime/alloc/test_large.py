@@ -625,6 +625,13 @@ def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
     assert peak == int((offsets + instance.sizes).max()) <= first_alone
 
 
+def test_the_two_lanes_window_search_counts_add_up():
+    first = api._LnsStats(windows=3, improved=1, timed_out=10, work=100, stuck=True)
+    second = api._LnsStats(windows=2, improved=0, timed_out=5, work=50, stuck=False)
+    assert first.plus(second) == api._LnsStats(windows=5, improved=1, timed_out=15, work=150, stuck=False)
+    assert first.plus(api._LnsStats(stuck=True)) == first  # stuck only when both lanes were
+
+
 def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size(monkeypatch):
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert api._lane_count(1000) == 2
