@@ -18,9 +18,9 @@ Algorithms
   placement over a portfolio of orderings (a sweep of the long-lived buffers and a
   contention one with best-fit first, then the classic decreasing-size first-fit and
   best-fit ones, so that without a short time limit
-  it is never worse than either greedy baseline unless some buffers are lifted), without
+  it is never worse than either greedy baseline), without
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
-  bottom first; in minimize mode then gravity rounds and a large-neighbourhood search
+  bottom first (the two greedy orderings run without that, on the user's pins); in minimize mode then gravity rounds and a large-neighbourhood search
   with the exact kernel on windows around the peak (``_large_layout``, ``_improved``); under
   a time limit, up to LARGE_LANE_BUFFERS buffers and with two cores, a second lane (a
   thread with its own planner) runs other orderings beside the first once its first
