@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc import Buffer, Problem, Status, solve, validate
+from telamalloc import Buffer, Params, Problem, Status, solve, validate
 from telamalloc.runtime.alloc import api
 from telamalloc.runtime.alloc._greedy import greedy
 from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, contention, ordering, plan, planner
@@ -255,6 +255,97 @@ def test_more_window_searches_never_give_a_worse_layout(monkeypatch):
         peaks.append(solution.peak)
     assert peaks == sorted(peaks, reverse=True)
     assert peaks[0] > solution.load and peaks[-1] < peaks[0]
+
+
+def window_of(seed: int):
+    """A deepnet layout from the planner and a window around a buffer near its peak, as
+    _lns makes them: (arrays, offsets, freed buffers, pinned buffers)."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    trace = deepnet(3000, seed)
+    starts, ends, sizes, aligns = trace.starts, trace.ends, trace.sizes, trace.alignments
+    offsets, _ = plan(starts, ends, sizes, aligns, np.full(len(starts), -1, dtype=np.int64), orderings=1, first=14)
+    rng = np.random.default_rng(seed)
+    high_ones = np.flatnonzero(offsets + sizes > 0.9 * peak_of(offsets, sizes))
+    chosen = int(rng.choice(high_ones))
+    low, high = int(starts[chosen]) - int(rng.integers(0, 12)), int(ends[chosen]) + int(rng.integers(0, 12))
+    inside = (starts >= low) & (ends <= high)
+    crossing = (starts < high) & (ends > low) & ~inside
+    return (starts, ends, sizes, aligns), offsets, np.flatnonzero(inside), np.flatnonzero(crossing)
+
+
+def covered(lows, highs) -> list[tuple[int, int]]:
+    """The union of byte ranges [low, high), as sorted disjoint ranges (touching ones merged)."""
+    union = []
+    for low, high in sorted(zip(lows.tolist(), highs.tolist())):
+        if union and low <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], high)
+        else:
+            union.append([low, high])
+    return [tuple(r) for r in union]
+
+
+def merged_pins(seed: int) -> tuple[int, int]:
+    """Check _window on window_of(seed) (see the test below); return how many pins the
+    kernel gets and how many buffers crossed the window."""
+    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
+    s, e, z, a, f = api._window(freed, pinned, starts, ends, sizes, aligns, offsets)
+    k = len(freed)
+    assert np.array_equal(s[:k], starts[freed]) and np.array_equal(z[:k], sizes[freed]) and (f[:k] == -1).all()
+    assert (f[k:] >= 0).all() and (z[k:] > 0).all() and (s[k:] < e[k:]).all()
+    first, last = int(starts[freed].min()), int(ends[freed].max())
+    assert (s[k:] >= first).all() and (e[k:] <= last).all()
+    for time_point in range(first, last):
+        before = pinned[(starts[pinned] <= time_point) & (ends[pinned] > time_point)]
+        after = np.flatnonzero((s[k:] <= time_point) & (e[k:] > time_point)) + k
+        assert covered(offsets[before], offsets[before] + sizes[before]) == covered(f[after], f[after] + z[after])
+        assert int(z[after].sum()) == sum(high - low for low, high in covered(f[after], f[after] + z[after]))
+    assert len(s) - k <= len(pinned)
+    return len(s) - k, len(pinned)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_window_pins_merge_into_the_same_obstacles(seed):
+    """The exact kernel gets a window's pins cut to the freed buffers' span, the ones
+    covering all of it merged into one pin per run of touching byte ranges: at every point
+    of the span they cover the same bytes as the crossing buffers did, they never overlap,
+    and there are no more of them."""
+    merged_pins(seed)
+
+
+def test_window_pins_merge_under_deepnets_long_lived_buffers():
+    """Over those windows the kernel gets about a fifth of the pins (merged / crossing)."""
+    merged, crossing = np.sum([merged_pins(seed) for seed in range(12)], axis=0)
+    assert merged < 0.5 * crossing
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])  # seed 4's proofs take 4 million nodes (6 s)
+def test_the_kernel_answers_the_same_with_merged_pins(seed):
+    """At capacities around the lowest the window allows, the kernel proves the same
+    capacities infeasible with the merged pins as with the crossing buffers themselves,
+    and its layouts for the freed buffers are clear of every crossing buffer."""
+    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search
+
+    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
+    members = np.concatenate((freed, pinned))
+    plain = (starts[members], ends[members], sizes[members], aligns[members],
+             np.concatenate((np.full(len(freed), -1, dtype=np.int64), offsets[pinned])))
+    merged = api._window(freed, pinned, starts, ends, sizes, aligns, offsets)
+    top = int((offsets[members] + sizes[members]).max())
+    answers = set()
+    for capacity in np.linspace(int((offsets[pinned] + sizes[pinned]).max()), top, 6).astype(np.int64).tolist():
+        one = search(*plain, capacity, Params())
+        other = search(*merged, capacity, Params())
+        assert one.status == other.status and one.status in (STATUS_OK, STATUS_INFEASIBLE)
+        answers.add(one.status)
+        if other.status == STATUS_OK:
+            placed = offsets.copy()
+            placed[freed] = other.offsets[:len(freed)]
+            problem = Problem([Buffer(f"b{i}", int(starts[i]), int(ends[i]), int(sizes[i]), int(aligns[i]))
+                               for i in members.tolist()])
+            assert validate(problem, placed[members].tolist()) == []
+            assert int((placed[members] + sizes[members]).max()) <= capacity
+    assert STATUS_OK in answers
 
 
 @pytest.mark.parametrize("seed", [24, 25, 48])
