@@ -314,7 +314,7 @@ def test_window_pins_merge_into_the_same_obstacles(seed):
 
 
 def test_window_pins_merge_under_deepnets_long_lived_buffers():
-    """Over those windows the kernel gets about a fifth of the pins (merged / crossing)."""
+    """Over those windows the kernel gets about a quarter of the pins (163 for 608)."""
     merged, crossing = np.sum([merged_pins(seed) for seed in range(12)], axis=0)
     assert merged < 0.5 * crossing
 
@@ -345,7 +345,7 @@ def test_the_kernel_answers_the_same_with_merged_pins(seed):
                                for i in members.tolist()])
             assert validate(problem, placed[members].tolist()) == []
             assert int((placed[members] + sizes[members]).max()) <= capacity
-    assert STATUS_OK in answers
+    assert answers == {STATUS_OK, STATUS_INFEASIBLE}
 
 
 @pytest.mark.parametrize("seed", [24, 25, 48])
