@@ -183,7 +183,7 @@ cdef class _Planner:
     cdef object load_point  # and their LOAD point (_contention())
 
     def run(self, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
-            time_limit=0.0, target=-1, seed=0, cancel=None, progress=None):
+            time_limit=0.0, target=-1, seed=0, cancel=None, progress=None, swept=None):
         """Plan the buffers; return (offsets, info).
 
         ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
@@ -195,11 +195,18 @@ cdef class _Planner:
         ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
         at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
         ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
+        ``swept``: a bool mask of buffers the sweep orderings (14, 15, 16) sweep with
+        the long-lived ones (see ``ordering``); None: none.
         ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
         read (work), and whether time or cancel cut the first ordering short.
         Raises ValueError on an ordering that is not a permutation.
         """
-        return _run(self, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed, cancel, progress)
+        if swept is not None:
+            swept = np.asarray(swept, dtype=bool)
+            if swept.shape != (self.n,):
+                raise ValueError("swept must give one flag per buffer")
+        return _run(self, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed, cancel, progress,
+                    swept)
 
     def gravity(self, offsets, movable, *, mirror=False, deadline=None, cancel=None):
         """One gravity pass over a valid layout; return (offsets, complete).
@@ -770,7 +777,7 @@ def _contention(starts, ends, sizes):
     return out_array, load_point
 
 
-def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None):
+def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swept=None):
     """The ``index``-th placement ordering: (a permutation of the buffers, first-fit?).
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
@@ -787,7 +794,9 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None):
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic. ``load``: ``contention()`` of these buffers when already known, and
-    ``load_point`` their ``_load_point()`` (both from ``_contention()``).
+    ``load_point`` their ``_load_point()`` (both from ``_contention()``). ``swept``: a bool
+    mask of further buffers the sweep orderings sweep with the long-lived ones (the
+    others ignore it).
     """
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
@@ -807,7 +816,7 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None):
             if tie == "sweep":
                 if load_point is None:
                     load_point = _load_point(starts, ends, sizes)
-                row = _swept(row, starts, ends, sizes, lengths, position, base, load_point)
+                row = _swept(row, starts, ends, sizes, lengths, position, base, load_point, swept)
             return row, first_fit
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
@@ -825,7 +834,7 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None):
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point):
+def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swept=None):
     """A sweep ordering: the long-lived buffers (living at least ``divisor``-th of the span
     from the first start to the last end) first, in a sweep from the end of the trace
     nearer ``load_point`` (the LOAD point) towards the other (the latest end first when the LOAD point lies
@@ -840,7 +849,8 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point):
     with 1/16, seeds 0..7 at 10^5 buffers 1.0037-1.0234 x LOAD after two gravity rounds,
     lower than contention's on six of them; 1/8, 1/16 and 1/32 win on different seeds; at
     10^6 1/8 gives 1.0050 against contention's 1.0103 (one ordering each). The long-lived
-    buffers by contention first instead: no better than contention."""
+    buffers by contention first instead: no better than contention. ``swept``: a bool mask
+    of further buffers swept with them (see api.LARGE_RESWEEPS)."""
     count = starts.shape[0]
     if count == 0:
         return row
@@ -848,6 +858,8 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point):
     span = int(ends.max()) - first_start
     shortest = -(-span // int(divisor))  # ceil: no overflow for 64-bit times
     long_lived = lengths >= shortest
+    if swept is not None:
+        long_lived = long_lived | np.asarray(swept, dtype=bool)
     chosen = np.flatnonzero(long_lived)
     if chosen.shape[0] == 0:
         return row
@@ -917,7 +929,7 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
 
 
 cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed,
-                 cancel, progress):
+                 cancel, progress, swept=None):
     """Construct the orderings on a planner; return (offsets, info) (see _Planner.run)."""
     count = planner.n
     starts, ends, sizes, fixed = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes), np.asarray(planner.fixed)
@@ -955,7 +967,7 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] in CONTENTION_TIES
             if contended and planner.load is None:
                 planner.load, planner.load_point = _contention(starts, ends, sizes)
-            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point)
+            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept)
             if contended and not planner.first_fit:
                 planner.gaps = CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
