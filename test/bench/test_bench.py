@@ -59,6 +59,29 @@ def test_bench_large_runs_a_row_per_seed(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["deepnet-2000-0.csv", "deepnet-2000-3.csv"]
 
 
+def test_bench_large_reports_a_failing_omnimalloc_in_its_column(tmp_path):
+    """omnimalloc refuses deepnet at 10^6 (its conflict table would pass 2 GiB, a
+    RuntimeError): the row says so and the run goes on, no traceback. An omnimalloc
+    stand-in that raises the same way, first on the path, makes it happen at 2,000 buffers."""
+    fake = tmp_path / "fake" / "omnimalloc"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text(
+        "class Allocation:\n"
+        "    def __init__(self, *values):\n"
+        "        self.values = values\n\n\n"
+        "def allocate(allocations, allocator):\n"
+        "    raise RuntimeError('the conflict relation is too dense to materialize')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "unet", "--buffers", "2000",
+                             "--runs", "1", "--no-shared", "--cache", str(tmp_path / "cache")],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = result.stdout.splitlines()[2].split()
+    assert row[0] == "unet-2000" and row[9:13] == ["failed", "-", "failed", "-"]
+    assert "Traceback" not in result.stderr
+    assert "bench_large: omnimalloc's greedy_by_size failed on unet-2000: the conflict relation is too dense" in result.stderr
+
+
 def test_bench_large_overhead_measures_each_phase(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--overhead", "--families", "unet",
                              "--buffers", "3000", "--runs", "1", "--no-shared", "--cache", str(tmp_path)],
