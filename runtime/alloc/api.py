@@ -940,6 +940,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     (``_lane_count``), a second lane runs beside the first in a thread, with its own
     planner: the orderings of LARGE_SECOND_LANE with their own gravity rounds and search,
     which the first lane then skips; the lower layout wins (ties: the first lane's). The
+    planner's placements release the GIL. Without a limit there is one lane, so the
     result does not depend on the cores."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
 
