@@ -212,16 +212,18 @@ LNS_LEVEL_STEP = 0.25
 # both ways); transformer, unet, training, idealloc's set, deepnet, tracegen and
 # transformer at 10^6: the same peaks. False: the crossing buffers themselves.
 LNS_MERGE_PINS = True
-# After the first gravity rounds of a lane's first ordering when it is one of
-# LARGE_RESWEPT (sweep orderings; up to LARGE_EAGER_BUFFERS buffers), the sweep runs
-# again with the buffers living at least 1/LARGE_RESWEEP_DIVISOR of the span that are
-# live at its layout's highest point swept with the long-lived ones, up to
-# LARGE_RESWEEPS times (see _resweeps; 0: never). tela-alloc --timeout=2s on deepnet at
-# 10^5, seeds 0..7: 1.0069, 1.0095, 1.0081, 1.0038, 1.0020, 1.0102, 1.0041, 1.0005 x LOAD
-# against 1.0069, 1.0095, 1.0131, 1.0038, 1.0048, 1.0102, 1.0041, 1.0009 without; the other
-# families and idealloc's set the same. The second lane's sweep (15) re-swept too, or
-# instead: up to 1.0161 on seed 1 (the re-sweep, ~0.4 s, delays that lane's search); at
-# 10^6 it cost the second gravity round (1.0108 and 1.0065 against 1.0046 and 1.0047).
+# When a lane's first ordering is one of LARGE_RESWEPT (sweep orderings; up to
+# LARGE_EAGER_BUFFERS buffers) and its layout, after its first gravity rounds, is still
+# the best when the search is due (after the eager orderings), the sweep runs again with
+# the buffers living at least 1/LARGE_RESWEEP_DIVISOR of the span that are live at its
+# layout's highest point swept with the long-lived ones, up to LARGE_RESWEEPS times (see
+# _resweeps; 0: never). tela-alloc --timeout=2s on deepnet at 10^5, seeds 0..7: 1.0069,
+# 1.0095, 1.0081, 1.0038, 1.0020, 1.0102, 1.0041, 1.0005 x LOAD against 1.0069, 1.0095,
+# 1.0131, 1.0038, 1.0048, 1.0102, 1.0048, 1.0027 without (seeds 6, 7: medians of 5); the
+# other families and idealloc's set the same. Re-swept at once, before the second
+# ordering: seed 1 1.0161 in some runs (contention by later end, #13, wins there and got
+# 0.4 s less for its search); the second lane's sweep (15) re-swept too: 1.0071 on seed 6;
+# at 10^6 it cost the second gravity round (1.0108 and 1.0065 against 1.0046 and 1.0047).
 LARGE_RESWEEPS = 1
 LARGE_RESWEEP_DIVISOR = 256
 LARGE_RESWEPT = (14,)
@@ -1079,7 +1081,8 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     instead, built when first needed, so that they give exactly best-fit's and first-fit's
     layouts (tracegen at 10^5, seed 1: both at LOAD, the lifted ones 128 bytes above it);
     a layout keeps the planner and pins it was made with for its gravity rounds and window
-    searches."""
+    searches. When the first ordering is one of LARGE_RESWEPT and its layout is still the
+    best when the search is due, it is re-swept first (``_resweeps``)."""
     from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
 
     count = len(instance.starts)
@@ -1093,10 +1096,16 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             "resweeps": 0, "resweep_won": False}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
+    resweep = None  # the first ordering, a sweep: re-swept before the search if still the best (LARGE_RESWEEPS)
     eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     orderings = _lane_orderings(schedule, skipped)
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
+            if resweep is not None and info["ordering"] == resweep:  # the sweep still the best: re-swept
+                best, best_peak, best_rounds, info["resweep_won"] = _resweeps(
+                    instance, best_made, resweep, best, best_peak, best_rounds, goal, stop, info, done)
+                _publish_best(instance, best_peak)
+            resweep = None
             best, best_peak = _improved(instance, best_made, best, best_fixed, goal, stop, info, limited, best_rounds)
             searching = False
             if best_peak <= goal:
@@ -1127,16 +1136,14 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             info["stopped"] = True
         info["orderings"] = step
         rounds = 0
-        reswept = False  # a re-sweep gave this layout
         if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
             live_offsets, result["peak"], rounds = _gravity_rounds(
                 runner, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
-            if index in LARGE_RESWEPT:  # re-sweeps (LARGE_RESWEEPS)
-                live_offsets, result["peak"], rounds, reswept = _resweeps(instance, runner, index, live_offsets,
-                                                                          int(result["peak"]), rounds, goal, stop, info, done)
+            if index in LARGE_RESWEPT and runner is made:
+                resweep = index
         if best is None or result["peak"] < best_peak:
             best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
-            info["resweep_won"] = reswept
+            info["resweep_won"] = False
             best_made, best_fixed = runner, runner_fixed
             _publish_best(instance, best_peak)
             searching = anytime and limited and best_peak > goal and not info["stopped"]
@@ -1147,11 +1154,11 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
 
 def _resweeps(instance: _Instance, made, index: int, offsets: np.ndarray, peak: int, rounds: int, goal: int,
               stop: float | None, info: dict, done=None) -> tuple[np.ndarray, int, int, bool]:
-    """The sweep ordering ``index``'s layout ``offsets`` (after its first ``rounds`` gravity
-    rounds, its peak ``peak``) or a lower one from up to LARGE_RESWEEPS re-sweeps: the
+    """The sweep ordering ``index``'s layout ``offsets`` (after ``rounds`` gravity rounds,
+    its peak ``peak``) or a lower one from up to LARGE_RESWEEPS re-sweeps: the
     sweep run again on ``made`` with the buffers living at least 1/LARGE_RESWEEP_DIVISOR of
     the span that are live at the highest point of the last layout swept with the
-    long-lived ones (they add up from one re-sweep to the next), then the same gravity
+    long-lived ones (they add up from one re-sweep to the next), then LARGE_GRAVITY_FIRST gravity
     rounds. Returns (layout, peak, rounds, whether a re-sweep gave it); stops when no
     buffer is added, at the goal, the time limit, the cancel flag or ``done()``; a run cut
     short is dropped. Counted in ``info["resweeps"]``.
