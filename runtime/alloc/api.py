@@ -213,17 +213,20 @@ LNS_LEVEL_STEP = 0.25
 # transformer at 10^6: the same peaks. False: the crossing buffers themselves.
 LNS_MERGE_PINS = True
 # When a lane's first ordering is one of LARGE_RESWEPT (sweep orderings; up to
-# LARGE_EAGER_BUFFERS buffers) and its layout, after its first gravity rounds, is still
-# the best when the search is due (after the eager orderings), the sweep runs again with
+# LARGE_EAGER_BUFFERS buffers), after its first gravity rounds, the sweep runs again with
 # the buffers living at least 1/LARGE_RESWEEP_DIVISOR of the span that are live at its
 # layout's highest point swept with the long-lived ones, up to LARGE_RESWEEPS times (see
-# _resweeps; 0: never). tela-alloc --timeout=2s on deepnet at 10^5, seeds 0..7: 1.0069,
-# 1.0095, 1.0081, 1.0038, 1.0020, 1.0102, 1.0041, 1.0005 x LOAD against 1.0069, 1.0095,
-# 1.0131, 1.0038, 1.0048, 1.0102, 1.0048, 1.0027 without (seeds 6, 7: medians of 5); the
-# other families and idealloc's set the same. Re-swept at once, before the second
-# ordering: seed 1 1.0161 in some runs (contention by later end, #13, wins there and got
-# 0.4 s less for its search); the second lane's sweep (15) re-swept too: 1.0071 on seed 6;
-# at 10^6 it cost the second gravity round (1.0108 and 1.0065 against 1.0046 and 1.0047).
+# _resweeps; 0: never): without a limit at once, under one only if the sweep's layout is
+# still the best when the search becomes due (after the eager orderings). tela-alloc
+# --timeout=2s on deepnet at 10^5, seeds 0..7: 1.0069, 1.0095, 1.0081, 1.0038, 1.0020,
+# 1.0102, 1.0041, 1.0005 x LOAD against 1.0069, 1.0095, 1.0131, 1.0038, 1.0048, 1.0102,
+# 1.0048, 1.0027 without (seeds 6, 7: medians of 5); the other families and idealloc's set
+# the same. Re-swept at once under a limit too: seed 1 1.0161 in some runs (contention by
+# later end, #13, wins there and got 0.4 s less for its search). Deferred without a limit
+# too: a later ordering beating the sweep's layout but not the re-swept one cancelled the
+# re-sweep (tracegen 6000, seed 5: three orderings 2.7% above one). The second lane's
+# sweep (15) re-swept too: 1.0071 on seed 6; at 10^6 it cost the second gravity round
+# (1.0108 and 1.0065 against 1.0046 and 1.0047).
 LARGE_RESWEEPS = 1
 LARGE_RESWEEP_DIVISOR = 256
 LARGE_RESWEPT = (14,)
@@ -1081,8 +1084,9 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     instead, built when first needed, so that they give exactly best-fit's and first-fit's
     layouts (tracegen at 10^5, seed 1: both at LOAD, the lifted ones 128 bytes above it);
     a layout keeps the planner and pins it was made with for its gravity rounds and window
-    searches. When the first ordering is one of LARGE_RESWEPT and its layout is still the
-    best when the search is due, it is re-swept first (``_resweeps``)."""
+    searches. When the first ordering is one of LARGE_RESWEPT it is re-swept
+    (``_resweeps``): without a limit at once, under one only if its layout is still the
+    best when the search becomes due (the re-sweep's time would delay the winner's search)."""
     from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
 
     count = len(instance.starts)
@@ -1136,14 +1140,19 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             info["stopped"] = True
         info["orderings"] = step
         rounds = 0
+        reswept = False  # a re-sweep gave this layout
         if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
             live_offsets, result["peak"], rounds = _gravity_rounds(
                 runner, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
             if index in LARGE_RESWEPT and runner is made:
-                resweep = index
+                if stop is None:  # no limit: at once, the re-swept layout competing with the others
+                    live_offsets, result["peak"], rounds, reswept = _resweeps(
+                        instance, runner, index, live_offsets, int(result["peak"]), rounds, goal, stop, info, done)
+                else:  # under a limit: only when still the best as the search becomes due
+                    resweep = index
         if best is None or result["peak"] < best_peak:
             best, best_peak, info["ordering"], best_rounds = live_offsets, int(result["peak"]), index, rounds
-            info["resweep_won"] = False
+            info["resweep_won"] = reswept
             best_made, best_fixed = runner, runner_fixed
             _publish_best(instance, best_peak)
             searching = anytime and limited and best_peak > goal and not info["stopped"]

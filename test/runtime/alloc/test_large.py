@@ -229,15 +229,16 @@ def test_more_orderings_never_give_a_worse_layout(monkeypatch):
     problem = generate(6000, 5).problem()
     monkeypatch.setattr(api, "LARGE_LNS_ROUNDS", 0)
     monkeypatch.setattr(api, "LARGE_GRAVITY_ROUNDS", 0)  # rounds from a lower start may end higher
-    monkeypatch.setattr(api, "LARGE_RESWEEPS", 0)  # the re-swept first ordering already reaches the last peak
     monkeypatch.setattr(api, "LARGE_MIN_ORDERINGS", 1)
-    peaks = []
-    for orderings in range(1, 8):
-        monkeypatch.setattr(api, "LARGE_PLACEMENTS", orderings * 6000)
-        solution = solve(problem, mode="minimize", algorithm="large")
-        assert solution.ok and validate(problem, solution.offsets) == [] and _orderings_of(solution) <= orderings
-        peaks.append(solution.peak)
-    assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
+    for resweeps in (0, 1):  # re-swept, the first ordering is already the lowest here
+        monkeypatch.setattr(api, "LARGE_RESWEEPS", resweeps)
+        peaks = []
+        for orderings in range(1, 8):
+            monkeypatch.setattr(api, "LARGE_PLACEMENTS", orderings * 6000)
+            solution = solve(problem, mode="minimize", algorithm="large")
+            assert solution.ok and validate(problem, solution.offsets) == [] and _orderings_of(solution) <= orderings
+            peaks.append(solution.peak)
+        assert peaks == sorted(peaks, reverse=True) and (peaks[-1] < peaks[0]) == (resweeps == 0)
 
 
 def test_more_window_searches_never_give_a_worse_layout(monkeypatch):
@@ -619,12 +620,14 @@ def test_a_re_sweep_never_raises_the_sweeps_peak_and_lowers_deepnet(seed):
     assert at_goal[1] == peak and not at_goal[3] and info["resweeps"] == 2  # at the goal: none
 
 
-def test_the_sweep_is_re_swept_before_the_search_when_still_the_best(monkeypatch):
-    """The first ordering's sweep is re-swept once the eager orderings have run, if no
-    other one beat it (the re-sweep's time would delay the winner's search); the note counts
-    it. deepnet(20000), four orderings, no time limit: on seed 1 the re-swept layout wins
-    and reaches LOAD (1.0013 x LOAD without it), on seed 3 1.0061 (1.0146 without); on seed
-    0 contention by later end (#13) beats the sweep, so there is no re-sweep."""
+def test_the_sweep_is_re_swept_at_once_without_a_limit_and_if_still_the_best_under_one(monkeypatch):
+    """The first ordering's sweep is re-swept: without a limit right after its gravity
+    rounds (more orderings then never give a worse layout), under a limit only if no other
+    ordering beat it by the time the search is due (the re-sweep's time would delay the
+    winner's search). deepnet(20000), four orderings, no limit: on seed 1 the re-swept
+    layout reaches LOAD (1.0013 x LOAD without it), on seed 3 1.0061 (1.0146). Under a limit,
+    one lane: on seed 0 contention by later end (#13) beats the sweep, so no re-sweep runs
+    before the search; on seed 3 it does not."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     monkeypatch.setattr(api, "LARGE_PLACEMENTS", 0)
@@ -639,8 +642,13 @@ def test_the_sweep_is_re_swept_before_the_search_when_still_the_best(monkeypatch
             peaks[resweeps, seed] = solution.peak
     assert peaks[1, 1] < peaks[0, 1] and peaks[1, 3] < peaks[0, 3]
     monkeypatch.setattr(api, "LARGE_RESWEEPS", 1)
-    solution = solve(deepnet(20000, 0).problem(), mode="minimize", algorithm="large")
-    assert "best of 4 orderings (#13 won)" in solution.message
+    steps = _record_steps(monkeypatch)
+    for seed, expected in ((0, [SWEEP, 13, "search"]), (3, [SWEEP, 13, "re-sweep", "search"])):
+        steps.clear()
+        problem = deepnet(20000, seed).problem()
+        solution = solve(problem, mode="minimize", algorithm="large", time_limit=1.5)
+        assert solution.ok and validate(problem, solution.offsets) == []
+        assert steps[: len(expected)] == expected, (seed, steps)
 
 
 def test_the_contention_end_ordering_comes_second(monkeypatch):
@@ -690,14 +698,11 @@ def test_a_larger_search_work_budget_never_gives_a_worse_layout(monkeypatch):
     assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
 
 
-def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
-    """Above LARGE_EAGER_BUFFERS a time limit may leave room for one ordering only: the
-    search follows the first one (the sweep, as at every size) at once; below it the
-    first two orderings run back to back, then the first (the sweep, still the best here)
-    is re-swept (LARGE_RESWEEPS) before the search."""
+def _record_steps(monkeypatch) -> list:
+    """One lane; the list gets each ordering the large planner runs (its index), each
+    re-sweep ("re-sweep") and each window search ("search"), in order."""
     from telamalloc.runtime.alloc import _large
 
-    problem = generate(6000, 3).problem()
     steps = []
 
     class Recorded:
@@ -715,6 +720,16 @@ def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
     monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
     monkeypatch.setattr(api, "_lns", lambda instance, offsets, *rest: (steps.append("search"), real_lns(instance, offsets, *rest))[1])
     monkeypatch.setattr(api, "LARGE_LANES", 1)  # one lane's schedule (the second lane is tested below)
+    return steps
+
+
+def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
+    """Above LARGE_EAGER_BUFFERS a time limit may leave room for one ordering only: the
+    search follows the first one (the sweep, as at every size) at once; below it the
+    first two orderings run back to back, then the first (the sweep, still the best here)
+    is re-swept (LARGE_RESWEEPS) before the search."""
+    problem = generate(6000, 3).problem()
+    steps = _record_steps(monkeypatch)
     for eager_buffers, expected in ((10**9, [api.LARGE_SCHEDULE[0], api.LARGE_SCHEDULE[1], "re-sweep", "search"]),
                                      (2000, [api.LARGE_SCHEDULE[0], "search"])):
         steps.clear()
