@@ -616,6 +616,15 @@ CONTENTION_BUCKET = 0.001
 # 5.1 s against 1.0110 in 8.9 s with every gap (a busy machine); at 10^5 1.0111 either way
 # (0.19 s against 0.23 s); 1, 2, 4 and 8 gaps gave 1.0168-1.0259, 64 1.0111.
 CONTENTION_GAPS = 16
+# The sweep orderings scan every gap instead up to this many buffers (above, the bounded
+# scan keeps a sweep within a 10 s limit at 10^6). tela-alloc --timeout=2s on deepnet at
+# 10^5, seeds 0..7, with the sweep re-swept (api.LARGE_RESWEEPS): 1.0069, 1.0095, 1.0081,
+# 1.0039, 1.0020, 1.0069, 1.0041, 1.0000 x LOAD against 1.0069, 1.0095, 1.0081, 1.0038,
+# 1.0020, 1.0102, 1.0041, 1.0005 with 16 gaps (seed 5: the bounded scan leaves a spike
+# the window search cannot lower, see README); with two busy loops beside it the same
+# within the noise. Every ordering scanning every gap: 1.0099 on seed 1, and on the busy
+# machine 1.0134 on seed 5 (the slower contention orderings leave the search less time).
+SWEEP_EVERY_GAP_BUFFERS = 200_000
 
 # Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
 # GRAVITY_SHARES[k mod 5] x the best peak. Measured on deepnet at 10^5 buffers (seeds 0, 1,
@@ -667,7 +676,8 @@ FIXED_ORDERINGS = (
     (16.0, "sweep", False),
     (32.0, "sweep", False),
 )
-# Orderings that need contention() and take the bounded best-fit scan (CONTENTION_GAPS).
+# Orderings that need contention() and take the bounded best-fit scan (CONTENTION_GAPS;
+# the sweeps up to SWEEP_EVERY_GAP_BUFFERS buffers do not).
 CONTENTION_TIES = ("contention", "contention-end", "sweep")
 
 
@@ -790,7 +800,8 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     (13: later end), then larger size, then index (with best-fit they take the smallest of
     the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16) take the
     buffers living at least 1/8, 1/16 or 1/32 of the span first (``_swept``), then the
-    others as contention does, with the same bounded best-fit. 17 and on: size classes of a random base in [1.25, 16] with a random
+    others as contention does (with best-fit over every gap up to
+    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above). 17 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic. ``load``: ``contention()`` of these buffers when already known, and
@@ -969,7 +980,8 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
                 planner.load, planner.load_point = _contention(starts, ends, sizes)
             row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept)
             if contended and not planner.first_fit:
-                planner.gaps = CONTENTION_GAPS
+                every_gap = FIXED_ORDERINGS[index][1] == "sweep" and count <= SWEEP_EVERY_GAP_BUFFERS
+                planner.gaps = 0 if every_gap else CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = 0 if _should_stop(deadline, cancel) else _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):

@@ -651,6 +651,24 @@ def test_the_sweep_is_re_swept_at_once_without_a_limit_and_if_still_the_best_und
         assert steps[: len(expected)] == expected, (seed, steps)
 
 
+def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(monkeypatch):
+    """Up to _large.SWEEP_EVERY_GAP_BUFFERS buffers a sweep's best-fit takes the smallest
+    of every gap that fits: the same layout as its order placed by plain best-fit (no
+    bound); above it the first CONTENTION_GAPS only, a different layout on deepnet(20000)."""
+    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    trace = deepnet(20000, 0)
+    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, np.full(20000, -1, dtype=np.int64))
+    row, _ = ordering(SWEEP, trace.starts, trace.ends, trace.sizes)
+    unbounded, _ = plan(*arrays, orderings=1, orders=[row])
+    assert np.array_equal(plan(*arrays, orderings=1, first=SWEEP)[0], unbounded)
+    monkeypatch.setattr(_large, "SWEEP_EVERY_GAP_BUFFERS", 19999)
+    bounded, _ = plan(*arrays, orderings=1, first=SWEEP)
+    assert not np.array_equal(bounded, unbounded)
+    assert validate(trace.problem(), bounded.tolist()) == []
+
+
 def test_the_contention_end_ordering_comes_second(monkeypatch):
     """Contention with the later end first inside a bucket is the second ordering tried,
     after the sweep from 1/8 of the span: on deepnet(20000, 0) it wins among the four that
