@@ -220,8 +220,11 @@ LNS_MERGE_PINS = True
 # still the best when the search becomes due (after the eager orderings). tela-alloc
 # --timeout=2s on deepnet at 10^5, seeds 0..7: 1.0069, 1.0095, 1.0081, 1.0038, 1.0020,
 # 1.0102, 1.0041, 1.0005 x LOAD against 1.0069, 1.0095, 1.0131, 1.0038, 1.0048, 1.0102,
-# 1.0048, 1.0027 without (seeds 6, 7: medians of 5); the other families and idealloc's set
-# the same. Re-swept at once under a limit too: seed 1 1.0161 in some runs (contention by
+# 1.0048, 1.0027 without (seeds 6, 7: medians of 5; both with the sweep's bounded gap
+# scan, see _large.SWEEP_EVERY_GAP_BUFFERS for the figures since); the other families and
+# idealloc's set the same. At 10^6 (off there) a re-sweep gave 1.0044 from the LOAD point's
+# buffers and 1.0093 from the highest point's against the sweep's 1.0035, three rounds
+# each (deepnet seed 0, without a limit). Re-swept at once under a limit too: seed 1 1.0161 in some runs (contention by
 # later end, #13, wins there and got 0.4 s less for its search). Deferred without a limit
 # too: a later ordering beating the sweep's layout but not the re-swept one cancelled the
 # re-sweep (tracegen 6000, seed 5: three orderings 2.7% above one). The second lane's
