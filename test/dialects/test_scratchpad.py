@@ -9,7 +9,6 @@ from xdsl.dialects.builtin import (
     BFloat16Type,
     ComplexType,
     Float16Type,
-    Float32Type,
     Float64Type,
     Float80Type,
     IndexType,

@@ -77,7 +77,7 @@ def _lowered_to_loops(model, context: "ir.Context") -> "ir.Module":
 def test_round_trip_through_mlir_keeps_the_module(path: Path):
     """xDSL -> MLIR generic -> MLIR parse, verify, print generic -> xDSL: equal modules."""
     original = parse_generic(path.read_text(), source=str(path))
-    with ir.Context() as context:
+    with ir.Context():
         in_mlir = to_mlir(original)
         assert in_mlir.operation.verify()
         back = to_xdsl(in_mlir)

@@ -20,7 +20,6 @@ from telamalloc.runtime.alloc.batch import (
     plan_batch,
 )
 from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
-from telamalloc.runtime.alloc.problem import Problem
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.runtime.alloc.validate import validate
 
