@@ -270,7 +270,7 @@ def test_a_killed_dask_worker_loses_no_finished_result(tmp_path, dask_cluster):
         thread = threading.Thread(target=killer, args=(observer,))
         thread.start()
         try:
-            results = plan_batch(batch, out, capacity=HARD_CAPACITY, time_limit=3, scheduler=address)
+            results = plan_batch(batch, out, capacity=HARD_CAPACITY, time_limit=6, scheduler=address)  # the killer needs > 1 s of it
         finally:
             stop.set()
             thread.join()
