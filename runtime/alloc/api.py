@@ -224,8 +224,9 @@ LNS_MERGE_PINS = True
 # scan, see _large.SWEEP_EVERY_GAP_BUFFERS for the figures since); the other families and
 # idealloc's set the same. At 10^6 (off there) a re-sweep gave 1.0044 from the LOAD point's
 # buffers and 1.0093 from the highest point's against the sweep's 1.0035, three rounds
-# each (deepnet seed 0, without a limit). Re-swept at once under a limit too: seed 1 1.0161 in some runs (contention by
-# later end, #13, wins there and got 0.4 s less for its search). Deferred without a limit
+# each (deepnet seed 0, without a limit). Re-swept at once under a limit too: seed 1
+# 1.0161 in some runs (contention by later end, #13, wins there and got 0.4 s less for its
+# search). Deferred without a limit
 # too: a later ordering beating the sweep's layout but not the re-swept one cancelled the
 # re-sweep (tracegen 6000, seed 5: three orderings 2.7% above one). The second lane's
 # sweep (15) re-swept too: 1.0071 on seed 6; at 10^6 it cost the second gravity round

@@ -51,6 +51,11 @@ def peak_of(offsets, sizes) -> int:
     return int((np.asarray(offsets) + sizes).max()) if len(sizes) else 0
 
 
+def instance_of(problem: Problem):
+    """The solver's instance of ``problem`` (its columns, the buffers of positive size)."""
+    return api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_first_ordering_is_exactly_best_fit_greedy(seed):
     problem = random_problem(seed)
@@ -216,7 +221,7 @@ def test_time_limit_is_honoured_and_anytime_improves():
     problem = generate(30000, 0).problem()
     arrays = columns(problem)
     first_fit_peak = peak_of(plan(*arrays, orderings=1, first=1)[0], arrays[2])
-    instance = api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+    instance = instance_of(problem)
     pinned = (instance.starts, instance.ends, instance.sizes, instance.aligns, api._lifted(instance))
     first_peak = peak_of(plan(*pinned, orderings=1, first=api.LARGE_SCHEDULE[0])[0], instance.sizes)
     progress = np.zeros(3, dtype=np.int64)
@@ -502,12 +507,12 @@ def test_union_heights_change_speed_not_layouts():
 def test_buffers_live_everywhere_are_stacked_at_the_bottom():
     """Weights live at every point: stacked below everything, largest first, aligned."""
     problem = Problem([Buffer("w1", 0, 10, 3, 1), Buffer("w2", 0, 10, 8, 4), Buffer("a", 0, 4, 5), Buffer("b", 4, 10, 6)])
-    instance = api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+    instance = instance_of(problem)
     assert api._lifted(instance).tolist() == [8, 0, -1, -1]
     solution = solve(problem, mode="minimize", algorithm="large")
     assert solution.ok and solution.offsets[:2] == (8, 0) and solution.peak == solution.load == 17
     pinned = Problem([Buffer("w1", 0, 10, 3, 1, 0), Buffer("w2", 0, 10, 8), Buffer("a", 0, 4, 5)])
-    instance = api._make_instance(pinned, api.Params(), None, None, api._fast_columns(pinned))
+    instance = instance_of(pinned)
     assert api._lifted(instance).tolist() == [0, -1, -1]  # the user's pins only
 
 
@@ -622,7 +627,7 @@ def test_a_re_sweep_never_raises_the_sweeps_peak_and_lowers_deepnet(seed):
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(20000, seed).problem()
-    instance = api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+    instance = instance_of(problem)
     made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
     first, _ = made.run(orderings=1, first=SWEEP)
     info = {"gravity": 0, "settled": 0, "resweeps": 0}
@@ -853,7 +858,7 @@ def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
 
     trace = deepnet(6000, 2)
     problem = trace.problem()
-    instance = api._make_instance(problem, api.Params(), None, None, api._fast_columns(problem))
+    instance = instance_of(problem)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, api._lifted(instance))
     lane = api._SecondLane(instance, arrays, goal=int(compute_load(problem)[0]), stop=time.monotonic() + 120)
     lane.run()
