@@ -195,7 +195,7 @@ cdef class _Planner:
         ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
         at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
         ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-        ``swept``: a bool mask of buffers the sweep orderings (14, 15, 16) sweep with
+        ``swept``: a bool mask of buffers the sweep orderings (14 to 17) sweep with
         the long-lived ones (see ``ordering``); None: none.
         ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
         read (work), and whether time or cancel cut the first ordering short.
@@ -625,6 +625,23 @@ CONTENTION_GAPS = 16
 # within the noise. Every ordering scanning every gap: 1.0099 on seed 1, and on the busy
 # machine 1.0134 on seed 5 (the slower contention orderings leave the search less time).
 SWEEP_EVERY_GAP_BUFFERS = 200_000
+# The sweep with a medium tier (ordering 17) places the buffers living at least
+# SWEEP_MEDIUM_FACTOR times the median lifetime (and less than the swept ones) before the
+# shorter ones, both in contention order: they interleave with the swept layer instead of
+# clearing the short buffers placed among them. Measured on deepnet at 10^6 buffers,
+# seeds 0..4, the sweep (1/8) and three gravity rounds (GRAVITY_SHARES_HIGH), bounded
+# scan: 1.0028, 1.0029, 1.0048, 1.0035, 1.0017 x LOAD against 1.0035, 1.0041, 1.0055,
+# 1.0035, 1.0015 for the plain sweep (14); transformer, unet, training and tracegen the
+# same peaks. The cut (512 points there, the median lifetime being 2) falls in that
+# generator's gap between skip connections (at most 300 points) and long-lived buffers
+# (at least 1,000): a cut at 180 points gave 1.0052 on seed 1, at 2,880 points
+# 1.0044-1.0053 on seed 0. The median, not the span, sets it: the span grows with the
+# trace, the lifetimes of its kinds of buffers do not. Neither sweep wins everywhere: at
+# 10^5 (seeds 0..7) the medium tier was lower on four seeds and higher on three (1.0131
+# against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, tela-alloc's schedule under 4 s)
+# 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040, 1.0081; so the solver runs it beside
+# the plain one (api.LARGE_SECOND_LANE_HIGH).
+SWEEP_MEDIUM_FACTOR = 256
 
 # Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
 # GRAVITY_SHARES[k mod 5] x the best peak. Measured on deepnet at 10^5 buffers (seeds 0, 1,
@@ -654,9 +671,9 @@ GRAVITY_SHARES_HIGH = (0.95, 0.9, 0.8)
 # on seed 1, where the longer lifetime first leaves 1.0476). Last the sweep orderings (see
 # ``_swept``): the buffers living at least 1/8, 1/16 or 1/32 of the trace's span first,
 # swept from the end of the trace nearer the LOAD point, then the rest in contention order
-# (deepnet at 10^6 buffers: 1.0050, 1.0073, 1.0070 x LOAD where contention leaves 1.0103).
-# The solver's schedule (api.LARGE_SCHEDULE) tries the first sweep first, then contention
-# by later end.
+# (deepnet at 10^6 buffers: 1.0050, 1.0073, 1.0070 x LOAD where contention leaves 1.0103),
+# and the first sweep again with a medium tier (SWEEP_MEDIUM_FACTOR). The solver's schedule
+# (api.LARGE_SCHEDULE) tries the first sweep first, then contention by later end.
 FIXED_ORDERINGS = (
     (0.0, "", False),  # exactly best-fit greedy: the result is never worse than it
     (0.0, "", True),  # exactly first-fit greedy
@@ -675,10 +692,11 @@ FIXED_ORDERINGS = (
     (8.0, "sweep", False),
     (16.0, "sweep", False),
     (32.0, "sweep", False),
+    (8.0, "sweep-medium", False),
 )
 # Orderings that need contention() and take the bounded best-fit scan (CONTENTION_GAPS;
 # the sweeps up to SWEEP_EVERY_GAP_BUFFERS buffers do not).
-CONTENTION_TIES = ("contention", "contention-end", "sweep")
+CONTENTION_TIES = ("contention", "contention-end", "sweep", "sweep-medium")
 
 
 # Unions over start positions are kept for aligned blocks of at most 2^BLOCK_LEVELS buffers:
@@ -798,10 +816,11 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     time or longer lifetime, then index; contention orderings (11, 12, 13) sort by bucket of
     ``contention()`` (CONTENTION_BUCKET x LOAD wide, highest first), then longer lifetime
     (13: later end), then larger size, then index (with best-fit they take the smallest of
-    the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16) take the
-    buffers living at least 1/8, 1/16 or 1/32 of the span first (``_swept``), then the
+    the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16, 17) take the
+    buffers living at least 1/8, 1/16, 1/32 or 1/8 of the span first (``_swept``), then the
     others as contention does (with best-fit over every gap up to
-    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above). 17 and on: size classes of a random base in [1.25, 16] with a random
+    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above); 17 places those living at
+    least SWEEP_MEDIUM_FACTOR times the median lifetime before the shorter ones. 18 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic. ``load``: ``contention()`` of these buffers when already known, and
@@ -820,14 +839,18 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
         if tie in CONTENTION_TIES:
             if load is None:
                 load, load_point = _contention(starts, ends, sizes)
-            bucket = CONTENTION_BUCKET if tie == "sweep" else base
+            sweep = tie.startswith("sweep")
+            bucket = CONTENTION_BUCKET if sweep else base
             buckets = np.floor(load / (bucket * max(int(load.max()), 1)))
             key = -ends if tie == "contention-end" else -lengths
             row = np.lexsort((position, -sizes, key, -buckets)).astype(np.int64)
-            if tie == "sweep":
+            if sweep:
                 if load_point is None:
                     load_point = _load_point(starts, ends, sizes)
-                row = _swept(row, starts, ends, sizes, lengths, position, base, load_point, swept)
+                medium = 0
+                if tie == "sweep-medium" and starts.shape[0]:
+                    medium = min(SWEEP_MEDIUM_FACTOR * max(int(np.median(lengths)), 1), int(INT64_MAX_C))
+                row = _swept(row, starts, ends, sizes, lengths, position, base, load_point, swept, medium)
             return row, first_fit
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
@@ -845,7 +868,7 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swept=None):
+def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swept=None, medium=0):
     """A sweep ordering: the long-lived buffers (living at least ``divisor``-th of the span
     from the first start to the last end) first, in a sweep from the end of the trace
     nearer ``load_point`` (the LOAD point) towards the other (the latest end first when the LOAD point lies
@@ -861,7 +884,9 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swe
     lower than contention's on six of them; 1/8, 1/16 and 1/32 win on different seeds; at
     10^6 1/8 gives 1.0050 against contention's 1.0103 (one ordering each). The long-lived
     buffers by contention first instead: no better than contention. ``swept``: a bool mask
-    of further buffers swept with them (see api.LARGE_RESWEEPS)."""
+    of further buffers swept with them (see api.LARGE_RESWEEPS). ``medium``: when not 0, the
+    others living at least ``medium`` come before the shorter ones (each part in
+    ``row``'s order; see SWEEP_MEDIUM_FACTOR)."""
     count = starts.shape[0]
     if count == 0:
         return row
@@ -878,7 +903,11 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swe
         keys = (position[chosen], -sizes[chosen], starts[chosen], -ends[chosen])
     else:
         keys = (position[chosen], -sizes[chosen], -ends[chosen], starts[chosen])
-    return np.concatenate((chosen[np.lexsort(keys)], row[~long_lived[row]])).astype(np.int64)
+    rest = row[~long_lived[row]]
+    if medium:
+        longer = lengths[rest] >= medium
+        rest = np.concatenate((rest[longer], rest[~longer]))
+    return np.concatenate((chosen[np.lexsort(keys)], rest)).astype(np.int64)
 
 
 def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS,
@@ -980,7 +1009,7 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
                 planner.load, planner.load_point = _contention(starts, ends, sizes)
             row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept)
             if contended and not planner.first_fit:
-                every_gap = FIXED_ORDERINGS[index][1] == "sweep" and count <= SWEEP_EVERY_GAP_BUFFERS
+                every_gap = FIXED_ORDERINGS[index][1].startswith("sweep") and count <= SWEEP_EVERY_GAP_BUFFERS
                 planner.gaps = 0 if every_gap else CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         placed_count = 0 if _should_stop(deadline, cancel) else _construct(planner, sequence, deadline, cancel)

@@ -22,9 +22,9 @@ Algorithms
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
   bottom first (the two greedy orderings run without that, on the user's pins); in minimize mode then gravity rounds and a large-neighbourhood search
   with the exact kernel on windows around the peak (``_large_layout``, ``_improved``); under
-  a time limit, up to LARGE_LANE_BUFFERS buffers and with two cores, a second lane (a
-  thread with its own planner) runs other orderings beside the first once its first
-  ordering misses LOAD (``_SecondLane``). A
+  a time limit and with two cores, a second lane (a thread with its own planner) runs
+  other orderings beside the first: up to LARGE_LANE_BUFFERS buffers once its first
+  ordering misses LOAD, above them from the start (``_SecondLane``). A
   time limit shorter than the first ordering cuts it short: the rest go into size-class
   slots on top (``_large._slot_rest``, 1.3-2 x LOAD). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
@@ -105,8 +105,8 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
-# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 18823 buffers all
-# seventeen fixed ones.
+# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 17777 buffers all
+# eighteen fixed ones.
 LARGE_PLACEMENTS = 320_000
 # ... but at least this many (a sweep and a contention one, first-fit and best-fit: never
 # worse than the greedy baselines), also at 10^6 buffers.
@@ -133,6 +133,16 @@ LARGE_EAGER_BUFFERS = 200_000
 LARGE_LANES = 2
 LARGE_LANE_BUFFERS = LARGE_EAGER_BUFFERS
 LARGE_SECOND_LANE = (15, 11, 16)
+# Above LARGE_LANE_BUFFERS buffers, where one ordering fills the limit, the second lane
+# starts with the first and runs LARGE_SECOND_LANE_HIGH: the sweep with a medium tier (17,
+# see _large.SWEEP_MEDIUM_FACTOR) beside the plain sweep (14), each with its own gravity
+# rounds; neither wins everywhere. tela-alloc --timeout=10s (bench/large) on deepnet at
+# 10^6 buffers, seeds 0..4: 1.0029, 1.0030, 1.0050, 1.0037, 1.0016 x LOAD in 8.6-9.1 s
+# against 1.0035, 1.0041, 1.0057, 1.0035, 1.0016 in 8.5-9.1 s with one lane (on seed 3
+# the plain sweep's lane, slowed by the other, got less gravity; an ordering and three
+# rounds took 6.4 s in each of two threads against 6.9 s in one); 785-828 MB against
+# 523-568. The other families stay at LOAD in the same time (664-766 MB).
+LARGE_SECOND_LANE_HIGH = (17,)
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
 # per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
@@ -657,7 +667,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # of the buffers living at least 1/8 of the span (14), contention with the later end first
 # inside a bucket (13), the classic first-fit (1) and best-fit (0), the sweeps from 1/16
 # and 1/32 (15, 16) with contention (11) between them, the size classes, contention with
-# first-fit; then seeded random ones (17, 18, ...).
+# first-fit, the sweep with a medium tier (17); then seeded random ones (18, 19, ...).
 # The sweep first (_large._swept): deepnet at 10^6 buffers 1.0050 x LOAD against 1.0103 for
 # contention (one ordering each); at 10^5, seeds 0..3, two gravity rounds each, 1.0072,
 # 1.0267, 1.0178, 1.0040 against 1.0093, 1.0299, 1.0219, 1.0201 (1/16: 1.0069, 1.0227,
@@ -680,7 +690,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # tela-alloc --timeout=10s, contention first against first-fit first: deepnet 1.0103 against
 # 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
 # the process against 3.7-8.9 s.
-LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12)
+LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 17)
 
 
 def _large_ordering(step: int) -> int:
@@ -945,10 +955,11 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only).
 
-    Under a time limit, with at most LARGE_LANE_BUFFERS buffers and a second core free
-    (``_lane_count``), a second lane runs beside the first in a thread, with its own
-    planner: the orderings of LARGE_SECOND_LANE with their own gravity rounds and search,
-    which the first lane then skips; the lower layout wins (ties: the first lane's). The
+    Under a time limit, with a second core free (``_lane_count``), a second lane runs
+    beside the first in a thread, with its own planner: the orderings of
+    LARGE_SECOND_LANE (above LARGE_LANE_BUFFERS buffers LARGE_SECOND_LANE_HIGH, started
+    at once) with their own gravity rounds and search, which the first lane then skips;
+    the lower layout wins (ties: the first lane's). The
     planner's placements release the GIL. Without a limit there is one lane, so the
     result does not depend on the cores."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
@@ -964,13 +975,18 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     fixed = _lifted(instance)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
     second = None
-    if anytime and limited and stop is not None and _lane_count(count) > 1:
-        second = _SecondLane(instance, arrays, goal, stop)
+    high = count > LARGE_LANE_BUFFERS
+    if anytime and limited and stop is not None and _lane_count() > 1:
+        second = _SecondLane(instance, arrays, goal, stop, LARGE_SECOND_LANE_HIGH if high else LARGE_SECOND_LANE)
     try:
+        start_second = None
+        if second is not None and high:
+            second.begin()  # at once: one ordering fills the limit
+        elif second is not None:
+            start_second = second.begin  # once the first ordering misses the goal
         made = planner(*arrays)  # indexed once for all of this lane's orderings
-        skipped = LARGE_SECOND_LANE if second is not None else ()
+        skipped = second.schedule if second is not None else ()
         done = None if second is None else (lambda: second.at_goal)
-        start_second = None if second is None else second.begin  # once the first ordering misses the goal
         best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
                                             done=done, missed=start_second)
     finally:
@@ -990,10 +1006,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     return offsets, peak, info
 
 
-def _lane_count(count: int) -> int:
-    """How many lanes the large planner runs under a time limit: two when there are at most
-    LARGE_LANE_BUFFERS buffers and this process may use at least two cores, else one."""
-    if count > LARGE_LANE_BUFFERS or LARGE_LANES < 2:
+def _lane_count() -> int:
+    """How many lanes the large planner runs under a time limit: two when this process may
+    use at least two cores, else one."""
+    if LARGE_LANES < 2:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -1003,14 +1019,17 @@ def _lane_count(count: int) -> int:
 
 
 class _SecondLane(threading.Thread):
-    """The second lane of _large_layout: LARGE_SECOND_LANE's orderings on their own planner,
-    with the same rounds and search, in a thread; counted in a copy of the instance (its
+    """The second lane of _large_layout: the orderings of ``schedule`` (LARGE_SECOND_LANE or
+    LARGE_SECOND_LANE_HIGH) on their own planner, with the same rounds and search, in a
+    thread; counted in a copy of the instance (its
     own counters, no progress array: the first lane publishes) whose cancel flag is
     ``halt``, raised by the first lane when it is done (at the limit, at the goal or on
     the caller's cancel). ``at_goal``: this lane reached the goal (the first one stops)."""
 
-    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float):
+    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float,
+                 schedule: tuple[int, ...] = LARGE_SECOND_LANE):
         super().__init__(name="telamalloc-large-lane", daemon=True)
+        self.schedule = schedule
         self.halt = np.zeros(1, dtype=np.uint8)
         self.instance = dataclasses.replace(instance, counters=_Counters(), progress=None, cancel=self.halt)
         self.arrays, self.goal, self.stop = arrays, goal, stop
@@ -1033,7 +1052,7 @@ class _SecondLane(threading.Thread):
         except MemoryError:  # no room for a second planner: the first lane alone
             return
         try:
-            self.result = _large_lane(self.instance, made, list(LARGE_SECOND_LANE), (), self.arrays[4], self.goal,
+            self.result = _large_lane(self.instance, made, list(self.schedule), (), self.arrays[4], self.goal,
                                       self.stop, anytime=True, limited=True, extend=False)
             self.at_goal = self.result[1] is not None and self.result[1] <= self.goal
         except BaseException as error:  # re-raised by merged() in the caller's thread

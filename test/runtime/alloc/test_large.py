@@ -578,9 +578,29 @@ def test_the_sweep_without_long_lived_buffers_is_the_contention_ordering():
     starts = np.array([0, 2, 4, 200], dtype=np.int64)
     ends = np.array([3, 5, 7, 203], dtype=np.int64)
     sizes = np.array([5, 7, 3, 9], dtype=np.int64)
-    for index in (SWEEP, SWEEP + 1, SWEEP + 2):
+    for index in (SWEEP, SWEEP + 1, SWEEP + 2, SWEEP + 3):
         assert ordering(index, starts, ends, sizes)[0].tolist() == ordering(CONTENTION, starts, ends, sizes)[0].tolist()
     assert FIXED_ORDERINGS[SWEEP + 1] == (16.0, "sweep", False) and FIXED_ORDERINGS[SWEEP + 2] == (32.0, "sweep", False)
+    assert FIXED_ORDERINGS[SWEEP + 3] == (8.0, "sweep-medium", False)
+
+
+def test_the_sweep_with_a_medium_tier_places_the_medium_lived_before_the_short_ones():
+    """Ordering 17: the sweep of 14, but the buffers living at least SWEEP_MEDIUM_FACTOR
+    times the median lifetime (here 256 x 1 point) come before the shorter ones."""
+    from telamalloc.runtime.alloc import _large
+
+    #                   A     B    C     D   E     F     G     H
+    starts = np.array([0, 100, 1000, 50, 2000, 3000, 3500, 10], dtype=np.int64)
+    ends = np.array([4000, 400, 1300, 51, 2001, 3001, 3501, 11], dtype=np.int64)
+    sizes = np.array([10, 3, 4, 50, 40, 30, 20, 5], dtype=np.int64)
+    # A lives 4000 >= 1/8 of the span: swept first; then by contention D (60), E (50),
+    # F (40), G (30), H (15), C (14), B (13); the medium tier takes C and B (300 points) first
+    assert ordering(SWEEP, starts, ends, sizes)[0].tolist() == [0, 3, 4, 5, 6, 7, 2, 1]
+    row, first_fit = ordering(SWEEP + 3, starts, ends, sizes)
+    assert row.tolist() == [0, 2, 1, 3, 4, 5, 6, 7] and not first_fit
+    # a longer median lifetime raises the cut above 300 points: the plain sweep's order
+    assert _large.SWEEP_MEDIUM_FACTOR * 2 > 300
+    assert ordering(SWEEP + 3, starts, ends + np.array([0, 0, 0, 1, 1, 1, 1, 1]), sizes)[0].tolist() == [0, 3, 4, 5, 6, 7, 2, 1]
 
 
 def test_the_sweep_lowers_deepnet_below_contention_and_the_greedy_orderings():
@@ -830,7 +850,7 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     real_planner = _large.planner
     monkeypatch.setattr(_large, "planner", lambda *arrays: (planners.append(threading.current_thread().name),
                                                            Recorded(real_planner(*arrays)))[1])
-    monkeypatch.setattr(api, "_lane_count", lambda count: 2)
+    monkeypatch.setattr(api, "_lane_count", lambda: 2)
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0)
     assert solution.ok and validate(problem, solution.offsets) == []
     assert "telamalloc-large-lane" in planners  # the second lane started
@@ -846,8 +866,51 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     assert planners == ["MainThread"] and all(name == "MainThread" for name, _ in runs)
     assert f"best of {len(runs)} orderings" in unlimited.message
     assert [index for _, index in runs] == api._large_orderings(6000, len(FIXED_ORDERINGS))[: len(runs)]
-    monkeypatch.setattr(api, "_lane_count", lambda count: 1)
+    monkeypatch.setattr(api, "_lane_count", lambda: 1)
     assert solve(problem, mode="minimize", algorithm="large").offsets == unlimited.offsets
+
+
+def test_above_the_lane_size_the_second_lane_starts_at_once_with_the_medium_sweep(monkeypatch):
+    """Above LARGE_LANE_BUFFERS buffers (here lowered to 1,000), where one ordering fills the
+    limit, the second lane starts before the first lane's first ordering and runs
+    LARGE_SECOND_LANE_HIGH (the sweep with a medium tier) beside the plain sweep; the
+    lower layout wins. Events are recorded in order in each thread, so the check does not
+    depend on the machine's speed: the start of the second lane happens in the first
+    lane's thread before its first ordering."""
+    import threading
+
+    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(6000, 0).problem()
+    events = []
+
+    class Recorded:
+        def __init__(self, made):
+            self.made = made
+
+        def run(self, **options):
+            events.append((threading.current_thread().name, "run", options["first"]))
+            return self.made.run(**options)
+
+        def settle(self, *arguments, **options):
+            return self.made.settle(*arguments, **options)
+
+    real_planner = _large.planner
+    real_begin = api._SecondLane.begin
+    monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
+    monkeypatch.setattr(api._SecondLane, "begin", lambda lane: (events.append(("MainThread", "begin", lane.schedule)),
+                                                                 real_begin(lane))[1])
+    monkeypatch.setattr(api, "_lane_count", lambda: 2)
+    monkeypatch.setattr(api, "LARGE_LANE_BUFFERS", 1000)
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    main = [event for event in events if event[0] == "MainThread"]
+    assert main[0] == ("MainThread", "begin", api.LARGE_SECOND_LANE_HIGH) and main[1] == ("MainThread", "run", 14)
+    assert all(index not in api.LARGE_SECOND_LANE_HIGH for _, kind, index in main[1:])
+    second = [index for name, kind, index in events if name == "telamalloc-large-lane"]
+    assert second == list(api.LARGE_SECOND_LANE_HIGH)[: len(second)]
+    assert api.LARGE_SECOND_LANE_HIGH == (FIXED_ORDERINGS.index((8.0, "sweep-medium", False)),)
 
 
 def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
@@ -877,15 +940,14 @@ def test_the_two_lanes_window_search_counts_add_up():
     assert first.plus(api._LnsStats(stuck=True)) == first  # stuck only when both lanes were
 
 
-def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size(monkeypatch):
+def test_the_second_lane_needs_two_cores(monkeypatch):
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert api._lane_count(1000) == 2
-    assert api._lane_count(api.LARGE_LANE_BUFFERS + 1) == 1
+    assert api._lane_count() == 2
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert api._lane_count(1000) == 1
+    assert api._lane_count() == 1
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(api, "LARGE_LANES", 1)
-    assert api._lane_count(1000) == 1
+    assert api._lane_count() == 1
 
 
 def test_lifted_buffers_stack_aligned_without_needless_padding():
