@@ -638,9 +638,10 @@ SWEEP_EVERY_GAP_BUFFERS = 200_000
 # 1.0044-1.0053 on seed 0. The median, not the span, sets it: the span grows with the
 # trace, the lifetimes of its kinds of buffers do not. Neither sweep wins everywhere: at
 # 10^5 (seeds 0..7) the medium tier was lower on four seeds and higher on three (1.0131
-# against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, tela-alloc's schedule under 4 s)
-# 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040, 1.0081; so the solver runs it beside
-# the plain one (api.LARGE_SECOND_LANE_HIGH).
+# against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, the solver in-process under 4 s,
+# one lane) in place of the plain sweep 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040,
+# 1.0081; so the solver runs it beside the plain one (api.LARGE_SECOND_LANE_HIGH; there
+# 1.0034, 1.0040, 1.0072).
 SWEEP_MEDIUM_FACTOR = 256
 
 # Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
