@@ -898,18 +898,28 @@ def test_above_the_lane_size_the_second_lane_starts_at_once_with_the_medium_swee
 
     real_planner = _large.planner
     real_begin = api._SecondLane.begin
+    real_lane = api._large_lane
+    peaks = {}  # each lane's best peak
+
+    def lane(*arguments, **options):
+        result = real_lane(*arguments, **options)
+        peaks[threading.current_thread().name] = result[1]
+        return result
+
     monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
     monkeypatch.setattr(api._SecondLane, "begin", lambda lane: (events.append(("MainThread", "begin", lane.schedule)),
                                                                  real_begin(lane))[1])
+    monkeypatch.setattr(api, "_large_lane", lane)
     monkeypatch.setattr(api, "_lane_count", lambda: 2)
     monkeypatch.setattr(api, "LARGE_LANE_BUFFERS", 1000)
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0)
     assert solution.ok and validate(problem, solution.offsets) == []
     main = [event for event in events if event[0] == "MainThread"]
     assert main[0] == ("MainThread", "begin", api.LARGE_SECOND_LANE_HIGH) and main[1] == ("MainThread", "run", 14)
-    assert all(index not in api.LARGE_SECOND_LANE_HIGH for _, kind, index in main[1:])
-    second = [index for name, kind, index in events if name == "telamalloc-large-lane"]
+    assert all(event[2] not in api.LARGE_SECOND_LANE_HIGH for event in main[1:])
+    second = [event[2] for event in events if event[0] == "telamalloc-large-lane"]
     assert second == list(api.LARGE_SECOND_LANE_HIGH)[: len(second)]
+    assert solution.peak == min(peak for peak in peaks.values() if peak is not None)  # the lower layout won
     assert api.LARGE_SECOND_LANE_HIGH == (FIXED_ORDERINGS.index((8.0, "sweep-medium", False)),)
 
 
