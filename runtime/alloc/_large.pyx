@@ -183,7 +183,7 @@ cdef class _Planner:
     cdef object load_point  # and their LOAD point (_contention())
 
     def run(self, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
-            time_limit=0.0, target=-1, seed=0, cancel=None, progress=None, swept=None):
+            time_limit=0.0, target=-1, seed=0, cancel=None, progress=None, swept=None, slots=True):
         """Plan the buffers; return (offsets, info).
 
         ``orderings``: how many of the ``ordering()`` sequence to construct (at least 1),
@@ -196,7 +196,8 @@ cdef class _Planner:
         at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
         ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
         ``swept``: a bool mask of buffers the sweep orderings (14 to 17) sweep with
-        the long-lived ones (see ``ordering``); None: none.
+        the long-lived ones (see ``ordering``); None: none. ``slots``: False: a first
+        ordering cut short gives no layout (offsets None) instead of the rest in slots.
         ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
         read (work), and whether time or cancel cut the first ordering short.
         Raises ValueError on an ordering that is not a permutation.
@@ -206,7 +207,7 @@ cdef class _Planner:
             if swept.shape != (self.n,):
                 raise ValueError("swept must give one flag per buffer")
         return _run(self, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed, cancel, progress,
-                    swept)
+                    swept, slots)
 
     def gravity(self, offsets, movable, *, mirror=False, deadline=None, cancel=None):
         """One gravity pass over a valid layout; return (offsets, complete).
@@ -640,8 +641,9 @@ SWEEP_EVERY_GAP_BUFFERS = 200_000
 # 10^5 (seeds 0..7) the medium tier was lower on four seeds and higher on three (1.0131
 # against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, the solver in-process under 4 s,
 # one lane) in place of the plain sweep 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040,
-# 1.0081; so the solver runs it beside the plain one (api.LARGE_SECOND_LANE_HIGH; there
-# 1.0034, 1.0040, 1.0072).
+# 1.0081. So the plain sweep stays first and the solver tries this one last of the fixed
+# orderings (api.LARGE_SCHEDULE); at 10^6 a second lane running it beside the plain sweep
+# helped on a quiet machine only (see api.LARGE_LANE_BUFFERS).
 SWEEP_MEDIUM_FACTOR = 256
 
 # Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
@@ -970,7 +972,7 @@ def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=Non
 
 
 cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed,
-                 cancel, progress, swept=None):
+                 cancel, progress, swept=None, slots=True):
     """Construct the orderings on a planner; return (offsets, info) (see _Planner.run)."""
     count = planner.n
     starts, ends, sizes, fixed = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes), np.asarray(planner.fixed)
@@ -1017,6 +1019,9 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
         if placed_count < len(sequence):
             if row_index > 0:
                 break  # a partial layout of a later ordering is dropped
+            if not slots:  # nor, when asked, a first one
+                info["stopped"] = True
+                break
             _slot_rest(planner, sequence, placed_count)
             if placed_count > 0:  # every buffer in slots may be lower (deepnet at 10^6 cut at 20-50%: 1.28 against 1.55-1.79 x LOAD)
                 kept = np.array(planner.offsets, copy=True)

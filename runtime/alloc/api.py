@@ -22,9 +22,9 @@ Algorithms
   storing overlapping pairs; buffers live at every point are lifted: stacked at the
   bottom first (the two greedy orderings run without that, on the user's pins); in minimize mode then gravity rounds and a large-neighbourhood search
   with the exact kernel on windows around the peak (``_large_layout``, ``_improved``); under
-  a time limit and with two cores, a second lane (a thread with its own planner) runs
-  other orderings beside the first: up to LARGE_LANE_BUFFERS buffers once its first
-  ordering misses LOAD, above them from the start (``_SecondLane``). A
+  a time limit, up to LARGE_LANE_BUFFERS buffers and with two cores, a second lane (a
+  thread with its own planner) runs other orderings beside the first once its first
+  ordering misses LOAD (``_SecondLane``). A
   time limit shorter than the first ordering cuts it short: the rest go into size-class
   slots on top (``_large._slot_rest``, 1.3-2 x LOAD). Like
   greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with its
@@ -133,16 +133,14 @@ LARGE_EAGER_BUFFERS = 200_000
 LARGE_LANES = 2
 LARGE_LANE_BUFFERS = LARGE_EAGER_BUFFERS
 LARGE_SECOND_LANE = (15, 11, 16)
-# Above LARGE_LANE_BUFFERS buffers, where one ordering fills the limit, the second lane
-# starts with the first and runs LARGE_SECOND_LANE_HIGH: the sweep with a medium tier (17,
-# see _large.SWEEP_MEDIUM_FACTOR) beside the plain sweep (14), each with its own gravity
-# rounds; neither wins everywhere. tela-alloc --timeout=10s (bench/large) on deepnet at
-# 10^6 buffers, seeds 0..4: 1.0029, 1.0030, 1.0050, 1.0037, 1.0016 x LOAD in 8.6-9.1 s
-# against 1.0035, 1.0041, 1.0057, 1.0035, 1.0016 in 8.5-9.1 s with one lane (on seed 3
-# the plain sweep's lane, slowed by the other, got less gravity; an ordering and three
-# rounds took 6.4 s in each of two threads against 6.9 s in one); 785-828 MB against
-# 523-568. The other families stay at LOAD in the same time (664-766 MB).
-LARGE_SECOND_LANE_HIGH = (17,)
+# Above LARGE_LANE_BUFFERS buffers a second lane starting with the first, running the
+# sweep with a medium tier (17) beside the plain sweep, gave deepnet at 10^6 (tela-alloc
+# --timeout=10s, seeds 0..4) 1.0029, 1.0030, 1.0050, 1.0037, 1.0016 x LOAD against 1.0035,
+# 1.0041, 1.0057, 1.0035, 1.0016 with one lane on a quiet machine, but beside two busy
+# loops on the 2 cores neither lane's ordering finished within the limit: 1.0794 x LOAD
+# in 11.6 s for a 9 s limit (in-process), against 1.0050 in 10.3 s with one lane. At the
+# lowest CPU priority (nice 19 for its thread) it held the GIL while starved: 1.0040 in
+# 38.6 s. Not adopted.
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
 # per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
@@ -955,11 +953,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only).
 
-    Under a time limit, with a second core free (``_lane_count``), a second lane runs
-    beside the first in a thread, with its own planner: the orderings of
-    LARGE_SECOND_LANE (above LARGE_LANE_BUFFERS buffers LARGE_SECOND_LANE_HIGH, started
-    at once) with their own gravity rounds and search, which the first lane then skips;
-    the lower layout wins (ties: the first lane's). The
+    Under a time limit, with at most LARGE_LANE_BUFFERS buffers and a second core free
+    (``_lane_count``), a second lane runs beside the first in a thread, with its own
+    planner: the orderings of LARGE_SECOND_LANE with their own gravity rounds and search,
+    which the first lane then skips; the lower layout wins (ties: the first lane's). The
     planner's placements release the GIL. Without a limit there is one lane, so the
     result does not depend on the cores."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
@@ -975,18 +972,13 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     fixed = _lifted(instance)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
     second = None
-    high = count > LARGE_LANE_BUFFERS
-    if anytime and limited and stop is not None and _lane_count() > 1:
-        second = _SecondLane(instance, arrays, goal, stop, LARGE_SECOND_LANE_HIGH if high else LARGE_SECOND_LANE)
+    if anytime and limited and stop is not None and _lane_count(count) > 1:
+        second = _SecondLane(instance, arrays, goal, stop)
     try:
-        start_second = None
-        if second is not None and high:
-            second.begin()  # at once: one ordering fills the limit
-        elif second is not None:
-            start_second = second.begin  # once the first ordering misses the goal
         made = planner(*arrays)  # indexed once for all of this lane's orderings
-        skipped = second.schedule if second is not None else ()
+        skipped = LARGE_SECOND_LANE if second is not None else ()
         done = None if second is None else (lambda: second.at_goal)
+        start_second = None if second is None else second.begin  # once the first ordering misses the goal
         best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
                                             done=done, missed=start_second)
     finally:
@@ -1006,10 +998,10 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     return offsets, peak, info
 
 
-def _lane_count() -> int:
-    """How many lanes the large planner runs under a time limit: two when this process may
-    use at least two cores, else one."""
-    if LARGE_LANES < 2:
+def _lane_count(count: int) -> int:
+    """How many lanes the large planner runs under a time limit: two when there are at most
+    LARGE_LANE_BUFFERS buffers and this process may use at least two cores, else one."""
+    if count > LARGE_LANE_BUFFERS or LARGE_LANES < 2:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -1019,17 +1011,14 @@ def _lane_count() -> int:
 
 
 class _SecondLane(threading.Thread):
-    """The second lane of _large_layout: the orderings of ``schedule`` (LARGE_SECOND_LANE or
-    LARGE_SECOND_LANE_HIGH) on their own planner, with the same rounds and search, in a
-    thread; counted in a copy of the instance (its
+    """The second lane of _large_layout: LARGE_SECOND_LANE's orderings on their own planner,
+    with the same rounds and search, in a thread; counted in a copy of the instance (its
     own counters, no progress array: the first lane publishes) whose cancel flag is
     ``halt``, raised by the first lane when it is done (at the limit, at the goal or on
     the caller's cancel). ``at_goal``: this lane reached the goal (the first one stops)."""
 
-    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float,
-                 schedule: tuple[int, ...] = LARGE_SECOND_LANE):
+    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float):
         super().__init__(name="telamalloc-large-lane", daemon=True)
-        self.schedule = schedule
         self.halt = np.zeros(1, dtype=np.uint8)
         self.instance = dataclasses.replace(instance, counters=_Counters(), progress=None, cancel=self.halt)
         self.arrays, self.goal, self.stop = arrays, goal, stop
@@ -1052,8 +1041,8 @@ class _SecondLane(threading.Thread):
         except MemoryError:  # no room for a second planner: the first lane alone
             return
         try:
-            self.result = _large_lane(self.instance, made, list(self.schedule), (), self.arrays[4], self.goal,
-                                      self.stop, anytime=True, limited=True, extend=False)
+            self.result = _large_lane(self.instance, made, list(LARGE_SECOND_LANE), (), self.arrays[4], self.goal,
+                                      self.stop, anytime=True, limited=True, extend=False, slots=False)
             self.at_goal = self.result[1] is not None and self.result[1] <= self.goal
         except BaseException as error:  # re-raised by merged() in the caller's thread
             self.error = error
@@ -1093,14 +1082,17 @@ def _lane_orderings(schedule: list[int], skipped):
 
 def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: np.ndarray, goal: int,
                 stop: float | None, anytime: bool, limited: bool, extend: bool = True,
-                done=None, missed=None) -> tuple[np.ndarray | None, int | None, dict]:
+                done=None, missed=None, slots: bool = True) -> tuple[np.ndarray | None, int | None, dict]:
     """One lane of _large_layout's schedule on the planner ``made``: the orderings of
     ``schedule`` (then, with ``extend`` under a limit, the further ones of
     ``_large_ordering``), leaving out ``skipped``; return the best live layout, its peak
     and the info. ``done``: checked before each further ordering, stops the lane when true
     (the other lane reached the goal); ``missed``: called once the first ordering is
     complete above the goal (it starts the other lane: where one ordering reaches LOAD,
-    as on unet and training, the second lane would only slow the first).
+    as on unet and training, the second lane would only slow the first). ``slots``:
+    False: a first ordering cut short gives no layout instead of the rest in size-class
+    slots (the second lane: the first lane always has a layout by then, and the
+    slotting would only delay the answer).
 
     ``fixed``: the pins ``made`` was built with. When they lift buffers the user left free
     (``_lifted``), the greedy orderings (0 and 1) run on a planner with the user's pins
@@ -1153,7 +1145,11 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,
             cancel=instance.cancel if limited else None,
+            slots=slots,
         )
+        if live_offsets is None:  # cut short, without slots: nothing from this lane
+            info["stopped"] = True
+            break
         step += 1
         if step == 1 and missed is not None and not result["stopped"] and result["peak"] > goal:
             missed()

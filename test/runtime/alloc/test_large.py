@@ -850,7 +850,7 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     real_planner = _large.planner
     monkeypatch.setattr(_large, "planner", lambda *arrays: (planners.append(threading.current_thread().name),
                                                            Recorded(real_planner(*arrays)))[1])
-    monkeypatch.setattr(api, "_lane_count", lambda: 2)
+    monkeypatch.setattr(api, "_lane_count", lambda count: 2)
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0)
     assert solution.ok and validate(problem, solution.offsets) == []
     assert "telamalloc-large-lane" in planners  # the second lane started
@@ -866,61 +866,8 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     assert planners == ["MainThread"] and all(name == "MainThread" for name, _ in runs)
     assert f"best of {len(runs)} orderings" in unlimited.message
     assert [index for _, index in runs] == api._large_orderings(6000, len(FIXED_ORDERINGS))[: len(runs)]
-    monkeypatch.setattr(api, "_lane_count", lambda: 1)
+    monkeypatch.setattr(api, "_lane_count", lambda count: 1)
     assert solve(problem, mode="minimize", algorithm="large").offsets == unlimited.offsets
-
-
-def test_above_the_lane_size_the_second_lane_starts_at_once_with_the_medium_sweep(monkeypatch):
-    """Above LARGE_LANE_BUFFERS buffers (here lowered to 1,000), where one ordering fills the
-    limit, the second lane starts before the first lane's first ordering and runs
-    LARGE_SECOND_LANE_HIGH (the sweep with a medium tier) beside the plain sweep; the
-    lower layout wins. Events are recorded in order in each thread, so the check does not
-    depend on the machine's speed: the start of the second lane happens in the first
-    lane's thread before its first ordering."""
-    import threading
-
-    from telamalloc.runtime.alloc import _large
-    from telamalloc.runtime.alloc.generators.families import deepnet
-
-    problem = deepnet(6000, 0).problem()
-    events = []
-
-    class Recorded:
-        def __init__(self, made):
-            self.made = made
-
-        def run(self, **options):
-            events.append((threading.current_thread().name, "run", options["first"]))
-            return self.made.run(**options)
-
-        def settle(self, *arguments, **options):
-            return self.made.settle(*arguments, **options)
-
-    real_planner = _large.planner
-    real_begin = api._SecondLane.begin
-    real_lane = api._large_lane
-    peaks = {}  # each lane's best peak
-
-    def lane(*arguments, **options):
-        result = real_lane(*arguments, **options)
-        peaks[threading.current_thread().name] = result[1]
-        return result
-
-    monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
-    monkeypatch.setattr(api._SecondLane, "begin", lambda lane: (events.append(("MainThread", "begin", lane.schedule)),
-                                                                 real_begin(lane))[1])
-    monkeypatch.setattr(api, "_large_lane", lane)
-    monkeypatch.setattr(api, "_lane_count", lambda: 2)
-    monkeypatch.setattr(api, "LARGE_LANE_BUFFERS", 1000)
-    solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0)
-    assert solution.ok and validate(problem, solution.offsets) == []
-    main = [event for event in events if event[0] == "MainThread"]
-    assert main[0] == ("MainThread", "begin", api.LARGE_SECOND_LANE_HIGH) and main[1] == ("MainThread", "run", 14)
-    assert all(event[2] not in api.LARGE_SECOND_LANE_HIGH for event in main[1:])
-    second = [event[2] for event in events if event[0] == "telamalloc-large-lane"]
-    assert second == list(api.LARGE_SECOND_LANE_HIGH)[: len(second)]
-    assert solution.peak == min(peak for peak in peaks.values() if peak is not None)  # the lower layout won
-    assert api.LARGE_SECOND_LANE_HIGH == (FIXED_ORDERINGS.index((8.0, "sweep-medium", False)),)
 
 
 def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
@@ -943,6 +890,39 @@ def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
     assert peak == int((offsets + instance.sizes).max()) <= first_alone
 
 
+def test_a_first_ordering_cut_short_gives_slots_or_with_slots_false_nothing():
+    """The second lane runs with slots=False: a first ordering cut short (here by a cancel
+    flag raised before it starts) gives no layout instead of the rest in size-class slots."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    trace = deepnet(3000, 0)
+    made = planner(trace.starts, trace.ends, trace.sizes, trace.alignments, np.full(3000, -1, dtype=np.int64))
+    raised = np.ones(1, dtype=np.uint8)
+    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised)
+    assert info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
+    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised, slots=False)
+    assert offsets is None and info["stopped"]
+    offsets, info = made.run(orderings=1, first=SWEEP, slots=False)  # not cut: a layout as ever
+    assert not info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
+
+
+def test_a_second_lane_cut_short_at_once_gives_nothing_and_the_first_lanes_layout_wins():
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(3000, 1).problem()
+    instance = instance_of(problem)
+    arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, api._lifted(instance))
+    lane = api._SecondLane(instance, arrays, goal=int(compute_load(problem)[0]), stop=time.monotonic() + 120)
+    lane.halt[0] = 1  # the first lane is done before this one placed anything
+    lane.run()
+    assert lane.error is None and lane.result[:2] == (None, None) and lane.result[2]["stopped"]
+    first = np.zeros(len(instance.starts), dtype=np.int64)
+    info = {"orderings": 1, "gravity": 0, "settled": 0, "lns": api._LnsStats(), "resweeps": 0, "ordering": 14,
+            "resweep_won": False}
+    best, peak, merged = lane.merged(instance, first, 123, info)
+    assert best is first and peak == 123 and merged["orderings"] == 1
+
+
 def test_the_two_lanes_window_search_counts_add_up():
     first = api._LnsStats(windows=3, improved=1, timed_out=10, work=100, stuck=True)
     second = api._LnsStats(windows=2, improved=0, timed_out=5, work=50, stuck=False)
@@ -950,14 +930,15 @@ def test_the_two_lanes_window_search_counts_add_up():
     assert first.plus(api._LnsStats(stuck=True)) == first  # stuck only when both lanes were
 
 
-def test_the_second_lane_needs_two_cores(monkeypatch):
+def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size(monkeypatch):
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
-    assert api._lane_count() == 2
+    assert api._lane_count(1000) == 2
+    assert api._lane_count(api.LARGE_LANE_BUFFERS + 1) == 1
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert api._lane_count() == 1
+    assert api._lane_count(1000) == 1
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(api, "LARGE_LANES", 1)
-    assert api._lane_count() == 1
+    assert api._lane_count(1000) == 1
 
 
 def test_lifted_buffers_stack_aligned_without_needless_padding():
