@@ -633,7 +633,8 @@ SWEEP_EVERY_GAP_BUFFERS = 200_000
 # seeds 0..4, the sweep (1/8) and three gravity rounds (GRAVITY_SHARES_HIGH), bounded
 # scan: 1.0028, 1.0029, 1.0048, 1.0035, 1.0017 x LOAD against 1.0035, 1.0041, 1.0055,
 # 1.0035, 1.0015 for the plain sweep (14); transformer, unet, training and tracegen the
-# same peaks. The cut (512 points there, the median lifetime being 2) falls in that
+# same peaks as 14 (seed 0, the same steps, without the solver's lifting). The cut (512
+# points there, the median lifetime being 2) falls in that
 # generator's gap between skip connections (at most 300 points) and long-lived buffers
 # (at least 1,000): a cut at 180 points gave 1.0052 on seed 1, at 2,880 points
 # 1.0044-1.0053 on seed 0. The median, not the span, sets it: the span grows with the
