@@ -1147,8 +1147,8 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             cancel=instance.cancel if limited else None,
             slots=slots,
         )
-        if live_offsets is None:  # cut short, without slots: nothing from this lane
-            info["stopped"] = True
+        if live_offsets is None:  # cut short, without slots: dropped like any later one cut short
+            info["stopped"] = best is None  # only the first ordering's cut counts as stopped
             break
         step += 1
         if step == 1 and missed is not None and not result["stopped"] and result["peak"] > goal:
