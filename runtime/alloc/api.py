@@ -945,8 +945,8 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     improves is followed by them at once (the limit may not leave time for all the
     orderings first), and the schedule goes on with further
     orderings (seeded random ones after LARGE_SCHEDULE) until the time runs out. A limit
-    shorter than the first ordering cuts that one short (the rest in slots, see
-    _large._slot_rest); after it the
+    shorter than the first ordering cuts that one short (the rest stacked where each one
+    lives or in slots, see _large._scan_rest); after it the
     time only cuts the schedule short, so a longer limit never gives a worse layout (the
     window searches have node budgets and the rounds counts, not time limits, of their
     own: the schedule is the same on every machine). Stops early at ``target`` (a peak at most this).
@@ -1111,8 +1111,8 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     best_made, best_fixed = made, fixed  # the planner and pins of the best layout
     best_peak = None
     best_rounds = 0  # gravity rounds run on the best layout
-    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "lns": _LnsStats(), "gravity": 0, "settled": 0,
-            "resweeps": 0, "resweep_won": False}
+    info = {"orderings": 0, "ordering": schedule[0], "stopped": False, "rest": "", "lns": _LnsStats(), "gravity": 0,
+            "settled": 0, "resweeps": 0, "resweep_won": False}
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     resweep = None  # the first ordering, a sweep: re-swept before the search if still the best (LARGE_RESWEEPS)
@@ -1140,7 +1140,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             if plain is None:
                 plain = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
             runner, runner_fixed = plain, instance.fixed
-        live_offsets, result = runner.run(  # cut short, the first ordering puts the rest into slots
+        live_offsets, result = runner.run(  # cut short, the first ordering places the rest quickly (_large._scan_rest)
             orderings=1, first=index,
             time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,
@@ -1157,6 +1157,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             if best is not None:  # a later ordering cut short: dropped
                 break
             info["stopped"] = True
+            info["rest"] = result["rest"]  # how its unplaced buffers were placed: "scanned" or "slots"
         info["orderings"] = step
         rounds = 0
         reswept = False  # a re-sweep gave this layout
@@ -1259,7 +1260,11 @@ def _gravity_rounds(made, offsets: np.ndarray, count: int, first: int, goal: int
 
 
 def _large_note(info: dict) -> str:
-    cut = "; the time limit or cancel cut the first ordering short (the rest in size-class slots on top)" if info["stopped"] else ""
+    cut = ""
+    if info["stopped"]:
+        rest = ("stacked above the placed buffers where each one lives" if info.get("rest") == "scanned"
+                else "in size-class slots on top")
+        cut = f"; the time limit or cancel cut the first ordering short (the rest {rest})"
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
     if info["gravity"]:

@@ -444,6 +444,89 @@ def test_slots_reuse_space_over_time():
     assert set(_slotted(made, np.zeros(count, dtype=np.int64), sequence, 0).tolist()) == {0}
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_the_rest_scanned_in_after_a_cut_is_valid_with_pins_alignment_and_zero_sizes(seed):
+    """_scan_rest keeps the placed prefix, places the rest valid (pins, alignments, zero
+    sizes), the same every time, and never above every buffer in slots on these."""
+    from telamalloc.runtime.alloc._large import _scanned, _slotted
+
+    problem = random_problem(seed, 200 + 37 * seed)
+    arrays = columns(problem)
+    made = planner(*arrays)
+    full, _ = made.run(orderings=1, first=seed % len(FIXED_ORDERINGS))
+    pinned = np.flatnonzero(arrays[4] >= 0)
+    rng = np.random.default_rng(seed)
+    sequence = np.concatenate((pinned, rng.permutation(np.flatnonzero(arrays[4] < 0)))).astype(np.int64)
+    placed = int(rng.integers(0, len(sequence) + 1))
+    offsets, work = _scanned(made, full, sequence, placed)
+    assert work >= 0 and validate(problem, offsets.tolist()) == []
+    assert np.array_equal(offsets[sequence[:placed]], full[sequence[:placed]])
+    assert np.all(offsets % arrays[3] == 0)
+    again, _ = _scanned(made, full, sequence, placed)
+    assert np.array_equal(offsets, again)
+    slotted = _slotted(made, full, sequence, 0)
+    assert peak_of(offsets, arrays[2]) <= peak_of(slotted, arrays[2])
+
+
+def test_the_rest_scanned_in_sits_on_the_buffers_live_with_it_and_reuses_its_own_room():
+    """Placed: A [0, 10) at 0 (100 bytes), B [10, 20) at 0 (10 bytes). The rest, by start:
+    F [5, 12) clears A (100); C [12, 14) only B (10: slots would put it above A); D [13, 15)
+    goes above C (15); E [14, 16) takes C's room once C has ended (10); G [14, 16), 8-aligned,
+    clears E and D at 20 (24: aligned). Budget 0: the scan gives up at once (-2)."""
+    from telamalloc.runtime.alloc._large import _scanned
+
+    starts = np.array([0, 10, 5, 12, 13, 14, 14], dtype=np.int64)
+    ends = np.array([10, 20, 12, 14, 15, 16, 16], dtype=np.int64)
+    sizes = np.array([100, 10, 1, 5, 5, 5, 4], dtype=np.int64)
+    aligns = np.array([1, 1, 1, 1, 1, 1, 8], dtype=np.int64)
+    made = planner(starts, ends, sizes, aligns, np.full(7, -1, dtype=np.int64))
+    sequence = np.arange(7, dtype=np.int64)
+    given = np.zeros(7, dtype=np.int64)
+    offsets, work = _scanned(made, given, sequence, 2)
+    assert offsets.tolist() == [0, 0, 100, 10, 15, 10, 24] and work >= 0
+    assert _scanned(made, given, sequence, 2, budget=0)[1] == -2
+
+
+def test_a_cut_after_the_first_placements_scans_the_rest_in():
+    """A cancel flag that turns on after the first chunk of placements (read twice before
+    the placements begin, then after every 1,024): the first ordering is cut with 1,023
+    buffers placed as the whole ordering places them, the rest scanned in ("scanned"),
+    far lower than slots on top of everything and valid."""
+    from telamalloc.runtime.alloc._large import _slotted
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    class FlagAfter:
+        def __init__(self, reads: int):
+            self.reads = reads
+
+        def __getitem__(self, index):
+            self.reads -= 1
+            return 1 if self.reads < 0 else 0
+
+    problem = deepnet(20000, 3).problem()
+    arrays = columns(problem)
+    made = planner(*arrays)
+    full, whole = made.run(orderings=1, first=11)
+    offsets, info = made.run(orderings=1, first=11, cancel=FlagAfter(2))
+    assert info["stopped"] and info["rest"] == "scanned"
+    assert validate(problem, offsets.tolist()) == []
+    row = ordering(11, *arrays[:3])[0]
+    assert np.array_equal(offsets[row[:1023]], full[row[:1023]])
+    slotted = _slotted(made, full, row, 1023)
+    assert whole["peak"] <= info["peak"] < peak_of(slotted, arrays[2])
+    _, uncut = made.run(orderings=1, first=11, cancel=FlagAfter(10**9))
+    assert not uncut["stopped"] and uncut["rest"] == ""
+
+
+def test_the_note_says_how_the_rest_of_a_cut_ordering_was_placed():
+    info = {"stopped": True, "rest": "scanned", "lns": api._LnsStats(), "gravity": 0, "settled": 0, "resweeps": 0,
+            "resweep_won": False, "orderings": 1, "ordering": 14}
+    assert api._large_note(info).endswith("cut the first ordering short (the rest stacked above the placed buffers "
+                                          "where each one lives)")
+    info["rest"] = "slots"
+    assert api._large_note(info).endswith("(the rest in size-class slots on top)")
+
+
 def test_cancel_stops_after_a_valid_layout():
     problem = generate(20000, 6).problem()
     cancel = np.ones(1, dtype=np.uint8)
