@@ -673,6 +673,12 @@ GRAVITY_SHARES_HIGH = (0.95, 0.9, 0.8)
 # Measured on deepnet at 10^6 (the plain sweep): 0.1-415 per buffer and 0.2-0.65 s when
 # the cut comes after 5-99% of the buffers; 2,843 and 3.8 s for every buffer scanned.
 SCAN_REST_WORK_PER_BUFFER = 512
+# Above SHORT_TAIL_BUFFERS buffers, ordering 17 (its long- and medium-lived buffers first,
+# then the short ones by contention) places the short ones meeting less than
+# SHORT_TAIL_SHARE x the highest contention with ``_scan_rest`` instead of best-fit when
+# that keeps the peak the others set (``_construct_tail``).
+SHORT_TAIL_BUFFERS = 200_000
+SHORT_TAIL_SHARE = 0.9
 
 # The fixed orderings, most useful first: (size class base, 0 for the classic decreasing-
 # size order; tie key inside a class, "start" time or longer "lifetime" first; first-fit
@@ -997,7 +1003,7 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
         orderings = orders.shape[0]
     if orderings < 1:
         raise ValueError(f"orderings '{orderings}' must be at least 1")
-    info = {"peak": 0, "ordering": 0, "orderings": 0, "work": 0, "stopped": False, "rest": ""}
+    info = {"peak": 0, "ordering": 0, "orderings": 0, "work": 0, "stopped": False, "rest": "", "tail": 0}
     if count == 0:
         return np.zeros(0, dtype=np.int64), info
     pinned = planner.pinned
@@ -1026,7 +1032,17 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
                 every_gap = FIXED_ORDERINGS[index][1].startswith("sweep") and count <= SWEEP_EVERY_GAP_BUFFERS
                 planner.gaps = 0 if every_gap else CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
-        placed_count = 0 if _should_stop(deadline, cancel) else _construct(planner, sequence, deadline, cancel)
+        tail = 0
+        if (orders is None and count > SHORT_TAIL_BUFFERS and index < len(FIXED_ORDERINGS)
+                and FIXED_ORDERINGS[index][1] == "sweep-medium" and not _should_stop(deadline, cancel)):
+            high = np.flatnonzero(planner.load[sequence] >= SHORT_TAIL_SHARE * planner.load.max())
+            tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
+        if _should_stop(deadline, cancel):
+            placed_count = 0
+        elif tail:
+            placed_count = _construct_tail(planner, sequence, tail, deadline, cancel, info)
+        else:
+            placed_count = _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):
             if row_index > 0:
                 break  # a partial layout of a later ordering is dropped
@@ -1072,6 +1088,25 @@ cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object de
     (a second lane of the solver's schedule) constructs beside it."""
     planner._unplace_all()
     return _place_all(planner, sequence, deadline, cancel)
+
+
+cdef int64_t _construct_tail(_Planner planner, sequence, int64_t tail, object deadline, object cancel, dict info) except -1:
+    """``_construct`` for a sequence whose last ``tail`` buffers meet little load (the short
+    tail of ordering 17): the others placed, the tail scanned in above them
+    (``_scan_rest``) and kept when that leaves the peak where the others put it, so the
+    layout is never higher than the whole ordering's (which only adds to that peak); else
+    the tail placed as usual after all. Return how many buffers were placed (all unless
+    the limit or the flag stopped it); ``info["tail"]``: the buffers scanned in (0: none)."""
+    cdef int64_t head = sequence.shape[0] - tail, placed
+    placed = _construct(planner, sequence[:head], deadline, cancel)
+    if placed < head:
+        return placed
+    top = _top_of(planner, sequence, head)
+    if _scan_rest(planner, sequence, head, SCAN_REST_WORK_PER_BUFFER * planner.n) >= 0 \
+            and int((np.asarray(planner.offsets) + np.asarray(planner.sizes)).max()) <= top:
+        info["tail"] = tail
+        return sequence.shape[0]
+    return head + _place_all(planner, sequence[head:], deadline, cancel)
 
 
 cdef int64_t _place_all(_Planner planner, const int64_t[::1] sequence, object deadline, object cancel) except -1:

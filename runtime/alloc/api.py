@@ -656,9 +656,10 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     no buffer lives that long it is the contention one), then contention with the later
     end first (see LARGE_SCHEDULE), the classic first-fit one (1.018 on tracegen where
     best-fit leaves 1.053) and best-fit one (so the result is never worse than either
-    greedy baseline), then the other sweeps, contention and the class orderings."""
+    greedy baseline), then the other sweeps, contention and the class orderings; above
+    LARGE_HUGE_BUFFERS the sweep with a medium tier (17) first (LARGE_HUGE_SCHEDULE)."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
-    return [_large_ordering(step) for step in range(orderings)]
+    return [_large_ordering(step, count) for step in range(orderings)]
 
 
 # The orderings of _large.ordering in the order the large planner tries them: the sweep
@@ -689,12 +690,25 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
 # the process against 3.7-8.9 s.
 LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 17)
+# Above LARGE_HUGE_BUFFERS buffers, where a 10 s limit leaves room for one ordering, the
+# sweep with a medium tier (17) comes first, then the others in LARGE_SCHEDULE's order:
+# its short tail is scanned in (_large.SHORT_TAIL_BUFFERS), so it ends sooner and is cut
+# short less often on a loaded machine. Measured on deepnet at 10^6, seeds 0..9, one
+# ordering and three gravity rounds in-process: 17 1.0028, 1.0029, 1.0049, 1.0035, 1.0017,
+# 1.0021, 1.0056, 1.0050, 1.0041, 1.0014 x LOAD (median 1.0032) in 2.0-2.8 s (3.8 s on
+# seeds 1 and 2, whose tail is placed as usual), 14 1.0036, 1.0041, 1.0057, 1.0035,
+# 1.0015, 1.0020, 1.0043, 1.0049, 1.0030, 1.0013 (median 1.0035; lower on six seeds) in
+# 3.5-4.1 s; transformer, unet, training and tracegen the same peaks.
+LARGE_HUGE_BUFFERS = 500_000
+LARGE_HUGE_SCHEDULE = (17,) + tuple(index for index in LARGE_SCHEDULE if index != 17)
 
 
-def _large_ordering(step: int) -> int:
-    """The ordering (of ``_large.ordering``) the large planner tries at ``step``:
-    LARGE_SCHEDULE, then seeded random ones."""
-    return LARGE_SCHEDULE[step] if step < len(LARGE_SCHEDULE) else step
+def _large_ordering(step: int, count: int = 0) -> int:
+    """The ordering (of ``_large.ordering``) the large planner tries at ``step`` for
+    ``count`` buffers: LARGE_SCHEDULE (LARGE_HUGE_SCHEDULE above LARGE_HUGE_BUFFERS), then
+    seeded random ones."""
+    schedule = LARGE_HUGE_SCHEDULE if count > LARGE_HUGE_BUFFERS else LARGE_SCHEDULE
+    return schedule[step] if step < len(schedule) else step
 
 
 def _window_load(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> int:
@@ -1072,10 +1086,11 @@ class _SecondLane(threading.Thread):
         return best, best_peak, merged
 
 
-def _lane_orderings(schedule: list[int], skipped):
-    """``schedule``, then the further orderings of ``_large_ordering``, without ``skipped``."""
+def _lane_orderings(schedule: list[int], skipped, count: int):
+    """``schedule``, then the further orderings of ``_large_ordering`` for ``count``
+    buffers, without ``skipped``."""
     for position in itertools.count():
-        index = schedule[position] if position < len(schedule) else _large_ordering(position)
+        index = schedule[position] if position < len(schedule) else _large_ordering(position, count)
         if index not in skipped:
             yield index
 
@@ -1117,7 +1132,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     searching = False  # a large-neighbourhood search is due on the best layout
     resweep = None  # the first ordering, a sweep: re-swept before the search if still the best (LARGE_RESWEEPS)
     eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
-    orderings = _lane_orderings(schedule, skipped)
+    orderings = _lane_orderings(schedule, skipped, count)
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
             if resweep is not None and info["ordering"] == resweep:  # the sweep still the best: re-swept

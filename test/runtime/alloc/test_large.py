@@ -796,13 +796,60 @@ def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(mon
     assert validate(trace.problem(), bounded.tolist()) == []
 
 
+def test_above_the_huge_size_the_sweep_with_a_medium_tier_comes_first():
+    """Above LARGE_HUGE_BUFFERS ordering 17 comes first, then LARGE_SCHEDULE's others in
+    order, then the seeded random ones; at and below it, LARGE_SCHEDULE."""
+    huge = api.LARGE_HUGE_BUFFERS + 1
+    assert api._large_orderings(huge, len(FIXED_ORDERINGS)) == [17, 14, 13, 1]
+    further = api._lane_orderings(api._large_orderings(huge, len(FIXED_ORDERINGS)), (), huge)
+    assert [next(further) for _ in range(20)] == [17, 14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 18, 19]
+    assert api._large_orderings(api.LARGE_HUGE_BUFFERS, len(FIXED_ORDERINGS))[0] == 14
+    assert sorted(api.LARGE_HUGE_SCHEDULE) == sorted(api.LARGE_SCHEDULE)
+
+
+def test_the_short_tail_of_the_medium_tier_sweep_is_scanned_in_only_when_the_peak_stays(monkeypatch):
+    """Above SHORT_TAIL_BUFFERS (lowered here), ordering 17 scans in the buffers after the
+    last one meeting SHORT_TAIL_SHARE x the highest contention, kept only when the peak
+    stays where the others set it (never above the whole ordering's), else placed as usual.
+    A 1000-byte buffer on [0, 100), then 2,000 buffers of 10 bytes living 2 points from 300
+    on: scanned in (the tail), reusing offsets 0 and 10. With a pin of 100 bytes at 1000 on
+    [100, 300) and a 50-byte buffer on [150, 152) below it, the scan would stack that one
+    on the pin (1150 > 1100): placed as usual, at 0. On deepnet(20000, 0) the tail raises
+    the peak: the whole ordering's layout."""
+    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    def trace(pinned: bool):
+        steps = np.arange(2000, dtype=np.int64)
+        starts = np.concatenate(([0], 300 + steps, [100, 150] if pinned else [])).astype(np.int64)
+        ends = np.concatenate(([100], 302 + steps, [300, 152] if pinned else [])).astype(np.int64)
+        sizes = np.concatenate(([1000], np.full(2000, 10), [100, 50] if pinned else [])).astype(np.int64)
+        fixed = np.full(len(starts), -1, dtype=np.int64)
+        if pinned:
+            fixed[-2] = 1000
+        return starts, ends, sizes, np.ones(len(starts), dtype=np.int64), fixed
+
+    cases = [trace(False), trace(True), columns(deepnet(20000, 0).problem())]
+    wholes = [planner(*arrays).run(orderings=1, first=17) for arrays in cases]
+    assert all(info["tail"] == 0 for _, info in wholes)  # below SHORT_TAIL_BUFFERS: no tail
+    monkeypatch.setattr(_large, "SHORT_TAIL_BUFFERS", 1000)
+    results = [planner(*arrays).run(orderings=1, first=17) for arrays in cases]
+    assert [info["tail"] for _, info in results] == [2000, 0, 0]
+    for arrays, (whole, whole_info), (offsets, info) in zip(cases, wholes, results):
+        assert np.array_equal(offsets, whole) and info["peak"] == whole_info["peak"]
+        buffers = [Buffer(f"b{i}", int(arrays[0][i]), int(arrays[1][i]), int(arrays[2][i]), alignment=int(arrays[3][i]),
+                          offset=None if arrays[4][i] < 0 else int(arrays[4][i])) for i in range(len(arrays[0]))]
+        assert validate(Problem(buffers), offsets.tolist()) == []
+    assert set(results[0][0][1:2001].tolist()) == {0, 10} and results[1][0][-1] == 0
+
+
 def test_the_contention_end_ordering_comes_second(monkeypatch):
     """Contention with the later end first inside a bucket is the second ordering tried,
     after the sweep from 1/8 of the span: on deepnet(20000, 0) it wins among the four that
     every solve runs (1.0157 x LOAD against 1.0493 for the sweep, before the gravity rounds)."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
-    assert api._large_orderings(10**6, len(FIXED_ORDERINGS)) == [14, 13, 1, 0]
+    assert api._large_orderings(500_000, len(FIXED_ORDERINGS)) == [14, 13, 1, 0]
     problem = deepnet(20000, 0).problem()
     monkeypatch.setattr(api, "LARGE_PLACEMENTS", 0)
     monkeypatch.setattr(api, "LARGE_GRAVITY_FIRST", 0)
