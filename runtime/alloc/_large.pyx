@@ -197,7 +197,7 @@ cdef class _Planner:
         ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
         at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
         ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-        ``swept``: a bool mask of buffers the sweep orderings (14 to 17) sweep with
+        ``swept``: a bool mask of buffers the sweep orderings (14 to 18) sweep with
         the long-lived ones (see ``ordering``); None: none. ``slots``: False: a first
         ordering cut short gives no layout (offsets None) instead of the rest placed
         quickly (``_scan_rest``, else ``_slot_rest``).
@@ -646,9 +646,11 @@ SWEEP_EVERY_GAP_BUFFERS = 200_000
 # 10^5 (seeds 0..7) the medium tier was lower on four seeds and higher on three (1.0131
 # against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, the solver in-process under 4 s,
 # one lane) in place of the plain sweep 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040,
-# 1.0081. So the plain sweep stays first and the solver tries this one last of the fixed
-# orderings (api.LARGE_SCHEDULE); at 10^6 a second lane running it beside the plain sweep
-# helped on a quiet machine only (see api.LARGE_LANE_BUFFERS).
+# 1.0081. So the plain sweep stays first and the solver tries this one near the end of the
+# fixed orderings (api.LARGE_SCHEDULE), except above api.LARGE_HUGE_BUFFERS, where it and
+# ordering 18 (the same from 1/32 of the span) come first (api.LARGE_HUGE_SCHEDULE); at
+# 10^6 a second lane running it beside the plain sweep helped on a quiet machine only
+# (see api.LARGE_LANE_BUFFERS).
 SWEEP_MEDIUM_FACTOR = 256
 
 # Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
@@ -673,8 +675,8 @@ GRAVITY_SHARES_HIGH = (0.95, 0.9, 0.8)
 # Measured on deepnet at 10^6 (the plain sweep): 0.1-415 per buffer and 0.2-0.65 s when
 # the cut comes after 5-99% of the buffers; 2,843 and 3.8 s for every buffer scanned.
 SCAN_REST_WORK_PER_BUFFER = 512
-# Above SHORT_TAIL_BUFFERS buffers, ordering 17 (its long- and medium-lived buffers first,
-# then the short ones by contention) places the short ones meeting less than
+# Above SHORT_TAIL_BUFFERS buffers, orderings 17 and 18 (their long- and medium-lived
+# buffers first, then the short ones by contention) place the short ones meeting less than
 # SHORT_TAIL_SHARE x the highest contention with ``_scan_rest`` instead of best-fit when
 # that keeps the peak the others set (``_construct_tail``).
 SHORT_TAIL_BUFFERS = 200_000
@@ -692,7 +694,7 @@ SHORT_TAIL_SHARE = 0.9
 # ``_swept``): the buffers living at least 1/8, 1/16 or 1/32 of the trace's span first,
 # swept from the end of the trace nearer the LOAD point, then the rest in contention order
 # (deepnet at 10^6 buffers: 1.0050, 1.0073, 1.0070 x LOAD where contention leaves 1.0103),
-# and the first sweep again with a medium tier (SWEEP_MEDIUM_FACTOR). The solver's schedule
+# and the first and third sweeps again with a medium tier (SWEEP_MEDIUM_FACTOR). The solver's schedule
 # (api.LARGE_SCHEDULE) tries the first sweep first, then contention by later end.
 FIXED_ORDERINGS = (
     (0.0, "", False),  # exactly best-fit greedy: the result is never worse than it
@@ -713,6 +715,7 @@ FIXED_ORDERINGS = (
     (16.0, "sweep", False),
     (32.0, "sweep", False),
     (8.0, "sweep-medium", False),
+    (32.0, "sweep-medium", False),
 )
 # Orderings that need contention() and take the bounded best-fit scan (CONTENTION_GAPS;
 # the sweeps up to SWEEP_EVERY_GAP_BUFFERS buffers do not).
@@ -830,17 +833,17 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
 
-    0..16: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
+    0..18: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
     then index (so orderings 0 and 1 place exactly as best-fit and first-fit greedy do);
     class orderings sort by size class (powers of the base, largest first), then start
     time or longer lifetime, then index; contention orderings (11, 12, 13) sort by bucket of
     ``contention()`` (CONTENTION_BUCKET x LOAD wide, highest first), then longer lifetime
     (13: later end), then larger size, then index (with best-fit they take the smallest of
-    the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16, 17) take the
-    buffers living at least 1/8, 1/16, 1/32 or 1/8 of the span first (``_swept``), then the
+    the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16, 17, 18) take the
+    buffers living at least 1/8, 1/16, 1/32, 1/8 or 1/32 of the span first (``_swept``), then the
     others as contention does (with best-fit over every gap up to
-    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above); 17 places those living at
-    least SWEEP_MEDIUM_FACTOR times the median lifetime before the shorter ones. 18 and on: size classes of a random base in [1.25, 16] with a random
+    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above); 17 and 18 place those living at
+    least SWEEP_MEDIUM_FACTOR times the median lifetime before the shorter ones. 19 and on: size classes of a random base in [1.25, 16] with a random
     shift of the class boundaries, a random tie key within a class (start, end, middle or
     lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
     deterministic. ``load``: ``contention()`` of these buffers when already known, and
@@ -1092,7 +1095,7 @@ cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object de
 
 cdef int64_t _construct_tail(_Planner planner, sequence, int64_t tail, object deadline, object cancel, dict info) except -1:
     """``_construct`` for a sequence whose last ``tail`` buffers meet little load (the short
-    tail of ordering 17): the others placed, the tail scanned in above them
+    tail of orderings 17 and 18): the others placed, the tail scanned in above them
     (``_scan_rest``) and kept when that leaves the peak where the others put it, so the
     layout is never higher than the whole ordering's (which only adds to that peak); else
     the tail placed as usual after all. Return how many buffers were placed (all unless

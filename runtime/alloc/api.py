@@ -105,8 +105,8 @@ GREEDY_ALGORITHMS = ("best-fit", "first-fit")
 LARGE_THRESHOLD = 4096
 # Buffer placements the large planner spends without a time limit (see _large_orderings):
 # one ordering costs ~0.1-0.8 s at 10^5 buffers and ~1.5-8 s at 10^6 on this machine, so
-# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 17777 buffers all
-# eighteen fixed ones.
+# 10^5 buffers get 4 (LARGE_MIN_ORDERINGS), 62185 (Y_1) 5; up to 16842 buffers all
+# nineteen fixed ones.
 LARGE_PLACEMENTS = 320_000
 # ... but at least this many (a sweep and a contention one, first-fit and best-fit: never
 # worse than the greedy baselines), also at 10^6 buffers.
@@ -666,7 +666,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # of the buffers living at least 1/8 of the span (14), contention with the later end first
 # inside a bucket (13), the classic first-fit (1) and best-fit (0), the sweeps from 1/16
 # and 1/32 (15, 16) with contention (11) between them, the size classes, contention with
-# first-fit, the sweep with a medium tier (17); then seeded random ones (18, 19, ...).
+# first-fit, the sweeps with a medium tier (17, 18); then seeded random ones (19, 20, ...).
 # The sweep first (_large._swept): deepnet at 10^6 buffers 1.0050 x LOAD against 1.0103 for
 # contention (one ordering each); at 10^5, seeds 0..3, two gravity rounds each, 1.0072,
 # 1.0267, 1.0178, 1.0040 against 1.0093, 1.0299, 1.0219, 1.0201 (1/16: 1.0069, 1.0227,
@@ -689,18 +689,28 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
 # tela-alloc --timeout=10s, contention first against first-fit first: deepnet 1.0103 against
 # 1.0177 x LOAD, tracegen, transformer, unet and training LOAD both ways, in 3.0-5.7 s of
 # the process against 3.7-8.9 s.
-LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 17)
-# Above LARGE_HUGE_BUFFERS buffers, where a 10 s limit leaves room for one ordering, the
-# sweep with a medium tier (17) comes first, then the others in LARGE_SCHEDULE's order:
-# its short tail is scanned in (_large.SHORT_TAIL_BUFFERS), so it ends sooner and is cut
-# short less often on a loaded machine. Measured on deepnet at 10^6, seeds 0..9, one
-# ordering and three gravity rounds in-process: 17 1.0028, 1.0029, 1.0049, 1.0035, 1.0017,
-# 1.0021, 1.0056, 1.0050, 1.0041, 1.0014 x LOAD (median 1.0032) in 2.0-2.8 s (3.8 s on
-# seeds 1 and 2, whose tail is placed as usual), 14 1.0036, 1.0041, 1.0057, 1.0035,
-# 1.0015, 1.0020, 1.0043, 1.0049, 1.0030, 1.0013 (median 1.0035; lower on six seeds) in
-# 3.5-4.1 s; transformer, unet, training and tracegen the same peaks.
+LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 17, 18)
+# Above LARGE_HUGE_BUFFERS buffers, where a 10 s limit leaves room for one or two
+# orderings, the sweeps with a medium tier come first (17, then 18, from 1/32 of the
+# span), then the others in LARGE_SCHEDULE's order: their short tails are scanned in
+# (_large.SHORT_TAIL_BUFFERS), so they end sooner and are cut short less often on a loaded
+# machine. Measured on deepnet at 10^6, seeds 0..9, one ordering and three gravity rounds
+# in-process: 17 1.0028, 1.0029, 1.0049, 1.0035, 1.0017, 1.0021, 1.0056, 1.0050, 1.0041,
+# 1.0014 x LOAD (median 1.0032) in 2.0-2.8 s (3.8 s on seeds 1 and 2, whose tail is placed
+# as usual); 18 1.0068, 1.0042, 1.0031, 1.0024, 1.0033, 1.0027, 1.0034, 1.0037, 1.0013,
+# 1.0041 (the better of the two: median 1.0026); 14 1.0036, 1.0041, 1.0057, 1.0035,
+# 1.0015, 1.0020, 1.0043, 1.0049, 1.0030, 1.0013 (median 1.0035; lower than 17 on six
+# seeds) in 3.5-4.1 s; the same with the medium tier from 1/16 or 1/4 of the span: medians
+# 1.0035 and 1.0057. tela-alloc --timeout=10s (bench/large), seeds 0..9: 1.0028 (median;
+# 18 ends in time on about half of them), 17 alone 1.0034, 14 first 1.0038; transformer,
+# unet, training and tracegen reach LOAD either way (see README).
 LARGE_HUGE_BUFFERS = 500_000
-LARGE_HUGE_SCHEDULE = (17,) + tuple(index for index in LARGE_SCHEDULE if index != 17)
+# ... and there the first LARGE_HUGE_EAGER orderings (17, then the same with the sweep
+# from 1/32 of the span, 18) run one after the other, each followed at once by the window
+# search and LARGE_HUGE_ROUNDS gravity rounds, before the best goes on to the other rounds.
+LARGE_HUGE_EAGER = 2
+LARGE_HUGE_ROUNDS = 1
+LARGE_HUGE_SCHEDULE = (17, 18) + tuple(index for index in LARGE_SCHEDULE if index not in (17, 18))
 
 
 def _large_ordering(step: int, count: int = 0) -> int:
@@ -1131,7 +1141,8 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     step = 0
     searching = False  # a large-neighbourhood search is due on the best layout
     resweep = None  # the first ordering, a sweep: re-swept before the search if still the best (LARGE_RESWEEPS)
-    eager = 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
+    huge = count > LARGE_HUGE_BUFFERS
+    eager = LARGE_HUGE_EAGER if huge else 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     orderings = _lane_orderings(schedule, skipped, count)
     while True:
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
@@ -1160,7 +1171,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             time_limit=0.0 if left is None else max(left, 1e-6),
             seed=instance.params.seed,
             cancel=instance.cancel if limited else None,
-            slots=slots,
+            slots=slots and best is None,  # a later ordering cut short is dropped: no time on its rest
         )
         if live_offsets is None:  # cut short, without slots: dropped like any later one cut short
             info["stopped"] = best is None  # only the first ordering's cut counts as stopped
@@ -1176,6 +1187,14 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
         info["orderings"] = step
         rounds = 0
         reswept = False  # a re-sweep gave this layout
+        if huge and step <= LARGE_HUGE_EAGER and anytime and limited and not result["stopped"] and result["peak"] > goal:
+            # the window search first (where it reaches the goal, as on unet, tracegen and
+            # transformer at 10^6, no round is spent), then compared after its first round
+            live_offsets = _lns(instance, live_offsets, runner_fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
+            result["peak"] = int((live_offsets + instance.sizes).max())
+            if result["peak"] > goal:
+                live_offsets, result["peak"], rounds = _gravity_rounds(
+                    runner, live_offsets, min(LARGE_HUGE_ROUNDS, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
         if step == 1 and anytime and limited and not result["stopped"] and count <= LARGE_EAGER_BUFFERS and result["peak"] > goal:
             live_offsets, result["peak"], rounds = _gravity_rounds(
                 runner, live_offsets, min(LARGE_GRAVITY_FIRST, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)

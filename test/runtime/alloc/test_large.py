@@ -661,10 +661,11 @@ def test_the_sweep_without_long_lived_buffers_is_the_contention_ordering():
     starts = np.array([0, 2, 4, 200], dtype=np.int64)
     ends = np.array([3, 5, 7, 203], dtype=np.int64)
     sizes = np.array([5, 7, 3, 9], dtype=np.int64)
-    for index in (SWEEP, SWEEP + 1, SWEEP + 2, SWEEP + 3):
+    for index in (SWEEP, SWEEP + 1, SWEEP + 2, SWEEP + 3, SWEEP + 4):
         assert ordering(index, starts, ends, sizes)[0].tolist() == ordering(CONTENTION, starts, ends, sizes)[0].tolist()
     assert FIXED_ORDERINGS[SWEEP + 1] == (16.0, "sweep", False) and FIXED_ORDERINGS[SWEEP + 2] == (32.0, "sweep", False)
     assert FIXED_ORDERINGS[SWEEP + 3] == (8.0, "sweep-medium", False)
+    assert FIXED_ORDERINGS[SWEEP + 4] == (32.0, "sweep-medium", False) and len(FIXED_ORDERINGS) == SWEEP + 5
 
 
 def test_the_sweep_with_a_medium_tier_places_the_medium_lived_before_the_short_ones():
@@ -684,6 +685,24 @@ def test_the_sweep_with_a_medium_tier_places_the_medium_lived_before_the_short_o
     # a longer median lifetime raises the cut above 300 points: the plain sweep's order
     assert _large.SWEEP_MEDIUM_FACTOR * 2 > 300
     assert ordering(SWEEP + 3, starts, ends + np.array([0, 0, 0, 1, 1, 1, 1, 1]), sizes)[0].tolist() == [0, 3, 4, 5, 6, 7, 2, 1]
+
+
+def test_the_sweep_with_a_medium_tier_from_a_32nd_of_the_span_sweeps_more():
+    """Ordering 18: the medium tier of 17 after the sweep of the buffers living 1/32 of the
+    span. Span 40,000: A (40,000 points) is swept by both; I (2,000 points, contention 11)
+    by 18 only (1/32: 1,250), where 17 takes it into the medium tier after C (14) and B (13);
+    then both place D, E, F, G, H by contention. Where the medium cut (256 x the median
+    lifetime) is above 1/32 of the span, 18 is the sweep from 1/32 (16)."""
+    #                   A     B    C     D   E     F     G     H  I
+    starts = np.array([0, 100, 1000, 50, 2000, 3000, 3500, 10, 5000], dtype=np.int64)
+    ends = np.array([40000, 400, 1300, 51, 2001, 3001, 3501, 11, 7000], dtype=np.int64)
+    sizes = np.array([10, 3, 4, 50, 40, 30, 20, 5, 1], dtype=np.int64)
+    assert contention(starts, ends, sizes).tolist() == [60, 13, 14, 60, 50, 40, 30, 15, 11]
+    assert ordering(SWEEP + 3, starts, ends, sizes)[0].tolist() == [0, 2, 1, 8, 3, 4, 5, 6, 7]
+    assert ordering(SWEEP + 4, starts, ends, sizes)[0].tolist() == [0, 8, 2, 1, 3, 4, 5, 6, 7]
+    short = ends.copy()
+    short[0] = 4000  # span 7,000: 1/32 is 218 points, below the cut of 256
+    assert ordering(SWEEP + 4, starts, short, sizes)[0].tolist() == ordering(SWEEP + 2, starts, short, sizes)[0].tolist()
 
 
 def test_the_sweep_lowers_deepnet_below_contention_and_the_greedy_orderings():
@@ -796,15 +815,59 @@ def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(mon
     assert validate(trace.problem(), bounded.tolist()) == []
 
 
-def test_above_the_huge_size_the_sweep_with_a_medium_tier_comes_first():
-    """Above LARGE_HUGE_BUFFERS ordering 17 comes first, then LARGE_SCHEDULE's others in
-    order, then the seeded random ones; at and below it, LARGE_SCHEDULE."""
+def test_above_the_huge_size_the_sweeps_with_a_medium_tier_come_first():
+    """Above LARGE_HUGE_BUFFERS orderings 17 and 18 come first, then LARGE_SCHEDULE's
+    others in order, then the seeded random ones; at and below it, LARGE_SCHEDULE."""
     huge = api.LARGE_HUGE_BUFFERS + 1
-    assert api._large_orderings(huge, len(FIXED_ORDERINGS)) == [17, 14, 13, 1]
+    assert api._large_orderings(huge, len(FIXED_ORDERINGS)) == [17, 18, 14, 13]
     further = api._lane_orderings(api._large_orderings(huge, len(FIXED_ORDERINGS)), (), huge)
-    assert [next(further) for _ in range(20)] == [17, 14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 18, 19]
+    assert [next(further) for _ in range(21)] == [17, 18, 14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 19, 20]
     assert api._large_orderings(api.LARGE_HUGE_BUFFERS, len(FIXED_ORDERINGS))[0] == 14
-    assert sorted(api.LARGE_HUGE_SCHEDULE) == sorted(api.LARGE_SCHEDULE)
+    assert api.LARGE_HUGE_BUFFERS > api.LARGE_EAGER_BUFFERS  # huge layouts are also past the eager size
+    assert sorted(api.LARGE_HUGE_SCHEDULE) == sorted(api.LARGE_SCHEDULE) == list(range(len(FIXED_ORDERINGS)))
+
+
+def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravity_round(monkeypatch):
+    """Above LARGE_HUGE_BUFFERS (lowered here) the first LARGE_HUGE_EAGER orderings run one
+    after the other, each followed at once by LARGE_HUGE_ROUNDS gravity rounds, and the
+    lower of those layouts goes on to the search and the other rounds (a round after each
+    ordering, before the next one begins)."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(30000, 1).problem()
+    instance = instance_of(problem)
+    calls = []
+    real_run = api._gravity_rounds
+
+    def counted(made, offsets, count, first, *rest):
+        calls.append(("rounds", count, first))
+        return real_run(made, offsets, count, first, *rest)
+
+    monkeypatch.setattr(api, "LARGE_HUGE_BUFFERS", 1000)
+    monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", 1000)  # as at every huge size (LARGE_HUGE_BUFFERS is above it)
+    monkeypatch.setattr(api, "_gravity_rounds", counted)
+    from telamalloc.runtime.alloc._large import planner as make_planner
+
+    original = make_planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
+    runs = []
+
+    class Recording:
+        def __getattr__(self, name):
+            return getattr(original, name)
+
+        def run(self, **keywords):
+            runs.append(keywords["first"])
+            calls.append(("ordering", keywords["first"]))
+            return original.run(**keywords)
+
+    schedule = api._large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
+    best, peak, info = api._large_lane(instance, Recording(), schedule, (), instance.fixed, -1, time.monotonic() + 60,
+                                       anytime=True, limited=True, extend=False)
+    assert runs[:2] == [17, 18]
+    assert calls[:4] == [("ordering", 17), ("rounds", api.LARGE_HUGE_ROUNDS, 0), ("ordering", 18),
+                         ("rounds", api.LARGE_HUGE_ROUNDS, 0)]
+    assert info["orderings"] >= 2
+    assert validate(problem, instance.full_offsets(best)) == [] and peak == peak_of(best, instance.sizes)
 
 
 def test_the_short_tail_of_the_medium_tier_sweep_is_scanned_in_only_when_the_peak_stays(monkeypatch):
