@@ -1035,12 +1035,13 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
                 every_gap = FIXED_ORDERINGS[index][1].startswith("sweep") and count <= SWEEP_EVERY_GAP_BUFFERS
                 planner.gaps = 0 if every_gap else CONTENTION_GAPS
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
+        out_of_time = _should_stop(deadline, cancel)
         tail = 0
-        if (orders is None and count > SHORT_TAIL_BUFFERS and index < len(FIXED_ORDERINGS)
-                and FIXED_ORDERINGS[index][1] == "sweep-medium" and not _should_stop(deadline, cancel)):
+        if (not out_of_time and orders is None and count > SHORT_TAIL_BUFFERS and index < len(FIXED_ORDERINGS)
+                and FIXED_ORDERINGS[index][1] == "sweep-medium"):
             high = np.flatnonzero(planner.load[sequence] >= SHORT_TAIL_SHARE * planner.load.max())
             tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
-        if _should_stop(deadline, cancel):
+        if out_of_time:
             placed_count = 0
         elif tail:
             placed_count = _construct_tail(planner, sequence, tail, deadline, cancel, info)
@@ -1229,18 +1230,13 @@ cdef int64_t _scan_rest(_Planner planner, const int64_t[::1] sequence, int64_t p
     cdef int64_t i, slot, end, floor, low, high, position, candidate, alignment, size, active = 0, heaped = 0
     cdef int64_t child, parent, moved_end, moved_offset, work = 0
     cdef bint gave_up = False
-    rest = np.asarray(sequence[placed_count:], dtype=np.int64)
-    fixed, sizes = np.asarray(planner.fixed), np.asarray(planner.sizes)
+    sizes = np.asarray(planner.sizes)
     starts, ends, aligns = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.aligns)
-    for i in rest[fixed[rest] >= 0].tolist():
-        planner.offsets[i] = planner.fixed[i]
-    for i in rest[(fixed[rest] < 0) & (sizes[rest] == 0)].tolist():
-        planner.offsets[i] = 0
-    moving_mask = np.zeros(n, dtype=bool)
-    moving_mask[rest] = True
-    moving_mask &= (fixed < 0) & (sizes > 0)
-    if not moving_mask.any():
+    movers = _rest_movers(planner, sequence, placed_count)
+    if movers.shape[0] == 0:
         return 0
+    moving_mask = np.zeros(n, dtype=bool)
+    moving_mask[movers] = True
     # every offset stays below the placed top plus the rest's sizes and alignments: in 64 bits?
     if float(_top_of(planner, sequence, placed_count)) + float(sizes[moving_mask].sum(dtype=np.float64)) \
             + float(aligns[moving_mask].sum(dtype=np.float64)) > 9.0e18:
@@ -1371,6 +1367,19 @@ cdef extern from *:
     int __builtin_clzll(unsigned long long) nogil
 
 
+cdef object _rest_movers(_Planner planner, const int64_t[::1] sequence, int64_t placed_count):
+    """The start of both completions of a cut ordering (``_scan_rest``, ``_slot_rest``):
+    the pinned buffers of sequence[placed_count:] get their pins, the zero-size ones 0;
+    return the others (the ones to place), in sequence order."""
+    rest = np.asarray(sequence[placed_count:], dtype=np.int64)
+    fixed, sizes = np.asarray(planner.fixed), np.asarray(planner.sizes)
+    for i in rest[fixed[rest] >= 0].tolist():
+        planner.offsets[i] = planner.fixed[i]
+    for i in rest[(fixed[rest] < 0) & (sizes[rest] == 0)].tolist():
+        planner.offsets[i] = 0
+    return np.ascontiguousarray(rest[(fixed[rest] < 0) & (sizes[rest] > 0)])
+
+
 cdef int _slot_rest(_Planner planner, const int64_t[::1] sequence, int64_t placed_count) except -1:
     """Place sequence[placed_count:] above every placed or pinned buffer, in slots reused
     over time, in O(n log n) and without a single neighbour query (the fallback when the
@@ -1387,13 +1396,8 @@ cdef int _slot_rest(_Planner planner, const int64_t[::1] sequence, int64_t place
     cdef Py_ssize_t r, e, count
     cdef int64_t i, top = 0, widest = 1, size, slot, slots = 0, klass
     top = _top_of(planner, sequence, placed_count)
-    rest = np.asarray(sequence[placed_count:], dtype=np.int64)
-    fixed, sizes = np.asarray(planner.fixed), np.asarray(planner.sizes)
-    for i in rest[fixed[rest] >= 0].tolist():
-        planner.offsets[i] = planner.fixed[i]
-    for i in rest[(fixed[rest] < 0) & (sizes[rest] == 0)].tolist():
-        planner.offsets[i] = 0
-    movers = np.ascontiguousarray(rest[(fixed[rest] < 0) & (sizes[rest] > 0)])
+    sizes = np.asarray(planner.sizes)
+    movers = _rest_movers(planner, sequence, placed_count)
     count = movers.shape[0]
     if count == 0:
         return 0

@@ -657,7 +657,7 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     end first (see LARGE_SCHEDULE), the classic first-fit one (1.018 on tracegen where
     best-fit leaves 1.053) and best-fit one (so the result is never worse than either
     greedy baseline), then the other sweeps, contention and the class orderings; above
-    LARGE_HUGE_BUFFERS the sweep with a medium tier (17) first (LARGE_HUGE_SCHEDULE)."""
+    LARGE_HUGE_BUFFERS the sweeps with a medium tier (17, 18) first (LARGE_HUGE_SCHEDULE)."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return [_large_ordering(step, count) for step in range(orderings)]
 
