@@ -957,10 +957,10 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
     1.00128, 1.00140 -> 1.00256, 1.00291, 1.00389, 1.00239, 1.00113, 1.00083, 1.00265,
     1.00333, 1.00115, 1.00092 x LOAD in 1-5 s, the first pass giving most of it in
     0.5-1.3 s. Where the highest buffer sits on a long-lived one that reaches nearly as
-    high (seed 0 stops at a 2-point buffer on one living 8,592 points, 3.9 MB, whose
-    lifetime no window of these holds), nothing of this kind lowers it; windows of 10^4
-    points and more re-placed this way were higher than the layout they came from (seed
-    0: 1.0040-1.0110 against 1.00285)."""
+    high (seed 0 stops at a 2-point buffer on one living 8,592 points, 3.9 MB), no
+    window of these lowered it; windows of 2 x
+    10^4 points and more re-placed this way were higher than the layout they came from
+    (seed 0: 1.0036-1.0245 against 1.00285)."""
     from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
