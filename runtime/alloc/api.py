@@ -234,6 +234,19 @@ REWINDOW_BUFFERS = (256, 1024, 4096, 16384)
 REWINDOW_ORDERINGS = (17, 1, 13, 21, 22)
 REWINDOW_ROUNDS = 200
 REWINDOW_WORK_PER_BUFFER = 20
+# ... and when none of those windows lowers the highest buffer, windows of
+# REWINDOW_HOLDING_BUFFERS starts around the lifetime of the buffer below it (see
+# _rewindows), except after the first orderings above LARGE_HUGE_BUFFERS. Deepnet at 10^6
+# seed 0 (its peak on a buffer living 8,592 points), tela-alloc --timeout=20s: 1.0016
+# against 1.0026 without; in-process, one pass from the layout before the re-placements (1.0029) gave 1.0021
+# (256, 1,024, 4,096 and 16,384 starts around the lifetime: the same in 1.3x the work;
+# 8,192 alone 1.0024). After the first orderings too, at --timeout=10s: seed 0 1.0017 but
+# ordering 18 then missed the limit more often (seeds 0..14, two runs: seeds 2, 6, 8, 10
+# and 12 1.0044-1.0050, 1.0031-1.0056, 1.0028, 1.0106 and 1.0146 against 1.0035, 1.0031,
+# 1.0012, 1.0072 and 1.0087; median of seeds 0..9 1.0027 against 1.0026). Under that
+# limit the winner's improvement has no time left for them at 10^6 (1.0026 on seed 0).
+REWINDOW_HOLDING = True
+REWINDOW_HOLDING_BUFFERS = (16384,)
 # When a lane's first ordering is one of LARGE_RESWEPT (sweep orderings; up to
 # LARGE_EAGER_BUFFERS buffers), after its first gravity rounds, the sweep runs again with
 # the buffers living at least 1/LARGE_RESWEEP_DIVISOR of the span that are live at its
@@ -927,23 +940,27 @@ def _widened(spans: tuple, tops: np.ndarray, movable: np.ndarray, peak: int, low
 
 
 def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal: int, stop: float | None,
-               info: dict) -> np.ndarray:
+               info: dict, holding: bool = True) -> np.ndarray:
     """Window re-placement on a large planner layout (live offsets, changed in place;
     ``fixed``: the pins the layout was made with): round after round, take the highest
     buffer (the lowest index at the peak) and a window of program points around its start,
     from the start REWINDOW_BUFFERS[0] / 2 starts before it to the one as many after it
     (to the end of the program when there are fewer), then the wider ones of
-    REWINDOW_BUFFERS in turn; unplace the movable buffers living inside the window and
-    re-place them with each of the large planner's orderings REWINDOW_ORDERINGS, every
-    other buffer meeting the window pinned where it is. The first window with a layout
-    whose highest byte is under the peak is taken, with its lowest layout (the first
-    ordering on a tie); a window whose pinned buffers reach the peak (the highest buffer
-    among them when it is not inside) is passed over, and so is one the same as the
-    narrower one before it. Stops when no window lowers the highest buffer, at ``goal``,
-    after REWINDOW_ROUNDS windows taken or REWINDOW_WORK_PER_BUFFER x buffers of work (the
-    buffers of every ordering run, pins included; both counted in ``info`` over every
-    call with it), at ``stop`` (a time.monotonic() value) and on the cancel flag, taking
-    the best window found by then; only those two depend on time. Counted in
+    REWINDOW_BUFFERS in turn, then (REWINDOW_HOLDING and ``holding``) the windows of
+    REWINDOW_HOLDING_BUFFERS / 2 starts before and after the lifetime of the buffer below
+    it (the highest other movable buffer live at its start) that hold at most twice the
+    widest's starts; unplace the movable buffers
+    living inside the window and re-place them with each of the large planner's orderings
+    REWINDOW_ORDERINGS, every other buffer meeting the window pinned where it is. The
+    first window with a layout whose highest byte is under the peak is taken, with its
+    lowest layout (the first ordering on a tie); a window whose pinned buffers reach the
+    peak (the highest buffer among them when it is not inside) is passed over, and so is
+    one the same as a window tried before for this buffer. Stops when no window lowers
+    the highest buffer, at ``goal``, after REWINDOW_ROUNDS windows taken or
+    REWINDOW_WORK_PER_BUFFER x buffers of work (the buffers of every ordering run, pins
+    included; both counted in ``info`` over every call with it), at ``stop`` (a
+    time.monotonic() value) and on the cancel flag, taking the best window found by then;
+    only those two depend on time. Counted in
     ``info["rewindows"]`` (windows taken), ``info["rewindowed"]`` (orderings run) and
     ``info["rewindow_work"]``. Every layout taken is valid: a freed buffer meets only
     buffers that meet the window, and each of those is in the planner's problem, pinned
@@ -957,10 +974,11 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
     1.00128, 1.00140 -> 1.00256, 1.00291, 1.00389, 1.00239, 1.00113, 1.00083, 1.00265,
     1.00333, 1.00115, 1.00092 x LOAD in 1-5 s, the first pass giving most of it in
     0.5-1.3 s. Where the highest buffer sits on a long-lived one that reaches nearly as
-    high (seed 0 stops at a 2-point buffer on one living 8,592 points, 3.9 MB), no
-    window of these lowered it; windows of 2 x
-    10^4 points and more re-placed this way were higher than the layout they came from
-    (seed 0: 1.0036-1.0245 against 1.00285)."""
+    high (seed 0 stopped at a 2-point buffer on one living 8,592 points, 3.9 MB), no
+    window around its start lowered it; windows of 2 x 10^4 points and more around it
+    were higher than the layout they came from (seed 0: 1.0036-1.0245 against 1.00285),
+    but the long-lived buffer's lifetime and 3,000 points on either side, re-placed
+    first-fit, gave 1.00225 against 1.00256: hence the windows around the buffer below."""
     from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
@@ -978,15 +996,27 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
         if peak <= goal:
             break
         highest = int(np.argmax(tops))
-        position = int(np.searchsorted(sorted_starts, starts[highest]))
+        point = int(starts[highest])
+        anchors = [(point, point)]
+        if holding and REWINDOW_HOLDING:  # then around the buffer below it: the highest other one live at its start
+            live = np.flatnonzero((starts <= point) & (ends > point) & movable)
+            live = live[live != highest]
+            if len(live):
+                below = int(live[np.argmax(tops[live])])
+                anchors.append((int(starts[below]), int(ends[below]) - 1))
         best = None
-        tried = None
-        for width in REWINDOW_BUFFERS:
-            low = int(sorted_starts[max(0, position - width // 2)])
-            high = int(sorted_starts[position + width // 2]) + 1 if position + width // 2 < count else last
-            if (low, high) == tried:
+        tried = set()
+        for (first, final), width in [(anchors[0], width) for width in REWINDOW_BUFFERS] + [
+                (anchor, width) for anchor in anchors[1:] for width in REWINDOW_HOLDING_BUFFERS]:
+            low_rank = max(0, int(np.searchsorted(sorted_starts, first)) - width // 2)
+            high_rank = min(count, int(np.searchsorted(sorted_starts, final)) + width // 2)
+            if high_rank - low_rank > 2 * REWINDOW_BUFFERS[-1]:
+                continue  # a long-lived anchor: too wide
+            low = int(sorted_starts[low_rank])
+            high = int(sorted_starts[high_rank]) + 1 if high_rank < count else last
+            if (low, high) in tried:
                 continue  # the whole program already
-            tried = (low, high)
+            tried.add((low, high))
             members = np.flatnonzero((starts < high) & (ends > low))
             free = (starts[members] >= low) & (ends[members] <= high) & movable[members]
             if not free.any() or int(np.where(free, 0, tops[members]).max()) >= peak:
@@ -1300,7 +1330,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             # compared after its first round
             live_offsets = _lns(instance, live_offsets, runner_fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             if int((live_offsets + instance.sizes).max()) > goal:
-                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info)
+                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info, holding=False)
             result["peak"] = int((live_offsets + instance.sizes).max())
             if result["peak"] > goal:
                 live_offsets, result["peak"], rounds = _gravity_rounds(

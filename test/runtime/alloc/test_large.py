@@ -832,10 +832,10 @@ def test_above_the_huge_size_the_sweeps_with_a_medium_tier_come_first():
 
 def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravity_round(monkeypatch):
     """Above LARGE_HUGE_BUFFERS (lowered here) the first LARGE_HUGE_EAGER orderings run one
-    after the other, each followed at once by the window re-placements and
-    LARGE_HUGE_ROUNDS gravity rounds, and the
-    lower of those layouts goes on to the search and the other rounds (a round after each
-    ordering, before the next one begins)."""
+    after the other, each followed at once by the window search, the window re-placements
+    (none around the buffer below the highest) and LARGE_HUGE_ROUNDS gravity rounds, and
+    the lower of those layouts goes on to the search and the other rounds (a round after
+    each ordering, before the next one begins)."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(30000, 1).problem()
@@ -852,9 +852,9 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
     monkeypatch.setattr(api, "_gravity_rounds", counted)
     real_windows = api._rewindows
 
-    def windows(instance, offsets, *rest):
-        calls.append(("windows",))
-        return real_windows(instance, offsets, *rest)
+    def windows(instance, offsets, *rest, **options):
+        calls.append(("windows", options.get("holding", True)))
+        return real_windows(instance, offsets, *rest, **options)
 
     monkeypatch.setattr(api, "_rewindows", windows)
     from telamalloc.runtime.alloc._large import planner as make_planner
@@ -875,8 +875,8 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
     best, peak, info = api._large_lane(instance, Recording(), schedule, (), instance.fixed, -1, time.monotonic() + 60,
                                        anytime=True, limited=True, extend=False)
     assert runs[:2] == [17, 18]
-    assert calls[:6] == [("ordering", 17), ("windows",), ("rounds", api.LARGE_HUGE_ROUNDS, 0), ("ordering", 18),
-                         ("windows",), ("rounds", api.LARGE_HUGE_ROUNDS, 0)]
+    assert calls[:6] == [("ordering", 17), ("windows", False), ("rounds", api.LARGE_HUGE_ROUNDS, 0), ("ordering", 18),
+                         ("windows", False), ("rounds", api.LARGE_HUGE_ROUNDS, 0)]  # no windows around a buffer below yet
     assert info["orderings"] >= 2
     assert validate(problem, instance.full_offsets(best)) == [] and peak == peak_of(best, instance.sizes)
 
@@ -1460,3 +1460,22 @@ def test_window_replacement_lowers_deepnets_settled_sweep():
     replaced = api._rewindows(instance, offsets.copy(), instance.fixed, -1, None, info)
     assert validate(problem, instance.full_offsets(replaced)) == []
     assert peak_of(replaced, instance.sizes) < settled["peak"] and info["rewindows"] >= 1
+
+
+@pytest.mark.parametrize("holding", [False, True])
+def test_window_replacement_also_takes_the_long_lived_buffer_under_the_highest_one(monkeypatch, holding):
+    """Hand-checked, windows of 2 starts: x (size 15) sits on l, which spans the whole
+    program at offset 10 over y and z at its ends; l's hole (0..10) is too low for x. The
+    window around x's start, [0, 9), frees y and x only: x stays on l. The window around
+    l (REWINDOW_HOLDING), the whole program, puts x at 0 and l on it: peak 25, LOAD."""
+    problem = Problem([Buffer("l", 0, 10, 10), Buffer("x", 4, 6, 15), Buffer("y", 0, 2, 10), Buffer("z", 8, 10, 10)])
+    instance = instance_of(problem)
+    monkeypatch.setattr(api, "REWINDOW_BUFFERS", (2,))
+    monkeypatch.setattr(api, "REWINDOW_HOLDING", holding)
+    info = rewindow_info()
+    replaced = api._rewindows(instance, np.array([10, 20, 0, 0], dtype=np.int64), instance.fixed, -1, None, info)
+    assert validate(problem, replaced.tolist()) == []
+    if holding:
+        assert peak_of(replaced, instance.sizes) == 25 == compute_load(problem)[0] and info["rewindows"] == 1
+    else:
+        assert replaced.tolist() == [10, 20, 0, 0] and info["rewindows"] == 0 and info["rewindowed"] > 0
