@@ -236,17 +236,23 @@ REWINDOW_ROUNDS = 200
 REWINDOW_WORK_PER_BUFFER = 20
 # ... and when none of those windows lowers the highest buffer, windows of
 # REWINDOW_HOLDING_BUFFERS starts around the lifetime of the buffer below it (see
-# _rewindows), except after the first orderings above LARGE_HUGE_BUFFERS. Deepnet at 10^6
-# seed 0 (its peak on a buffer living 8,592 points), tela-alloc --timeout=20s: 1.0016
-# against 1.0026 without; in-process, one pass from the layout before the re-placements (1.0029) gave 1.0021
-# (256, 1,024, 4,096 and 16,384 starts around the lifetime: the same in 1.3x the work;
-# 8,192 alone 1.0024). After the first orderings too, at --timeout=10s: seed 0 1.0017 but
-# ordering 18 then missed the limit more often (seeds 0..14, two runs: seeds 2, 6, 8, 10
-# and 12 1.0044-1.0050, 1.0031-1.0056, 1.0028, 1.0106 and 1.0146 against 1.0035, 1.0031,
-# 1.0012, 1.0072 and 1.0087; median of seeds 0..9 1.0027 against 1.0026). Under that
-# limit the winner's improvement has no time left for them at 10^6 (1.0026 on seed 0).
+# _rewindows). Deepnet at 10^6 seed 0 (its peak on a buffer living 8,592 points), one
+# pass in-process from the layout before the re-placements (1.0029): 1.0021 against
+# 1.0026 without (256, 1,024, 4,096 and 16,384 starts around the lifetime: the same in
+# 1.3x the work; 8,192 alone 1.0024).
 REWINDOW_HOLDING = True
 REWINDOW_HOLDING_BUFFERS = (16384,)
+# The planner gets a window's pins merged as the exact kernel does (_window): cut to the
+# freed buffers' span, those covering all of it one pin per run of touching byte ranges.
+# Under deepnet's long-lived buffers a window of 256 starts holds 3,256 buffers, ~3,000
+# of them crossing it. Deepnet at 10^6, one pass in-process from the layouts before the
+# re-placements, seeds 0..3: the same peaks but seed 2's 1.0042 (1.0044 unmerged) in
+# 0.6-0.7x the time (0.24-0.64 s; with the windows around the buffer below 0.35-1.31 s
+# against 0.55-1.59). That made room for those windows right after the first two
+# orderings above LARGE_HUGE_BUFFERS: tela-alloc --timeout=10s, seeds 0..9, twice:
+# median 1.0021 (seed 0 1.0017) against 1.0026 without them; unmerged, they cost
+# ordering 18 the limit on five of seeds 0..14 (median 1.0027).
+REWINDOW_MERGE_PINS = True
 # When a lane's first ordering is one of LARGE_RESWEPT (sweep orderings; up to
 # LARGE_EAGER_BUFFERS buffers), after its first gravity rounds, the sweep runs again with
 # the buffers living at least 1/LARGE_RESWEEP_DIVISOR of the span that are live at its
@@ -940,13 +946,13 @@ def _widened(spans: tuple, tops: np.ndarray, movable: np.ndarray, peak: int, low
 
 
 def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal: int, stop: float | None,
-               info: dict, holding: bool = True) -> np.ndarray:
+               info: dict) -> np.ndarray:
     """Window re-placement on a large planner layout (live offsets, changed in place;
     ``fixed``: the pins the layout was made with): round after round, take the highest
     buffer (the lowest index at the peak) and a window of program points around its start,
     from the start REWINDOW_BUFFERS[0] / 2 starts before it to the one as many after it
     (to the end of the program when there are fewer), then the wider ones of
-    REWINDOW_BUFFERS in turn, then (REWINDOW_HOLDING and ``holding``) the windows of
+    REWINDOW_BUFFERS in turn, then (REWINDOW_HOLDING) the windows of
     REWINDOW_HOLDING_BUFFERS / 2 starts before and after the lifetime of the buffer below
     it (the highest other movable buffer live at its start) that hold at most twice the
     widest's starts; unplace the movable buffers
@@ -998,7 +1004,7 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
         highest = int(np.argmax(tops))
         point = int(starts[highest])
         anchors = [(point, point)]
-        if holding and REWINDOW_HOLDING:  # then around the buffer below it: the highest other one live at its start
+        if REWINDOW_HOLDING:  # then around the buffer below it: the highest other one live at its start
             live = np.flatnonzero((starts <= point) & (ends > point) & movable)
             live = live[live != highest]
             if len(live):
@@ -1021,8 +1027,14 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
             free = (starts[members] >= low) & (ends[members] <= high) & movable[members]
             if not free.any() or int(np.where(free, 0, tops[members]).max()) >= peak:
                 continue  # nothing to move, or a pinned buffer holds the peak
-            made = planner(starts[members], ends[members], sizes[members], aligns[members],
-                           np.where(free, -1, offsets[members]))
+            if REWINDOW_MERGE_PINS:  # the pins as the obstacles they are within the freed buffers' span (_window)
+                moved = members[free]
+                window = _window(moved, members[~free], starts, ends, sizes, aligns, offsets)
+            else:
+                moved = members
+                window = (starts[members], ends[members], sizes[members], aligns[members],
+                          np.where(free, -1, offsets[members]))
+            made = planner(*window)
             for index in REWINDOW_ORDERINGS:
                 left = None if stop is None else stop - time.monotonic()
                 out = info["rewindow_work"] >= budget or instance.cancelled() or (left is not None and left <= 0)
@@ -1032,9 +1044,9 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
                                           time_limit=0.0 if left is None else max(left, 1e-6),
                                           cancel=instance.cancel, slots=False)
                 info["rewindowed"] += 1
-                info["rewindow_work"] += len(members)
+                info["rewindow_work"] += len(window[0])
                 if placed is not None and result["peak"] < peak and (best is None or result["peak"] < best[0]):
-                    best = (int(result["peak"]), members, placed)
+                    best = (int(result["peak"]), moved, placed[:len(moved)])
             if best is not None or out:
                 break
         if best is None:
@@ -1330,7 +1342,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             # compared after its first round
             live_offsets = _lns(instance, live_offsets, runner_fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
             if int((live_offsets + instance.sizes).max()) > goal:
-                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info, holding=False)
+                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info)
             result["peak"] = int((live_offsets + instance.sizes).max())
             if result["peak"] > goal:
                 live_offsets, result["peak"], rounds = _gravity_rounds(
