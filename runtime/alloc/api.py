@@ -955,22 +955,22 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
     REWINDOW_BUFFERS in turn, then (REWINDOW_HOLDING) the windows of
     REWINDOW_HOLDING_BUFFERS / 2 starts before and after the lifetime of the buffer below
     it (the highest other movable buffer live at its start) that hold at most twice the
-    widest's starts; unplace the movable buffers
-    living inside the window and re-place them with each of the large planner's orderings
-    REWINDOW_ORDERINGS, every other buffer meeting the window pinned where it is. The
-    first window with a layout whose highest byte is under the peak is taken, with its
-    lowest layout (the first ordering on a tie); a window whose pinned buffers reach the
-    peak (the highest buffer among them when it is not inside) is passed over, and so is
-    one the same as a window tried before for this buffer. Stops when no window lowers
-    the highest buffer, at ``goal``, after REWINDOW_ROUNDS windows taken or
-    REWINDOW_WORK_PER_BUFFER x buffers of work (the buffers of every ordering run, pins
-    included; both counted in ``info`` over every call with it), at ``stop`` (a
-    time.monotonic() value) and on the cancel flag, taking the best window found by then;
-    only those two depend on time. Counted in
+    widest's starts; unplace the movable buffers living inside the window and re-place
+    them with each of the large planner's orderings REWINDOW_ORDERINGS, every other buffer
+    meeting the window pinned where it is (merged as for the exact kernel, ``_window``,
+    with REWINDOW_MERGE_PINS). The first window with a layout whose highest byte is under
+    the peak is taken, with its lowest layout (the first ordering on a tie); a window
+    whose pinned buffers reach the peak (the highest buffer among them when it is not
+    inside) is passed over, and so is one the same as a window tried before for this
+    buffer. Stops when no window lowers the highest buffer, at ``goal``, after
+    REWINDOW_ROUNDS windows taken or REWINDOW_WORK_PER_BUFFER x buffers of work (the
+    buffers of every ordering run, pins included; both counted in ``info`` over every
+    call with it), at ``stop`` (a time.monotonic() value) and on the cancel flag, taking
+    the best window found by then; only those two depend on time. Counted in
     ``info["rewindows"]`` (windows taken), ``info["rewindowed"]`` (orderings run) and
     ``info["rewindow_work"]``. Every layout taken is valid: a freed buffer meets only
     buffers that meet the window, and each of those is in the planner's problem, pinned
-    or placed.
+    or placed (merged: the same bytes over the freed buffers' span).
 
     Why: an ordering places each buffer once, knowing only the buffers before it; placed
     again with everything around them fixed, the buffers near the highest point often fit
