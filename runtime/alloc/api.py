@@ -1468,7 +1468,7 @@ def _large_note(info: dict) -> str:
     lns = info["lns"]
     searched = f", {lns.improved} of {lns.windows} window searches lowered it" if lns.windows else ""
     if info.get("rewindowed"):
-        searched += f", {info['rewindows']} re-placed windows lowered it"
+        searched += f", {info['rewindows']} re-placed window{'' if info['rewindows'] == 1 else 's'} lowered it"
     if info["gravity"]:
         searched += f", {info['settled']} of {info['gravity']} gravity rounds lowered it"
     resweeps = info["resweeps"]
