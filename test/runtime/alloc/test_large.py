@@ -835,9 +835,8 @@ def test_above_the_huge_size_the_sweeps_with_a_medium_tier_come_first():
 def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravity_round(monkeypatch):
     """Above LARGE_HUGE_BUFFERS (lowered here) the first LARGE_HUGE_EAGER orderings run one
     after the other, each followed at once by the window search, the window re-placements
-    and LARGE_HUGE_ROUNDS gravity rounds, and
-    the lower of those layouts goes on to the search and the other rounds (a round after
-    each ordering, before the next one begins)."""
+    and LARGE_HUGE_ROUNDS gravity rounds, and the lower of those layouts goes on to the
+    search and the other rounds (a round after each ordering, before the next one begins)."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(30000, 1).problem()
@@ -1398,11 +1397,13 @@ def rewindow_info():
     return {"rewindows": 0, "rewindowed": 0, "rewindow_work": 0}
 
 
+@pytest.mark.parametrize("merged", [True, False])
 @pytest.mark.parametrize("seed", range(30))
-def test_window_replacement_keeps_layouts_valid_pins_in_place_and_never_raises_the_peak(seed):
+def test_window_replacement_keeps_layouts_valid_pins_in_place_and_never_raises_the_peak(monkeypatch, seed, merged):
     """Random problems with pins, alignments and zero sizes, laid out by the seeded random
     orderings (often above LOAD): the re-placed layout is valid, no higher, the pins where
-    they were, and the same on a second run."""
+    they were, and the same on a second run, with the planner's pins merged or not."""
+    monkeypatch.setattr(api, "REWINDOW_MERGE_PINS", merged)
     problem = random_problem(seed, count=random.Random(seed).randint(20, 80))
     instance = instance_of(problem)
     made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
@@ -1438,6 +1439,7 @@ def test_window_replacement_lowers_a_buffer_stacked_needlessly_and_passes_over_a
 
 
 def test_window_replacement_stops_at_its_work_budget_and_at_the_goal(monkeypatch):
+    """No work budget: no ordering runs; a goal at or above the peak: nothing to lower."""
     problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10)])
     instance = instance_of(problem)
     monkeypatch.setattr(api, "REWINDOW_WORK_PER_BUFFER", 0)
