@@ -814,8 +814,9 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     where the next spike, at point 40,308, keeps a 9.5 MiB hole under a 2-point buffer
     and the long-lived layer's holes: every window there up to 39 free buffers is
     infeasible, one of 72 runs out of nodes).
-    Re-placing windows with the large planner's orderings instead never lowered a peak
-    (tried and dropped).
+    Re-placing these windows with the large planner's orderings instead never lowered a
+    peak (tried and dropped); windows of a fixed number of starts, re-placed so after the
+    search on the settled layouts, do (``_rewindows``).
     """
     from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
 
