@@ -849,13 +849,8 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             members = np.flatnonzero(inside | crossing)
             if len(members) > window_cap:
                 break
-            freed = np.flatnonzero(free)  # the kernel's first offsets are theirs
-            if LNS_MERGE_PINS:
-                window = _window(freed, members[~free[members]], starts, ends, sizes, aligns, offsets)
-            else:  # the crossing buffers themselves as pins, the kernel's offsets all the members'
-                freed = members
-                window = (starts[members], ends[members], sizes[members], aligns[members],
-                          np.where(free[members], -1, offsets[members]))
+            freed, window = _window_problem(members, free[members], LNS_MERGE_PINS, starts, ends, sizes, aligns,
+                                            offsets)  # the kernel's first offsets are the freed ones'
             rest = np.where(free, 0, tops)
             floor = max(int(rest.max()), _window_load(starts[members], ends[members], sizes[members]), lower)
             capacity = min(floor, peak - 1)
@@ -893,6 +888,18 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             break
         _publish_best(instance, int(tops.max()))
     return offsets
+
+
+def _window_problem(members: np.ndarray, free: np.ndarray, merge: bool, starts: np.ndarray, ends: np.ndarray,
+                    sizes: np.ndarray, aligns: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, tuple]:
+    """The problem of a window (``members``, sorted; ``free``: which of them move), for the
+    exact kernel (_lns) or the planner (_rewindows): (the buffers whose offsets come first in
+    it, the problem's columns). ``merge``: the freed buffers, then the others as merged pins
+    (``_window``); else every member, the others pinned where they are."""
+    if merge:
+        freed = members[free]
+        return freed, _window(freed, members[~free], starts, ends, sizes, aligns, offsets)
+    return members, (starts[members], ends[members], sizes[members], aligns[members], np.where(free, -1, offsets[members]))
 
 
 def _window(freed: np.ndarray, pinned: np.ndarray, starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray,
@@ -1022,19 +1029,13 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
             low = int(sorted_starts[low_rank])
             high = int(sorted_starts[high_rank]) + 1 if high_rank < count else last
             if (low, high) in tried:
-                continue  # the whole program already
+                continue  # a window already tried (one reaching both ends of the program, say)
             tried.add((low, high))
             members = np.flatnonzero((starts < high) & (ends > low))
             free = (starts[members] >= low) & (ends[members] <= high) & movable[members]
             if not free.any() or int(np.where(free, 0, tops[members]).max()) >= peak:
                 continue  # nothing to move, or a pinned buffer holds the peak
-            if REWINDOW_MERGE_PINS:  # the pins as the obstacles they are within the freed buffers' span (_window)
-                moved = members[free]
-                window = _window(moved, members[~free], starts, ends, sizes, aligns, offsets)
-            else:
-                moved = members
-                window = (starts[members], ends[members], sizes[members], aligns[members],
-                          np.where(free, -1, offsets[members]))
+            moved, window = _window_problem(members, free, REWINDOW_MERGE_PINS, starts, ends, sizes, aligns, offsets)
             made = planner(*window)
             for index in REWINDOW_ORDERINGS:
                 left = None if stop is None else stop - time.monotonic()
@@ -1342,9 +1343,10 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
             # transformer at 10^6, no round is spent), the window re-placements, then
             # compared after its first round
             live_offsets = _lns(instance, live_offsets, runner_fixed, max(goal, 0), LARGE_LNS_ROUNDS, stop, info["lns"])
-            if int((live_offsets + instance.sizes).max()) > goal:
-                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info)
             result["peak"] = int((live_offsets + instance.sizes).max())
+            if result["peak"] > goal:
+                live_offsets = _rewindows(instance, live_offsets, runner_fixed, goal, stop, info)
+                result["peak"] = int((live_offsets + instance.sizes).max())
             if result["peak"] > goal:
                 live_offsets, result["peak"], rounds = _gravity_rounds(
                     runner, live_offsets, min(LARGE_HUGE_ROUNDS, LARGE_GRAVITY_ROUNDS), 0, goal, stop, instance.cancel, info)
