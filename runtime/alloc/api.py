@@ -140,7 +140,21 @@ LARGE_SECOND_LANE = (15, 11, 16)
 # loops on the 2 cores neither lane's ordering finished within the limit: 1.0794 x LOAD
 # in 11.6 s for a 9 s limit (in-process), against 1.0050 in 10.3 s with one lane. At the
 # lowest CPU priority (nice 19 for its thread) it held the GIL while starved: 1.0040 in
-# 38.6 s. Not adopted.
+# 38.6 s. Not adopted then; LARGE_HUGE_LANE below is that lane with a governor.
+# Above LARGE_HUGE_BUFFERS buffers, where the first lane runs the two sweeps with a medium
+# tier (17 and 18) one after the other and the limit often cuts the second one's round short,
+# a second lane starts with the first and runs LARGE_HUGE_LANE's orderings with their window
+# search, re-placements and rounds (the huge branch of _large_lane), which the first lane
+# then skips; then each lane improves its own layout. A governor (_SecondLane.govern) reads
+# both lanes' CPU time every LANE_GOVERN_SECONDS while their first orderings run and drops
+# the second lane (halted, its orderings given back to the first lane) when either lane got
+# less than LANE_GOVERN_SHARE of a core LANE_GOVERN_TIMES times in a row: on a busy machine
+# two lanes would cut the first ordering short. Measured, tela-alloc --timeout=10s, deepnet
+# at 10^6, see README ("Since stop 35").
+LARGE_HUGE_LANE = (18,)
+LANE_GOVERN_SECONDS = 0.25
+LANE_GOVERN_SHARE = 0.75
+LANE_GOVERN_TIMES = 2
 # Under a time limit the large planner stops this long per buffer before it, so that the
 # validator and the Solution (its offsets and ids) finish within the limit: measured ~0.6 us
 # per buffer at 10^6 on a busy 2-core machine since the validator's sweep is O(e log n)
@@ -1126,12 +1140,14 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     ``limited`` False: ignore the time limit and the cancel flag (a fallback layout after
     the search, like the greedy fallback; orderings only).
 
-    Under a time limit, with at most LARGE_LANE_BUFFERS buffers and a second core free
-    (``_lane_count``), a second lane runs beside the first in a thread, with its own
-    planner: the orderings of LARGE_SECOND_LANE with their own gravity rounds and search,
-    which the first lane then skips; the lower layout wins (ties: the first lane's). The
-    planner's placements release the GIL. Without a limit there is one lane, so the
-    result does not depend on the cores."""
+    Under a time limit, with at most LARGE_LANE_BUFFERS buffers or more than
+    LARGE_HUGE_BUFFERS and a second core free (``_lane_count``), a second lane runs beside
+    the first in a thread, with its own planner: the orderings of ``_second_schedule`` with
+    their own gravity rounds and search, which the first lane then skips; the lower layout
+    wins (ties: the first lane's). Above LARGE_HUGE_BUFFERS it starts at once and is
+    governed (``_SecondLane.govern``), else it starts once the first ordering misses the
+    goal. The planner's placements release the GIL. Without a limit there is one lane, so
+    the result does not depend on the cores."""
     from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
 
     count = len(instance.starts)
@@ -1146,15 +1162,23 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
     second = None
     if anytime and limited and stop is not None and _lane_count(count) > 1:
-        second = _SecondLane(instance, arrays, goal, stop)
+        second = _SecondLane(instance, arrays, goal, stop, _second_schedule(count))
     try:
+        missed = None
+        if second is not None and count > LARGE_HUGE_BUFFERS:  # at once, governed
+            second.begin()
+            second.govern(threading.get_ident())
+            missed = second.settle  # the first ordering complete: the lanes stay as they are
+        elif second is not None:
+            missed = second.begin  # once the first ordering misses the goal
         made = planner(*arrays)  # indexed once for all of this lane's orderings
-        skipped = LARGE_SECOND_LANE if second is not None else ()
+        skipped = second if second is not None else ()  # its orderings while it runs them
         done = None if second is None else (lambda: second.at_goal)
-        start_second = None if second is None else second.begin  # once the first ordering misses the goal
         best, best_peak, info = _large_lane(instance, made, schedule, skipped, fixed, goal, stop, anytime, limited,
-                                            done=done, missed=start_second)
+                                            done=done, missed=missed)
     finally:
+        if second is not None:
+            second.settle()  # the governor's watch ends
         if second is not None and second.is_alive():
             second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
             second.join()
@@ -1173,8 +1197,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
 
 def _lane_count(count: int) -> int:
     """How many lanes the large planner runs under a time limit: two when there are at most
-    LARGE_LANE_BUFFERS buffers and this process may use at least two cores, else one."""
-    if count > LARGE_LANE_BUFFERS or LARGE_LANES < 2:
+    LARGE_LANE_BUFFERS buffers or more than LARGE_HUGE_BUFFERS (with LARGE_HUGE_LANE's
+    orderings to run) and this process may use at least two cores, else one."""
+    if LARGE_LANES < 2 or LARGE_LANE_BUFFERS < count <= LARGE_HUGE_BUFFERS or not _second_schedule(count):
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -1183,28 +1208,94 @@ def _lane_count(count: int) -> int:
     return 2 if cores >= 2 else 1
 
 
+def _second_schedule(count: int) -> tuple[int, ...]:
+    """The orderings the second lane runs for ``count`` buffers."""
+    return LARGE_HUGE_LANE if count > LARGE_HUGE_BUFFERS else LARGE_SECOND_LANE
+
+
 class _SecondLane(threading.Thread):
-    """The second lane of _large_layout: LARGE_SECOND_LANE's orderings on their own planner,
+    """The second lane of _large_layout: the orderings of ``schedule`` on their own planner,
     with the same rounds and search, in a thread; counted in a copy of the instance (its
     own counters, no progress array: the first lane publishes) whose cancel flag is
     ``halt``, raised by the first lane when it is done (at the limit, at the goal or on
-    the caller's cancel). ``at_goal``: this lane reached the goal (the first one stops)."""
+    the caller's cancel) or by the governor. ``at_goal``: this lane reached the goal (the
+    first one stops). ``index in lane``: the first lane skips this ordering, which this lane
+    runs (not once the lane is ``dropped``: not started, or stopped by the governor)."""
 
-    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float):
+    def __init__(self, instance: _Instance, arrays: tuple, goal: int, stop: float,
+                 schedule: tuple[int, ...] = LARGE_SECOND_LANE):
         super().__init__(name="telamalloc-large-lane", daemon=True)
         self.halt = np.zeros(1, dtype=np.uint8)
         self.instance = dataclasses.replace(instance, counters=_Counters(), progress=None, cancel=self.halt)
         self.arrays, self.goal, self.stop = arrays, goal, stop
+        self.schedule = tuple(schedule)
         self.result = None
         self.at_goal = False
+        self.dropped = ""  # why the lane was dropped, if it was
         self.error: BaseException | None = None
+        self._settled = threading.Event()  # a first ordering complete (or the lanes done): no more dropping
+        self._lock = threading.Lock()
+
+    def __contains__(self, index: object) -> bool:
+        return index in self.schedule and not self.dropped
 
     def begin(self) -> None:
-        """Start the lane; without a thread to be had (RuntimeError) the first lane goes on alone."""
+        """Start the lane; without a thread to be had (RuntimeError) the first lane goes on alone
+        (with this lane's orderings)."""
         try:
             self.start()
         except RuntimeError:
-            pass
+            self.dropped = "no thread"
+
+    def settle(self) -> None:
+        """Either lane's first ordering is complete (or the lanes are done): the governor stops
+        and the lanes stay as they are."""
+        with self._lock:
+            self._settled.set()
+
+    def drop(self, why: str = "no free core") -> bool:
+        """Stop this lane, its orderings given back to the first lane, unless settled; whether it was."""
+        with self._lock:
+            if self._settled.is_set():
+                return False
+            self.dropped = why
+            self.halt[0] = 1
+            return True
+
+    def govern(self, first: int) -> None:
+        """Watch, in a thread of its own, the CPU time of the first lane's thread (ident
+        ``first``) and of this one until ``settle``: drop this lane when either got less than
+        LANE_GOVERN_SHARE of a core in each of LANE_GOVERN_TIMES periods of
+        LANE_GOVERN_SECONDS in a row (a busy machine: two lanes there would cut the first
+        ordering short; one lane alone gets more of the cores). Without per-thread CPU
+        clocks (not Linux), or with the lane not started, the lane is dropped at once."""
+        try:
+            clocks = (time.pthread_getcpuclockid(first), time.pthread_getcpuclockid(self.ident))
+            used = [time.clock_gettime(clock) for clock in clocks]
+        except (AttributeError, OSError, TypeError):  # no such clocks, or no thread (ident None)
+            self.drop("no CPU clocks" if self.ident is not None else "no thread")
+            return
+        watch = threading.Thread(target=self._watch, args=(clocks, used), name="telamalloc-lane-governor", daemon=True)
+        try:
+            watch.start()
+        except RuntimeError:
+            self.drop("no thread")
+
+    def _watch(self, clocks: tuple, used: list) -> None:
+        wall = time.monotonic()
+        low = 0
+        while not self._settled.wait(LANE_GOVERN_SECONDS):
+            now = time.monotonic()
+            try:
+                now_used = [time.clock_gettime(clock) for clock in clocks]
+            except OSError:  # a lane's thread ended: nothing left to govern
+                return
+            shares = [(after - before) / max(now - wall, 1e-9) for before, after in zip(used, now_used)]
+            used, wall = now_used, now
+            low = low + 1 if min(shares) < LANE_GOVERN_SHARE else 0
+            if low >= LANE_GOVERN_TIMES:
+                self.drop()
+                return
 
     def run(self) -> None:
         from telamalloc.runtime.alloc._large import planner
@@ -1212,10 +1303,12 @@ class _SecondLane(threading.Thread):
         try:
             made = planner(*self.arrays)  # indexed here, beside the first lane's planner
         except MemoryError:  # no room for a second planner: the first lane alone
+            self.drop("no memory")
             return
         try:
-            self.result = _large_lane(self.instance, made, list(LARGE_SECOND_LANE), (), self.arrays[4], self.goal,
-                                      self.stop, anytime=True, limited=True, extend=False, slots=False)
+            self.result = _large_lane(self.instance, made, list(self.schedule), (), self.arrays[4], self.goal,
+                                      self.stop, anytime=True, limited=True, extend=False, slots=False,
+                                      missed=self.settle)
             self.at_goal = self.result[1] is not None and self.result[1] <= self.goal
         except BaseException as error:  # re-raised by merged() in the caller's thread
             self.error = error
@@ -1230,9 +1323,9 @@ class _SecondLane(threading.Thread):
         instance.counters.backtracks += counters.backtracks
         instance.counters.restarts += counters.restarts
         if self.result is None:
-            return best, best_peak, info
+            return best, best_peak, dict(info, dropped=self.dropped)
         other, other_peak, other_info = self.result
-        merged = dict(info)
+        merged = dict(info, dropped=self.dropped)
         merged["orderings"] = info["orderings"] + other_info["orderings"]
         merged["gravity"] = info["gravity"] + other_info["gravity"]
         merged["settled"] = info["settled"] + other_info["settled"]
@@ -1296,12 +1389,16 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     eager = LARGE_HUGE_EAGER if huge else 1 if count > LARGE_EAGER_BUFFERS else LARGE_EAGER_STEP
     orderings = _lane_orderings(schedule, skipped, count)
     while True:
+        if huge:  # the eager orderings the other lane runs are not waited for (read once the lanes are settled)
+            eager = LARGE_HUGE_EAGER - sum(1 for index in schedule[1:LARGE_HUGE_EAGER] if index in skipped)
         if searching and (step >= len(schedule) or stop is not None and step >= eager):  # under a limit: at once
             if resweep is not None and info["ordering"] == resweep:  # the sweep still the best: re-swept
                 best, best_peak, best_rounds, info["resweep_won"] = _resweeps(
                     instance, best_made, resweep, best, best_peak, best_rounds, goal, stop, info, done)
                 _publish_best(instance, best_peak)
             resweep = None
+            if limited and instance.cancelled():  # (the other lane may have reached the goal)
+                break
             best, best_peak = _improved(instance, best_made, best, best_fixed, goal, stop, info, limited, best_rounds)
             searching = False
             if best_peak <= goal:
@@ -1338,7 +1435,8 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
         info["orderings"] = step
         rounds = 0
         reswept = False  # a re-sweep gave this layout
-        if huge and step <= LARGE_HUGE_EAGER and anytime and limited and not result["stopped"] and result["peak"] > goal:
+        if (huge and step <= LARGE_HUGE_EAGER and anytime and limited and not result["stopped"] and result["peak"] > goal
+                and not instance.cancelled()):  # (the other lane may have reached the goal)
             # the window search first (where it reaches the goal, as on unet, tracegen and
             # transformer at 10^6, no round is spent), the window re-placements, then
             # compared after its first round
@@ -1477,7 +1575,8 @@ def _large_note(info: dict) -> str:
     resweeps = info["resweeps"]
     tried = f" and {resweeps} re-sweep{'s' if resweeps > 1 else ''}" if resweeps else ""
     won = f"#{info['ordering']}{' re-swept' if info['resweep_won'] else ''} won"
-    return f"large planner: best of {info['orderings']} orderings{tried} ({won}){searched}{cut}"
+    dropped = f"; the second lane was dropped ({info['dropped']})" if info.get("dropped") else ""
+    return f"large planner: best of {info['orderings']} orderings{tried} ({won}){searched}{cut}{dropped}"
 
 
 def _minimize_large(instance: _Instance, capacity: int | None, lower: int, algorithm: str) -> _Outcome:

@@ -2,6 +2,7 @@
 
 import random
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -1136,10 +1137,18 @@ def test_the_two_lanes_window_search_counts_add_up():
     assert first.plus(api._LnsStats(stuck=True)) == first  # stuck only when both lanes were
 
 
-def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size(monkeypatch):
+def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_or_above_the_huge_size(monkeypatch):
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     assert api._lane_count(1000) == 2
     assert api._lane_count(api.LARGE_LANE_BUFFERS + 1) == 1
+    assert api._lane_count(api.LARGE_HUGE_BUFFERS) == 1
+    assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 2
+    assert api._second_schedule(api.LARGE_HUGE_BUFFERS + 1) == api.LARGE_HUGE_LANE == (18,)
+    assert api._second_schedule(1000) == api.LARGE_SECOND_LANE
+    monkeypatch.setattr(api, "LARGE_HUGE_LANE", ())
+    assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 1
+    monkeypatch.undo()
+    monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert api._lane_count(1000) == 1
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
@@ -1493,3 +1502,119 @@ def test_the_note_counts_the_re_placed_windows():
                          (3, "3 re-placed windows lowered it")):
         info.update(rewindows=taken, rewindowed=10)
         assert api._large_note(info) == f"large planner: best of 2 orderings (#17 won), {words}"
+
+
+def _huge_lane_runs(monkeypatch, drop: bool):
+    """deepnet(6000, 3) through solve() under a 2 s limit with LARGE_HUGE_BUFFERS lowered to
+    1000 and two lanes, the second lane dropped at once by its governor when ``drop``
+    (else never governed), without window re-placements; return the solution and the
+    orderings each thread ran."""
+    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(6000, 3).problem()
+    runs = []
+
+    class Recorded:
+        def __init__(self, made):
+            self.made = made
+
+        def __getattr__(self, name):
+            return getattr(self.made, name)
+
+        def run(self, **options):
+            runs.append((threading.current_thread().name, options["first"]))
+            return self.made.run(**options)
+
+    real_planner = _large.planner
+    monkeypatch.setattr(_large, "planner", lambda *arrays: Recorded(real_planner(*arrays)))
+    monkeypatch.setattr(api, "REWINDOW_ROUNDS", 0)  # (their windows' planners would be recorded too)
+    monkeypatch.setattr(api, "LARGE_HUGE_BUFFERS", 1000)
+    monkeypatch.setattr(api, "LARGE_EAGER_BUFFERS", 1000)  # as at every huge size
+    monkeypatch.setattr(api, "_lane_count", lambda count: 2)
+    monkeypatch.setattr(api._SecondLane, "govern", (lambda self, first: self.drop()) if drop else (lambda self, first: None))
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak > compute_load(problem)[0]  # neither lane reaches LOAD: both run to the limit
+    return solution, runs
+
+
+def test_above_the_huge_size_the_second_lane_runs_18_from_the_start_and_the_first_lane_skips_it(monkeypatch):
+    """Above LARGE_HUGE_BUFFERS (lowered here) the second lane starts with the first and runs
+    LARGE_HUGE_LANE's ordering (18); the first lane runs 17 and goes on without 18 (the next
+    ordering of its schedule, if any, only after its own search)."""
+    solution, runs = _huge_lane_runs(monkeypatch, drop=False)
+    second = [index for name, index in runs if name == "telamalloc-large-lane"]
+    first = [index for name, index in runs if name == "MainThread"]
+    assert second == [18]
+    assert first[0] == 17 and 18 not in first
+    assert "dropped" not in solution.message
+
+
+def test_a_dropped_huge_lane_gives_its_ordering_back_to_the_first_lane(monkeypatch):
+    """A second lane its governor dropped at once (a busy machine; halted, it gives no
+    layout) leaves its ordering to the first lane, which runs 17 and 18 itself, as with one
+    lane, and the message says the lane was dropped."""
+    solution, runs = _huge_lane_runs(monkeypatch, drop=True)
+    assert [index for name, index in runs if name == "MainThread"][:2] == [17, 18]
+    assert [index for name, index in runs if name != "MainThread"] in ([], [18])  # halted before or in it
+    assert "the second lane was dropped (no free core)" in solution.message
+
+
+def _idle_lane(monkeypatch):
+    """A _SecondLane whose thread only waits for its halt (it uses no CPU)."""
+    from telamalloc.runtime.alloc.generators.families import deepnet
+
+    problem = deepnet(1000, 0).problem()
+    instance = instance_of(problem)
+    arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, api._lifted(instance))
+    lane = api._SecondLane(instance, arrays, goal=-1, stop=time.monotonic() + 60, schedule=(18,))
+    monkeypatch.setattr(lane, "run", lambda: [time.sleep(0.01) for _ in iter(lambda: bool(lane.halt[0]), True)])
+    return lane
+
+
+@pytest.mark.skipif(not hasattr(time, "pthread_getcpuclockid"), reason="per-thread CPU clocks (Linux)")
+def test_the_governor_drops_a_lane_that_gets_no_core(monkeypatch):
+    """Both threads here sleep (no CPU at all): the governor drops the lane after
+    LANE_GOVERN_TIMES periods, raising its halt; the first lane then runs its orderings."""
+    monkeypatch.setattr(api, "LANE_GOVERN_SECONDS", 0.02)
+    lane = _idle_lane(monkeypatch)
+    assert 18 in lane and 17 not in lane
+    lane.begin()
+    lane.govern(threading.get_ident())
+    deadline = time.monotonic() + 30
+    while not lane.dropped and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lane.join(30)
+    assert lane.dropped == "no free core" and lane.halt[0] == 1 and not lane.is_alive()
+    assert 18 not in lane
+
+
+def test_a_settled_lane_is_never_dropped(monkeypatch):
+    """Once a first ordering is complete (settle), the governor's watch ends and drop() does
+    nothing: the first lane has skipped the lane's ordering by then."""
+    monkeypatch.setattr(api, "LANE_GOVERN_SECONDS", 0.02)
+    lane = _idle_lane(monkeypatch)
+    lane.begin()
+    lane.settle()
+    lane.govern(threading.get_ident())
+    time.sleep(0.2)
+    assert not lane.drop() and not lane.dropped and lane.halt[0] == 0 and 18 in lane
+    lane.halt[0] = 1
+    lane.join(30)
+
+
+def test_a_lane_without_a_thread_is_dropped_at_once(monkeypatch):
+    """Not started (no thread to be had, RuntimeError) or governed before it started: dropped,
+    its orderings left to the first lane."""
+    lane = _idle_lane(monkeypatch)
+    lane.govern(threading.get_ident())  # no thread yet: no clock to read
+    assert lane.dropped == "no thread" and 18 not in lane
+    other = _idle_lane(monkeypatch)
+
+    def refuse():
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(other, "start", refuse)
+    other.begin()
+    assert other.dropped == "no thread" and 18 not in other
