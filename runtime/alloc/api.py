@@ -141,9 +141,9 @@ LARGE_SECOND_LANE = (15, 11, 16)
 # in 11.6 s for a 9 s limit (in-process), against 1.0050 in 10.3 s with one lane. At the
 # lowest CPU priority (nice 19 for its thread) it held the GIL while starved: 1.0040 in
 # 38.6 s. Not adopted then; LARGE_HUGE_LANE below is that lane with a governor.
-# Above LARGE_HUGE_BUFFERS buffers, where the first lane runs the two sweeps with a medium
-# tier (17 and 18) one after the other and the limit often cuts the second one's round short,
-# a second lane starts with the first and runs LARGE_HUGE_LANE's orderings with their window
+# Above LARGE_HUGE_BUFFERS buffers, where the first lane would run LARGE_HUGE_SCHEDULE's
+# first two orderings one after the other and the limit often cuts the second one's round
+# short, a second lane starts with the first and runs LARGE_HUGE_LANE's orderings with their window
 # search, re-placements and rounds (the huge branch of _large_lane), which the first lane
 # then skips; then each lane improves its own layout. A governor (_SecondLane.govern) reads
 # both lanes' CPU time every LANE_GOVERN_SECONDS while their first orderings run and drops
@@ -151,7 +151,7 @@ LARGE_SECOND_LANE = (15, 11, 16)
 # less than LANE_GOVERN_SHARE of a core LANE_GOVERN_TIMES times in a row: on a busy machine
 # two lanes would cut the first ordering short. Measured, tela-alloc --timeout=10s, deepnet
 # at 10^6, see README ("Since stop 35").
-LARGE_HUGE_LANE = (18,)
+LARGE_HUGE_LANE = (16,)
 LANE_GOVERN_SECONDS = 0.25
 LANE_GOVERN_SHARE = 0.75
 LANE_GOVERN_TIMES = 2
@@ -704,7 +704,8 @@ def _large_orderings(count: int, fixed: int) -> list[int]:
     end first (see LARGE_SCHEDULE), the classic first-fit one (1.018 on tracegen where
     best-fit leaves 1.053) and best-fit one (so the result is never worse than either
     greedy baseline), then the other sweeps, contention and the class orderings; above
-    LARGE_HUGE_BUFFERS the sweeps with a medium tier (17, 18) first (LARGE_HUGE_SCHEDULE)."""
+    LARGE_HUGE_BUFFERS the sweep with a medium tier from 1/8 (17) and the plain one from 1/32
+    (16) first (LARGE_HUGE_SCHEDULE)."""
     orderings = max(min(LARGE_MIN_ORDERINGS, fixed), min(fixed, LARGE_PLACEMENTS // max(count, 1)))
     return [_large_ordering(step, count) for step in range(orderings)]
 
@@ -751,13 +752,21 @@ LARGE_SCHEDULE = (14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 17, 
 # 1.0035 and 1.0057. tela-alloc --timeout=10s (bench/large), seeds 0..9: 1.0028 (median;
 # 18 ends in time on about half of them), 17 alone 1.0034, 14 first 1.0038; transformer,
 # unet, training and tracegen reach LOAD either way (see README).
+# Since the window re-placements (_rewindows), the plain sweep from 1/32 of the span (16)
+# comes second instead of 18: in-process, each ordering followed by the re-placements and
+# one gravity round, deepnet at 10^6 seeds 0..9: 17 1.0017, 1.0030, 1.0044, 1.0036, 1.0013,
+# 1.0008, 1.0056, 1.0037, 1.0028, 1.0012; 18 1.0062, 1.0036, 1.0032, 1.0024, 1.0032,
+# 1.0016, 1.0027, 1.0036, 1.0010, 1.0052; 16 1.0054, 1.0036, 1.0022, 1.0022, 1.0028,
+# 1.0015, 1.0023, 1.0050, 1.0007, 1.0049: the better of 17 and 16 has the median 1.0019,
+# of 17 and 18 1.0020 (the re-placements lower 16's layouts most: seed 2 1.0033 -> 1.0023).
 LARGE_HUGE_BUFFERS = 500_000
-# ... and there the first LARGE_HUGE_EAGER orderings (17, then the same with the sweep
-# from 1/32 of the span, 18) run one after the other, each followed at once by the window
-# search and LARGE_HUGE_ROUNDS gravity rounds, before the best goes on to the other rounds.
+# ... and there the first LARGE_HUGE_EAGER orderings (17, then the plain sweep from 1/32 of
+# the span, 16) run one after the other (or side by side, LARGE_HUGE_LANE), each followed
+# at once by the window search, the re-placements and LARGE_HUGE_ROUNDS gravity rounds,
+# before the best goes on to the other rounds.
 LARGE_HUGE_EAGER = 2
 LARGE_HUGE_ROUNDS = 1
-LARGE_HUGE_SCHEDULE = (17, 18) + tuple(index for index in LARGE_SCHEDULE if index not in (17, 18))
+LARGE_HUGE_SCHEDULE = (17, 16) + tuple(index for index in LARGE_SCHEDULE if index not in (17, 16))
 
 
 def _large_ordering(step: int, count: int = 0) -> int:

@@ -821,13 +821,13 @@ def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(mon
     assert validate(trace.problem(), bounded.tolist()) == []
 
 
-def test_above_the_huge_size_the_sweeps_with_a_medium_tier_come_first():
-    """Above LARGE_HUGE_BUFFERS orderings 17 and 18 come first, then LARGE_SCHEDULE's
+def test_above_the_huge_size_the_sweeps_with_a_medium_tier_from_one_eighth_and_from_one_32nd_come_first():
+    """Above LARGE_HUGE_BUFFERS orderings 17 and 16 come first, then LARGE_SCHEDULE's
     others in order, then the seeded random ones; at and below it, LARGE_SCHEDULE."""
     huge = api.LARGE_HUGE_BUFFERS + 1
-    assert api._large_orderings(huge, len(FIXED_ORDERINGS)) == [17, 18, 14, 13]
+    assert api._large_orderings(huge, len(FIXED_ORDERINGS)) == [17, 16, 14, 13]
     further = api._lane_orderings(api._large_orderings(huge, len(FIXED_ORDERINGS)), (), huge)
-    assert [next(further) for _ in range(21)] == [17, 18, 14, 13, 1, 0, 15, 11, 16, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 19, 20]
+    assert [next(further) for _ in range(21)] == [17, 16, 14, 13, 1, 0, 15, 11, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 18, 19, 20]
     assert api._large_orderings(api.LARGE_HUGE_BUFFERS, len(FIXED_ORDERINGS))[0] == 14
     assert api.LARGE_HUGE_BUFFERS > api.LARGE_EAGER_BUFFERS  # huge layouts are also past the eager size
     assert sorted(api.LARGE_HUGE_SCHEDULE) == sorted(api.LARGE_SCHEDULE) == list(range(len(FIXED_ORDERINGS)))
@@ -876,8 +876,8 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
     schedule = api._large_orderings(len(instance.starts), len(FIXED_ORDERINGS))
     best, peak, info = api._large_lane(instance, Recording(), schedule, (), instance.fixed, -1, time.monotonic() + 60,
                                        anytime=True, limited=True, extend=False)
-    assert runs[:2] == [17, 18]
-    assert calls[:6] == [("ordering", 17), ("windows",), ("rounds", api.LARGE_HUGE_ROUNDS, 0), ("ordering", 18),
+    assert runs[:2] == [17, 16]
+    assert calls[:6] == [("ordering", 17), ("windows",), ("rounds", api.LARGE_HUGE_ROUNDS, 0), ("ordering", 16),
                          ("windows",), ("rounds", api.LARGE_HUGE_ROUNDS, 0)]
     assert info["orderings"] >= 2
     assert validate(problem, instance.full_offsets(best)) == [] and peak == peak_of(best, instance.sizes)
@@ -1143,7 +1143,7 @@ def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_
     assert api._lane_count(api.LARGE_LANE_BUFFERS + 1) == 1
     assert api._lane_count(api.LARGE_HUGE_BUFFERS) == 1
     assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 2
-    assert api._second_schedule(api.LARGE_HUGE_BUFFERS + 1) == api.LARGE_HUGE_LANE == (18,)
+    assert api._second_schedule(api.LARGE_HUGE_BUFFERS + 1) == api.LARGE_HUGE_LANE == (16,)
     assert api._second_schedule(1000) == api.LARGE_SECOND_LANE
     monkeypatch.setattr(api, "LARGE_HUGE_LANE", ())
     assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 1
@@ -1539,25 +1539,25 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     return solution, runs
 
 
-def test_above_the_huge_size_the_second_lane_runs_18_from_the_start_and_the_first_lane_skips_it(monkeypatch):
+def test_above_the_huge_size_the_second_lane_runs_16_from_the_start_and_the_first_lane_skips_it(monkeypatch):
     """Above LARGE_HUGE_BUFFERS (lowered here) the second lane starts with the first and runs
-    LARGE_HUGE_LANE's ordering (18); the first lane runs 17 and goes on without 18 (the next
+    LARGE_HUGE_LANE's ordering (16); the first lane runs 17 and goes on without 16 (the next
     ordering of its schedule, if any, only after its own search)."""
     solution, runs = _huge_lane_runs(monkeypatch, drop=False)
     second = [index for name, index in runs if name == "telamalloc-large-lane"]
     first = [index for name, index in runs if name == "MainThread"]
-    assert second == [18]
-    assert first[0] == 17 and 18 not in first
+    assert second == [16]
+    assert first[0] == 17 and 16 not in first
     assert "dropped" not in solution.message
 
 
 def test_a_dropped_huge_lane_gives_its_ordering_back_to_the_first_lane(monkeypatch):
     """A second lane its governor dropped at once (a busy machine; halted, it gives no
-    layout) leaves its ordering to the first lane, which runs 17 and 18 itself, as with one
+    layout) leaves its ordering to the first lane, which runs 17 and 16 itself, as with one
     lane, and the message says the lane was dropped."""
     solution, runs = _huge_lane_runs(monkeypatch, drop=True)
-    assert [index for name, index in runs if name == "MainThread"][:2] == [17, 18]
-    assert [index for name, index in runs if name != "MainThread"] in ([], [18])  # halted before or in it
+    assert [index for name, index in runs if name == "MainThread"][:2] == [17, 16]
+    assert [index for name, index in runs if name != "MainThread"] in ([], [16])  # halted before or in it
     assert "the second lane was dropped (no free core)" in solution.message
 
 
