@@ -821,7 +821,7 @@ def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(mon
     assert validate(trace.problem(), bounded.tolist()) == []
 
 
-def test_above_the_huge_size_the_sweeps_with_a_medium_tier_from_one_eighth_and_from_one_32nd_come_first():
+def test_above_the_huge_size_the_medium_tier_sweep_and_the_plain_sweep_from_a_32nd_come_first():
     """Above LARGE_HUGE_BUFFERS orderings 17 and 16 come first, then LARGE_SCHEDULE's
     others in order, then the seeded random ones; at and below it, LARGE_SCHEDULE."""
     huge = api.LARGE_HUGE_BUFFERS + 1
@@ -1145,10 +1145,9 @@ def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_
     assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 2
     assert api._second_schedule(api.LARGE_HUGE_BUFFERS + 1) == api.LARGE_HUGE_LANE == (16,)
     assert api._second_schedule(1000) == api.LARGE_SECOND_LANE
-    monkeypatch.setattr(api, "LARGE_HUGE_LANE", ())
+    monkeypatch.setattr(api, "LARGE_HUGE_LANE", ())  # nothing to run beside the first lane
     assert api._lane_count(api.LARGE_HUGE_BUFFERS + 1) == 1
-    monkeypatch.undo()
-    monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(api, "LARGE_HUGE_LANE", (16,))
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert api._lane_count(1000) == 1
     monkeypatch.setattr(api.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
@@ -1508,7 +1507,8 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     """deepnet(6000, 3) through solve() under a 2 s limit with LARGE_HUGE_BUFFERS lowered to
     1000 and two lanes, the second lane dropped at once by its governor when ``drop``
     (else never governed), without window re-placements; return the solution and the
-    orderings each thread ran."""
+    orderings each thread ran. (17's layout, its window search and round stay above LOAD
+    there, so the first lane goes on.)"""
     from telamalloc.runtime.alloc import _large
     from telamalloc.runtime.alloc.generators.families import deepnet
 
@@ -1535,7 +1535,6 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     monkeypatch.setattr(api._SecondLane, "govern", (lambda self, first: self.drop()) if drop else (lambda self, first: None))
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0)
     assert solution.ok and validate(problem, solution.offsets) == []
-    assert solution.peak > compute_load(problem)[0]  # neither lane reaches LOAD: both run to the limit
     return solution, runs
 
 
@@ -1568,7 +1567,7 @@ def _idle_lane(monkeypatch):
     problem = deepnet(1000, 0).problem()
     instance = instance_of(problem)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, api._lifted(instance))
-    lane = api._SecondLane(instance, arrays, goal=-1, stop=time.monotonic() + 60, schedule=(18,))
+    lane = api._SecondLane(instance, arrays, goal=-1, stop=time.monotonic() + 60, schedule=(16,))
     monkeypatch.setattr(lane, "run", lambda: [time.sleep(0.01) for _ in iter(lambda: bool(lane.halt[0]), True)])
     return lane
 
@@ -1579,7 +1578,7 @@ def test_the_governor_drops_a_lane_that_gets_no_core(monkeypatch):
     LANE_GOVERN_TIMES periods, raising its halt; the first lane then runs its orderings."""
     monkeypatch.setattr(api, "LANE_GOVERN_SECONDS", 0.02)
     lane = _idle_lane(monkeypatch)
-    assert 18 in lane and 17 not in lane
+    assert 16 in lane and 17 not in lane
     lane.begin()
     lane.govern(threading.get_ident())
     deadline = time.monotonic() + 30
@@ -1587,7 +1586,7 @@ def test_the_governor_drops_a_lane_that_gets_no_core(monkeypatch):
         time.sleep(0.01)
     lane.join(30)
     assert lane.dropped == "no free core" and lane.halt[0] == 1 and not lane.is_alive()
-    assert 18 not in lane
+    assert 16 not in lane
 
 
 def test_a_settled_lane_is_never_dropped(monkeypatch):
@@ -1599,7 +1598,7 @@ def test_a_settled_lane_is_never_dropped(monkeypatch):
     lane.settle()
     lane.govern(threading.get_ident())
     time.sleep(0.2)
-    assert not lane.drop() and not lane.dropped and lane.halt[0] == 0 and 18 in lane
+    assert not lane.drop() and not lane.dropped and lane.halt[0] == 0 and 16 in lane
     lane.halt[0] = 1
     lane.join(30)
 
@@ -1609,7 +1608,7 @@ def test_a_lane_without_a_thread_is_dropped_at_once(monkeypatch):
     its orderings left to the first lane."""
     lane = _idle_lane(monkeypatch)
     lane.govern(threading.get_ident())  # no thread yet: no clock to read
-    assert lane.dropped == "no thread" and 18 not in lane
+    assert lane.dropped == "no thread" and 16 not in lane
     other = _idle_lane(monkeypatch)
 
     def refuse():
@@ -1617,4 +1616,4 @@ def test_a_lane_without_a_thread_is_dropped_at_once(monkeypatch):
 
     monkeypatch.setattr(other, "start", refuse)
     other.begin()
-    assert other.dropped == "no thread" and 18 not in other
+    assert other.dropped == "no thread" and 16 not in other
