@@ -844,6 +844,8 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
+    if _spent(instance, stop):
+        return offsets  # (sorting the starts and ends alone takes 0.15 s at 10^6)
     tops = offsets + sizes
     patience = min(LNS_PATIENCE_NODES, max(LNS_WINDOW_NODES, int(LNS_PATIENCE_NODES_PER_BUFFER * len(starts))))
     budget = LNS_WORK_PER_BUFFER * len(starts)
@@ -911,6 +913,11 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             break
         _publish_best(instance, int(tops.max()))
     return offsets
+
+
+def _spent(instance: _Instance, stop: float | None) -> bool:
+    """The time is up at ``stop`` (a time.monotonic() value) or the cancel flag is raised."""
+    return instance.cancelled() or (stop is not None and time.monotonic() >= stop)
 
 
 def _window_problem(members: np.ndarray, free: np.ndarray, merge: bool, starts: np.ndarray, ends: np.ndarray,
@@ -1020,8 +1027,8 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     count = len(starts)
-    if count == 0:
-        return offsets
+    if count == 0 or _spent(instance, stop):
+        return offsets  # (sorting the starts alone takes 0.1 s at 10^6)
     tops = offsets + sizes
     movable = fixed < 0
     sorted_starts = np.sort(starts)
