@@ -1,5 +1,6 @@
 """The large-problem planner (runtime/alloc/_large.pyx) and algorithm "large" in solve()."""
 
+import dataclasses
 import random
 import re
 import threading
@@ -1457,6 +1458,21 @@ def test_window_replacement_stops_at_its_work_budget_and_at_the_goal(monkeypatch
     monkeypatch.setattr(api, "REWINDOW_WORK_PER_BUFFER", 20)
     assert api._rewindows(instance, np.array([0, 50], dtype=np.int64), instance.fixed, 60, None, info).tolist() == [0, 50]
     assert info == rewindow_info()
+    assert api._rewindows(instance, np.array([0, 50], dtype=np.int64), instance.fixed, -1, None, info).tolist() == [0, 0]
+
+
+def test_window_search_and_replacement_return_at_once_past_their_stop():
+    """With the time up (a stop in the past) or the cancel flag raised, neither the window
+    search nor the window re-placement runs anything: the layout comes back as it was."""
+    problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10)])
+    for cancel, stop in ((None, time.monotonic() - 1), (np.ones(1, dtype=np.uint8), None)):
+        instance = dataclasses.replace(instance_of(problem), cancel=cancel)
+        info = rewindow_info()
+        assert api._rewindows(instance, np.array([0, 50], dtype=np.int64), instance.fixed, -1, stop, info).tolist() == [0, 50]
+        assert info == rewindow_info()
+        stats = api._LnsStats()
+        assert api._lns(instance, np.array([0, 50], dtype=np.int64), instance.fixed, 10, 10, stop, stats).tolist() == [0, 50]
+        assert stats == api._LnsStats()
 
 
 def test_window_replacement_lowers_deepnets_settled_sweep():
