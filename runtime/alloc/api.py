@@ -880,10 +880,9 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
             floor = max(int(rest.max()), _window_load(starts[members], ends[members], sizes[members]), lower)
             capacity = min(floor, peak - 1)
             for _ in range(LNS_BISECTIONS + 1):
-                remaining = None if stop is None else stop - time.monotonic()
-                if (stats.windows >= rounds or stats.timed_out >= patience or stats.work >= budget
-                        or instance.cancelled() or (remaining is not None and remaining <= 0)):
+                if stats.windows >= rounds or stats.timed_out >= patience or stats.work >= budget or _spent(instance, stop):
                     return offsets  # the budget or the time is spent
+                remaining = None if stop is None else stop - time.monotonic()
                 stats.windows += 1
                 limit = 0.0 if remaining is None else max(remaining, 1e-6)  # 0.0: no time limit
                 result = search(*window, capacity, instance.params, limit, instance.cancel, instance.progress,
@@ -1068,10 +1067,10 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
             moved, window = _window_problem(members, free, REWINDOW_MERGE_PINS, starts, ends, sizes, aligns, offsets)
             made = planner(*window)
             for index in REWINDOW_ORDERINGS:
-                left = None if stop is None else stop - time.monotonic()
-                out = info["rewindow_work"] >= budget or instance.cancelled() or (left is not None and left <= 0)
+                out = info["rewindow_work"] >= budget or _spent(instance, stop)
                 if out:
                     break
+                left = None if stop is None else stop - time.monotonic()
                 placed, result = made.run(orderings=1, first=index, seed=instance.params.seed,
                                           time_limit=0.0 if left is None else max(left, 1e-6),
                                           cancel=instance.cancel, slots=False)
@@ -1195,9 +1194,9 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     finally:
         if second is not None:
             second.settle()  # the governor's watch ends
-        if second is not None and second.is_alive():
-            second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
-            second.join()
+            if second.is_alive():
+                second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
+                second.join()
     if second is not None:
         best, best_peak, info = second.merged(instance, best, best_peak, info)
     if limited and instance.cancelled():
@@ -1261,7 +1260,7 @@ class _SecondLane(threading.Thread):
         try:
             self.start()
         except RuntimeError:
-            self.dropped = "no thread"
+            self.drop("no thread")
 
     def settle(self) -> None:
         """Either lane's first ordering is complete (or the lanes are done): the governor stops
@@ -1342,13 +1341,9 @@ class _SecondLane(threading.Thread):
             return best, best_peak, dict(info, dropped=self.dropped)
         other, other_peak, other_info = self.result
         merged = dict(info, dropped=self.dropped)
-        merged["orderings"] = info["orderings"] + other_info["orderings"]
-        merged["gravity"] = info["gravity"] + other_info["gravity"]
-        merged["settled"] = info["settled"] + other_info["settled"]
-        merged["lns"] = info["lns"].plus(other_info["lns"])
-        merged["resweeps"] = info["resweeps"] + other_info["resweeps"]
-        for key in ("rewindows", "rewindowed", "rewindow_work"):
+        for key in ("orderings", "gravity", "settled", "resweeps", "rewindows", "rewindowed", "rewindow_work"):
             merged[key] = info[key] + other_info[key]
+        merged["lns"] = info["lns"].plus(other_info["lns"])
         if other is not None and (best is None or other_peak < best_peak):
             merged["ordering"] = other_info["ordering"]
             merged["resweep_won"] = other_info["resweep_won"]
