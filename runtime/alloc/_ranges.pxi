@@ -1,4 +1,4 @@
-# Shared by runtime/alloc/_search.pyx and runtime/alloc/_large.pyx (textual `include`): the
+# Shared by runtime/alloc/exact/_search.pyx and runtime/alloc/large/_large.pyx (textual `include`): the
 # range-maximum query of a bottom-up segment tree. The validator (_sweep.pyx) shares no code
 # with the solvers on purpose.
 # Needs: from libc.stdint cimport int64_t.

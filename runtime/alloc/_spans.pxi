@@ -1,4 +1,4 @@
-# Shared by runtime/alloc/_greedy.pyx and runtime/alloc/_large.pyx (textual `include`): byte ranges of
+# Shared by runtime/alloc/_greedy.pyx and runtime/alloc/large/_large.pyx (textual `include`): byte ranges of
 # placed neighbours and the best-fit / first-fit choice of an offset among them.
 # Needs: from libc.stdint cimport int64_t; INT64_MAX_C defined by the including module.
 

@@ -5,7 +5,7 @@ buffers, prove the easy infeasibilities (pins, LOAD), run the chosen algorithm, 
 layout claimed valid with the independent validator, and summarize.
 
 Algorithms
-- ``telamalloc``: the exact search kernel (``runtime/alloc/_search.pyx``), in fit mode after a
+- ``telamalloc``: the exact search kernel (``runtime/alloc/exact/_search.pyx``), in fit mode after a
   cheap portfolio step: when best-fit or first-fit already fits, no search runs
   (``greedy_first``; minimize mode starts from the greedy peak anyway). Its OK answers are
   re-checked by ``validate``; its INFEASIBLE answers are proofs, explained by a small core
@@ -14,7 +14,7 @@ Algorithms
   nothing: when its layout exceeds the capacity the status is TIMEOUT (not INFEASIBLE),
   with the greedy layout attached as a fallback. INFEASIBLE comes only from the proofs that
   need no search: LOAD above the capacity, or pins that conflict.
-- ``large``: the large-problem planner (``runtime/alloc/_large.pyx``): best-fit and first-fit
+- ``large``: the large-problem planner (``runtime/alloc/large/_large.pyx``): best-fit and first-fit
   placement over a portfolio of orderings (a sweep of the long-lived buffers and a
   contention one with best-fit first, then the classic decreasing-size first-fit and
   best-fit ones, so that without a short time limit
@@ -56,7 +56,7 @@ The exact path (algorithm ``telamalloc`` below LARGE_THRESHOLD buffers)
   one is too). A group whose greedy layout already fits is not searched.
 - Races (``_race``): each fit step of a group runs the kernel with a node budget and, when
   the kernel does not answer within CPSAT_DELAY_SECONDS or runs out of nodes, OR-Tools
-  CP-SAT (``runtime/alloc/cpsat.py``, with ``Params.cpsat`` and OR-Tools installed, groups up
+  CP-SAT (``runtime/alloc/exact/cpsat.py``, with ``Params.cpsat`` and OR-Tools installed, groups up
   to CPSAT_MAX_BUFFERS) with a deterministic work budget, in another thread (both release
   the GIL). Proofs of infeasibility come from either, first one wins; the layout is the
   kernel's whenever the kernel finds one within its budget, else CP-SAT's: so without a time
@@ -80,7 +80,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from telamalloc.runtime.alloc import _greedy, cpsat
+from telamalloc.runtime.alloc import _greedy
+from telamalloc.runtime.alloc.exact import cpsat
 from telamalloc.runtime.alloc.problem import (
     INT64_MAX,
     Mode,
@@ -681,7 +682,7 @@ def _best_greedy(instance: _Instance, algorithms: Sequence[str]) -> tuple[tuple[
             arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
             if len(instance.starts) > LARGE_THRESHOLD:
                 if orderings is None:
-                    from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
+                    from telamalloc.runtime.alloc.large._large import planner  # imported here: only this path needs it
 
                     orderings = planner(*arrays)
                 live_offsets, _ = orderings.run(orderings=1, first=GREEDY_ALGORITHMS.index(algorithm))
@@ -841,7 +842,7 @@ def _lns(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, lower: int
     peak (tried and dropped); windows of a fixed number of starts, re-placed so after the
     search on the settled layouts, do (``_rewindows``).
     """
-    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
+    from telamalloc.runtime.alloc.exact._search import STATUS_INFEASIBLE, STATUS_OK, search  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     if _spent(instance, stop):
@@ -1022,7 +1023,7 @@ def _rewindows(instance: _Instance, offsets: np.ndarray, fixed: np.ndarray, goal
     were higher than the layout they came from (seed 0: 1.0036-1.0245 against 1.00285),
     but the long-lived buffer's lifetime and 3,000 points on either side, re-placed
     first-fit, gave 1.00225 against 1.00256: hence the windows around the buffer below."""
-    from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
+    from telamalloc.runtime.alloc.large._large import planner  # imported here: only this path needs it
 
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     count = len(starts)
@@ -1163,7 +1164,7 @@ def _large_layout(instance: _Instance, target: int | None, anytime: bool, limite
     governed (``_SecondLane.govern``), else it starts once the first ordering misses the
     goal. The planner's placements release the GIL. Without a limit there is one lane, so
     the result does not depend on the cores."""
-    from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
+    from telamalloc.runtime.alloc.large._large import FIXED_ORDERINGS, planner  # imported here: only this path needs it
 
     count = len(instance.starts)
     schedule = _large_orderings(count, len(FIXED_ORDERINGS))
@@ -1313,7 +1314,7 @@ class _SecondLane(threading.Thread):
                 return
 
     def run(self) -> None:
-        from telamalloc.runtime.alloc._large import planner
+        from telamalloc.runtime.alloc.large._large import planner
 
         try:
             made = planner(*self.arrays)  # indexed here, beside the first lane's planner
@@ -1382,7 +1383,7 @@ def _large_lane(instance: _Instance, made, schedule: list[int], skipped, fixed: 
     searches. When the first ordering is one of LARGE_RESWEPT it is re-swept
     (``_resweeps``): without a limit at once, under one only if its layout is still the
     best when the search becomes due (the re-sweep's time would delay the winner's search)."""
-    from telamalloc.runtime.alloc._large import planner  # imported here: only this path needs it
+    from telamalloc.runtime.alloc.large._large import planner  # imported here: only this path needs it
 
     count = len(instance.starts)
     lifted = not np.array_equal(fixed, instance.fixed)
@@ -1561,7 +1562,7 @@ def _gravity_rounds(made, offsets: np.ndarray, count: int, first: int, goal: int
     """``count`` gravity rounds (``_Planner.settle``) from round ``first``, counted in
     ``info``; return the layout, its peak and the rounds run. Above LARGE_EAGER_BUFFERS
     buffers only the top of the layout moves (``_large.GRAVITY_SHARES_HIGH``)."""
-    from telamalloc.runtime.alloc._large import GRAVITY_SHARES, GRAVITY_SHARES_HIGH
+    from telamalloc.runtime.alloc.large._large import GRAVITY_SHARES, GRAVITY_SHARES_HIGH
 
     shares = GRAVITY_SHARES_HIGH if len(offsets) > LARGE_EAGER_BUFFERS else GRAVITY_SHARES
     settled_offsets, settled = made.settle(offsets, count, first=first, target=goal, deadline=stop, cancel=cancel,
@@ -1631,7 +1632,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
 
     Returns the SearchResult, or None when the time or the cancel flag left no room to call.
     """
-    from telamalloc.runtime.alloc._search import search  # imported here: the greedy paths do not need the kernel
+    from telamalloc.runtime.alloc.exact._search import search  # imported here: the greedy paths do not need the kernel
 
     if instance.cancelled():
         instance.counters.cancelled = True
@@ -1658,7 +1659,7 @@ def _search(instance: _Instance, members: np.ndarray | None, capacity: int, time
 
 
 def _status_of(result) -> Status:
-    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK
+    from telamalloc.runtime.alloc.exact._search import STATUS_INFEASIBLE, STATUS_OK
 
     if result is None:
         return Status.TIMEOUT
@@ -1692,7 +1693,7 @@ def _groups_of(instance: _Instance) -> list[_Group]:
     proof that C is too small holds for every capacity <= C; ``group_memory`` keeps them
     across the fit calls of minimize (off: each fit call starts afresh)."""
     if instance.groups is None:
-        from telamalloc.runtime.alloc._search import _groups  # the kernel's own split, not a copy
+        from telamalloc.runtime.alloc.exact._search import _groups  # the kernel's own split, not a copy
 
         count = len(instance.starts)
         if instance.params.decomposition:

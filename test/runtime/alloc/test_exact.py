@@ -19,7 +19,8 @@ import pytest
 from ortools.sat.python import cp_model
 
 from telamalloc import solve
-from telamalloc.runtime.alloc import api, cpsat
+from telamalloc.runtime.alloc import api
+from telamalloc.runtime.alloc.exact import cpsat
 from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, Status
 from telamalloc.runtime.alloc.validate import compute_load, validate
 

@@ -1,4 +1,4 @@
-"""The large-problem planner (runtime/alloc/_large.pyx) and algorithm "large" in solve()."""
+"""The large-problem planner (runtime/alloc/large/_large.pyx) and algorithm "large" in solve()."""
 
 import dataclasses
 import random
@@ -13,7 +13,7 @@ import pytest
 from telamalloc import Buffer, Params, Problem, Status, solve, validate
 from telamalloc.runtime.alloc import api
 from telamalloc.runtime.alloc._greedy import greedy
-from telamalloc.runtime.alloc._large import FIXED_ORDERINGS, contention, ordering, plan, planner
+from telamalloc.runtime.alloc.large._large import FIXED_ORDERINGS, contention, ordering, plan, planner
 from telamalloc.runtime.alloc.csv_io import read_problem
 from telamalloc.runtime.alloc.generators.tracegen import generate
 from telamalloc.runtime.alloc.validate import compute_load
@@ -354,7 +354,7 @@ def test_the_kernel_answers_the_same_with_merged_pins(seed):
     """At capacities around the lowest the window allows, the kernel proves the same
     capacities infeasible with the merged pins as with the crossing buffers themselves,
     and its layouts for the freed buffers are clear of every crossing buffer."""
-    from telamalloc.runtime.alloc._search import STATUS_INFEASIBLE, STATUS_OK, search
+    from telamalloc.runtime.alloc.exact._search import STATUS_INFEASIBLE, STATUS_OK, search
 
     (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
     members = np.concatenate((freed, pinned))
@@ -442,7 +442,7 @@ def test_slots_reuse_space_over_time():
     arrays = (starts, starts + 1, sizes, np.ones(count, dtype=np.int64), np.full(count, -1, dtype=np.int64))
     offsets, info = plan(*arrays, orderings=1, first=0, cancel=np.ones(1, dtype=np.uint8))
     assert info["stopped"] and np.all(offsets == 0) and info["peak"] == 1200
-    from telamalloc.runtime.alloc._large import _slotted
+    from telamalloc.runtime.alloc.large._large import _slotted
 
     made = planner(*arrays)
     sequence = np.arange(count, dtype=np.int64)
@@ -455,7 +455,7 @@ def test_slots_reuse_space_over_time():
 def test_the_rest_scanned_in_after_a_cut_is_valid_with_pins_alignment_and_zero_sizes(seed):
     """_scan_rest keeps the placed prefix, places the rest valid (pins, alignments, zero
     sizes), the same every time, and never above every buffer in slots on these."""
-    from telamalloc.runtime.alloc._large import _scanned, _slotted
+    from telamalloc.runtime.alloc.large._large import _scanned, _slotted
 
     problem = random_problem(seed, 200 + 37 * seed)
     arrays = columns(problem)
@@ -480,7 +480,7 @@ def test_the_rest_scanned_in_sits_on_the_buffers_live_with_it_and_reuses_its_own
     F [5, 12) clears A (100); C [12, 14) only B (10: slots would put it above A); D [13, 15)
     goes above C (15); E [14, 16) takes C's room once C has ended (10); G [14, 16), 8-aligned,
     clears E and D at 20 (24: aligned). Budget 0: the scan gives up at once (-2)."""
-    from telamalloc.runtime.alloc._large import _scanned
+    from telamalloc.runtime.alloc.large._large import _scanned
 
     starts = np.array([0, 10, 5, 12, 13, 14, 14], dtype=np.int64)
     ends = np.array([10, 20, 12, 14, 15, 16, 16], dtype=np.int64)
@@ -499,7 +499,7 @@ def test_a_cut_after_the_first_placements_scans_the_rest_in():
     the placements begin, then after every 1,024): the first ordering is cut with 1,023
     buffers placed as the whole ordering places them, the rest scanned in ("scanned"),
     far lower than slots on top of everything and valid."""
-    from telamalloc.runtime.alloc._large import _slotted
+    from telamalloc.runtime.alloc.large._large import _slotted
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     class FlagAfter:
@@ -678,7 +678,7 @@ def test_the_sweep_without_long_lived_buffers_is_the_contention_ordering():
 def test_the_sweep_with_a_medium_tier_places_the_medium_lived_before_the_short_ones():
     """Ordering 17: the sweep of 14, but the buffers living at least SWEEP_MEDIUM_FACTOR
     times the median lifetime (here 256 x 1 point) come before the shorter ones."""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
 
     #                   A     B    C     D   E     F     G     H
     starts = np.array([0, 100, 1000, 50, 2000, 3000, 3500, 10], dtype=np.int64)
@@ -808,7 +808,7 @@ def test_the_sweeps_scan_every_gap_up_to_their_size_and_the_first_gaps_above(mon
     """Up to _large.SWEEP_EVERY_GAP_BUFFERS buffers a sweep's best-fit takes the smallest
     of every gap that fits: the same layout as its order placed by plain best-fit (no
     bound); above it the first CONTENTION_GAPS only, a different layout on deepnet(20000)."""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     trace = deepnet(20000, 0)
@@ -860,7 +860,7 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
         return real_windows(instance, offsets, *rest)
 
     monkeypatch.setattr(api, "_rewindows", windows)
-    from telamalloc.runtime.alloc._large import planner as make_planner
+    from telamalloc.runtime.alloc.large._large import planner as make_planner
 
     original = make_planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
     runs = []
@@ -893,7 +893,7 @@ def test_the_short_tail_of_the_medium_tier_sweep_is_scanned_in_only_when_the_pea
     [100, 300) and a 50-byte buffer on [150, 152) below it, the scan would stack that one
     on the pin (1150 > 1100): placed as usual, at 0. On deepnet(20000, 0) the tail raises
     the peak: the whole ordering's layout."""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     def trace(pinned: bool):
@@ -973,7 +973,7 @@ def _record_steps(monkeypatch, cancel=None) -> list:
     re-sweep ("re-sweep") and each window search ("search"), in order. ``cancel``: the
     solve's cancel flag, raised as the first search begins, so that a generous time limit
     gives the steps up to it without the clock deciding how far the schedule gets."""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
 
     steps = []
 
@@ -1030,7 +1030,7 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     (the first lane may reach LOAD while the second is placing one)."""
     import threading
 
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(6000, 1).problem()
@@ -1081,7 +1081,7 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
 def test_the_second_lane_runs_its_orderings_with_rounds_and_search():
     """The lane's work itself, run in this thread with a generous limit: its three
     orderings, gravity rounds, a valid layout no higher than its first ordering's."""
-    from telamalloc.runtime.alloc._large import plan
+    from telamalloc.runtime.alloc.large._large import plan
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     trace = deepnet(6000, 2)
@@ -1213,7 +1213,7 @@ def test_one_planner_runs_every_ordering_as_a_fresh_plan_does():
 
 
 def test_distinct_times_are_numpys_unique():
-    from telamalloc.runtime.alloc._large import _distinct
+    from telamalloc.runtime.alloc.large._large import _distinct
 
     rng = np.random.default_rng(5)
     for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64), rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 1000)):
@@ -1224,7 +1224,7 @@ def test_contention_looks_at_the_first_gaps_that_fit(monkeypatch):
     """Contention with best-fit takes the smallest of the first CONTENTION_GAPS gaps that
     fit: with no bound it is exactly best-fit over the contention ordering, with any bound
     the layout stays valid."""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
 
     problem = generate(5000, 6).problem()
     arrays = columns(problem)
@@ -1345,7 +1345,7 @@ def test_settle_never_raises_the_peak_and_lowers_deepnet(seed):
 def test_settle_moves_only_the_buffers_above_its_share():
     """One round with a share of 0.9 leaves every buffer whose top is at most 0.9 x the
     peak where it was; the high shares of the largest problems lower deepnet too."""
-    from telamalloc.runtime.alloc._large import GRAVITY_SHARES_HIGH
+    from telamalloc.runtime.alloc.large._large import GRAVITY_SHARES_HIGH
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(20000, 0).problem()
@@ -1366,7 +1366,7 @@ def test_settle_moves_only_the_buffers_above_its_share():
 def test_the_largest_problems_move_only_the_top_of_the_layout(monkeypatch):
     """Above LARGE_EAGER_BUFFERS buffers the solver's gravity rounds use the high shares
     (a round moving most buffers takes ~7 s at 10^6): the same layout as settle with them."""
-    from telamalloc.runtime.alloc._large import GRAVITY_SHARES_HIGH
+    from telamalloc.runtime.alloc.large._large import GRAVITY_SHARES_HIGH
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(20000, 0).problem()
@@ -1525,7 +1525,7 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     (else never governed), without window re-placements; return the solution and the
     orderings each thread ran. (17's layout, its window search and round stay above LOAD
     there, so the first lane goes on.)"""
-    from telamalloc.runtime.alloc import _large
+    from telamalloc.runtime.alloc.large import _large
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     problem = deepnet(6000, 3).problem()

@@ -1,4 +1,4 @@
-"""Tests of the exact search kernel (runtime/alloc/_search.pyx).
+"""Tests of the exact search kernel (runtime/alloc/exact/_search.pyx).
 
 The kernel is checked against an independent brute-force oracle written here: it tries
 every order of the buffers and puts each one on top of its placed time-overlapping
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc.runtime.alloc._search import (
+from telamalloc.runtime.alloc.exact._search import (
     STATUS_INFEASIBLE,
     STATUS_OK,
     STATUS_TIMEOUT,
@@ -533,7 +533,7 @@ def test_section_tree_searches_exactly_like_the_plain_stacks(monkeypatch):
     # the segment tree (range add, range max) replaces the per-section loop: the same pruning,
     # so the same nodes, backtracks and layout; SECTION_TREE_SPAN = 0 puts every group in the
     # tree, a huge one none (densenet121 at LOAD: 8.6 s with none, 2.3 s with the tree)
-    import telamalloc.runtime.alloc._search as kernel
+    import telamalloc.runtime.alloc.exact._search as kernel
 
     rng = np.random.default_rng(77)
     problems = [long_lived_problem(rng) for _ in range(40)] + [medium_problem(rng) for _ in range(20)]
@@ -558,7 +558,7 @@ def test_section_tree_searches_exactly_like_the_plain_stacks(monkeypatch):
 def test_dives_of_big_groups_keep_the_search_sound_and_complete(monkeypatch):
     # groups above RESTART_BASE_NODES buffers start with one dive per fixed ordering and a
     # Luby unit of 2m; with the threshold lowered every problem here takes that path
-    import telamalloc.runtime.alloc._search as kernel
+    import telamalloc.runtime.alloc.exact._search as kernel
 
     monkeypatch.setattr(kernel, "RESTART_BASE_NODES", 3)
     rng = np.random.default_rng(5)

@@ -66,8 +66,8 @@ from libc.string cimport memmove
 
 cdef int64_t INT64_MAX_C = 0x7FFFFFFFFFFFFFFF
 
-include "_spans.pxi"
-include "_ranges.pxi"
+include "../_spans.pxi"
+include "../_ranges.pxi"
 
 
 # The union of some byte ranges: disjoint, sorted, touching ranges merged.

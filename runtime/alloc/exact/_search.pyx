@@ -211,7 +211,7 @@ cdef enum:
 
 cdef int64_t INF = 0x7FFFFFFFFFFFFFFF
 
-include "_ranges.pxi"
+include "../_ranges.pxi"
 
 
 class SearchResult:
