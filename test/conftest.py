@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +45,26 @@ def children_of() -> Callable[[int], set[int]]:
 @pytest.fixture
 def alive() -> Callable[[int], bool]:
     return _alive
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_root() -> Path:
+    """The shared data: ``$TELAMALLOC_SHARED``, else ``../shared`` beside the repository."""
+    return Path(os.environ.get("TELAMALLOC_SHARED") or REPO.parent / "shared")
+
+
+@pytest.fixture(scope="session")
+def shared_benchmarks() -> Path:
+    """``<shared>/benchmarks`` (MiniMalloc's challenging set, idealloc's large problems, the
+    audit's findings). Missing, the test is skipped with the reason, except under
+    ``CI=true``, where a missing set is a failure: CI must run every test."""
+    folder = shared_root() / "benchmarks"
+    if not folder.is_dir():
+        message = (f"the shared benchmarks are not at '{folder}'; set TELAMALLOC_SHARED to the folder "
+                   "that holds benchmarks/")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return folder

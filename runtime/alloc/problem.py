@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from telamalloc.runtime.alloc.config import ExactConfig, LargeConfig
+
 INT64_MAX = 2**63 - 1
 
 
@@ -278,9 +280,16 @@ def columns_of(problem: Problem) -> _Columns | None:
     return problem.__dict__.get("_columns")
 
 
+def buffer_ids(problem: Problem) -> tuple[Hashable, ...]:
+    """The buffer ids in problem order, without building a columnar problem's buffers."""
+    held = columns_of(problem)
+    return held.ids() if held is not None else tuple(b.id for b in problem.buffers)
+
+
 @dataclass(frozen=True)
 class Params:
-    """Switches for each technique of the exact search; every one can be turned off.
+    """Switches for each technique of the exact search (every one can be turned off), and the
+    tuning of both paths as frozen records (``config.ExactConfig``, ``config.LargeConfig``).
 
     The defaults are the fastest known combination. Turning techniques off never
     makes the search unsound: it only explores more nodes.
@@ -297,6 +306,8 @@ class Params:
     cpsat: bool = True  # race OR-Tools CP-SAT (when installed) beside the kernel on groups the kernel does not settle at once
     group_memory: bool = True  # keep per static group its best layout and highest capacity proved infeasible across fit calls
     node_limit: int = 0  # a deterministic work budget: the exact path stops after this many kernel nodes (0: none)
+    exact: ExactConfig = ExactConfig()  # the exact path's budgets and the kernel's tuning
+    large: LargeConfig = LargeConfig()  # the large planner's schedule, steps and budgets
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     """
     if capacity is None:
         capacity = problem.capacity
-    if offsets is not None and _fast_valid(problem, offsets, capacity):
+    if offsets is not None and certainly_valid(problem, offsets, capacity):
         return []
     violations = _check_buffers(problem)
     if violations:
@@ -155,7 +155,7 @@ def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
 _last_columns: tuple[weakref.ref, dict[str, np.ndarray] | None] | None = None
 
 
-def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
+def plain_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     """starts, ends, sizes, aligns and pins (-1: none) as int64 columns, or None unless every
     field is a plain int within 64 bits, no pin is negative and the ids are unique. Kept
     for the last problem seen (problems are frozen), so that compute_load and validate of
@@ -198,7 +198,7 @@ def _problem_columns(problem: Problem) -> dict[str, np.ndarray] | None:
 def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
     """(starts, ends, sizes, aligns, pins or -1, offsets) as int64 columns, or None unless
     every value is a plain int within 64 bits and the ids are unique."""
-    columns = _problem_columns(problem)
+    columns = plain_columns(problem)
     if columns is None:
         return None
     if isinstance(offsets, np.ndarray) and offsets.dtype == np.int64 and offsets.ndim == 1:
@@ -216,7 +216,7 @@ def _columns(problem: Problem, offsets) -> tuple[np.ndarray, ...] | None:
     return columns["starts"], columns["ends"], columns["sizes"], columns["aligns"], columns["pins"], placed
 
 
-def _fast_valid(problem: Problem, offsets, capacity: int | None) -> bool:
+def certainly_valid(problem: Problem, offsets, capacity: int | None) -> bool:
     """True only when the layout is certainly valid (see the module docstring)."""
     columns = _columns(problem, offsets)
     if columns is None:
@@ -298,7 +298,7 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
 
 
 def _fast_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...]] | None:
-    columns = _problem_columns(problem)
+    columns = plain_columns(problem)
     if columns is None:
         return None
     starts_array, ends_array, sizes_array = columns["starts"], columns["ends"], columns["sizes"]

@@ -34,8 +34,8 @@ from typing import TextIO
 
 import numpy as np
 
-from telamalloc.runtime.alloc.api import LARGE_THRESHOLD, solve
-from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
+from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.problem import Mode, Params, Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
 
 ERASE_LINE = "\r\x1b[K"
@@ -187,9 +187,11 @@ def solve_with_progress(
         return solve(problem, **solve_arguments)
     capacity = solve_arguments.get("capacity") or problem.capacity
     greedy_peak = None
-    if mode is Mode.MINIMIZE and problem.buffer_count <= LARGE_THRESHOLD:
+    params = solve_arguments.get("params")
+    threshold = (params if isinstance(params, Params) else Params()).large.threshold
+    if mode is Mode.MINIMIZE and problem.buffer_count <= threshold:
         # O(n log n + pairs) each: the bound the search starts from (it tries both as well);
-        # above LARGE_THRESHOLD the pair lists would cost more than the time limit, and the
+        # above LargeConfig.threshold the pair lists would cost more than the time limit, and the
         # large planner publishes its best peak from its first ordering on
         peaks = [solve(problem, mode=Mode.MINIMIZE, algorithm=name).peak for name in ("best-fit", "first-fit")]
         greedy_peak = min((peak for peak in peaks if peak is not None), default=None)

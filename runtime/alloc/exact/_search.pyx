@@ -54,7 +54,7 @@ capacity, or the node is dead (``h`` = the lowest ``pos`` gives "floor + unplace
 capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing ``pos``
 checks every ``h = pos(e)`` in O(section spans), or O(log sections) per buffer in a segment
 tree (range add, range maximum) for groups whose buffers live across more than
-``SECTION_TREE_SPAN`` sections on average (densenet121's 2,595 buffers span 563 of its 3,444
+``ExactConfig.section_tree_span`` sections on average (densenet121's 2,595 buffers span 563 of its 3,444
 sections on average: 4.3 s instead of 19.4 s, same nodes); the walk stops at the first buffer with
 ``pos(e)`` + the most unplaced bytes of a section <= capacity (no lower height can fail). In canonical order a child placed at ``p``
 lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
@@ -108,7 +108,7 @@ find the section overflowing at ``p + 1``).
 
 [decomposition] (TelaMalloc, MiniMalloc: partitions). Statically, the buffers are split at
 every time point no lifetime crosses, and the groups are solved one after another.
-Dynamically (groups up to ``DYNAMIC_DECOMPOSITION_LIMIT`` buffers), at every node the
+Dynamically (groups up to ``ExactConfig.dynamic_decomposition_limit`` buffers), at every node the
 unplaced buffers split into components, the maximal time windows their lifetimes connect;
 the node branches on the leftmost component only, and each component keeps its own
 canonical base ``(L, r)``: that of the last placement made while it was the branching
@@ -142,16 +142,16 @@ lifetime length, then size (as MiniMalloc's preordering); the portfolio adds
 uses contention is left out of the portfolio.
 
 [restarts] (a portfolio with Luby budgets, as in SAT solvers). Run ``k`` may expand
-``RESTART_BASE_NODES * luby(k)`` nodes, the first run ``RESTART_FIRST_NODES`` (a plain
+``ExactConfig.restart_base_nodes * luby(k)`` nodes, the first run ``ExactConfig.restart_first_nodes`` (a plain
 search with the main ordering often succeeds soon, and the other runs keep their budgets).
 Run 1 repeats the main ordering without fresh pieces (see decomposition: each way solves
 instances the other does not, G in 5k nodes instead of 46k). Other even runs cycle over the
 fixed orderings, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
-bound, so the search stays complete. Groups of more than ``RESTART_BASE_NODES`` buffers,
+bound, so the search stays complete. Groups of more than ``ExactConfig.restart_base_nodes`` buffers,
 where a run of the base budget cannot even place them all, first dive once down each fixed
-ordering (``m + m / DIVE_SLACK_DIVISOR`` nodes each), then run the Luby schedule with a unit
+ordering (``m + m / ExactConfig.dive_slack_divisor`` nodes each), then run the Luby schedule with a unit
 of ``2m`` nodes (densenet121, 2,595 buffers at LOAD: the contention orderings fail, the
 length-first one places every buffer without a backtrack; 5,516 nodes instead of 14,602).
 Off: one unbounded run with the main ordering.
@@ -178,7 +178,7 @@ groups of more than 512 or 8192 buffers)
 and Python signals every ~100 ms (with the GIL). Preparing a group (neighbour lists: O(n log n
 + pairs), about 80 ns per overlapping pair here, 3.5 s for S_1's 43 M pairs) cannot be
 interrupted, so under a time limit a group whose preparation is estimated (at
-PAIR_SECONDS per pair) to outlast the time left is not prepared,
+``ExactConfig.pair_seconds`` per pair) to outlast the time left is not prepared,
 and the clock is read again between the preparation's steps: the call then answers
 TIMEOUT instead of overrunning its limit.
 """
@@ -1067,12 +1067,6 @@ cdef int _run(Ctx* c) noexcept nogil:
         _undo(c, d, &trail_top)
 
 
-SECTION_TREE_SPAN = 64  # groups whose buffers span more sections than this on average use the segment tree
-# (measured: challenging D, 34 on average, is 1.5x slower with the tree; densenet121-2595, 563, 4x faster)
-DYNAMIC_DECOMPOSITION_LIMIT = 4096  # groups above this size are not split dynamically
-PAIR_SECONDS = 100e-9  # a group's preparation per overlapping pair (~80 ns measured here; some margin)
-
-
 def _hash_ties(n, seed):
     """A deterministic pseudo-random key per index (splitmix64 of index and seed)."""
     x = (np.arange(n, dtype=np.uint64) + np.uint64((seed * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF))
@@ -1107,7 +1101,7 @@ def _orderings(sizes, lengths, contention, params):
     return ranks
 
 
-def _groups(starts, ends):
+def static_groups(starts, ends):
     """Split buffer indices at the time points no lifetime crosses, in time order."""
     order = np.argsort(starts, kind="stable")
     groups = []
@@ -1222,7 +1216,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     first = np.arange(1, m + 1, dtype=np.int64)
     counts = np.maximum(reach - first, 0)
     pair_count = int(counts.sum())
-    if deadline > 0 and _now() + pair_count * PAIR_SECONDS >= deadline:
+    if deadline > 0 and _now() + pair_count * params.exact.pair_seconds >= deadline:
         return None
     left = np.repeat(np.arange(m, dtype=np.int64), counts)
     step = np.arange(pair_count, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
@@ -1266,7 +1260,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     # buffers living across many sections: the stacks of the section inference go in a
     # segment tree (O(log sections) per buffer instead of O(span); same answers)
     tree_n = 0
-    if int((se - sb).sum()) > SECTION_TREE_SPAN * max(m, 1):
+    if int((se - sb).sum()) > params.exact.section_tree_span * max(m, 1):
         tree_n = 1
         while tree_n < ns:
             tree_n *= 2
@@ -1306,7 +1300,7 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.fail_count = _ptr(arrays["fail_count"])
     # dynamic decomposition keeps a trail of bases that can grow quadratically: big groups
     # go without it
-    c.dynamic = int(bool(params.decomposition) and m <= DYNAMIC_DECOMPOSITION_LIMIT)
+    c.dynamic = int(bool(params.decomposition) and m <= params.exact.dynamic_decomposition_limit)
     c.st = _ptr(arrays["st"])
     c.en = _ptr(arrays["en"])
     c.by_start = _ptr(arrays["by_start"])
@@ -1394,20 +1388,21 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
         return R_OK
     # groups too big for the runs of the base budget to place every buffer start with one
     # dive per fixed ordering (see restarts), and their Luby unit grows with their size
-    cdef int64_t dives = len(ranks) if c.m > RESTART_BASE_NODES else 0
-    cdef int64_t unit = RESTART_BASE_NODES if c.m <= RESTART_BASE_NODES else 2 * c.m
+    cdef int64_t base_nodes = params.exact.restart_base_nodes
+    cdef int64_t dives = len(ranks) if c.m > base_nodes else 0
+    cdef int64_t unit = base_nodes if c.m <= base_nodes else 2 * c.m
     cdef int64_t luby_run
     while True:
         if params.restarts and run < dives:
             rank[:] = ranks[run]
-            c.budget = c.m + c.m // DIVE_SLACK_DIVISOR
+            c.budget = c.m + c.m // params.exact.dive_slack_divisor
             c.fresh_pieces = 1
         elif params.restarts:
             luby_run = run - dives
             rank[:] = _portfolio_rank(luby_run, ranks, arrays, params, c.backjumping)
             c.budget = unit * _luby(luby_run + 1)
             if luby_run == 0:
-                c.budget = max(RESTART_FIRST_NODES, unit)
+                c.budget = max(params.exact.restart_first_nodes, unit)
             c.fresh_pieces = 1
             if luby_run == 1:
                 rank[:] = ranks[0]  # the main ordering once more, with plain canonical bases
@@ -1425,11 +1420,6 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             return result
         run += 1
         restarts[0] += 1
-
-
-RESTART_BASE_NODES = 1000  # run k > 0 of the portfolio may expand 1000 * luby(k) nodes
-RESTART_FIRST_NODES = 5000  # the first run (main ordering, children by position) may expand more
-DIVE_SLACK_DIVISOR = 8  # a dive of a group of m > RESTART_BASE_NODES buffers may expand m + m / 8 nodes
 
 
 def _luby(i):
@@ -1534,7 +1524,7 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     offsets[empty] = np.maximum(fixed[empty], 0)
     kept = np.flatnonzero(sizes > 0)
     if params.decomposition:
-        groups = [kept[np.array(members, dtype=np.int64)] for members in _groups(starts[kept], ends[kept])]
+        groups = [kept[np.array(members, dtype=np.int64)] for members in static_groups(starts[kept], ends[kept])]
     else:
         groups = [kept] if len(kept) else []
     for members in groups:

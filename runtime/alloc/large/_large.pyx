@@ -15,9 +15,9 @@ widths, class boundaries, tie keys and placement rules; and contention orderings
 by the highest LOAD over their lifetime (``contention()``, in buckets), longer lifetimes
 (or later ends) first, which stacks the buffers live at a high point together before anything else takes
 their bytes there; and sweep orderings: the long-lived buffers first, swept from the end
-of the trace nearer the LOAD point, then the others by contention (``_swept``; the solver
-tries a sweep first, then contention). Given a time limit, ``until_deadline`` keeps trying
-further orderings until it runs out: the result only improves over time (anytime).
+of the trace nearer the LOAD point, then the others by contention (``_swept``). The
+orderings have names (``FIXED_ORDERINGS``); which ones run in which order is the caller's
+schedule (``large/schedule.py``).
 
 Finding the free gaps without pairs. The placed neighbours of i are (a) the buffers live
 when i starts, and (b) the buffers starting inside i's lifetime. Two segment trees keep
@@ -25,14 +25,14 @@ unions of placed byte ranges (sorted disjoint ranges, touching ones merged, so a
 buffers is one range): (a) a tree over the distinct start times holding each buffer at the
 canonical nodes of the start times strictly inside its lifetime, read along the path from
 the leaf of i's start to the root; (b) a tree over the buffers sorted by start, whose nodes
-at heights LOW_LEVELS..BLOCK_LEVELS hold the union of their block of buffers; the run of
+at heights ``low_levels``..``block_levels`` (PlacementConfig) hold the union of their block of buffers; the run of
 buffers starting inside i's lifetime is read as those blocks plus single buffers at the
 ragged ends. Each union is sorted and read in place, the single buffers are sorted into one
 run, and a k-way merge (a heap of run heads) feeds the best-fit / first-fit scan of
 _spans.pxi in increasing order without sorting the rest (first-fit stops at its gap). A
 query reads a few unions instead of every neighbour, so one ordering costs
 about O(n log n) union operations plus the sizes of the unions read, and memory stays
-O(n log n) whatever the number of overlapping pairs (Y_1: 2.2e8 pairs, 62k buffers).
+O(n log n) whatever the number of overlapping pairs.
 Long-lived buffers would put one union per height on every leaf's path (each with the
 holes between them); above ``_flat_height`` the time tree holds nothing and such a buffer
 is added to the unions of all its descendants at that height instead, so a query meets
@@ -49,9 +49,9 @@ without any check (the caller checks pins). Zero-size buffers get offset 0 (or t
 and conflict with none. The first ordering always yields a complete layout: when the time
 limit or the cancel flag stops it early, the buffers not yet placed are scanned in above
 the placed ones where each one lives (``_scan_rest``: valid, in O(n log n) plus a budget
-of moves; deepnet at 10^6 cut after 80% loses nothing), else they go into slots of their
-size class above everything placed, or every buffer does when that is lower
-(``_slot_rest``: valid, in O(n log n), but a poor peak, 1.3-2 x LOAD). Deterministic for given inputs, seed and
+of moves), else they go into slots of their size class above everything placed, or every
+buffer does when that is lower (``_slot_rest``: valid, in O(n log n), but a poor peak).
+Deterministic for given inputs, seed and
 number of orderings; when a time limit cuts the portfolio short, the result depends on the
 machine's speed (it is valid either way).
 """
@@ -59,6 +59,8 @@ machine's speed (it is valid either way).
 import time
 
 import numpy as np
+
+from telamalloc.runtime.alloc.config import PlacementConfig
 
 from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
@@ -182,9 +184,10 @@ cdef class _Planner:
     cdef int64_t flat_height  # time nodes above this height hold nothing (see _flat_height)
     cdef object pinned  # the pinned buffers, placed first by every ordering
     cdef object load  # contention() of the buffers, once an ordering needs it
-    cdef object load_point  # and their LOAD point (_contention())
+    cdef object load_point  # and their LOAD point (contention())
+    cdef object config  # the PlacementConfig it was made with
 
-    def run(self, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
+    def run(self, *, orderings=5, first=0, orders=None, first_fit=False,
             time_limit=0.0, target=-1, seed=0, cancel=None, progress=None, swept=None, slots=True):
         """Plan the buffers; return (offsets, info).
 
@@ -192,12 +195,11 @@ cdef class _Planner:
         beginning with ordering ``first`` (then 0, 1, ... without it), or ``orders``: explicit
         placement orderings, a 2-D int64 array with a permutation per row, all placed with
         best-fit (or first-fit when ``first_fit``).
-        Pinned buffers are placed first whatever the ordering says. ``until_deadline``: with a
-        time limit, keep constructing further orderings until it runs out (anytime).
+        Pinned buffers are placed first whatever the ordering says.
         ``time_limit``: seconds for the whole call (0: none). ``target``: stop once the peak is
         at most this (-1: never). ``cancel``: a uint8 array of length 1, stop when non-zero.
         ``progress``: an int64 array of length 3 whose [2] gets the best peak so far.
-        ``swept``: a bool mask of buffers the sweep orderings (14 to 18) sweep with
+        ``swept``: a bool mask of buffers the sweep orderings ("sweep-*") sweep with
         the long-lived ones (see ``ordering``); None: none. ``slots``: False: a first
         ordering cut short gives no layout (offsets None) instead of the rest placed
         quickly (``_scan_rest``, else ``_slot_rest``).
@@ -210,8 +212,7 @@ cdef class _Planner:
             swept = np.asarray(swept, dtype=bool)
             if swept.shape != (self.n,):
                 raise ValueError("swept must give one flag per buffer")
-        return _run(self, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed, cancel, progress,
-                    swept, slots)
+        return _run(self, orderings, first, orders, first_fit, time_limit, target, seed, cancel, progress, swept, slots)
 
     def gravity(self, offsets, movable, *, mirror=False, deadline=None, cancel=None):
         """One gravity pass over a valid layout; return (offsets, complete).
@@ -243,8 +244,8 @@ cdef class _Planner:
             given = ceiling - given - used
         movers = np.flatnonzero(moving)
         movers = movers[np.argsort(given[movers], kind="stable")]
-        # The others go in by start (any order gives the same unions; by index a pass over
-        # deepnet at 10^6 with shuffled ids took 1.65 s against 0.89 s, 0.55 s in time order)
+        # The others go in by start: any order gives the same unions, and time order touches
+        # the unions in order (faster than by index on shuffled ids)
         by_start = np.asarray(self.by_start)
         kept = by_start[(~moving & (sizes > 0))[by_start]]
         real_sizes = self.sizes
@@ -261,13 +262,13 @@ cdef class _Planner:
             result[~moving] = np.asarray(offsets, dtype=np.int64)[~moving]
         return result, complete
 
-    def settle(self, offsets, rounds, *, first=0, target=-1, deadline=None, cancel=None, shares=None):
+    def settle(self, offsets, rounds, shares, *, first=0, target=-1, deadline=None, cancel=None):
         """Improve a valid layout by rounds of gravity (``gravity``); return
         (offsets, info) with the lowest peak seen, never higher than the given one.
 
         Round k (counted from ``first``) frees the buffers whose tops are above
-        shares[k mod len(shares)] x the best peak (``shares``: GRAVITY_SHARES by default,
-        GRAVITY_SHARES_HIGH for the largest problems), pushes them up under the ceiling, then down
+        shares[k mod len(shares)] x the best peak (``LargeConfig.gravity_shares``, or
+        ``gravity_shares_high`` on the largest problems), pushes them up under the ceiling, then down
         again in their new order (a layout kept when its peak is lower): the buffers below
         the share hold the bottom while the ones above it are re-stacked in the order they
         had from above (a pass down alone changes nothing on a best-fit layout). The down
@@ -275,7 +276,7 @@ cdef class _Planner:
         Stops after ``rounds``, at ``target`` (a peak at most this), at ``deadline``
         (time.monotonic()) or on ``cancel``; only those two depend on time.
         ``info``: peak, rounds run, rounds that lowered the peak."""
-        shares = GRAVITY_SHARES if shares is None else tuple(float(share) for share in shares)
+        shares = tuple(float(share) for share in shares)
         if not shares or not all(0.0 <= share < 1.0 for share in shares):
             raise ValueError("gravity shares must be at least one fraction of the peak in [0, 1)")
         best = np.array(offsets, dtype=np.int64, copy=True)
@@ -315,6 +316,7 @@ cdef class _Planner:
         self.pinned = None
         self.load = None
         self.load_point = None
+        self.config = None
 
     def __dealloc__(self):
         cdef int64_t v
@@ -579,8 +581,8 @@ cdef class _Planner:
 
 
 def _distinct(values):
-    """The distinct values, sorted: np.unique's result by a sort and a mask. numpy 2's
-    np.unique hashes instead, 50x slower on 10^6 int64 values here (0.86 s against 0.018 s)."""
+    """The distinct values, sorted: np.unique's result by a sort and a mask (numpy 2's
+    np.unique hashes instead, far slower on large int64 arrays)."""
     ordered = np.sort(values)
     if ordered.shape[0] == 0:
         return ordered
@@ -611,134 +613,40 @@ def _index(starts, ends):
     return by_start, run_lo, run_hi, leaf, width, time_low, time_high, position_of
 
 
-# Contention orderings: buffers by decreasing contention (the highest LOAD over their
-# lifetime) in buckets of this fraction of LOAD, longer lifetime first inside a bucket.
-# Measured on deepnet at 10^5 buffers (best-fit): exact contention 1.0218 x LOAD, buckets of
-# 0.02% and 0.1% 1.0111, 1% 1.0168; by size instead of lifetime inside a bucket 1.078.
-CONTENTION_BUCKET = 0.001
-# ... and with best-fit it takes the smallest of the first CONTENTION_GAPS gaps that fit,
-# scanning no further (0: every gap). Measured on deepnet: at 10^6 buffers 1.0110 x LOAD in
-# 5.1 s against 1.0110 in 8.9 s with every gap (a busy machine); at 10^5 1.0111 either way
-# (0.19 s against 0.23 s); 1, 2, 4 and 8 gaps gave 1.0168-1.0259, 64 1.0111.
-CONTENTION_GAPS = 16
-# The sweep orderings scan every gap instead up to this many buffers (above, the bounded
-# scan keeps a sweep within a 10 s limit at 10^6). tela-alloc --timeout=2s on deepnet at
-# 10^5, seeds 0..7, with the sweep re-swept (api.LARGE_RESWEEPS): 1.0069, 1.0095, 1.0081,
-# 1.0039, 1.0020, 1.0069, 1.0041, 1.0000 x LOAD against 1.0069, 1.0095, 1.0081, 1.0038,
-# 1.0020, 1.0102, 1.0041, 1.0005 with 16 gaps (seed 5: the bounded scan leaves a spike
-# the window search cannot lower, see README); with two busy loops beside it the same
-# within the noise. Every ordering scanning every gap: 1.0099 on seed 1, and on the busy
-# machine 1.0134 on seed 5 (the slower contention orderings leave the search less time).
-SWEEP_EVERY_GAP_BUFFERS = 200_000
-# The sweep with a medium tier (ordering 17) places the buffers living at least
-# SWEEP_MEDIUM_FACTOR times the median lifetime (and less than the swept ones) before the
-# shorter ones, both in contention order: they interleave with the swept layer instead of
-# clearing the short buffers placed among them. Measured on deepnet at 10^6 buffers,
-# seeds 0..4, the sweep (1/8) and three gravity rounds (GRAVITY_SHARES_HIGH), bounded
-# scan: 1.0028, 1.0029, 1.0048, 1.0035, 1.0017 x LOAD against 1.0035, 1.0041, 1.0055,
-# 1.0035, 1.0015 for the plain sweep (14); transformer, unet, training and tracegen the
-# same peaks as 14 (seed 0, the same steps, without the solver's lifting). The cut (512
-# points there, the median lifetime being 2) falls in that
-# generator's gap between skip connections (at most 300 points) and long-lived buffers
-# (at least 1,000): a cut at 180 points gave 1.0052 on seed 1, at 2,880 points
-# 1.0044-1.0053 on seed 0. The median, not the span, sets it: the span grows with the
-# trace, the lifetimes of its kinds of buffers do not. Neither sweep wins everywhere: at
-# 10^5 (seeds 0..7) the medium tier was lower on four seeds and higher on three (1.0131
-# against 1.0077 on seed 0), at 3 x 10^5 (seeds 0..2, the solver in-process under 4 s,
-# one lane) in place of the plain sweep 1.0037, 1.0046, 1.0072 against 1.0034, 1.0040,
-# 1.0081. So the plain sweep stays first and the solver tries this one near the end of the
-# fixed orderings (api.LARGE_SCHEDULE), except above api.LARGE_HUGE_BUFFERS, where it and
-# ordering 18 (the same from 1/32 of the span) come first (api.LARGE_HUGE_SCHEDULE); at
-# 10^6 a second lane running it beside the plain sweep helped on a quiet machine only
-# (see api.LARGE_LANE_BUFFERS).
-SWEEP_MEDIUM_FACTOR = 256
-
-# Gravity rounds (_Planner.settle): round k moves the buffers whose tops are above
-# GRAVITY_SHARES[k mod 5] x the best peak. Measured on deepnet at 10^5 buffers (seeds 0, 1,
-# 2), from the better of the contention and first-fit layouts (1.0111, 1.0409, 1.0299 x
-# LOAD), six rounds of 0.1-0.25 s: these shares 1.0093, 1.0388, 1.0219; 0.6 first 1.0093,
-# 1.0393, 1.0213; 0.5 every round 1.0093, 1.0402, 1.0209; every buffer in every other
-# round 1.0093, 1.0382, 1.0212 in 1.5x the time; 0.9-0.99 (a few hundred buffers moving)
-# nothing. The first two rounds give most of it (1.0093, 1.0391, 1.0219).
-GRAVITY_SHARES = (0.3, 0.6, 0.8, 0.45, 0.7)
-# ... and on the largest problems (api.LARGE_EAGER_BUFFERS), where a round of these takes
-# ~7 s (deepnet at 10^6: 1.0092, then 1.0087 x LOAD from the contention layout's 1.0103),
-# only the top of the layout moves: these shares gave 1.0091, 1.0088, 1.0085 in 1-1.6 s a
-# round (0.95 every round 1.0091, 1.0088, 1.0087; 0.9 1.0091, 1.0089, 1.0089; 0.97 and
-# 0.95 in turn 1.0096, 1.0092, 1.0092). At 10^5 they give less (seeds 0, 1, 2, four
-# rounds: 1.0105, 1.0297, 1.0258 against 1.0093, 1.0299, 1.0219), where a round of the
-# lower shares takes 0.1-0.25 s.
-GRAVITY_SHARES_HIGH = (0.95, 0.9, 0.8)
-# When the limit cuts the first ordering short, the rest is scanned in above the placed
-# buffers where each one lives (``_scan_rest``) unless that moves more than this many
-# entries of its live list per buffer; then the rest goes into slots (``_slot_rest``).
-# Measured on deepnet at 10^6 (the plain sweep): 0.1-415 per buffer and 0.2-0.65 s when
-# the cut comes after 5-99% of the buffers; 2,843 and 3.8 s for every buffer scanned.
-SCAN_REST_WORK_PER_BUFFER = 512
-# Above SHORT_TAIL_BUFFERS buffers, orderings 17 and 18 (their long- and medium-lived
-# buffers first, then the short ones by contention) place the short ones meeting less than
-# SHORT_TAIL_SHARE x the highest contention with ``_scan_rest`` instead of best-fit when
-# that keeps the peak the others set (``_construct_tail``).
-SHORT_TAIL_BUFFERS = 200_000
-SHORT_TAIL_SHARE = 0.9
-
-# The fixed orderings, most useful first: (size class base, 0 for the classic decreasing-
-# size order; tie key inside a class, "start" time or longer "lifetime" first; first-fit
-# instead of best-fit). Class orderings take the largest class first. Measured on the
-# large/ set and tracegen: the classic order with first-fit is the best single one on
-# tracegen at 10^5..10^6 buffers (1.018 x LOAD against 1.053 for best-fit), the class
-# orderings win on the large/ set (pangu: sqrt(2)x; G_1, Y_1: 8x; S_1: 4x by lifetime;
-# resnet50: 2x first-fit). Last the contention orderings (deepnet: 1.0111 x LOAD with
-# best-fit where the classic first-fit leaves 1.0337; by later end inside a bucket 1.0161
-# on seed 1, where the longer lifetime first leaves 1.0476). Last the sweep orderings (see
-# ``_swept``): the buffers living at least 1/8, 1/16 or 1/32 of the trace's span first,
-# swept from the end of the trace nearer the LOAD point, then the rest in contention order
-# (deepnet at 10^6 buffers: 1.0050, 1.0073, 1.0070 x LOAD where contention leaves 1.0103),
-# and the first and third sweeps again with a medium tier (SWEEP_MEDIUM_FACTOR). The solver's schedule
-# (api.LARGE_SCHEDULE) tries the first sweep first, then contention by later end.
+# The fixed orderings by name, in the order of their indices (the only place indices
+# appear: the Python side names them, large/orderings.py): (name, size-class base or sweep
+# divisor, tie key, first-fit instead of best-fit). "best-fit" and "first-fit" are the
+# classic decreasing-size order (ties: longer lifetime, then index), exactly the greedy
+# baselines; "class-B-KEY" sort by size class (powers of B, largest class first), then by
+# start time or longer lifetime; "contention*" by buckets of the highest LOAD over the
+# lifetime (PlacementConfig.contention_bucket), longer lifetime (or later end) first;
+# "sweep-D" place the buffers living at least 1/D of the span first, swept from the end of
+# the trace nearer the LOAD point (``_swept``), then the rest by contention;
+# "sweep-medium-D" add a medium tier (PlacementConfig.sweep_medium_factor).
 FIXED_ORDERINGS = (
-    (0.0, "", False),  # exactly best-fit greedy: the result is never worse than it
-    (0.0, "", True),  # exactly first-fit greedy
-    (2.0 ** 0.5, "start", False),
-    (8.0, "start", True),
-    (4.0, "start", False),
-    (4.0, "lifetime", False),
-    (2.0, "start", True),
-    (8.0, "start", False),
-    (4.0, "start", True),
-    (2.0 ** 0.5, "start", True),
-    (2.0, "start", False),
-    (CONTENTION_BUCKET, "contention", False),
-    (CONTENTION_BUCKET, "contention", True),
-    (CONTENTION_BUCKET, "contention-end", False),
-    (8.0, "sweep", False),
-    (16.0, "sweep", False),
-    (32.0, "sweep", False),
-    (8.0, "sweep-medium", False),
-    (32.0, "sweep-medium", False),
+    ("best-fit", 0.0, "", False),
+    ("first-fit", 0.0, "", True),
+    ("class-1.4-start", 2.0 ** 0.5, "start", False),
+    ("class-8-start-first-fit", 8.0, "start", True),
+    ("class-4-start", 4.0, "start", False),
+    ("class-4-lifetime", 4.0, "lifetime", False),
+    ("class-2-start-first-fit", 2.0, "start", True),
+    ("class-8-start", 8.0, "start", False),
+    ("class-4-start-first-fit", 4.0, "start", True),
+    ("class-1.4-start-first-fit", 2.0 ** 0.5, "start", True),
+    ("class-2-start", 2.0, "start", False),
+    ("contention", 0.0, "contention", False),
+    ("contention-first-fit", 0.0, "contention", True),
+    ("contention-end", 0.0, "contention-end", False),
+    ("sweep-8", 8.0, "sweep", False),
+    ("sweep-16", 16.0, "sweep", False),
+    ("sweep-32", 32.0, "sweep", False),
+    ("sweep-medium-8", 8.0, "sweep-medium", False),
+    ("sweep-medium-32", 32.0, "sweep-medium", False),
 )
-# Orderings that need contention() and take the bounded best-fit scan (CONTENTION_GAPS;
-# the sweeps up to SWEEP_EVERY_GAP_BUFFERS buffers do not).
+# Orderings that need contention() and take the bounded best-fit scan
+# (PlacementConfig.contention_gaps; the sweeps up to sweep_every_gap_buffers do not).
 CONTENTION_TIES = ("contention", "contention-end", "sweep", "sweep-medium")
-
-
-# Unions over start positions are kept for aligned blocks of at most 2^BLOCK_LEVELS buffers:
-# higher unions would mostly hold scattered ranges that cost a move per insertion.
-BLOCK_LEVELS = 10
-# Runs of buffers are read buffer by buffer below aligned blocks of 2^LOW_LEVELS positions.
-LOW_LEVELS = 4
-# Unions are kept every LEVEL_STEP heights from LOW_LEVELS: fewer unions to update per
-# placement, a few more blocks to read per long run.
-LEVEL_STEP = 3
-
-
-# Time tree nodes above the lowest height at which pushing every buffer's higher canonical
-# nodes down costs at most this many union insertions per buffer hold nothing: a buffer
-# there goes into each of its descendants at that height instead (see _flat_height).
-# Measured (one ordering, quiet machine): deepnet at 10^5 buffers, contention 0.70 s without,
-# 0.37-0.45 s at budgets 0.5-2; deepnet at 10^6, first-fit 6.3 s without, 5.8 s at 0.4,
-# 7.0 s at 3; tracegen at 10^6 4.3 s without, 4.3-5.0 s at 0.1-3.
-FLAT_ADDS_PER_BUFFER = 1
 
 
 def _flat_height(time_low, time_high, budget):
@@ -747,8 +655,7 @@ def _flat_height(time_low, time_high, budget):
     of them) costs at most ``budget`` x buffers insertions in all. Reading a leaf's path
     then meets one union at height h for every buffer live across that node's times,
     merged, instead of one union per height above it: a query's cost no longer grows with
-    the number of long-lived buffers live (deepnet at 10^6 buffers: about 3,000), only with
-    the holes between them."""
+    the number of long-lived buffers live, only with the holes between them."""
     lengths = np.maximum(np.asarray(time_high) - np.asarray(time_low), 0)
     limit = budget * max(len(lengths), 1)
     height = 0
@@ -779,23 +686,12 @@ def _start_loads(starts, ends, sizes):
 
 
 def contention(starts, ends, sizes):
-    """The contention of each buffer: the highest LOAD (sum of the sizes live) at any point
-    of its lifetime [start, end), in O(n log n). LOAD only rises at a start, so the highest
-    point is at one of the distinct start times inside the lifetime: a range maximum over
-    the LOAD at those times (an iterative segment tree, bottom-up)."""
-    return _contention(starts, ends, sizes)[0]
-
-
-def _load_point(starts, ends, sizes):
-    """The LOAD point: the first time at which the LOAD is highest (0 without buffers)."""
-    if len(starts) == 0:
-        return 0
-    distinct, loads = _start_loads(starts, ends, sizes)
-    return int(distinct[int(np.argmax(loads))])
-
-
-def _contention(starts, ends, sizes):
-    """(``contention()``, ``_load_point()``) from one pass over the LOAD at the starts."""
+    """(the contention of each buffer, the LOAD point). A buffer's contention is the highest
+    LOAD (the sum of the sizes live) at any point of its lifetime [start, end), in
+    O(n log n): LOAD only rises at a start, so the highest point is at one of the distinct
+    start times inside the lifetime, a range maximum over the LOAD at those times (an
+    iterative segment tree, bottom-up). The LOAD point is the first time at which the LOAD
+    is highest (0 without buffers)."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
@@ -828,29 +724,29 @@ def _contention(starts, ends, sizes):
     return out_array, load_point
 
 
-def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swept=None):
+def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swept=None, config=None):
     """The ``index``-th placement ordering: (a permutation of the buffers, first-fit?).
     Pinned buffers are taken out of the permutation later; first-fit takes the lowest
     aligned offset that fits instead of the smallest gap.
 
-    0..18: FIXED_ORDERINGS; the classic order is decreasing size, ties by longer lifetime,
-    then index (so orderings 0 and 1 place exactly as best-fit and first-fit greedy do);
-    class orderings sort by size class (powers of the base, largest first), then start
-    time or longer lifetime, then index; contention orderings (11, 12, 13) sort by bucket of
-    ``contention()`` (CONTENTION_BUCKET x LOAD wide, highest first), then longer lifetime
-    (13: later end), then larger size, then index (with best-fit they take the smallest of
-    the first CONTENTION_GAPS gaps that fit); sweep orderings (14, 15, 16, 17, 18) take the
-    buffers living at least 1/8, 1/16, 1/32, 1/8 or 1/32 of the span first (``_swept``), then the
-    others as contention does (with best-fit over every gap up to
-    SWEEP_EVERY_GAP_BUFFERS buffers, the bounded one above); 17 and 18 place those living at
-    least SWEEP_MEDIUM_FACTOR times the median lifetime before the shorter ones. 19 and on: size classes of a random base in [1.25, 16] with a random
-    shift of the class boundaries, a random tie key within a class (start, end, middle or
-    lifetime) and a random placement rule, drawn from a generator seeded by (seed, index):
-    deterministic. ``load``: ``contention()`` of these buffers when already known, and
-    ``load_point`` their ``_load_point()`` (both from ``_contention()``). ``swept``: a bool
-    mask of further buffers the sweep orderings sweep with the long-lived ones (the
-    others ignore it).
+    Below ``len(FIXED_ORDERINGS)`` the fixed orderings (see there): the classic order is
+    decreasing size, ties by longer lifetime, then index (so "best-fit" and "first-fit"
+    place exactly as the greedy baselines do); class orderings sort by size class (powers
+    of the base, largest first), then start time or longer lifetime, then index;
+    contention orderings sort by bucket of ``contention()`` (``config.contention_bucket`` x
+    LOAD wide, highest first), then longer lifetime (or later end), then larger size, then
+    index; sweep orderings take the buffers living at least 1/D of the span first
+    (``_swept``), then the others as contention does; the medium-tier sweeps place those
+    living at least ``config.sweep_medium_factor`` times the median lifetime before the
+    shorter ones. From ``len(FIXED_ORDERINGS)`` on: size classes of a random base in
+    [1.25, 16] with a random shift of the class boundaries, a random tie key within a class
+    (start, end, middle or lifetime) and a random placement rule, drawn from a generator
+    seeded by (seed, index): deterministic. ``load`` and ``load_point``: ``contention()`` of
+    these buffers when already known. ``swept``: a bool mask of further buffers the sweep
+    orderings sweep with the long-lived ones (the others ignore it). ``config``: a
+    PlacementConfig (None: the defaults).
     """
+    config = PlacementConfig() if config is None else config
     starts = np.asarray(starts, dtype=np.int64)
     ends = np.asarray(ends, dtype=np.int64)
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -858,21 +754,20 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     lengths = ends - starts
     magnitude = np.log2(np.maximum(sizes, 1).astype(np.float64))
     if index < len(FIXED_ORDERINGS):
-        base, tie, first_fit = FIXED_ORDERINGS[index]
+        _, base, tie, first_fit = FIXED_ORDERINGS[index]
         if tie in CONTENTION_TIES:
             if load is None:
-                load, load_point = _contention(starts, ends, sizes)
+                load, load_point = contention(starts, ends, sizes)
             sweep = tie.startswith("sweep")
-            bucket = CONTENTION_BUCKET if sweep else base
-            buckets = np.floor(load / (bucket * max(int(load.max()), 1)))
+            buckets = np.floor(load / (config.contention_bucket * max(int(load.max()), 1)))
             key = -ends if tie == "contention-end" else -lengths
             row = np.lexsort((position, -sizes, key, -buckets)).astype(np.int64)
             if sweep:
                 if load_point is None:
-                    load_point = _load_point(starts, ends, sizes)
+                    load_point = contention(starts, ends, sizes)[1]
                 medium = 0
                 if tie == "sweep-medium" and starts.shape[0]:
-                    medium = min(SWEEP_MEDIUM_FACTOR * max(int(np.median(lengths)), 1), int(INT64_MAX_C))
+                    medium = min(config.sweep_medium_factor * max(int(np.median(lengths)), 1), int(INT64_MAX_C))
                 row = _swept(row, starts, ends, sizes, lengths, position, base, load_point, swept, medium)
             return row, first_fit
         if base == 0.0:
@@ -902,14 +797,10 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swe
     left, so the layout has no holes where the sweep starts and its holes pile up towards
     the other end; starting at the LOAD point's end keeps the long-lived layer compact
     where the load is highest, and the short-lived buffers then fill its top and holes.
-    Measured on deepnet (where the long-lived buffers hold 95% of LOAD, the LOAD point late):
-    with 1/16, seeds 0..7 at 10^5 buffers 1.0037-1.0234 x LOAD after two gravity rounds,
-    lower than contention's on six of them; 1/8, 1/16 and 1/32 win on different seeds; at
-    10^6 1/8 gives 1.0050 against contention's 1.0103 (one ordering each). The long-lived
-    buffers by contention first instead: no better than contention. ``swept``: a bool mask
-    of further buffers swept with them (see api.LARGE_RESWEEPS). ``medium``: when not 0, the
-    others living at least ``medium`` come before the shorter ones (each part in
-    ``row``'s order; see SWEEP_MEDIUM_FACTOR)."""
+    Limit: where few buffers live long (no long-lived layer) it is the contention ordering.
+    ``swept``: a bool mask of further buffers swept with them (``LargeConfig.resweeps``).
+    ``medium``: when not 0, the others living at least ``medium`` come before the shorter
+    ones (each part in ``row``'s order; ``PlacementConfig.sweep_medium_factor``)."""
     count = starts.shape[0]
     if count == 0:
         return row
@@ -933,15 +824,15 @@ def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swe
     return np.concatenate((chosen[np.lexsort(keys)], rest)).astype(np.int64)
 
 
-def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS,
-            level_step=LEVEL_STEP, flat_height=-1):
+def planner(starts, ends, sizes, aligns, fixed, *, config=None, flat_height=-1):
     """Check and index the buffers once for any number of ``run()`` calls (``plan`` is
     ``planner(...).run(...)``): the index, the unions' memory and the contention are kept
-    from one call to the next (at 10^6 buffers about 0.2 s of index and 0.5 s of
-    contention). ``block_levels`` / ``low_levels`` / ``level_step``: the heights of the
-    unions over start positions; ``flat_height``: the height above which the time tree
-    holds nothing (-1: ``_flat_height``). Any values give the same layouts (for tuning).
-    Raises ValueError on malformed input (lengths, end <= start, negative size, alignment)."""
+    from one call to the next. ``config``: a PlacementConfig (None: the defaults); its index
+    heights (``block_levels``, ``low_levels``, ``level_step``) and ``flat_height`` (the
+    height above which the time tree holds nothing; -1: ``_flat_height``) change the speed,
+    never the layouts. Raises ValueError on malformed input (lengths, end <= start,
+    negative size, alignment)."""
+    config = PlacementConfig() if config is None else config
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     sizes = np.ascontiguousarray(sizes, dtype=np.int64)
@@ -955,6 +846,7 @@ def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, lo
     if np.any(ends <= starts) or np.any(sizes < 0) or np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
         raise ValueError("every buffer needs end > start, size >= 0 and a power-of-two alignment")
     cdef _Planner made = _Planner()
+    made.config = config
     made.n = count
     made.starts, made.ends, made.sizes, made.aligns, made.fixed = starts, ends, sizes, aligns, fixed
     made.pinned = np.flatnonzero(fixed >= 0).astype(np.int64)
@@ -966,13 +858,14 @@ def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, lo
     while position_width < count:
         position_width *= 2
     made.position_width = position_width
-    made.block_levels = min(block_levels, _log2(position_width))
-    made.low_levels = max(1, low_levels)  # leaves (height 0) hold no union
-    made.level_step = max(1, level_step)
+    made.block_levels = min(config.block_levels, _log2(position_width))
+    made.low_levels = max(1, config.low_levels)  # leaves (height 0) hold no union
+    made.level_step = max(1, config.level_step)
     if made.low_levels > made.block_levels:
         made.block_levels = 0  # too few buffers for unions: read them one by one
     made.top_level = made.low_levels + (made.block_levels - made.low_levels) // made.level_step * made.level_step
-    made.flat_height = _flat_height(made.time_low, made.time_high, FLAT_ADDS_PER_BUFFER) if flat_height < 0 else flat_height
+    made.flat_height = (_flat_height(made.time_low, made.time_high, config.flat_adds_per_buffer) if flat_height < 0
+                        else flat_height)
     made._init_covers()
     made.offsets = np.zeros(count, dtype=np.int64)
     made.placed = <char*>malloc(count)
@@ -981,18 +874,16 @@ def planner(starts, ends, sizes, aligns, fixed, *, block_levels=BLOCK_LEVELS, lo
     return made
 
 
-def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False, until_deadline=False,
-         time_limit=0.0, target=-1, seed=0, cancel=None, progress=None,
-         block_levels=BLOCK_LEVELS, low_levels=LOW_LEVELS, level_step=LEVEL_STEP, flat_height=-1):
+def plan(starts, ends, sizes, aligns, fixed, *, orderings=5, first=0, orders=None, first_fit=False,
+         time_limit=0.0, target=-1, seed=0, cancel=None, progress=None, config=None, flat_height=-1):
     """Plan the buffers; return (offsets, info): ``planner(...).run(...)`` (see both)."""
-    made = planner(starts, ends, sizes, aligns, fixed, block_levels=block_levels, low_levels=low_levels,
-                   level_step=level_step, flat_height=flat_height)
-    return made.run(orderings=orderings, first=first, orders=orders, first_fit=first_fit, until_deadline=until_deadline,
-                    time_limit=time_limit, target=target, seed=seed, cancel=cancel, progress=progress)
+    made = planner(starts, ends, sizes, aligns, fixed, config=config, flat_height=flat_height)
+    return made.run(orderings=orderings, first=first, orders=orders, first_fit=first_fit, time_limit=time_limit,
+                    target=target, seed=seed, cancel=cancel, progress=progress)
 
 
-cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_deadline, time_limit, target, seed,
-                 cancel, progress, swept=None, slots=True):
+cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_limit, target, seed, cancel, progress,
+                 swept=None, slots=True):
     """Construct the orderings on a planner; return (offsets, info) (see _Planner.run)."""
     count = planner.n
     starts, ends, sizes, fixed = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes), np.asarray(planner.fixed)
@@ -1011,13 +902,12 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
         return np.zeros(0, dtype=np.int64), info
     pinned = planner.pinned
     deadline = None if not time_limit else time.monotonic() + float(time_limit)
-    if deadline is None:
-        until_deadline = False
+    config = planner.config
     planner.work = 0
     best_offsets = None
     best_peak = INT64_MAX_C
     row_index = 0
-    while row_index < orderings or until_deadline:
+    while row_index < orderings:
         if row_index > 0 and _should_stop(deadline, cancel):
             break
         planner.gaps = 0
@@ -1027,19 +917,20 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][1] in CONTENTION_TIES
+            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][2] in CONTENTION_TIES
             if contended and planner.load is None:
-                planner.load, planner.load_point = _contention(starts, ends, sizes)
-            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept)
+                planner.load, planner.load_point = contention(starts, ends, sizes)
+            row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept,
+                                              config)
             if contended and not planner.first_fit:
-                every_gap = FIXED_ORDERINGS[index][1].startswith("sweep") and count <= SWEEP_EVERY_GAP_BUFFERS
-                planner.gaps = 0 if every_gap else CONTENTION_GAPS
+                every_gap = FIXED_ORDERINGS[index][2].startswith("sweep") and count <= config.sweep_every_gap_buffers
+                planner.gaps = 0 if every_gap else config.contention_gaps
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
         out_of_time = _should_stop(deadline, cancel)
         tail = 0
-        if (not out_of_time and orders is None and count > SHORT_TAIL_BUFFERS and index < len(FIXED_ORDERINGS)
-                and FIXED_ORDERINGS[index][1] == "sweep-medium"):
-            high = np.flatnonzero(planner.load[sequence] >= SHORT_TAIL_SHARE * planner.load.max())
+        if (not out_of_time and orders is None and count > config.short_tail_buffers and index < len(FIXED_ORDERINGS)
+                and FIXED_ORDERINGS[index][2] == "sweep-medium"):
+            high = np.flatnonzero(planner.load[sequence] >= config.short_tail_share * planner.load.max())
             tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
         if out_of_time:
             placed_count = 0
@@ -1054,10 +945,10 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, until_de
                 info["stopped"] = True
                 break
             info["rest"] = "scanned"
-            if placed_count == 0 or _scan_rest(planner, sequence, placed_count, SCAN_REST_WORK_PER_BUFFER * count) < 0:
+            if placed_count == 0 or _scan_rest(planner, sequence, placed_count, config.scan_rest_work_per_buffer * count) < 0:
                 info["rest"] = "slots"
                 _slot_rest(planner, sequence, placed_count)
-                if placed_count > 0:  # every buffer in slots may be lower (deepnet at 10^6 cut at 20-50%: 1.28 against 1.55-1.79 x LOAD)
+                if placed_count > 0:  # every buffer in slots may be lower than the rest in slots on top
                     kept = np.array(planner.offsets, copy=True)
                     _slot_rest(planner, sequence, 0)
                     if (np.asarray(planner.offsets) + sizes).max() >= (kept + sizes).max():
@@ -1096,7 +987,7 @@ cdef int64_t _construct(_Planner planner, const int64_t[::1] sequence, object de
 
 cdef int64_t _construct_tail(_Planner planner, sequence, int64_t tail, object deadline, object cancel, dict info) except -1:
     """``_construct`` for a sequence whose last ``tail`` buffers meet little load (the short
-    tail of orderings 17 and 18): the others placed, the tail scanned in above them
+    tail of the "sweep-medium-*" orderings): the others placed, the tail scanned in above them
     (``_scan_rest``) and kept when that leaves the peak where the others put it, so the
     layout is never higher than the whole ordering's (which only adds to that peak); else
     the tail placed as usual after all. Return how many buffers were placed (all unless
@@ -1106,7 +997,7 @@ cdef int64_t _construct_tail(_Planner planner, sequence, int64_t tail, object de
     if placed < head:
         return placed
     top = _top_of(planner, sequence, head)
-    if _scan_rest(planner, sequence, head, SCAN_REST_WORK_PER_BUFFER * planner.n) >= 0 \
+    if _scan_rest(planner, sequence, head, planner.config.scan_rest_work_per_buffer * planner.n) >= 0 \
             and int((np.asarray(planner.offsets) + np.asarray(planner.sizes)).max()) <= top:
         info["tail"] = tail
         return sequence.shape[0]
@@ -1180,8 +1071,8 @@ cdef int _stack_rest(_Planner planner, const int64_t[::1] sequence, int64_t plac
     return 0
 
 
-def _slotted(_Planner made, offsets, sequence, placed_count):
-    """``_slot_rest`` on its own (for the tests): ``offsets`` of the first ``placed_count``
+def slot_rest(_Planner made, offsets, sequence, placed_count):
+    """``_slot_rest`` on its own (for tests and experiments): ``offsets`` of the first ``placed_count``
     buffers of ``sequence`` kept, the rest into slots on top; return the layout."""
     sequence = np.ascontiguousarray(sequence, dtype=np.int64)
     np.asarray(made.offsets)[:] = np.asarray(offsets, dtype=np.int64)
@@ -1189,8 +1080,8 @@ def _slotted(_Planner made, offsets, sequence, placed_count):
     return np.array(made.offsets, copy=True)
 
 
-def _scanned(_Planner made, offsets, sequence, placed_count, budget=INT64_MAX_C):
-    """``_scan_rest`` on its own (for the tests): ``offsets`` of the first ``placed_count``
+def scan_rest(_Planner made, offsets, sequence, placed_count, budget=INT64_MAX_C):
+    """``_scan_rest`` on its own (for tests and experiments): ``offsets`` of the first ``placed_count``
     buffers of ``sequence`` kept, the rest scanned in above them; return (the layout, the
     entries moved, or -2 when that passed ``budget`` and the rest is not all placed)."""
     sequence = np.ascontiguousarray(sequence, dtype=np.int64)
@@ -1217,15 +1108,9 @@ cdef int64_t _scan_rest(_Planner planner, const int64_t[::1] sequence, int64_t p
     of maxima over it) and clears the rest's buffers still live at its start, kept
     sorted by offset; they leave their room when they end. O(n log n + the entries
     moved). Valid whatever the lifetimes: two buffers meet iff the later start lies in
-    both, and the profile holds the placed ones at every start. Stacking each one on the
-    highest top over its lifetime without that reuse climbed to 1.28-4.2 x LOAD. The rest
-    of a contention ordering holds the buffers whose lifetimes meet the least load:
-    deepnet at 10^6 (the plain sweep, 1.0050 x LOAD complete) cut after 5, 20, 50, 80, 90
-    or 99% of its buffers: 1.2351, 1.0854, 1.0758, 1.0050, 1.0050, 1.0050 where the rest
-    in slots on top gave 1.3264, 1.2619, 1.2581, 1.2345, 1.1628, 1.0536 (every buffer in
-    slots 1.2802). Never above every buffer in slots on the trace families at 2 x 10^4
-    buffers (seeds 0..2, orderings 14, 11, 0 and 1, cuts after 5-90%: 240 layouts, 0.33-0.78
-    of its peak, median 0.48), so that one is not tried after it."""
+    both, and the profile holds the placed ones at every start. The rest of a contention
+    ordering holds the buffers whose lifetimes meet the least load, so a late cut loses
+    little; an early one leaves a peak well above the whole ordering's."""
     cdef Py_ssize_t n = planner.n, r, count, slot_count, size_pow
     cdef int64_t i, slot, end, floor, low, high, position, candidate, alignment, size, active = 0, heaped = 0
     cdef int64_t child, parent, moved_end, moved_offset, work = 0
@@ -1389,10 +1274,9 @@ cdef int _slot_rest(_Planner planner, const int64_t[::1] sequence, int64_t place
     class's slots are as wide as its largest buffer, rounded up to the widest alignment.
     Sweeping the lifetimes in time order (ends before starts at the same point), a starting
     buffer takes the slot its class freed last, or a new one on top; a slot is held by one
-    buffer at a time, so the layout is valid whatever the lifetimes. Measured on deepnet,
-    every buffer in slots: 1.53 x LOAD at 10^5 buffers (0.02 s), 1.28 at 10^6 (0.3 s); the
-    rest after 20-80% of the contention ordering at 10^5: 1.45-1.65, where stacking it one
-    buffer on top of the other gave 28-107 x."""
+    buffer at a time, so the layout is valid whatever the lifetimes. Limit: a class's slot
+    is as wide as its largest buffer and nothing shares a slot, so the peak is poor (well
+    above LOAD); it is the last resort."""
     cdef Py_ssize_t r, e, count
     cdef int64_t i, top = 0, widest = 1, size, slot, slots = 0, klass
     top = _top_of(planner, sequence, placed_count)

@@ -18,8 +18,10 @@ import numpy as np
 import pytest
 from ortools.sat.python import cp_model
 
+from dataclasses import replace
+
 from telamalloc import solve
-from telamalloc.runtime.alloc import api
+from telamalloc.runtime.alloc.config import ExactConfig
 from telamalloc.runtime.alloc.exact import cpsat
 from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, Status
 from telamalloc.runtime.alloc.validate import compute_load, validate
@@ -146,8 +148,7 @@ def test_fit_and_minimize_match_the_oracles(params, ortools, monkeypatch):
     if not ortools:
         monkeypatch.setattr(cpsat, "AVAILABLE", False)
     # tiny budgets so that the races, the CP-SAT member and the schedule's steps all run
-    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 1)
-    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+    params = replace(params, exact=ExactConfig(first_nodes=1, cpsat_delay_seconds=0.0))
     rng = np.random.default_rng(1600)
     for _ in range(CASES // 4):
         problem_tuple = random_problem(rng)
@@ -188,12 +189,12 @@ def test_a_cpsat_failure_only_costs_its_proof(monkeypatch):
         raise RuntimeError("solver crashed")
 
     monkeypatch.setattr(cpsat.Race, "run", broken)
-    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 1)
+    params = Params(exact=ExactConfig(first_nodes=1))
     rng = np.random.default_rng(7)
     for _ in range(20):
         problem_tuple = random_problem(rng)
         problem, capacity = as_problem(problem_tuple)
-        fit = solve(problem, capacity=capacity, greedy_first=False)
+        fit = solve(problem, capacity=capacity, greedy_first=False, params=params)
         assert fit.status is (Status.INFEASIBLE if oracle(*problem_tuple) is None else Status.OK)
 
 
@@ -210,29 +211,27 @@ def hard_family(count: int):
         yield Problem([Buffer(b.id, b.start, b.end, b.size + 1024 * grow * (k % 2), b.alignment) for k, b in enumerate(keep)])
 
 
-def test_no_time_limit_gives_byte_identical_answers(monkeypatch):
+def test_no_time_limit_gives_byte_identical_answers():
     # small kernel budgets force the races, so CP-SAT's layouts and proofs are used too
-    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 64)
-    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+    params = Params(exact=ExactConfig(first_nodes=64, cpsat_delay_seconds=0.0))
     for problem in hard_family(4):
-        runs = [solve(problem, mode="minimize") for _ in range(2)]
+        runs = [solve(problem, mode="minimize", params=params) for _ in range(2)]
         assert runs[0].offsets == runs[1].offsets and runs[0].peak == runs[1].peak
         assert runs[0].lower_bound == runs[1].lower_bound and runs[0].optimal == runs[1].optimal
         load = compute_load(problem)[0]
-        fits = [solve(problem, capacity=load + 1024, greedy_first=False) for _ in range(2)]
+        fits = [solve(problem, capacity=load + 1024, greedy_first=False, params=params) for _ in range(2)]
         assert fits[0].status == fits[1].status and fits[0].offsets == fits[1].offsets
 
 
 @pytest.mark.parametrize("use_cpsat", [True, False], ids=["cpsat", "kernel-only"])
-def test_minimize_is_monotone_in_the_work_budget(use_cpsat, monkeypatch):
-    monkeypatch.setattr(api, "KERNEL_FIRST_NODES", 2048)
-    monkeypatch.setattr(api, "CPSAT_DELAY_SECONDS", 0.0)
+def test_minimize_is_monotone_in_the_work_budget(use_cpsat):
+    exact = ExactConfig(first_nodes=2048, cpsat_delay_seconds=0.0)
     # 0: no budget (CP-SAT then proves every optimum; the kernel alone needs minutes on some)
     budgets = [2048, 4096, 10_000, 40_000, 200_000] + ([0] if use_cpsat else [])
     for problem in hard_family(3):
         peaks, bounds = [], []
         for budget in budgets:
-            solution = solve(problem, mode="minimize", params=Params(cpsat=use_cpsat, node_limit=budget))
+            solution = solve(problem, mode="minimize", params=Params(cpsat=use_cpsat, node_limit=budget, exact=exact))
             assert solution.status is Status.OK and validate(problem, solution.offsets, None) == []
             assert solution.lower_bound <= solution.peak
             peaks.append(solution.peak)

@@ -25,6 +25,7 @@ from telamalloc.runtime.alloc.exact._search import (
     STATUS_TIMEOUT,
     search,
 )
+from telamalloc.runtime.alloc.config import ExactConfig
 from telamalloc.runtime.alloc.problem import Params
 
 TOGGLES = (
@@ -529,20 +530,19 @@ def long_lived_problem(rng: np.random.Generator):
     return starts, ends, sizes, capacity, aligns, [-1] * n
 
 
-def test_section_tree_searches_exactly_like_the_plain_stacks(monkeypatch):
+def test_section_tree_searches_exactly_like_the_plain_stacks():
     # the segment tree (range add, range max) replaces the per-section loop: the same pruning,
-    # so the same nodes, backtracks and layout; SECTION_TREE_SPAN = 0 puts every group in the
-    # tree, a huge one none (densenet121 at LOAD: 8.6 s with none, 2.3 s with the tree)
-    import telamalloc.runtime.alloc.exact._search as kernel
-
+    # so the same nodes, backtracks and layout; ExactConfig.section_tree_span = 0 puts every
+    # group in the tree, a huge one none
     rng = np.random.default_rng(77)
     problems = [long_lived_problem(rng) for _ in range(40)] + [medium_problem(rng) for _ in range(20)]
     outcomes = set()
     for problem in problems:
         answers = []
         for span in (0, 10**9):
-            monkeypatch.setattr(kernel, "SECTION_TREE_SPAN", span)
-            for params in (Params(), Params(decomposition=False), Params(restarts=False, backjumping=False)):
+            exact = ExactConfig(section_tree_span=span)
+            for params in (Params(exact=exact), Params(decomposition=False, exact=exact),
+                           Params(restarts=False, backjumping=False, exact=exact)):
                 arrays = [np.array(values, dtype=np.int64) for values in problem[:3] + problem[4:]]
                 # a work budget, not seconds: a TIMEOUT is the same on both sides
                 result = search(*arrays[:3], arrays[3], arrays[4], problem[3], params, node_limit=20000)
@@ -555,18 +555,16 @@ def test_section_tree_searches_exactly_like_the_plain_stacks(monkeypatch):
     assert {STATUS_OK, STATUS_INFEASIBLE} <= outcomes
 
 
-def test_dives_of_big_groups_keep_the_search_sound_and_complete(monkeypatch):
-    # groups above RESTART_BASE_NODES buffers start with one dive per fixed ordering and a
-    # Luby unit of 2m; with the threshold lowered every problem here takes that path
-    import telamalloc.runtime.alloc.exact._search as kernel
-
-    monkeypatch.setattr(kernel, "RESTART_BASE_NODES", 3)
+def test_dives_of_big_groups_keep_the_search_sound_and_complete():
+    # groups above ExactConfig.restart_base_nodes buffers start with one dive per fixed
+    # ordering and a Luby unit of 2m; with the threshold lowered every problem here takes that path
+    params = Params(exact=ExactConfig(restart_base_nodes=3))
     rng = np.random.default_rng(5)
     for _ in range(150):
-        check_against_oracle(random_problem(rng), Params())
+        check_against_oracle(random_problem(rng), params)
     for _ in range(15):
         problem = medium_problem(rng)
-        result = run(*problem, time_limit=20.0)
+        result = run(*problem, params=params, time_limit=20.0)
         assert result.status == (STATUS_OK if cpsat_feasible(*problem) else STATUS_INFEASIBLE), problem
 
 

@@ -1,0 +1,241 @@
+"""The allocator's tuning: every schedule, budget and threshold, as frozen records.
+
+``Params.exact`` (an ``ExactConfig``) steers the exact path, ``Params.large`` (a
+``LargeConfig``) the large-problem planner; ``LargeConfig.placement`` (a
+``PlacementConfig``) is what the planner's Cython kernel reads. Each field says its meaning
+and unit. Change one with ``dataclasses.replace``::
+
+    from dataclasses import replace
+    params = Params(large=replace(LargeConfig(), gravity_rounds=0))
+
+Orderings are named (``large.orderings.NAMES``: ``"best-fit"``, ``"sweep-8"``, ...,
+``"random-1"``, ...); an unknown name is a ``ProblemError`` when ``solve`` starts.
+
+Budgets count work (kernel nodes, buffer placements, rounds), not seconds, so that an answer
+without a time limit is the same on every machine; the few fields in seconds say so and
+only shape how a time limit is spent. Why each default was chosen, with its figures, is in
+``docs/decisions.md``; the current figures are in ``docs/benchmarks.md``.
+
+This module imports nothing of telamalloc: the vocabulary (``problem.Params``) holds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class ExactConfig:
+    """The exact path: the kernel's budgets, the CP-SAT member, the infeasibility core."""
+
+    first_nodes: int = 50_000
+    """Kernel nodes of step 0 of a fit; step k gets ``first_nodes * step_growth**k``."""
+    step_growth: int = 4
+    """Factor by which each step's kernel nodes and CP-SAT work grow."""
+    cpsat_first_work: float = 0.25
+    """CP-SAT's deterministic work units (about a second each) at step 0."""
+    cpsat_delay_seconds: float = 0.02
+    """Seconds the kernel runs alone before CP-SAT joins a step (when CP-SAT starts changes
+    how soon it answers, never what)."""
+    cpsat_max_buffers: int = 128
+    """Groups above this many buffers go to the kernel alone (CP-SAT answers nothing there
+    and slows the kernel)."""
+    core_seconds: float = 2.0
+    """Seconds at most for the infeasibility core (the deletion filter)."""
+    core_fraction: float = 0.2
+    """... and at most this fraction of the time left under a time limit."""
+    section_tree_span: int = 64
+    """Kernel: groups whose buffers span more time sections than this on average keep the
+    sections' floors in a segment tree (fewer: a flat array)."""
+    dynamic_decomposition_limit: int = 4096
+    """Kernel: groups above this many buffers are not split dynamically during the search."""
+    pair_seconds: float = 100e-9
+    """Kernel: seconds a group's preparation takes per overlapping pair; a group that would
+    outlast the time left is not prepared (a timeout instead of an overrun)."""
+    restart_base_nodes: int = 1000
+    """Kernel: run k > 0 of the restart portfolio may expand ``restart_base_nodes * luby(k)``
+    nodes; groups above this many buffers first dive once per fixed ordering."""
+    restart_first_nodes: int = 5000
+    """Kernel: nodes the first run of the restart portfolio may expand."""
+    dive_slack_divisor: int = 8
+    """Kernel: a dive on a group of m buffers may expand ``m + m // dive_slack_divisor`` nodes."""
+
+
+@dataclass(frozen=True)
+class PlacementConfig:
+    """What the large planner's kernel (``large/_large.pyx``) reads: how orderings are built
+    and how each buffer's gap is chosen. The index heights change speed, never layouts."""
+
+    contention_bucket: float = 0.001
+    """Contention orderings sort by buckets of this fraction of LOAD, then by lifetime."""
+    contention_gaps: int = 16
+    """Best-fit in a contention ordering takes the smallest of the first this many gaps that
+    fit (0: every gap)."""
+    sweep_every_gap_buffers: int = 200_000
+    """Sweep orderings scan every gap up to this many buffers, the first ``contention_gaps``
+    above."""
+    sweep_medium_factor: int = 256
+    """The medium tier of the ``sweep-medium-*`` orderings: buffers living at least this many
+    times the median lifetime."""
+    scan_rest_work_per_buffer: int = 512
+    """A first ordering cut short scans its rest in above the placed buffers unless that moves
+    more than this many live-list entries per buffer (then: size-class slots)."""
+    short_tail_buffers: int = 200_000
+    """Above this many buffers the ``sweep-medium-*`` orderings scan in their short tail ..."""
+    short_tail_share: float = 0.9
+    """... the buffers after the last one meeting this share of the highest contention."""
+    block_levels: int = 10
+    """Index: unions over start positions kept for aligned blocks of up to 2^this buffers."""
+    low_levels: int = 4
+    """Index: runs are read buffer by buffer below blocks of 2^this positions."""
+    level_step: int = 3
+    """Index: unions kept every this many heights from ``low_levels``."""
+    flat_adds_per_buffer: int = 1
+    """Index: time-tree nodes hold nothing above the lowest height at which pushing long
+    buffers down costs at most this many union insertions per buffer."""
+
+
+@dataclass(frozen=True)
+class WindowSearchConfig:
+    """The large-neighbourhood search: the exact kernel on windows of program points around
+    the highest buffer (``large/windows.py``)."""
+
+    rounds: int = 200
+    """Window searches at most, per improvement."""
+    free_buffers: int = 3000
+    """Free (re-placed) buffers in a window at most."""
+    buffers: int = 1024
+    """Buffers in a window at most, pins included ..."""
+    share: int = 400
+    """... or one ``share``-th of the problem's buffers when that is more."""
+    nodes: int = 2048
+    """Kernel nodes of a window's first search; each growth doubles them."""
+    growths: int = 5
+    """Times a window that gave no layout grows (doubled) before the search stops."""
+    bisections: int = 3
+    """Capacities tried below the peak per window after the first (``bisections + 1`` searches)."""
+    patience_nodes: int = 65536
+    """Kernel nodes at most spent in searches that ran out of nodes ..."""
+    patience_nodes_per_buffer: float = 0.5
+    """... or this many per buffer when that is less."""
+    work_per_buffer: int = 100
+    """Work at most, per buffer of the problem: a search's nodes times its window's buffers."""
+    close: float = 1e-6
+    """Stop within this fraction of the lower bound."""
+    looser: bool = True
+    """A search that ran out of nodes asks for less next (halfway to the peak) before the
+    window grows; False: the window grows at once."""
+    level_step: float = 0.25
+    """Growth k also widens the window until no movable buffer crossing its ends tops above
+    ``(1 - k * level_step) * peak`` (0: only buffers at the peak count)."""
+
+
+@dataclass(frozen=True)
+class ReplacementConfig:
+    """Window re-placement: the buffers around the highest one unplaced and placed again by
+    a few orderings, everything else pinned (``large/replace.py``)."""
+
+    widths: tuple[int, ...] = (256, 1024, 4096, 16384)
+    """Windows tried around the highest buffer's start, in starts (program points that
+    start a buffer); the first that lowers it is taken."""
+    orderings: tuple[str, ...] = ("sweep-medium-8", "first-fit", "contention-end", "random-3", "random-4")
+    """The orderings that re-place a window; its lowest layout wins (ties: the first)."""
+    rounds: int = 200
+    """Windows taken at most."""
+    work_per_buffer: int = 20
+    """Work at most, per buffer of the problem: buffers placed by every ordering run."""
+    holding: bool = True
+    """When no window around the highest buffer lowers it, try windows around the lifetime
+    of the buffer below it (the highest other one live at its start)."""
+    holding_widths: tuple[int, ...] = (16384,)
+    """The windows around that buffer's lifetime, in starts."""
+    merge_pins: bool = True
+    """The pins covering a window's whole span become one pin per run of touching byte
+    ranges (fewer buffers for the planner; False: every crossing buffer pinned)."""
+
+
+SCHEDULE = (
+    "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
+    "class-1.4-start", "class-8-start-first-fit", "class-4-start", "class-4-lifetime", "class-2-start-first-fit",
+    "class-8-start", "class-4-start-first-fit", "class-1.4-start-first-fit", "class-2-start",
+    "contention-first-fit", "sweep-medium-8", "sweep-medium-32",
+)
+
+
+@dataclass(frozen=True)
+class LargeConfig:
+    """The large-problem planner (``large/``): which orderings in which order, the steps that
+    improve the best layout, and the two lanes under a time limit."""
+
+    threshold: int = 4096
+    """Buffers (of positive size): above, minimize mode with algorithm "telamalloc" plans with
+    the large planner alone, fit mode tries it before the search, and the greedy algorithms
+    run as its orderings (no lists of overlapping pairs)."""
+    schedule: tuple[str, ...] = SCHEDULE
+    """The orderings in the order tried; seeded random ones ("random-1", ...) follow."""
+    huge_schedule: tuple[str, ...] = ("sweep-medium-8", "sweep-32") + tuple(
+        name for name in SCHEDULE if name not in ("sweep-medium-8", "sweep-32"))
+    """The schedule above ``huge_buffers`` buffers."""
+    placements: int = 320_000
+    """Buffer placements spent on orderings without a time limit (each places every buffer) ..."""
+    min_orderings: int = 4
+    """... but at least this many orderings."""
+    eager_orderings: int = 2
+    """Under a time limit the first this many orderings run back to back before the window
+    search; then each ordering that improves is followed by it at once."""
+    eager_buffers: int = 200_000
+    """Above this many buffers: one ordering before the search, no gravity rounds on the first
+    ordering's layout at once, and only the top of a layout moves in a round."""
+    huge_buffers: int = 500_000
+    """Above this many buffers the first ``huge_eager`` orderings each get the window search,
+    the re-placements and ``huge_rounds`` gravity rounds before they are compared."""
+    huge_eager: int = 2
+    """See ``huge_buffers``."""
+    huge_rounds: int = 1
+    """See ``huge_buffers``."""
+    gravity_first: int = 2
+    """Gravity rounds on the best layout before the window search."""
+    gravity_rounds: int = 6
+    """Gravity rounds on the best layout in all."""
+    gravity_shares: tuple[float, ...] = (0.3, 0.6, 0.8, 0.45, 0.7)
+    """Round k moves the buffers whose tops are above ``shares[k % len(shares)] * peak``."""
+    gravity_shares_high: tuple[float, ...] = (0.95, 0.9, 0.8)
+    """The shares above ``eager_buffers`` buffers (only the top of the layout moves)."""
+    resweeps: int = 1
+    """Times the first ordering, a sweep of ``reswept``, runs again with the long-enough
+    buffers live at its layout's highest point swept too (0: never)."""
+    resweep_divisor: int = 256
+    """Those buffers live at least ``1 / resweep_divisor`` of the program's span."""
+    reswept: tuple[str, ...] = ("sweep-8",)
+    """The orderings re-swept (up to ``eager_buffers`` buffers)."""
+    lanes: int = 2
+    """Lanes at most under a time limit with two cores (1: never a second lane)."""
+    lane_buffers: int = 200_000
+    """A second lane runs at most this many buffers (or above ``huge_buffers``) ..."""
+    second_lane: tuple[str, ...] = ("sweep-16", "contention", "sweep-32")
+    """... these orderings, once the first lane's first ordering misses the goal."""
+    huge_lane: tuple[str, ...] = ("sweep-32",)
+    """Above ``huge_buffers`` the second lane starts at once with these orderings, governed."""
+    govern_seconds: float = 0.25
+    """Seconds between the governor's reads of both lanes' CPU time ..."""
+    govern_share: float = 0.75
+    """... which drops the second lane when either lane got less than this share of a core ..."""
+    govern_times: int = 2
+    """... this many periods in a row."""
+    check_seconds_per_buffer: float = 1.2e-6
+    """Under a time limit the planner stops this long per buffer before it, for the validator
+    and the Solution."""
+    windows: WindowSearchConfig = field(default_factory=WindowSearchConfig)
+    """The window search with the exact kernel."""
+    replacement: ReplacementConfig = field(default_factory=ReplacementConfig)
+    """The window re-placement with the planner's orderings."""
+    placement: PlacementConfig = field(default_factory=PlacementConfig)
+    """What the Cython planner reads."""
+
+    @classmethod
+    def orderings_only(cls, **changes) -> LargeConfig:
+        """A preset: the orderings and nothing after them (no gravity, window search,
+        re-placement or re-sweep): the best of the portfolio as each ordering places it."""
+        plain = cls(gravity_first=0, gravity_rounds=0, resweeps=0, huge_rounds=0,
+                    windows=WindowSearchConfig(rounds=0), replacement=ReplacementConfig(rounds=0))
+        return replace(plain, **changes)

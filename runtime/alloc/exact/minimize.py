@@ -1,0 +1,180 @@
+"""Minimize on the exact path: the smallest peak, with a proof when the search completes.
+
+Lower bound: LOAD (or the highest pinned top); upper bound: the best heuristic peak. The
+schedule tries LOAD first (most instances pack there), then once per new best peak one byte
+below it (where the proof of optimality is often easiest), then bisects with fit steps;
+every INFEASIBLE raises the lower bound, every OK lowers the upper bound. After a step runs
+out of work the next tries a capacity closer to the best peak; once every capacity up to it
+has, the budgets grow and it starts again from the lower bound.
+
+Monotone in time: the schedule depends on work budgets only (each attempt is one
+``fit_step`` with the budgets of its step); a time limit, the cancel flag or
+``Params.node_limit`` only cut it short. So a longer limit runs a longer prefix of the same
+schedule and never returns a worse peak, and no limit is never worse than any limit.
+
+The CP-SAT member (``start_member``): at the start of each round of budgets CP-SAT fits the
+groups that set the best peak one byte below it, beside the first attempt of the round, and
+is waited for after it; a better layout or the proof of optimality goes into the groups.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from telamalloc.runtime.alloc.exact import cpsat
+from telamalloc.runtime.alloc.exact.fit import fit_step
+from telamalloc.runtime.alloc.exact.race import ExactRun
+from telamalloc.runtime.alloc.instance import Outcome, peak_of
+from telamalloc.runtime.alloc.problem import Status
+
+
+@dataclass
+class _Bounds:
+    """The state of the schedule: the proved lower bound, the best layout and its peak."""
+
+    low: int
+    high: int
+    best: tuple[int, ...]
+
+
+def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None) -> Outcome:
+    """The smallest peak from the layout ``best`` down to ``lower`` (see the module docstring);
+    ``capacity``: the caller's bound, if any (``best`` fits it)."""
+    instance, budget = run.instance, run.budget
+    problem = instance.problem
+    bounds = _Bounds(lower, peak_of(problem, best), best)
+    budget.publish_bounds(bounds.high, bounds.low)
+    step = 0
+    attempt = bounds.low  # LOAD first: most instances pack at LOAD
+    probe = True  # then, once per new best peak, one byte below it
+    member = start_member(run, bounds.low, bounds.high, step)
+    while bounds.low < bounds.high and not budget.stopped():
+        if not instance.params.group_memory:
+            run.groups.forget()
+            run.groups.remember_layout(bounds.best)
+        status = fit_step(run, attempt, step, strict=True)
+        if member is not None:  # joined after the first attempt of its step: deterministic
+            status = _join_member(run, member, attempt, status, bounds)
+            member = None
+            if bounds.low >= bounds.high:
+                budget.publish_bounds(bounds.high, bounds.low)
+                break
+        if status is Status.TIMEOUT:
+            if budget.stopped():
+                break
+            if attempt + 1 >= bounds.high:  # every capacity up to the best peak ran out of work: more work
+                step += 1
+                attempt = bounds.low
+                member = start_member(run, bounds.low, bounds.high, step)
+            elif probe:
+                attempt, probe = bounds.high - 1, False
+            else:  # a capacity closer to the best peak is easier; try it next
+                attempt = attempt + 1 + (bounds.high - attempt - 1) // 2
+            continue
+        if status is Status.OK:
+            bounds.best = run.groups.assemble(attempt)
+            bounds.high = peak_of(problem, bounds.best)
+            probe = True
+        else:
+            bounds.low = attempt + 1
+        budget.publish_bounds(bounds.high, bounds.low)
+        if probe and bounds.low < bounds.high - 1 and attempt != bounds.high - 1:
+            attempt, probe = bounds.high - 1, False
+        else:
+            attempt = bounds.low + (bounds.high - 1 - bounds.low) // 2
+    return _outcome(run, bounds, load, capacity)
+
+
+def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) -> Outcome:
+    budget = run.budget
+    if budget.cancelled():
+        budget.counters.cancelled = True
+    high, low = bounds.high, bounds.low
+    if low >= high:
+        message = f"minimal peak '{high}'" + (" (LOAD)" if high == load else f" (proved: '{high - 1}' bytes do not fit)")
+        return Outcome(Status.OK, bounds.best, optimal=True, capacity=high, message=message, lower_bound=high)
+    why = "cancelled" if budget.counters.cancelled else "time limit reached"
+    return Outcome(Status.OK, bounds.best, capacity=capacity,
+                   message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)", lower_bound=low)
+
+
+@dataclass
+class _Member:
+    thread: threading.Thread
+    races: list
+    stopping: threading.Event
+    high: int
+
+
+def start_member(run: ExactRun, low: int, high: int, step: int) -> _Member | None:
+    """The CP-SAT member of minimize, started at the beginning of each step of the schedule:
+    in another thread, CP-SAT fits every group whose best layout peaks at ``high`` (the
+    bottlenecks) within ``high - 1`` bytes, with ``cpsat_first_work * step_growth**step``
+    work units each (no hint: see cpsat): a better layout, or the proof that ``high`` is
+    optimal; None without CP-SAT. A fit, not a minimize model of the peak: CP-SAT's
+    minimize models prove their bound late, where the fit one byte below the best peak is
+    proved infeasible quickly."""
+    instance, config = run.instance, run.config
+    if not (instance.params.cpsat and cpsat.AVAILABLE) or low >= high:
+        return None
+    work = config.cpsat_first_work * config.step_growth**step
+    races = []
+    for group in run.groups:
+        if group.peak < high or group.infeasible_at >= high - 1 or len(group.members) > config.cpsat_max_buffers:
+            continue
+        m = group.members
+        races.append((group, cpsat.Race(instance.starts[m], instance.ends[m], instance.sizes[m], instance.aligns[m],
+                                        instance.fixed[m], high - 1, work, time_limit=run.budget.remaining(),
+                                        seed=instance.params.seed)))
+    if not races:
+        return None
+    stopping = threading.Event()
+
+    def solve_members() -> None:
+        for _, member in races:
+            if stopping.is_set():
+                break
+            try:
+                member.run()
+            except Exception:  # a CP-SAT failure proves nothing; the kernel goes on alone
+                member.answer = cpsat.UNKNOWN
+            if member.answer == cpsat.INFEASIBLE:
+                break  # a bottleneck needs `high` bytes: the best peak is optimal
+
+    thread = threading.Thread(target=solve_members, name="telamalloc-cpsat-minimize", daemon=True)
+    thread.start()
+    return _Member(thread, races, stopping, high)
+
+
+def _join_member(run: ExactRun, member: _Member, attempt: int, status: Status, bounds: _Bounds) -> Status:
+    """Wait for the CP-SAT member (stopping it at the time limit or cancel), record what it
+    found in the groups (better layouts, proved lower bounds), and update the bounds; the
+    attempt's status, OK only when the assembled layout fits ``attempt``."""
+    sizes = run.instance.sizes
+    while member.thread.is_alive():
+        member.thread.join(0.01)
+        if run.budget.stopped():
+            member.stopping.set()
+            for _, race in member.races:
+                race.stop()
+    for group, race in member.races:
+        if race.answer == cpsat.INFEASIBLE:
+            group.infeasible_at = max(group.infeasible_at, member.high - 1)
+            continue
+        if race.answer == cpsat.FEASIBLE and race.offsets is not None and not race.cut:  # cut: see race's strict
+            peak = int((race.offsets + sizes[group.members]).max())
+            if peak < group.peak:
+                group.offsets, group.peak = race.offsets, peak
+            if race.optimal:
+                group.infeasible_at = max(group.infeasible_at, peak - 1)
+        if race.bound is not None:
+            group.infeasible_at = max(group.infeasible_at, race.bound - 1)
+    problem = run.instance.problem
+    bounds.low = max([bounds.low] + [group.infeasible_at + 1 for group in run.groups])
+    improved = run.groups.assemble(None)
+    if peak_of(problem, improved) < bounds.high:
+        bounds.best, bounds.high = improved, peak_of(problem, improved)
+    if status is Status.OK:
+        status = Status.TIMEOUT if peak_of(problem, improved) > attempt else Status.OK
+    return status

@@ -1,0 +1,189 @@
+"""One lane of the large planner's schedule: orderings one by one on one planner, the best
+layout kept, and (``anytime``, under a time limit) that layout improved as soon as the eager
+orderings are done and after each ordering that beats it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from telamalloc.runtime.alloc.instance import Budget, Instance
+from telamalloc.runtime.alloc.large.improve import gravity_rounds, improved, resweeps
+from telamalloc.runtime.alloc.large.info import LargeInfo
+from telamalloc.runtime.alloc.large.orderings import GREEDY, index_of, lane_orderings
+from telamalloc.runtime.alloc.large.replace import replace_windows
+from telamalloc.runtime.alloc.large.windows import window_search
+
+
+@dataclass(frozen=True)
+class Planning:
+    """One call of the large planner: what it works on and how it stops."""
+
+    instance: Instance
+    budget: Budget
+    goal: int  # a peak at most this ends the planning (-1: never)
+    stop: float | None  # the time.monotonic() value at which it stops (None: no time limit)
+    anytime: bool  # improve the best layout (gravity, windows); under a limit, go on with further orderings
+    limited: bool  # heed the time limit and the cancel flag (False: a whole fallback layout, orderings only)
+
+
+class Lane:
+    """The orderings of ``schedule`` (then, with ``extend`` under a limit, the further ones
+    of ``orderings.ordering_at``) on the planner ``made``, leaving out ``skipped`` (what the
+    other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
+    the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a planner
+    with the user's pins instead, so that they give exactly the greedy baselines' layouts;
+    a layout keeps the planner and pins it was made with for its later steps.
+
+    ``done``: checked before each further ordering, stops the lane when true (the other lane
+    reached the goal). ``missed``: called once the first ordering is complete above the
+    goal (it starts the other lane: where one ordering reaches LOAD the second lane would
+    only slow the first). ``slots`` False: a first ordering cut short gives no layout
+    instead of the rest in size-class slots (the second lane: the first lane always has a
+    layout by then). When the first ordering is one of ``reswept`` it is re-swept: without
+    a limit at once, under one only if its layout is still the best when the search
+    becomes due (the re-sweep's time would delay the winner's search)."""
+
+    def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, skipped=(),
+                 extend: bool = True, slots: bool = True, done=None, missed=None):
+        instance = planning.instance
+        config = instance.params.large
+        self.planning, self.made, self.fixed, self.schedule = planning, made, fixed, list(schedule)
+        self.skipped, self.extend, self.slots, self.done, self.missed = skipped, extend, slots, done, missed
+        self.config = config
+        self.count = instance.count
+        self.lifted = not np.array_equal(fixed, instance.fixed)
+        self.plain = None  # the planner on the user's pins
+        self.best: np.ndarray | None = None
+        self.best_peak: int | None = None
+        self.best_made, self.best_fixed = made, fixed  # the planner and pins of the best layout
+        self.best_rounds = 0  # gravity rounds run on the best layout
+        self.info = LargeInfo(ordering=self.schedule[0] if self.schedule else "")
+        self.step = 0
+        self.searching = False  # the improvement is due on the best layout
+        self.resweep: str | None = None  # the first ordering, a sweep: re-swept before the search if still the best
+        self.huge = self.count > config.huge_buffers
+        self.eager = (config.huge_eager if self.huge else 1 if self.count > config.eager_buffers
+                      else config.eager_orderings)
+
+    def plan(self) -> tuple[np.ndarray | None, int | None, LargeInfo]:
+        """Run the lane; return the best live layout, its peak and the info."""
+        planning = self.planning
+        names = lane_orderings(self.schedule, self.skipped, self.count, self.config)
+        while True:
+            if self._search_due() and not self._improve_best():
+                break
+            if self.step >= len(self.schedule) and not (self.extend and planning.anytime and planning.stop is not None):
+                break
+            name = next(names)  # past the budget: the next fixed ones, then seeded random ones
+            left = None if planning.stop is None else planning.stop - time.monotonic()
+            if self.step > 0 and self._should_stop(left):
+                break
+            if not self._run_ordering(name, left):
+                break
+        return self.best, self.best_peak, self.info
+
+    def _search_due(self) -> bool:
+        if self.huge:  # the eager orderings the other lane runs are not waited for (read once the lanes are settled)
+            self.eager = self.config.huge_eager - sum(1 for name in self.schedule[1:self.config.huge_eager]
+                                                      if name in self.skipped)
+        stop = self.planning.stop
+        return self.searching and (self.step >= len(self.schedule) or stop is not None and self.step >= self.eager)
+
+    def _should_stop(self, left: float | None) -> bool:
+        planning = self.planning
+        return ((left is not None and left <= 0) or (planning.limited and planning.budget.cancelled())
+                or (self.done is not None and self.done()))
+
+    def _improve_best(self) -> bool:
+        """The improvement of the best layout (a re-sweep first when due); False: the lane ends."""
+        planning, info = self.planning, self.info
+        instance, budget, goal, stop = planning.instance, planning.budget, planning.goal, planning.stop
+        if self.resweep is not None and info.ordering == self.resweep:  # the sweep still the best: re-swept
+            self.best, self.best_peak, self.best_rounds, info.resweep_won = resweeps(
+                instance, budget, self.best_made, self.resweep, self.best, self.best_peak, self.best_rounds, goal, stop,
+                info, self.done)
+            budget.publish_best(self.best_peak)
+        self.resweep = None
+        if planning.limited and budget.cancelled():  # (the other lane may have reached the goal)
+            return False
+        self.best, self.best_peak = improved(instance, budget, self.best_made, self.best, self.best_fixed, goal, stop,
+                                             info, planning.limited, self.best_rounds)
+        self.searching = False
+        return self.best_peak > goal
+
+    def _runner(self, name: str):
+        """The planner and pins that run ``name``."""
+        if self.lifted and name in GREEDY:  # best-fit or first-fit: exactly as greedy places them
+            if self.plain is None:
+                from telamalloc.runtime.alloc.large._large import planner
+
+                instance = self.planning.instance
+                self.plain = planner(*instance.arrays, config=self.config.placement)
+            return self.plain, self.planning.instance.fixed
+        return self.made, self.fixed
+
+    def _run_ordering(self, name: str, left: float | None) -> bool:
+        """Run one ordering and its first steps, keep it when best; False: the lane ends."""
+        planning, info = self.planning, self.info
+        budget, goal = planning.budget, planning.goal
+        runner, runner_fixed = self._runner(name)
+        live_offsets, result = runner.run(  # cut short, the first ordering places the rest quickly (_large._scan_rest)
+            orderings=1, first=index_of(name), time_limit=0.0 if left is None else max(left, 1e-6),
+            seed=planning.instance.params.seed, cancel=budget.cancel if planning.limited else None,
+            slots=self.slots and self.best is None,  # a later ordering cut short is dropped: no time on its rest
+        )
+        if live_offsets is None:  # cut short, without slots: dropped like any later one cut short
+            info.stopped = self.best is None  # only the first ordering's cut counts as stopped
+            return False
+        self.step += 1
+        if self.step == 1 and self.missed is not None and not result["stopped"] and result["peak"] > goal:
+            self.missed()
+        if result["stopped"]:
+            if self.best is not None:  # a later ordering cut short: dropped
+                return False
+            info.stopped = True
+            info.rest = result["rest"]  # how its unplaced buffers were placed: "scanned" or "slots"
+        info.orderings = self.step
+        live_offsets, peak, rounds, reswept = self._first_steps(name, runner, runner_fixed, live_offsets, result)
+        if self.best is None or peak < self.best_peak:
+            self.best, self.best_peak, info.ordering, self.best_rounds = live_offsets, int(peak), name, rounds
+            info.resweep_won = reswept
+            self.best_made, self.best_fixed = runner, runner_fixed
+            budget.publish_best(self.best_peak)
+            self.searching = planning.anytime and planning.limited and self.best_peak > goal and not info.stopped
+        return not (info.stopped or self.best_peak <= goal)
+
+    def _first_steps(self, name: str, runner, runner_fixed: np.ndarray, offsets: np.ndarray, result: dict):
+        """What an ordering's layout gets before it is compared: above ``huge_buffers`` (the
+        first ``huge_eager`` orderings) the window search, the re-placements and
+        ``huge_rounds`` gravity rounds; the first ordering up to ``eager_buffers`` buffers its
+        first gravity rounds (and its re-sweep, see the class). Returns (layout, peak,
+        rounds, whether a re-sweep gave it)."""
+        planning, config, info = self.planning, self.config, self.info
+        instance, budget, goal, stop = planning.instance, planning.budget, planning.goal, planning.stop
+        peak, rounds, reswept = result["peak"], 0, False
+        improving = planning.anytime and planning.limited and not result["stopped"]
+        if self.huge and self.step <= config.huge_eager and improving and peak > goal and not budget.cancelled():
+            # the window search first (where it reaches the goal no round is spent), the
+            # re-placements, then the rounds
+            offsets = window_search(instance, budget, offsets, runner_fixed, max(goal, 0), stop, info.windows)
+            peak = int((offsets + instance.sizes).max())
+            if peak > goal:
+                offsets = replace_windows(instance, budget, offsets, runner_fixed, goal, stop, info.replacement)
+                peak = int((offsets + instance.sizes).max())
+            if peak > goal:
+                offsets, peak, rounds = gravity_rounds(runner, config, offsets, min(config.huge_rounds, config.gravity_rounds),
+                                                       0, goal, stop, budget.cancel, info)
+        if self.step == 1 and improving and self.count <= config.eager_buffers and peak > goal:
+            offsets, peak, rounds = gravity_rounds(runner, config, offsets, min(config.gravity_first, config.gravity_rounds),
+                                                   0, goal, stop, budget.cancel, info)
+            if name in config.reswept and runner is self.made:
+                if stop is None:  # no limit: at once, the re-swept layout competing with the others
+                    offsets, peak, rounds, reswept = resweeps(instance, budget, runner, name, offsets, int(peak), rounds,
+                                                              goal, stop, info, self.done)
+                else:  # under a limit: only when still the best as the search becomes due
+                    self.resweep = name
+        return offsets, peak, rounds, reswept

@@ -1,0 +1,163 @@
+"""The second lane of the large planner: under a time limit and with a second core, other
+orderings run beside the first lane's schedule in a thread with its own planner (the
+planner's placements release the GIL), and the lower layout wins.
+
+Up to ``lane_buffers`` buffers it starts once the first lane's first ordering misses the
+goal. Above ``huge_buffers`` it starts at once and is governed: a governor thread reads both
+lanes' CPU time and drops the second lane (halted, its orderings given back to the first
+lane) when either lane does not get a core, since on a busy machine two lanes would cut the
+first ordering short. Without a time limit there is one lane, so the result does not depend
+on the cores.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+
+import numpy as np
+
+from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.instance import Budget, Counters
+from telamalloc.runtime.alloc.large.info import LargeInfo
+from telamalloc.runtime.alloc.large.lane import Lane, Planning
+
+
+def second_schedule(count: int, config: LargeConfig) -> tuple[str, ...]:
+    """The orderings the second lane runs for ``count`` buffers."""
+    return config.huge_lane if count > config.huge_buffers else config.second_lane
+
+
+def lane_count(count: int, config: LargeConfig) -> int:
+    """How many lanes the large planner runs under a time limit: two when there are at most
+    ``lane_buffers`` buffers or more than ``huge_buffers`` (with orderings for the second
+    lane) and this process may use at least two cores, else one."""
+    if config.lanes < 2 or config.lane_buffers < count <= config.huge_buffers or not second_schedule(count, config):
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return 2 if cores >= 2 else 1
+
+
+class SecondLane(threading.Thread):
+    """The second lane: the orderings of ``schedule`` on their own planner, with the same
+    steps, in a thread; counted in a budget of its own (its own counters, no progress array:
+    the first lane publishes) whose cancel flag is ``halt``, raised by the first lane when it
+    is done (at the limit, at the goal or on the caller's cancel) or by the governor.
+    ``at_goal``: this lane reached the goal (the first one stops). ``name in lane``: the
+    first lane skips this ordering, which this lane runs (not once the lane is ``dropped``:
+    not started, or stopped by the governor)."""
+
+    def __init__(self, planning: Planning, arrays: tuple, schedule: tuple[str, ...]):
+        super().__init__(name="telamalloc-large-lane", daemon=True)
+        self.halt = np.zeros(1, dtype=np.uint8)
+        budget = planning.budget
+        own = Budget(budget.deadline, self.halt, None, Counters(), budget.node_limit)
+        self.planning = dataclasses.replace(planning, budget=own)
+        self.config = planning.instance.params.large
+        self.arrays = arrays
+        self.schedule = tuple(schedule)
+        self.result = None
+        self.at_goal = False
+        self.dropped = ""  # why the lane was dropped, if it was
+        self.error: BaseException | None = None
+        self._settled = threading.Event()  # a first ordering complete (or the lanes done): no more dropping
+        self._lock = threading.Lock()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.schedule and not self.dropped
+
+    def begin(self) -> None:
+        """Start the lane; without a thread to be had (RuntimeError) the first lane goes on
+        alone (with this lane's orderings)."""
+        try:
+            self.start()
+        except RuntimeError:
+            self.drop("no thread")
+
+    def settle(self) -> None:
+        """Either lane's first ordering is complete (or the lanes are done): the governor stops
+        and the lanes stay as they are."""
+        with self._lock:
+            self._settled.set()
+
+    def drop(self, why: str = "no free core") -> bool:
+        """Stop this lane, its orderings given back to the first lane, unless settled; whether it was."""
+        with self._lock:
+            if self._settled.is_set():
+                return False
+            self.dropped = why
+            self.halt[0] = 1
+            return True
+
+    def govern(self, first: int) -> None:
+        """Watch, in a thread of its own, the CPU time of the first lane's thread (ident
+        ``first``) and of this one until ``settle``: drop this lane when either got less than
+        ``govern_share`` of a core in each of ``govern_times`` periods of ``govern_seconds``
+        in a row (a busy machine: two lanes there would cut the first ordering short; one
+        lane alone gets more of the cores). Without per-thread CPU clocks (not Linux), or
+        with the lane not started, the lane is dropped at once."""
+        try:
+            clocks = (time.pthread_getcpuclockid(first), time.pthread_getcpuclockid(self.ident))
+            used = [time.clock_gettime(clock) for clock in clocks]
+        except (AttributeError, OSError, TypeError):  # no such clocks, or no thread (ident None)
+            self.drop("no CPU clocks" if self.ident is not None else "no thread")
+            return
+        watch = threading.Thread(target=self._watch, args=(clocks, used), name="telamalloc-lane-governor", daemon=True)
+        try:
+            watch.start()
+        except RuntimeError:
+            self.drop("no thread")
+
+    def _watch(self, clocks: tuple, used: list) -> None:
+        config = self.config
+        wall = time.monotonic()
+        low = 0
+        while not self._settled.wait(config.govern_seconds):
+            now = time.monotonic()
+            try:
+                now_used = [time.clock_gettime(clock) for clock in clocks]
+            except OSError:  # a lane's thread ended: nothing left to govern
+                return
+            shares = [(after - before) / max(now - wall, 1e-9) for before, after in zip(used, now_used)]
+            used, wall = now_used, now
+            low = low + 1 if min(shares) < config.govern_share else 0
+            if low >= config.govern_times:
+                self.drop()
+                return
+
+    def run(self) -> None:
+        from telamalloc.runtime.alloc.large._large import planner
+
+        try:
+            made = planner(*self.arrays, config=self.config.placement)  # indexed here, beside the first lane's planner
+        except MemoryError:  # no room for a second planner: the first lane alone
+            self.drop("no memory")
+            return
+        try:
+            self.result = Lane(self.planning, made, self.arrays[4], list(self.schedule), extend=False, slots=False,
+                               missed=self.settle).plan()
+            self.at_goal = self.result[1] is not None and self.result[1] <= self.planning.goal
+        except BaseException as error:  # re-raised by merged() in the caller's thread
+            self.error = error
+
+    def merged(self, budget: Budget, best, best_peak: int, info: LargeInfo):
+        """The better of the first lane's (best, best_peak, info) and this lane's, the info
+        counting both lanes' work (ties: the first lane's layout)."""
+        if self.error is not None:
+            raise self.error
+        budget.counters.absorb(self.planning.budget.counters)  # its cancelled flag is the halt, not the caller's
+        merged = dataclasses.replace(info, dropped=self.dropped)
+        if self.result is None:
+            return best, best_peak, merged
+        other, other_peak, other_info = self.result
+        merged.absorb(other_info)
+        if other is not None and (best is None or other_peak < best_peak):
+            merged.ordering = other_info.ordering
+            merged.resweep_won = other_info.resweep_won
+            return other, other_peak, merged
+        return best, best_peak, merged

@@ -1,0 +1,78 @@
+"""The large planner's orderings by name, and which ones a solve runs in which order.
+
+Names, like MiniMalloc's named preorderings: the fixed orderings of the kernel
+(``_large.FIXED_ORDERINGS``: "best-fit", "first-fit", "class-4-start", "contention-end",
+"sweep-8", "sweep-medium-8", ...) and the seeded random ones after them ("random-1",
+"random-2", ...: size classes of a random base, a random tie key and placement rule, drawn
+from the solve's seed and the ordering's number). Schedules, messages and tests use names;
+only the call into the kernel (``index_of``) sees the kernel's numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.large._large import FIXED_ORDERINGS
+from telamalloc.runtime.alloc.problem import ProblemError
+
+NAMES = tuple(spec[0] for spec in FIXED_ORDERINGS)
+RANDOM = "random-"
+_INDEX = {name: index for index, name in enumerate(NAMES)}
+GREEDY = ("best-fit", "first-fit")  # exactly the greedy baselines' layouts
+
+
+def index_of(name: str) -> int:
+    """The kernel's number of the ordering ``name`` (ValueError when unknown)."""
+    index = _INDEX.get(name)
+    if index is not None:
+        return index
+    if name.startswith(RANDOM) and name[len(RANDOM):].isdigit() and int(name[len(RANDOM):]) >= 1:
+        return len(NAMES) + int(name[len(RANDOM):]) - 1
+    raise ValueError(f"unknown ordering '{name}'")
+
+
+def name_of(index: int) -> str:
+    """The name of the kernel's ordering number ``index``."""
+    return NAMES[index] if index < len(NAMES) else f"{RANDOM}{index - len(NAMES) + 1}"
+
+
+def check_names(names: Iterable[str], where: str) -> None:
+    """ProblemError when one of ``names`` is no ordering, naming ``where`` it was given."""
+    for name in names:
+        try:
+            index_of(name)
+        except (ValueError, TypeError, AttributeError):
+            known = ", ".join(f"'{known}'" for known in NAMES)
+            raise ProblemError(f"{where} names an unknown ordering '{name}'; use {known} or 'random-N'") from None
+
+
+def schedule_for(count: int, config: LargeConfig) -> tuple[str, ...]:
+    """The fixed schedule for ``count`` buffers (``huge_schedule`` above ``huge_buffers``)."""
+    return config.huge_schedule if count > config.huge_buffers else config.schedule
+
+
+def ordering_at(step: int, count: int, config: LargeConfig) -> str:
+    """The ordering tried at ``step`` for ``count`` buffers: the schedule's, then random ones."""
+    schedule = schedule_for(count, config)
+    return schedule[step] if step < len(schedule) else f"{RANDOM}{step - len(schedule) + 1}"
+
+
+def orderings_without_limit(count: int, config: LargeConfig) -> list[str]:
+    """The orderings run without a time limit: as many of the schedule as ``placements``
+    buffer placements allow (each ordering places every buffer once), at least
+    ``min_orderings`` (never more than the schedule holds)."""
+    fixed = len(schedule_for(count, config))
+    orderings = max(min(config.min_orderings, fixed), min(fixed, config.placements // max(count, 1)))
+    return [ordering_at(step, count, config) for step in range(orderings)]
+
+
+def lane_orderings(schedule: list[str], skipped, count: int, config: LargeConfig) -> Iterator[str]:
+    """``schedule``, then the further orderings of ``ordering_at`` for ``count`` buffers,
+    without those in ``skipped`` (what another lane runs)."""
+    position = 0
+    while True:
+        name = schedule[position] if position < len(schedule) else ordering_at(position, count, config)
+        if name not in skipped:
+            yield name
+        position += 1
