@@ -3,8 +3,9 @@
 `parse_module_text` parses with source locations and a lexer that cannot hang;
 `parse_diagnostic`, `locate_verification_failure` and `find_dominance_violation` turn
 xDSL's errors into MLIR-style `file:line:col: error: message` diagnostics (`Diagnostic`,
-which also carries the exit status a driver gives for it). Used by `tela-opt`, `tela-run`
-and `telamalloc.interop`; it imports no driver (tools/ sit above it).
+which also carries the kind of error, from which a driver chooses its exit status). Used by `tela-opt`, `tela-run`
+and `telamalloc.interop`; it imports no driver (tools/ sit above it) and nothing of interop
+(`telamalloc.mlir_text`, below both, reads text through upstream MLIR).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyExcepti
 from xdsl.utils.lexer import Input, Span
 from xdsl.utils.mlir_lexer import MLIRLexer
 
-from telamalloc.exit_status import ExitStatus
+from telamalloc import mlir_text
+from telamalloc.errors import ErrorKind
 
 
 @dataclasses.dataclass
@@ -32,7 +34,7 @@ class Diagnostic(Exception):
 
     location: str
     message: str
-    status: ExitStatus = ExitStatus.BAD_INPUT  # the exit status it gives (telamalloc.exit_status)
+    kind: ErrorKind = ErrorKind.BAD_INPUT  # what went wrong; a driver maps it to its exit status
 
     def __str__(self) -> str:
         return f"{self.location}: error: {self.message}"
@@ -197,7 +199,7 @@ def parse_module_text(
     Text that xDSL alone cannot read but upstream MLIR can, e.g. `mlir-opt`'s pretty
     output with ops whose custom form xDSL lacks (`memref.global`, `memref.copy`), is
     read through MLIR's generic form when the `mlir` extra is installed; the ops keep
-    their positions in `text` (see `telamalloc.interop.mlir_text`).
+    their positions in `text` (see `telamalloc.mlir_text`).
     """
     # Constructing the parser already lexes the first token, which may raise ParseError.
     try:
@@ -213,7 +215,7 @@ def _parse_through_mlir(
     ctx: Context, text: str, name: str, line_offset: int, allow_implicit_module: bool, error: ParseError
 ) -> ModuleOp | None:
     """The module of `text` read through upstream MLIR's generic form (see
-    `telamalloc.interop.mlir_text`), when xDSL alone could not read it; None when MLIR
+    `telamalloc.mlir_text`), when xDSL alone could not read it; None when MLIR
     rejects the text too and xDSL's error `error` is the one to report.
 
     Raises a `ParseError` that says what to do when the text is valid MLIR that xDSL
@@ -221,8 +223,6 @@ def _parse_through_mlir(
     custom form xDSL lacks; and MLIR's own error when xDSL stopped at a missing custom
     format (MLIR reads that op, so its diagnostic points at the real problem).
     """
-    from telamalloc.interop import mlir_text
-
     lacks_custom_format = mlir_text.missing_custom_format_hint(error.msg) is not None
     if not allow_implicit_module and not lacks_custom_format:
         return None  # MLIR would wrap a bare op in a module, which the caller forbids
@@ -288,3 +288,20 @@ def parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
     if span.start >= len(span.input.content) and not message.startswith("values used but not defined"):
         message = f"unexpected end of input ({message}); the file may be truncated or miss a '}}'"
     return Diagnostic(f"{position.file}:{position.line}:{position.col}", message)
+
+
+def parse_program(ctx: Context, text: str, name: str) -> ModuleOp:
+    """Parses and verifies `text` (`parse_module_text`, then dominance and the verifiers);
+    user errors become one-line `Diagnostic`s located at the offending op."""
+    try:
+        module = parse_module_text(ctx, text, name)
+    except ParseError as error:
+        raise parse_diagnostic(error.span, error.msg) from None
+    violation = find_dominance_violation(module, name)  # first: verify() trips over such values
+    if violation is not None:
+        raise violation
+    try:
+        module.verify()
+    except VerifyException as error:
+        raise locate_verification_failure(module, error, name) from None
+    return module

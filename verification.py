@@ -5,7 +5,7 @@ Verification (`verify_program`): plan and lower a copy of the program with the
 telamalloc passes, run the original (private storage per buffer) and the lowered program
 (one arena) on the same inputs, collect shadow violations of the lowered run, and compare
 every output bit for bit: the results and the arguments the function writes
-(`telamalloc.outputs`; inputs it never writes are not outputs). The report gives each
+(`telamalloc.passes.written`; inputs it never writes are not outputs). The report gives each
 planned function's arena on its own (the entry's, then its callees'), never their sum.
 """
 
@@ -17,25 +17,26 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType, ModuleOp
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from telamalloc.dialects import scratchpad
-from telamalloc.exit_status import ExitStatus
-from telamalloc.outputs import written_arguments
+from telamalloc.errors import ErrorKind
 from telamalloc.passes import TelaPipelinePass
 from telamalloc.passes.collect import PEAK_ATTR
+from telamalloc.passes.written import signature, written_arguments
 from telamalloc.runtime.interp.machine import (
     ARENA_MARK,
     DEFAULT_SEED,
     InterpreterError,
     Violation,
+    numpy_dtype,
 )
 from telamalloc.runtime.interp.run import (
     Output,
     RunResult,
-    _capacity_in_force,
+    capacity_in_force,
     argument_name,
     find_entry,
     random_inputs,
@@ -155,7 +156,7 @@ def verify_lowered(
         inputs = random_inputs(function, seed)
     lowered_entry = find_entry(lowered, entry)
     given_capacity = capacity
-    capacity = _capacity_in_force(lowered_entry, capacity)
+    capacity = capacity_in_force(lowered_entry, capacity)
     reference = run_program(
         original, entry=entry, inputs=inputs, capacity=capacity, honor_offsets=False
     )
@@ -220,7 +221,7 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
             continue
         size = _own_arena_bytes(function)
         if function is entry or size:
-            arenas.append(FunctionArena(function.sym_name.data, size, _capacity_in_force(function, capacity)))
+            arenas.append(FunctionArena(function.sym_name.data, size, capacity_in_force(function, capacity)))
     return tuple(arenas)
 
 
@@ -278,8 +279,8 @@ def plan_and_lower(module: ModuleOp, capacity: int | None, on_overflow: str = "e
         plans = TelaPipelinePass(capacity=capacity, mode=mode, on_overflow=on_overflow).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
-        status = getattr(error, "exit_status", ExitStatus.BAD_INPUT)
-        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, status) from None
+        kind = error.kind if isinstance(error, scratchpad.PassFailedAtOp) else ErrorKind.BAD_INPUT
+        raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, kind) from None
     return tuple(
         plan.spill.line(plan.name).removeprefix("tela-plan: ") for plan in plans if plan.spill is not None
     )
@@ -312,3 +313,59 @@ def verify_program(
     if isinstance(notes, tuple) and notes and all(isinstance(note, str) for note in notes):
         report = dataclasses.replace(report, notes=tuple(str(note) for note in notes))
     return report
+
+
+def _names(function: func.FuncOp, indices: Sequence[int]) -> str:
+    return ", ".join(argument_name(function, index) for index in indices)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _given(count: int) -> str:
+    return f"{count} {'is' if count == 1 else 'are'} given"
+
+
+def complete_inputs(function: func.FuncOp, given: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Every argument's value from `given`: the inputs alone, in argument order (each
+    output then starts zero-filled), or every argument, outputs included.
+
+    Raises `InterpreterError` (located at the function) for any other count, or for an
+    output of dynamic shape when only the inputs are given (its size is not known).
+    """
+    split = signature(function)
+    types = function.function_type.inputs.data
+    if len(given) == len(types):
+        return list(given)
+    name = f"'@{function.sym_name.data}'"
+    if len(given) != len(split.inputs) or not split.outputs:
+        inputs = f"{_plural(len(split.inputs), 'input')} ({_names(function, split.inputs) or 'none'})"
+        if not split.outputs:
+            raise InterpreterError(
+                f"{name} takes {inputs} but {_given(len(given))}; pass one .npy file per input, in argument order",
+                function,
+            )
+        outputs = f"{_plural(len(split.outputs), 'output')} ({_names(function, split.outputs)})"
+        raise InterpreterError(
+            f"{name} takes {inputs} and writes {outputs}, but {_given(len(given))}; pass the "
+            f"{_plural(len(split.inputs), 'input')} in argument order (the outputs start zero-filled), "
+            f"or all {len(types)} arguments",
+            function,
+        )
+    values: list[np.ndarray] = []
+    pending = iter(given)
+    for index, type_ in enumerate(types):
+        if index not in split.outputs:
+            values.append(next(pending))
+            continue
+        assert isinstance(type_, MemRefType)
+        shape = tuple(type_.get_shape())
+        if DYNAMIC_INDEX in shape:
+            raise InterpreterError(
+                f"output {argument_name(function, index)} '{type_}' of {name} has a dynamic shape, so it "
+                f"cannot be zero-filled; pass all {len(types)} arguments, outputs included",
+                function,
+            )
+        values.append(np.zeros(shape, dtype=numpy_dtype(type_.element_type)))
+    return values

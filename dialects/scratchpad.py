@@ -65,7 +65,7 @@ from xdsl.printer import Printer
 from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind, Pure
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.exit_status import ExitStatus
+from telamalloc.errors import ErrorKind
 
 INT64_MAX = 2**63 - 1
 TARGET_ATTR_KEY = "scratchpad.target"
@@ -210,26 +210,26 @@ class PassFailedAtOp(PassFailedException):
     """A pass failure that names the op it is about.
 
     `tela-opt` prints the op's source location (`file:line:col`) in front of the message,
-    as MLIR does for diagnostics emitted on an op. `exit_status` is what a driver exits
-    with: bad input unless the pass says the answer is no (a plan that does not fit) or
-    that it ran out of time. `notes` are `(op, message)` pairs printed after the error
+    as MLIR does for diagnostics emitted on an op. `kind` says what went wrong: bad input
+    unless the pass says the answer is no (a plan that does not fit) or that it ran out of
+    time; a driver maps it to its exit status. `notes` are `(op, message)` pairs printed after the error
     as `file:line:col: note: message` (e.g. the largest buffers live at an overload).
     """
 
     op: Operation
-    exit_status: ExitStatus
+    kind: ErrorKind
     notes: tuple[tuple[Operation, str], ...]
 
     def __init__(
         self,
         op: Operation,
         message: str,
-        exit_status: ExitStatus = ExitStatus.BAD_INPUT,
+        kind: ErrorKind = ErrorKind.BAD_INPUT,
         notes: tuple[tuple[Operation, str], ...] = (),
     ):
         super().__init__(message)
         self.op = op
-        self.exit_status = exit_status
+        self.kind = kind
         self.notes = notes
 
 

@@ -181,7 +181,7 @@ def _entries(module) -> list[tuple[str, list[tuple[tuple[int, ...], np.dtype]]]]
     """Public functions returning nothing, with each memref argument's shape and dtype."""
     from mlir import ir
 
-    from telamalloc.interop.mlir_bindings import _DTYPES
+    from telamalloc.interop.mlir_bindings import NUMPY_DTYPES
 
     entries = []
     for op in module.body.operations:
@@ -196,7 +196,7 @@ def _entries(module) -> list[tuple[str, list[tuple[tuple[int, ...], np.dtype]]]]
         arguments = []
         for type_ in function_type.inputs:
             memref = ir.MemRefType(type_)
-            arguments.append((tuple(memref.shape), np.dtype(_DTYPES[str(memref.element_type)])))
+            arguments.append((tuple(memref.shape), np.dtype(NUMPY_DTYPES[str(memref.element_type)])))
         entries.append((ir.StringAttr(attributes["sym_name"]).value, arguments))
     return entries
 

@@ -157,7 +157,7 @@ def run_pipeline(module: ir.Module, pipeline: str) -> None:
             raise InteropError(f"MLIR pipeline failed: {_one_line(error)}") from None
 
 
-_DTYPES = {
+NUMPY_DTYPES = {
     "f16": np.float16,
     "f32": np.float32,
     "f64": np.float64,
@@ -249,7 +249,7 @@ def _check_jit_arguments(function: ir.Operation, entry: str, arrays: Sequence[np
                 f"argument #{index} of '@{entry}' is in memory space '{memref_type.memory_space}'; "
                 "the JIT runs main-memory memrefs only"
             )
-        expected_dtype = _DTYPES.get(str(memref_type.element_type))
+        expected_dtype = NUMPY_DTYPES.get(str(memref_type.element_type))
         if expected_dtype is None or array.dtype != expected_dtype:
             raise InteropError(
                 f"argument #{index} of '@{entry}' has element type '{memref_type.element_type}' "

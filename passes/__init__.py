@@ -11,9 +11,11 @@ For xDSL compilers, the same as plain functions::
     from telamalloc.passes import plan_module, lower_module
     plans = plan_module(module, capacity=1 << 20, mode="fit")  # raises PassFailedAtOp
     lower_module(module)
+    write_plan_viewer("plan.html", plans)  # the plan viewer page (passes/outputs.py)
 """
 
 from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.outputs import write_plan_viewer
 from telamalloc.passes.tela_lower import TelaLowerPass, lower_module
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
 from telamalloc.passes.tela_plan import FunctionPlan, TelaPlanPass, plan_module
@@ -30,4 +32,5 @@ __all__ = [
     "analyze_function",
     "lower_module",
     "plan_module",
+    "write_plan_viewer",
 ]

@@ -25,8 +25,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
+from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
-from telamalloc.runtime.show.plot import PlotError, picture_format
 from telamalloc.runtime.alloc.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)
@@ -104,11 +104,8 @@ def check_options(
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
     if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
         raise ValueError(f"invalid layout '{layout}'; expected {_accepted('layout')}")
-    if plot is not None:
-        try:
-            picture_format(plot)  # the formats the plot module draws (matplotlib is not imported)
-        except PlotError:
-            raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}") from None
+    if plot is not None and not is_picture_path(plot):
+        raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}")
     if html is not None and not html.lower().endswith((".html", ".htm")):
         raise ValueError(f"invalid html '{html}'; expected {_accepted('html')}")
 

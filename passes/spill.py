@@ -36,7 +36,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
 from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
-from telamalloc.exit_status import ExitStatus
+from telamalloc.errors import ErrorKind
 from telamalloc.passes.collect import (
     BUFFER_ATTR,
     LIFETIME_ATTR,
@@ -147,7 +147,7 @@ def spill_function(
         func,
         f"cannot plan '@{function_problem.name}' in '{capacity}' bytes even with every gap "
         f"between uses spilled{reason}; raise the capacity",
-        ExitStatus.NO,
+        ErrorKind.NO,
     )
 
 
@@ -190,7 +190,7 @@ def _impossible(
             f"needs '{aligned}' bytes for the buffers in use at this op ({listed}) but "
             f"capacity is '{capacity}'; spilling cannot make an op's own buffers smaller "
             "(tiling is out of scope): split the op or raise the capacity",
-            ExitStatus.NO,
+            ErrorKind.NO,
         )
     return None
 

@@ -23,8 +23,6 @@ function or module; minimize mode needs none. `time-limit` applies to each funct
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,7 +33,7 @@ from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, M
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.exit_status import ExitStatus
+from telamalloc.errors import ErrorKind
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, find_targets
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -52,14 +50,13 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes import outputs
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.ir_text import source_location
-from telamalloc.runtime.alloc.csv_io import write_problem, write_solution
-from telamalloc.runtime.alloc.problem import Mode, Problem, ProblemError, Solution, Status
+from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
 
 MAX_LISTED_BUFFERS = 8  # diagnostics list at most this many buffer ids
@@ -143,13 +140,13 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
         emit_remark(module, message)
         if report is not None:
             report.write(f"tela-plan: {message}\n")
-    dump_paths = _dump_paths(dump_problem, problems)
+    dump_paths = outputs.dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
     replacements: list[tuple[Operation, Operation]] = []
     for function_problem in problems:
         if dump_paths:
             dump_path = dump_paths[function_problem.name]
-            _write_problem_csv(dump_path, function_problem.problem())
+            outputs.write_problem_csv(dump_path, function_problem.problem())
             if dump_path != dump_problem:
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         plan = solve_function(function_problem, mode, time_limit, algorithm)
@@ -343,13 +340,13 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
             f"cannot plan '@{name}': {_count(live, 'buffer')} live here (program point "
             f"#{overload.time}) need '{overload.bytes_needed}' B but capacity is "
             f"'{overload.capacity}' B; raise the capacity or shorten these lifetimes",
-            ExitStatus.NO,
+            ErrorKind.NO,
             _buffer_notes(function_problem, overload.buffer_ids, f"is live at program point #{overload.time}"),
         )
     pinned = {buffer.id for buffer in function_problem.buffers if buffer.pinned is not None}
     if solution.status is Status.INFEASIBLE and solution.core and pinned.intersection(solution.core):
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {_reason(solution)}", ExitStatus.NO
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {_reason(solution)}", ErrorKind.NO
         )
     if solution.status is Status.INFEASIBLE and solution.core:
         raise PassFailedAtOp(
@@ -357,23 +354,23 @@ def require_success(plan: FunctionPlan, time_limit: float | None) -> None:
             f"cannot plan '@{name}': buffers {_listed(solution.core)} cannot share "
             f"'{capacity}' B although at most '{solution.load}' B are live at "
             "once; raise the capacity (mode=minimize finds the smallest that fits)",
-            ExitStatus.NO,
+            ErrorKind.NO,
             _buffer_notes(function_problem, solution.core, "is in the conflict"),
         )
     if solution.status is Status.INFEASIBLE:
         raise PassFailedAtOp(
-            func, f"cannot plan '@{name}' in '{capacity}' bytes: {with_units(solution.message)}", ExitStatus.NO
+            func, f"cannot plan '@{name}' in '{capacity}' bytes: {with_units(solution.message)}", ErrorKind.NO
         )
     if solution.algorithm != "telamalloc":
         raise PassFailedAtOp(
-            func, f"no plan for '@{name}' in '{capacity}' bytes: {_reason(solution)}", ExitStatus.NO
+            func, f"no plan for '@{name}' in '{capacity}' bytes: {_reason(solution)}", ErrorKind.NO
         )
     limit = "" if time_limit is None else f" within the time limit of '{time_limit}' s"
     raise PassFailedAtOp(
         func,
         f"no plan for '@{name}' in '{capacity}' bytes found{limit} ({with_units(solution.message)}); "
         "raise 'time-limit' or 'capacity', or try 'algorithm=best-fit'",
-        ExitStatus.TIMEOUT if solution.status is Status.TIMEOUT else ExitStatus.NO,
+        ErrorKind.TIMEOUT if solution.status is Status.TIMEOUT else ErrorKind.NO,
     )
 
 
@@ -477,27 +474,6 @@ def format_report_line(plan: FunctionPlan) -> str:
     )
 
 
-def _dump_paths(path: str | None, problems: Sequence[FunctionProblem]) -> dict[str, str]:
-    """One CSV per function: `path` itself for one function, `stem.<function>.csv` for several."""
-    if path is None:
-        return {}
-    if len(problems) == 1:
-        return {problems[0].name: path}
-    stem, extension = os.path.splitext(path)
-    return {problem.name: f"{stem}.{problem.name}{extension or '.csv'}" for problem in problems}
-
-
-def _write_problem_csv(path: str, problem: Problem) -> None:
-    """The problem as MiniMalloc's CSV (`telamalloc.runtime.alloc.csv_io.write_problem`)."""
-    try:
-        write_problem(path, problem)
-    except OSError as error:
-        raise PassFailedException(
-            f"cannot write the problem to '{path}': {error.strerror}; pass a writable "
-            "'dump-problem' path"
-        ) from None
-
-
 @dataclass(frozen=True)
 class TelaPlanPass(PlanningOptions):
     """Plans the scratchpad buffers of every function with TelaMalloc (see module doc)."""
@@ -508,14 +484,9 @@ class TelaPlanPass(PlanningOptions):
         self.plan(op)
 
     def plan(self, module: ModuleOp) -> tuple[FunctionPlan, ...]:
-        if self.plot is not None:
-            _require_plotting()
-        # Outputs are written after the IR is planned: catch unwritable paths before that,
-        # so that a failing pass leaves the IR unchanged.
-        for option, path in (("plot", self.plot), ("report-json", self.report_json), ("html", self.html),
-                             ("layout", self.layout)):
-            if path is not None:
-                _require_writable(option, path)
+        requests = outputs.OutputRequests(plot=self.plot, report_json=self.report_json, html=self.html,
+                                          layout=self.layout)
+        requests.check()  # before planning: a failing pass leaves the IR unchanged
         with self.report_stream() as report:
             plans = plan_module(
                 module,
@@ -530,143 +501,5 @@ class TelaPlanPass(PlanningOptions):
                 on_overflow=self.on_overflow,
                 assign_memory=self.assign_memory,
             )
-        if self.plot is not None:
-            _draw_plans(self.plot, plans)
-        if self.report_json is not None:
-            _write_json_report(self.report_json, plans)
-        if self.html is not None:
-            _write_html(self.html, plans)
-        if self.layout is not None:
-            _write_layout(self.layout, plans)
+        requests.write(plans)
         return plans
-
-
-def _require_plotting() -> None:
-    """Fails before planning, not after a long solve, when no picture can be drawn."""
-    from telamalloc.runtime.show.plot import PlotError, require_matplotlib
-
-    try:
-        require_matplotlib()
-    except PlotError as error:
-        raise PassFailedException(f"{error}, or drop the 'plot' option") from None
-
-
-def _require_writable(option: str, path: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
-        raise PassFailedException(f"cannot write '{path}': folder '{folder}' is missing or not writable; pass a writable '{option}' path")
-
-
-def _draw_plans(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.show.plot import PlotError, plot_plans
-
-    try:
-        paths = plot_plans(path, plans)
-    except (PlotError, OSError) as error:
-        raise PassFailedException(f"cannot draw the plan: {error}; pass a writable 'plot' path") from None
-    _say_written("plot", path, paths, plans)
-
-
-def _say_written(what: str, path: str, paths: dict[str, str], plans: Sequence[FunctionPlan]) -> None:
-    """A remark per function whose output went to a file other than `path` (several functions)."""
-    for plan in plans:
-        written = paths.get(plan.name)
-        if written is not None and written != path:
-            emit_remark(plan.problem.func, f"wrote the {what} of '@{plan.name}' to '{written}'")
-
-
-def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
-    """One row per buffer of a successful plan, in program order (for `layout=`)."""
-    offsets = plan.solution.offsets
-    assert offsets is not None
-    return [
-        {
-            "id": buffer.id,
-            "op": buffer.op.name,
-            "location": source_location(buffer.op, ""),
-            "lower": buffer.lifetime.start,
-            "upper": buffer.lifetime.end,
-            "size": buffer.size,
-            "alignment": buffer.alignment,
-            "offset": offset,
-        }
-        for buffer, offset in zip(plan.problem.buffers, offsets)
-    ]
-
-
-def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
-    """`{"functions": [{"name", "peak", "load", "capacity", "buffers": [...]}]}`, keys sorted."""
-    functions_json = [
-        {
-            "name": plan.name,
-            "peak": plan.solution.peak,
-            "load": plan.solution.load,
-            "capacity": plan.problem.capacity,
-            "buffers": layout_rows(plan),
-        }
-        for plan in plans
-    ]
-    return json.dumps({"functions": functions_json}, indent=2, sort_keys=True) + "\n"
-
-
-def _write_layout(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.show.report import write_text_atomically
-
-    try:
-        if path.lower().endswith(".json"):
-            write_text_atomically(path, format_layout_json(plans))
-            return
-        paths = _dump_paths(path, [plan.problem for plan in plans])
-        for plan in plans:
-            rows = layout_rows(plan)
-            write_solution(
-                paths[plan.name],
-                plan.problem.problem(),
-                plan.solution.offsets,
-                columns=["id", "lower", "upper", "size", "alignment", "offset"],
-                locations=[str(row["location"]) for row in rows],
-            )
-    except OSError as error:
-        raise PassFailedException(
-            f"cannot write the layout to '{path}': {error.strerror or error}; pass a writable 'layout' path"
-        ) from None
-    _say_written("layout", path, paths, plans)
-
-
-def write_plan_viewer(path: str, plans: Sequence[FunctionPlan], *, timing: bool = True) -> None:
-    """The plan viewer page of `plans` (`telamalloc.runtime.show.html`): a tab per function,
-    each buffer with its allocating op and source location. Raises HtmlError or OSError."""
-    from telamalloc.ir_text import source_location
-    from telamalloc.runtime.show.html import BufferSource, PlanPage, write_pages
-
-    pages = [
-        PlanPage(
-            f"@{plan.name}",
-            plan.problem.problem(),
-            plan.solution,
-            None,
-            [BufferSource(b.op.name, source_location(b.op, "") or None) for b in plan.problem.buffers],
-        )
-        for plan in plans
-    ]
-    write_pages(path, pages, timing=timing, title=", ".join(page.name for page in pages) or "plan")
-
-
-def _write_html(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.show.html import HtmlError
-
-    try:
-        write_plan_viewer(path, plans)
-    except (HtmlError, OSError) as error:
-        raise PassFailedException(f"cannot write the plan viewer: {error}; pass a writable 'html' path") from None
-
-
-def _write_json_report(path: str, plans: tuple[FunctionPlan, ...]) -> None:
-    from telamalloc.runtime.show.report import format_json, reports_for_plans, write_text_atomically
-
-    try:
-        write_text_atomically(path, format_json(reports_for_plans(plans)))
-    except OSError as error:
-        raise PassFailedException(
-            f"cannot write the report to '{path}': {error.strerror or error}; pass a writable 'report-json' path"
-        ) from None

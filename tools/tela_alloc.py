@@ -43,7 +43,7 @@ moved and the new LOAD; `--output` gets one row per piece (piece 0 keeps the buf
 piece k is `<id>.k`) with its offset; `--validate` checks it with
 `telamalloc.runtime.alloc.validate.validate_spilled`.
 
-`--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.runtime.alloc.batch`: on a
+`--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
 with `--scheduler ADDRESS` (the `dask` extra). Each layout is validated and
 written to `OUT/<name>.csv` atomically as soon as its problem finishes; a line per problem
@@ -53,7 +53,7 @@ layout from an earlier run into the same OUT is removed, and the line says so. E
 DIR that are not `*.csv` files (`UPPER.CSV`, a folder `x.csv`, `notes.txt`) are listed
 first, each with why it is skipped.
 
-Exit status (single problem; the convention of all four tools, `telamalloc.exit_status`):
+Exit status (single problem; the convention of all four tools, `telamalloc.tools.exit_status`):
   0    solved (a valid layout; in --minimize mode also when optimality is not proved)
   1    proved infeasible
   2    bad input or usage (one line on stderr, no traceback)
@@ -89,7 +89,7 @@ from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status, columns_of
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
-from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 # Imported where used, not here: --batch, --spill, --jobs, --plot, --html and --report each
 # need a module that every other run would pay for at start-up (--timeout counts it).
@@ -173,11 +173,12 @@ def _write_outputs(arguments, problem: Problem, solution: Solution, compare: dic
             write_html(Problem(problem.buffers, arguments.capacity), solution, arguments.html, name=name, compare=compare)
             print(f"viewer: {arguments.html}")
         if arguments.report:
-            from telamalloc.runtime.show.report import build_report, format_json, format_text, write_text_atomically
+            from telamalloc.files import write_atomically
+            from telamalloc.runtime.show.report import build_report, format_json, format_text
 
             report = build_report(name, problem, solution)
             json_format = arguments.report_format == "json" or (arguments.report_format is None and arguments.report.endswith(".json"))
-            write_text_atomically(arguments.report, format_json([report]) if json_format else format_text([report]))
+            write_atomically(arguments.report, format_json([report]) if json_format else format_text([report]))
             print(f"reported: {arguments.report}")
     except OSError as error:
         raise UsageError(f"cannot write '{error.filename}': {error.strerror or error}") from None
@@ -330,7 +331,8 @@ def _check_batch_arguments(arguments) -> None:
 
 def _run_batch(arguments) -> int:
     """--batch: a line per problem as it finishes, then the summary table."""
-    from telamalloc.runtime.alloc import batch as batch_planning
+    from telamalloc import batch as batch_planning
+    from telamalloc.tools import batch_text
 
     _check_batch_arguments(arguments)
     if arguments.capacity is None and not arguments.minimize:
@@ -340,7 +342,7 @@ def _run_batch(arguments) -> int:
 
     def on_result(result) -> None:
         finished.append(result)
-        print(batch_planning.format_line(result, len(finished), total), flush=True)
+        print(batch_text.format_line(result, len(finished), total), flush=True)
 
     try:
         planner = batch_planning.BatchPlanner(
@@ -359,7 +361,7 @@ def _run_batch(arguments) -> int:
     except batch_planning.BatchError as error:
         raise UsageError(str(error)) from None
     for path, reason in skipped:
-        print(batch_planning.format_skipped(path, reason), flush=True)
+        print(batch_text.format_skipped(path, reason), flush=True)
 
     def on_interrupt(signum, frame):
         planner.cancel()
@@ -373,8 +375,8 @@ def _run_batch(arguments) -> int:
         raise UsageError(str(error)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
-    print(batch_planning.format_summary(results, time.monotonic() - started, len(skipped)), flush=True)
-    return batch_planning.exit_status(results)
+    print(batch_text.format_summary(results, time.monotonic() - started, len(skipped)), flush=True)
+    return batch_text.exit_status(results)
 
 
 class _OutOfTime(Exception):
@@ -413,7 +415,7 @@ def _report_unsolved(arguments, read_seconds: float) -> str:
     ))
 
 
-def _process_age() -> float:
+def process_age() -> float:
     """Seconds since this process started (interpreter start-up and imports included), from
     /proc; 0 where that is not available."""
     try:
@@ -427,7 +429,7 @@ def _process_age() -> float:
 def _run(argv: Sequence[str] | None) -> int:
     # the command line (argv None) counts --timeout from the process start; a call from
     # Python (main(argv)) counts from the call
-    started = time.monotonic() - (_process_age() if argv is None else 0.0)
+    started = time.monotonic() - (process_age() if argv is None else 0.0)
     arguments = _parser().parse_args(argv)
     if arguments.batch:
         return _run_batch(arguments)

@@ -17,7 +17,7 @@ are still planned). Errors (not an ONNX file, shapes unknown after inference, un
 tensor types, a `--dim` name that is no symbolic input dimension, a bad command line) print
 one line on stderr, `tela-import: error: model.onnx: <message>` when the model is to blame,
 and exit with status 2, writing no output file; Ctrl-C exits with 130 (the convention of all
-four tools: `telamalloc.exit_status`). The output file is written atomically.
+four tools: `telamalloc.tools.exit_status`). The output file is written atomically.
 `docs/errors.md` lists every message.
 
 `--frontend=iree` (the `iree` extra) takes the model through IREE's ONNX importer,
@@ -44,8 +44,8 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
-from telamalloc.runtime.show.report import write_text_atomically
-from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.files import write_atomically
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"
 INT64_MAX = 2**63 - 1
@@ -183,7 +183,7 @@ def _run_iree(arguments) -> int:
     text = result.planned if arguments.emit == "planned" else result.loops
     header = f"// Imported from '{os.path.basename(arguments.model)}' by {PROG} --frontend=iree ({arguments.emit}).\n"
     if arguments.output:
-        write_text_atomically(arguments.output, header + text)
+        write_atomically(arguments.output, header + text)
     else:
         sys.stdout.write(header + text)
     return ExitStatus.OK
@@ -219,7 +219,7 @@ def _run(argv: Sequence[str] | None) -> int:
     for line in notes(imported):
         print(line, file=sys.stderr)
     if arguments.output:
-        write_text_atomically(arguments.output, text)
+        write_atomically(arguments.output, text)
     else:
         sys.stdout.write(text)
     return ExitStatus.OK

@@ -23,7 +23,7 @@ Errors follow MLIR's conventions instead of Python tracebacks:
 - a user error (bad syntax, failed verification, failed pass, unknown pass or pass
   option, unreadable input or output file) prints one line on stderr,
   `file:line:col: error: message` where the location is known; the exit status follows
-  the convention of all four tools (`telamalloc.exit_status`): 2 for bad input or usage,
+  the convention of all four tools (`telamalloc.tools.exit_status`): 2 for bad input or usage,
   1 when planning proves the buffers do not fit, 3 when planning ran out of time, 130
   when interrupted (with several failing chunks, the largest);
 - with `--split-input-file`, every chunk is processed and each failing chunk reports its
@@ -64,7 +64,8 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkExcepti
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
-from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.errors import ErrorKind
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
 from telamalloc.passes.diagnostics import diagnostic_handler, progress_stream
 from telamalloc.passes.options import OptionInfo, build_pass, option_infos
 from telamalloc.tools.pipeline_syntax import PassEntry, PipelineSyntaxError, parse_pipeline_text
@@ -336,16 +337,16 @@ class TelaOptMain(xDSLOptMain):
             failing = self._current_pass
             prefix = "" if failing is None else f"pass '{failing.name}' failed: "
             location = self.get_input_name()
-            status = ExitStatus.BAD_INPUT
+            kind = ErrorKind.BAD_INPUT
             notes: tuple[Emitted, ...] = ()
             if isinstance(error, PassFailedAtOp):
                 location = source_location(error.op, location)
                 prefix += f"'{error.op.name}' op "
-                status = error.exit_status
+                kind = error.kind
                 notes = tuple(
                     Emitted(self._location(op), "note", one_line(message)) for op, message in error.notes
                 )
-            raise LocatedError(location, prefix + one_line(str(error)), status, notes) from None
+            raise LocatedError(location, prefix + one_line(str(error)), kind, notes) from None
 
     def _location(self, op: Operation | None) -> str:
         return self.get_input_name() if op is None else source_location(op, self.get_input_name())
@@ -480,7 +481,7 @@ class TelaOptMain(xDSLOptMain):
             if self.args.parsing_diagnostics and not verifying:
                 output.write(f"{diagnostic}\n")
             elif not verifying:
-                status = diagnostic.status
+                status = status_of(diagnostic.kind)
                 for line in (error, *notes):
                     print(line, file=sys.stderr)
         finally:
@@ -612,7 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitStatus.BAD_INPUT
     except Diagnostic as diagnostic:
         print(diagnostic, file=sys.stderr)
-        return diagnostic.status
+        return status_of(diagnostic.kind)
     except KeyboardInterrupt:
         print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED

@@ -11,7 +11,7 @@ With `--output-dir D` the outputs are written to `D/<name>.npy` instead (atomica
 
 Outputs and inputs. The outputs of a function are its results and the memref arguments it
 writes (by `memref.store`, `memref.copy`, `scratchpad.dma` into them, `scratchpad.kernel`
-outs, or a call that writes them; `telamalloc.outputs`); its inputs are the other
+outs, or a call that writes them; `telamalloc.passes.written`); its inputs are the other
 arguments. `--inputs` takes one `.npy` file per input, in argument order (`--inputs` may
 repeat; commas separate files): the outputs then start zero-filled. One file per argument,
 outputs included, is accepted as well. Without `--inputs`, every argument gets
@@ -28,7 +28,7 @@ With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`
 `on-overflow=spill`): the spilled program is what runs after planning.
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
-Exit status (the convention of all four tools, `telamalloc.exit_status`): 0 success; 1 the
+Exit status (the convention of all four tools, `telamalloc.tools.exit_status`): 0 success; 1 the
 answer is no (a verification mismatch or shadow violation, a plan that does not fit the
 capacity); 2 bad input or usage (a parse error, a program the interpreter cannot run, a bad
 option or input file); 3 planning timed out; 130 interrupted.
@@ -45,12 +45,11 @@ from typing import NoReturn
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.utils.exceptions import ParseError, VerifyException
 
-from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
 from telamalloc.dialects import make_context
-from telamalloc.outputs import complete_inputs, written_arguments
+from telamalloc.passes.written import written_arguments
+from telamalloc.verification import complete_inputs
 from telamalloc.runtime.interp import (
     DEFAULT_SEED,
     InterpreterError,
@@ -61,15 +60,12 @@ from telamalloc.runtime.interp import (
     run_program,
 )
 from telamalloc.runtime.show.progress import ProgressLine
-from telamalloc.runtime.show.report import open_atomically
+from telamalloc.files import open_atomically
 from telamalloc.verification import verify_program
 from telamalloc.ir_text import (
     Diagnostic,
     one_line,
-    parse_diagnostic,
-    find_dominance_violation,
-    locate_verification_failure,
-    parse_module_text,
+    parse_program,
 )
 
 TOOL_NAME = "tela-run"
@@ -145,22 +141,6 @@ def _argument_parser() -> argparse.ArgumentParser:
 
     parser.error = usage_error  # type: ignore[method-assign]
     return parser
-
-
-def parse_program(text: str, name: str) -> ModuleOp:
-    """Parses and verifies `text`; user errors become one-line `Diagnostic`s."""
-    try:
-        module = parse_module_text(make_context(), text, name)
-    except ParseError as error:
-        raise parse_diagnostic(error.span, error.msg) from None
-    violation = find_dominance_violation(module, name)  # first: verify() trips over such values
-    if violation is not None:
-        raise violation
-    try:
-        module.verify()
-    except VerifyException as error:
-        raise locate_verification_failure(module, error, name) from None
-    return module
 
 
 def _read_program(path: str) -> tuple[str, str]:
@@ -249,7 +229,7 @@ def run(argv: Sequence[str] | None) -> int:
     if args.capacity is not None and args.capacity > INT64_MAX:
         raise UserError(f"capacity '{args.capacity}' is beyond the 64-bit limit '{INT64_MAX}'")
     text, name = _read_program(args.input)
-    module = parse_program(text, name)
+    module = parse_program(make_context(), text, name)
     inputs = _load_inputs(args.inputs)
     what = "verifying" if args.verify else "running"
     # Long runs show a progress line on a terminal (after 2 s; nothing on pipes or files).
@@ -280,7 +260,7 @@ def run(argv: Sequence[str] | None) -> int:
                     shadow=not args.no_shadow,
                 )
     except InterpreterError as error:
-        raise Diagnostic(op_location(error.op, name), error.message, error.exit_status) from None
+        raise Diagnostic(op_location(error.op, name), error.message, error.kind) from None
     if args.verify:
         lines = report.lines()
         if args.output_dir is not None:
@@ -314,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return ExitStatus.BAD_INPUT
     except Diagnostic as diagnostic:
         print(diagnostic, file=sys.stderr)
-        return diagnostic.status
+        return status_of(diagnostic.kind)
     except KeyboardInterrupt:
         print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED

@@ -11,12 +11,15 @@ valid with the independent validator, and summarize. The design of each path is 
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 
 import numpy as np
 
 from telamalloc.runtime.alloc import checks, modes
 from telamalloc.runtime.alloc.checks import ALGORITHMS
-from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, make_instance, peak_of
+from telamalloc.runtime.alloc.baselines import Baselines
+from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, make_instance, peak_of, validated
+from telamalloc.runtime.alloc.proofs import pin_conflict
 from telamalloc.runtime.alloc.problem import Mode, Params, Problem, ProblemError, Solution, Stats, Status, buffer_ids
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -98,11 +101,24 @@ def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: int, a
         fallback=outcome.fallback,
         overload=outcome.overload,
         core=outcome.core,
+        core_offsets=None if outcome.core is None else _core_layout(instance.problem, outcome.core),
         lower_bound=outcome.lower_bound,
         message=summary if not outcome.message else f"{summary}: {outcome.message}",
         optimum=peak if mode is Mode.MINIMIZE and outcome.optimal and outcome.status is Status.OK else None,
         ids=buffer_ids(instance.problem),
     )
+
+
+def _core_layout(problem: Problem, core: tuple[Hashable, ...]) -> tuple[int, ...] | None:
+    """The core's buffers placed best-fit without a capacity: a layout whose peak shows by
+    how much they miss the capacity (None when their pins conflict)."""
+    by_id = {b.id: b for b in problem.buffers}
+    core_problem = Problem([by_id[buffer_id] for buffer_id in core])
+    instance = make_instance(core_problem, Params(), checks.fast_columns(core_problem))
+    if pin_conflict(instance, None) is not None:
+        return None
+    offsets, _ = Baselines(instance).best(["best-fit"])
+    return validated(instance, offsets, None, "greedy placement")
 
 
 def _summary(status: Status, peak: int | None, load: int, seconds: float, algorithm: str) -> str:

@@ -31,7 +31,6 @@ import csv
 import io
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from telamalloc.files import write_atomically
 from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError, columns_of
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
@@ -420,7 +420,7 @@ def write_solution(
     if fast is None:
         fast = _solution_text(problem, offsets, columns)
     if fast is not None:
-        _write_atomically(os.fspath(path), fast)
+        write_atomically(path, fast)
         return
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
@@ -439,7 +439,7 @@ def write_solution(
             "offset": offset,
         }
         writer.writerow([values[column] for column in columns])
-    _write_atomically(os.fspath(path), out.getvalue())
+    write_atomically(path, out.getvalue(), newline="")
 
 
 _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
@@ -548,24 +548,4 @@ def write_problem(path: str | os.PathLike, problem: Problem) -> None:
             "offset": "" if buffer.offset is None else buffer.offset,
         }
         writer.writerow([values[column] for column in columns])
-    _write_atomically(os.fspath(path), out.getvalue())
-
-
-def _write_atomically(path: str, text: str | bytes) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".csv", dir=directory)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        if isinstance(text, bytes):
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(text)
-        else:
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as stream:
-                stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, out.getvalue(), newline="")

@@ -345,6 +345,7 @@ class Solution:
     fallback: bool = False  # TIMEOUT: offsets come from a heuristic, not the exact search
     overload: Overload | None = None  # INFEASIBLE by LOAD: the overloaded point
     core: tuple[Hashable, ...] | None = None  # INFEASIBLE below LOAD: buffers that cannot fit together
+    core_offsets: tuple[int, ...] | None = None  # with a core: a best-fit layout of its buffers (core order), above the capacity
     lower_bound: int | None = None  # minimize mode: the highest peak proved necessary (== peak when optimal)
     message: str = ""  # a one-line human summary of the result
     optimum: int | None = None  # minimize mode: the proved minimal peak (None when not proved, and in fit mode)

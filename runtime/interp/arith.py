@@ -33,8 +33,8 @@ from xdsl.ir import Attribute, Operation
 
 from telamalloc.runtime.interp.machine import (
     InterpreterError,
-    _integer_width,
-    _signed,
+    integer_width,
+    to_signed,
 )
 
 
@@ -73,7 +73,7 @@ def int_to_float(type_: Attribute, value: int) -> float:
 
 
 def _width(op: Operation) -> int:
-    return _integer_width(op.results[0].type)
+    return integer_width(op.results[0].type)
 
 
 def _unsigned(value: int, width: int) -> int:
@@ -144,12 +144,12 @@ class ArithExtraFunctions(InterpreterFunctions):
 
     @impl(arith.SIToFPOp)
     def run_sitofp(self, interpreter: Interpreter, op: arith.SIToFPOp, args: PythonValues) -> PythonValues:
-        width = _integer_width(op.operands[0].type)
-        return (int_to_float(op.results[0].type, _signed(args[0], width)),)
+        width = integer_width(op.operands[0].type)
+        return (int_to_float(op.results[0].type, to_signed(args[0], width)),)
 
     @impl(arith.UIToFPOp)
     def run_uitofp(self, interpreter: Interpreter, op: arith.UIToFPOp, args: PythonValues) -> PythonValues:
-        width = _integer_width(op.operands[0].type)
+        width = integer_width(op.operands[0].type)
         return (int_to_float(op.results[0].type, _unsigned(args[0], width)),)
 
     @impl(arith.FPToSIOp)
@@ -160,61 +160,61 @@ class ArithExtraFunctions(InterpreterFunctions):
     @impl(arith.FPToUIOp)
     def run_fptoui(self, interpreter: Interpreter, op: arith.FPToUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        return (_signed(_fp_to_int(op, args[0], 0, 1 << width), width),)
+        return (to_signed(_fp_to_int(op, args[0], 0, 1 << width), width),)
 
     # --- integer division (xDSL's asserts on a zero divisor) ----------------------------
 
     @impl(arith.DivSIOp)
     def run_divsi(self, interpreter: Interpreter, op: arith.DivSIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        lhs, rhs = _signed(args[0], width), _signed(args[1], width)
+        lhs, rhs = to_signed(args[0], width), to_signed(args[1], width)
         _nonzero_divisor(op, rhs)
         quotient = abs(lhs) // abs(rhs)
-        return (_signed(quotient if (lhs >= 0) == (rhs > 0) else -quotient, width),)
+        return (to_signed(quotient if (lhs >= 0) == (rhs > 0) else -quotient, width),)
 
     @impl(arith.RemSIOp)
     def run_remsi(self, interpreter: Interpreter, op: arith.RemSIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        lhs, rhs = _signed(args[0], width), _signed(args[1], width)
+        lhs, rhs = to_signed(args[0], width), to_signed(args[1], width)
         _nonzero_divisor(op, rhs)
         quotient = abs(lhs) // abs(rhs)
         quotient = quotient if (lhs >= 0) == (rhs > 0) else -quotient
-        return (_signed(lhs - quotient * rhs, width),)
+        return (to_signed(lhs - quotient * rhs, width),)
 
     @impl(arith.FloorDivSIOp)
     def run_floordivsi(self, interpreter: Interpreter, op: arith.FloorDivSIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        lhs, rhs = _signed(args[0], width), _signed(args[1], width)
+        lhs, rhs = to_signed(args[0], width), to_signed(args[1], width)
         _nonzero_divisor(op, rhs)
-        return (_signed(lhs // rhs, width),)
+        return (to_signed(lhs // rhs, width),)
 
     @impl(arith.CeilDivSIOp)
     def run_ceildivsi(self, interpreter: Interpreter, op: arith.CeilDivSIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        lhs, rhs = _signed(args[0], width), _signed(args[1], width)
+        lhs, rhs = to_signed(args[0], width), to_signed(args[1], width)
         _nonzero_divisor(op, rhs)
-        return (_signed(-(-lhs // rhs), width),)
+        return (to_signed(-(-lhs // rhs), width),)
 
     @impl(arith.DivUIOp)
     def run_divui(self, interpreter: Interpreter, op: arith.DivUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
         lhs, rhs = _unsigned(args[0], width), _unsigned(args[1], width)
         _nonzero_divisor(op, rhs)
-        return (_signed(lhs // rhs, width),)
+        return (to_signed(lhs // rhs, width),)
 
     @impl(arith.RemUIOp)
     def run_remui(self, interpreter: Interpreter, op: arith.RemUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
         lhs, rhs = _unsigned(args[0], width), _unsigned(args[1], width)
         _nonzero_divisor(op, rhs)
-        return (_signed(lhs % rhs, width),)
+        return (to_signed(lhs % rhs, width),)
 
     @impl(arith.CeilDivUIOp)
     def run_ceildivui(self, interpreter: Interpreter, op: arith.CeilDivUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
         lhs, rhs = _unsigned(args[0], width), _unsigned(args[1], width)
         _nonzero_divisor(op, rhs)
-        return (_signed(-(-lhs // rhs), width),)
+        return (to_signed(-(-lhs // rhs), width),)
 
     # --- unsigned comparisons and shifts -----------------------------------------------
 
@@ -224,17 +224,17 @@ class ArithExtraFunctions(InterpreterFunctions):
         shift = _unsigned(args[1], width)
         if shift >= width:
             raise InterpreterError(f"'{op.name}' shifts a {width}-bit value by '{shift}' bits", op)
-        return (_signed(_unsigned(args[0], width) >> shift, width),)
+        return (to_signed(_unsigned(args[0], width) >> shift, width),)
 
     @impl(arith.MaxUIOp)
     def run_maxui(self, interpreter: Interpreter, op: arith.MaxUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        return (_signed(max(_unsigned(args[0], width), _unsigned(args[1], width)), width),)
+        return (to_signed(max(_unsigned(args[0], width), _unsigned(args[1], width)), width),)
 
     @impl(arith.MinUIOp)
     def run_minui(self, interpreter: Interpreter, op: arith.MinUIOp, args: PythonValues) -> PythonValues:
         width = _width(op)
-        return (_signed(min(_unsigned(args[0], width), _unsigned(args[1], width)), width),)
+        return (to_signed(min(_unsigned(args[0], width), _unsigned(args[1], width)), width),)
 
     # --- extended arithmetic -----------------------------------------------------------
 
@@ -244,15 +244,15 @@ class ArithExtraFunctions(InterpreterFunctions):
     ) -> PythonValues:
         width = _width(op)
         total = _unsigned(args[0], width) + _unsigned(args[1], width)
-        return (_signed(total, width), total >= 1 << width)
+        return (to_signed(total, width), total >= 1 << width)
 
     @impl(arith.MulSIExtendedOp)
     def run_mulsi_extended(
         self, interpreter: Interpreter, op: arith.MulSIExtendedOp, args: PythonValues
     ) -> PythonValues:
         width = _width(op)
-        product = _signed(args[0], width) * _signed(args[1], width)
-        return (_signed(product, width), _signed(product >> width, width))
+        product = to_signed(args[0], width) * to_signed(args[1], width)
+        return (to_signed(product, width), to_signed(product >> width, width))
 
     @impl(arith.MulUIExtendedOp)
     def run_mului_extended(
@@ -260,7 +260,7 @@ class ArithExtraFunctions(InterpreterFunctions):
     ) -> PythonValues:
         width = _width(op)
         product = _unsigned(args[0], width) * _unsigned(args[1], width)
-        return (_signed(product, width), _signed(product >> width, width))
+        return (to_signed(product, width), to_signed(product >> width, width))
 
     # --- floats --------------------------------------------------------------------------
 
@@ -281,18 +281,18 @@ class ArithExtraFunctions(InterpreterFunctions):
         if _is_float_type(source):
             float_dtype, int_dtype = _float_bits_dtype(source)
             bits = int(np.array(value, dtype=float_dtype).view(int_dtype)[()])
-            return (_signed(bits, _integer_width(result)),)
+            return (to_signed(bits, integer_width(result)),)
         if _is_float_type(result):
             float_dtype, int_dtype = _float_bits_dtype(result)
-            width = _integer_width(source)
-            return (float(np.array(_signed(value, width), dtype=int_dtype).view(float_dtype)[()]),)
+            width = integer_width(source)
+            return (float(np.array(to_signed(value, width), dtype=int_dtype).view(float_dtype)[()]),)
         if isinstance(source, IntegerType | IndexType):
-            return (_signed(value, _integer_width(result)),)
+            return (to_signed(value, integer_width(result)),)
         return (_bitcast_unsupported(op),)
 
     @impl(arith.TruncIOp)
     def run_trunci(self, interpreter: Interpreter, op: arith.TruncIOp, args: PythonValues) -> PythonValues:
-        return (_signed(args[0], _integer_width(op.results[0].type)),)
+        return (to_signed(args[0], integer_width(op.results[0].type)),)
 
     @impl(arith.ExtSIOp)
     def run_extsi(self, interpreter: Interpreter, op: arith.ExtSIOp, args: PythonValues) -> PythonValues:
@@ -300,8 +300,8 @@ class ArithExtraFunctions(InterpreterFunctions):
 
     @impl(arith.ExtUIOp)
     def run_extui(self, interpreter: Interpreter, op: arith.ExtUIOp, args: PythonValues) -> PythonValues:
-        width = _integer_width(op.operands[0].type)
-        return (_signed(int(args[0]) % (1 << width), _integer_width(op.results[0].type)),)
+        width = integer_width(op.operands[0].type)
+        return (to_signed(int(args[0]) % (1 << width), integer_width(op.results[0].type)),)
 
     @impl(arith.ExtFOp)
     def run_extf(self, interpreter: Interpreter, op: arith.ExtFOp, args: PythonValues) -> PythonValues:

@@ -47,7 +47,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import InterpretationError
 
-from telamalloc.runtime.interp.machine import InterpreterError, Machine, MemRef, _integer_width, _wrapped
+from telamalloc.runtime.interp.machine import InterpreterError, Machine, MemRef, integer_width, wrapped_integer
 from telamalloc.runtime.interp.scf import parallel_ranges, run_parallel_op_by_op
 
 _FORMATS = {
@@ -72,7 +72,7 @@ def _access_state(op: Operation, value: MemRef, rank: int) -> tuple[Any, ...]:
     """What a compiled load or store of `rank` indices needs of `value`, as one tuple:
     (data, shadow, offset, *shape, *strides, unpack, pack, pattern, size, mode, half, mask,
     storage). `mode`: 0 a float32/float64 stored with `struct`, 1 a signed and 2 an unsigned
-    integer (wrapped to `mask` as `machine._wrapped` does), 3 through numpy (f16, i1)."""
+    integer (wrapped to `mask` as `machine.wrapped_integer` does), 3 through numpy (f16, i1)."""
     if len(value.shape) != rank:
         raise InterpreterError(f"'{op.name}' gives {rank} indices for a rank-{len(value.shape)} memref", op)
     dtype = value.dtype
@@ -94,11 +94,11 @@ def _access_state(op: Operation, value: MemRef, rank: int) -> tuple[Any, ...]:
 
 
 def _bounds_error(op: Operation, value: MemRef, indices: tuple[int, ...]) -> InterpreterError:
-    from telamalloc.runtime.interp.machine import _shape_text
+    from telamalloc.runtime.interp.machine import shape_text
 
     return InterpreterError(
         f"'{op.name}' index [{', '.join(str(i) for i in indices)}] is out of "
-        f"bounds for '{value.type}' (shape {_shape_text(value.shape)})",
+        f"bounds for '{value.type}' (shape {shape_text(value.shape)})",
         op,
     )
 
@@ -162,7 +162,7 @@ def _accessor_factory(kind: str, rank: int, shadow: bool) -> Callable[..., Calla
 def _numpy_store(value: MemRef, address: int, element: Any) -> None:
     """A store the way `MemRefFunctions.run_store` does it (NaN, overflow, f16, i1)."""
     with np.errstate(over="ignore"):
-        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = _wrapped(element, value.dtype)
+        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = wrapped_integer(element, value.dtype)
 
 
 # --------------------------------------------------------------------------------------
@@ -347,7 +347,7 @@ class _Generator:
         if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp) and isinstance(
             result_type, IntegerType | IndexType
         ):
-            width = _integer_width(result_type)
+            width = integer_width(result_type)
             symbol = {arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*"}[type(op)]
             half, mask = 1 << (width - 1), (1 << width) - 1
             return f"((({operands[0]} {symbol} {operands[1]}) + {half}) & {mask}) - {half}"
@@ -360,7 +360,7 @@ class _Generator:
         if isinstance(op, arith.CmpiOp) and isinstance(op.lhs.type, IntegerType | IndexType):
             predicate = op.predicate.value.data
             if predicate <= 5:
-                width = _integer_width(op.lhs.type)
+                width = integer_width(op.lhs.type)
                 half, mask = 1 << (width - 1), (1 << width) - 1
                 symbol = ("==", "!=", "<", "<=", ">", ">=")[predicate]
                 lhs = f"((({operands[0]}) + {half}) & {mask}) - {half}"
@@ -410,10 +410,10 @@ class CompiledNest:
                 error.op = self._failing_op(sys.exc_info()[2])
             raise
         except InterpretationError as error:
-            from telamalloc.runtime.interp.run import _interpretation_message
+            from telamalloc.runtime.interp.run import interpretation_message
 
             op = self._failing_op(sys.exc_info()[2])
-            raise InterpreterError(_interpretation_message(op, error), op) from None
+            raise InterpreterError(interpretation_message(op, error), op) from None
         except (ZeroDivisionError, OverflowError) as error:
             op = self._failing_op(sys.exc_info()[2])
             raise InterpreterError(f"'{op.name}' failed: {error}", op) from None

@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from telamalloc.dialects import scratchpad
-from telamalloc.exit_status import ExitStatus
+from telamalloc.errors import ErrorKind
 
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
@@ -75,18 +75,19 @@ MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer 
 class InterpreterError(Exception):
     """A program the interpreter cannot run: a user error with the op it is about.
 
-    `exit_status` is what a driver exits with: bad input by default; "no" for a shadow
-    violation or a plan that does not fit, "timeout" for a plan not found in time.
+    `kind` says what went wrong (a driver maps it to its exit status): bad input by
+    default; "no" for a shadow violation or a plan that does not fit, "timeout" for a plan
+    not found in time.
     """
 
-    exit_status = ExitStatus.BAD_INPUT
+    kind = ErrorKind.BAD_INPUT
 
-    def __init__(self, message: str, op: Operation | None = None, exit_status: ExitStatus | None = None):
+    def __init__(self, message: str, op: Operation | None = None, kind: ErrorKind | None = None):
         super().__init__(message)
         self.message = message
         self.op = op
-        if exit_status is not None:
-            self.exit_status = exit_status
+        if kind is not None:
+            self.kind = kind
 
     def located(self, fallback: str = "<input>") -> str:
         """`file:line:col: error: message` (the op's location, else `fallback`)."""
@@ -96,7 +97,7 @@ class InterpreterError(Exception):
 class ShadowViolation(InterpreterError):
     """A buffer read bytes that another buffer (or nobody) wrote last."""
 
-    exit_status = ExitStatus.NO
+    kind = ErrorKind.NO
 
 
 def op_location(op: Operation | None, fallback: str = "<input>") -> str:
@@ -133,29 +134,29 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
     )
 
 
-def _integer_width(type_: Attribute) -> int:
+def integer_width(type_: Attribute) -> int:
     if isinstance(type_, IndexType):
         return 64
     assert isinstance(type_, IntegerType)
     return type_.width.data
 
 
-def _signed(value: int, width: int) -> int:
+def to_signed(value: int, width: int) -> int:
     """`value` reduced to a signed `width`-bit integer (two's complement)."""
     value = int(value) % (1 << width)
     return value - (1 << width) if value >= 1 << (width - 1) else value
 
 
-def _wrapped(value: Any, dtype: np.dtype) -> Any:
+def wrapped_integer(value: Any, dtype: np.dtype) -> Any:
     """An integer reduced to the range of an integer `dtype` (two's complement), as the
     bits of an `iN` value are the same whether read as signed or unsigned."""
     if dtype.kind not in "iu" or isinstance(value, float):
         return value
     bits = 8 * dtype.itemsize
-    return _signed(value, bits) if dtype.kind == "i" else int(value) % (1 << bits)
+    return to_signed(value, bits) if dtype.kind == "i" else int(value) % (1 << bits)
 
 
-def _scalar(value: Any) -> int | float:
+def python_scalar(value: Any) -> int | float:
     """A numpy scalar as the Python value xDSL's arith interpreter works on."""
     if isinstance(value, np.floating):
         return float(value)
@@ -166,7 +167,7 @@ def _scalar(value: Any) -> int | float:
 # Storage and memref values
 
 
-def _check_storage_size(name: str, size: int) -> None:
+def check_storage_size(name: str, size: int) -> None:
     """The interpreter keeps every byte (and a 4-byte shadow per byte) in host memory, so
     it refuses blocks beyond `MAX_STORAGE_BYTES` instead of exhausting the host."""
     if size > MAX_STORAGE_BYTES:
@@ -193,7 +194,7 @@ class Storage:
 
     @classmethod
     def zeros(cls, name: str, size: int) -> Storage:
-        _check_storage_size(name, size)
+        check_storage_size(name, size)
         return cls(name, _aligned_bytes(size), np.full(size, UNWRITTEN, dtype=np.int32))
 
     @property
@@ -257,7 +258,7 @@ def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ..
     return tuple(reversed(strides))
 
 
-def _shape_text(shape: Sequence[int]) -> str:
+def shape_text(shape: Sequence[int]) -> str:
     """A shape as MLIR writes it, quoted: `'4x16'` (`'scalar'` for rank 0)."""
     return "'" + ("x".join(str(dim) for dim in shape) if shape else "scalar") + "'"
 
@@ -449,7 +450,7 @@ class Machine:
             if not 0 <= index < dim:
                 raise InterpreterError(
                     f"'{op.name}' index [{', '.join(str(i) for i in indices)}] is out of "
-                    f"bounds for '{value.type}' (shape {_shape_text(value.shape)})",
+                    f"bounds for '{value.type}' (shape {shape_text(value.shape)})",
                     op,
                 )
         return value.offset + sum(i * s for i, s in zip(indices, value.strides))
@@ -459,7 +460,7 @@ class Machine:
 # Op implementations
 
 
-def _buffer_name(op: Operation, value: SSAValue, fallback: str) -> str:
+def buffer_name(op: Operation, value: SSAValue, fallback: str) -> str:
     tag = op.attributes.get(BUFFER_TAG)
     if isinstance(tag, StringAttr):
         return tag.data
@@ -468,13 +469,13 @@ def _buffer_name(op: Operation, value: SSAValue, fallback: str) -> str:
     return fallback
 
 
-def _memref_type(value: SSAValue) -> MemRefType[Attribute]:
+def memref_type_of(value: SSAValue) -> MemRefType[Attribute]:
     type_ = value.type
     assert isinstance(type_, MemRefType)
     return type_
 
 
-def _resolve_shape(op: Operation, type_: MemRefType[Attribute], dynamic: Sequence[int]) -> tuple[int, ...]:
+def resolve_shape(op: Operation, type_: MemRefType[Attribute], dynamic: Sequence[int]) -> tuple[int, ...]:
     shape = list(type_.get_shape())
     sizes = iter(dynamic)
     for index, dim in enumerate(shape):
@@ -486,7 +487,7 @@ def _resolve_shape(op: Operation, type_: MemRefType[Attribute], dynamic: Sequenc
     return tuple(shape)
 
 
-def _is_arena(op: Operation) -> bool:
+def is_arena(op: Operation) -> bool:
     """A 1-D `i8` allocation that views are cut from: an arena of the lowered form."""
     if isinstance(op, scratchpad.ArenaOp):
         return True
@@ -494,7 +495,7 @@ def _is_arena(op: Operation) -> bool:
         return False
     if ARENA_MARK in op.attributes:
         return True
-    type_ = _memref_type(op.memref)
+    type_ = memref_type_of(op.memref)
     if type_.element_type != builtin.i8 or len(type_.get_shape()) != 1:
         return False
     if DYNAMIC_INDEX in type_.get_shape():
@@ -502,7 +503,7 @@ def _is_arena(op: Operation) -> bool:
     return any(isinstance(use.operation, memref.ViewOp | scratchpad.ViewOp) for use in op.memref.uses)
 
 
-def _memory_key(type_: MemRefType[Attribute]) -> str | None:
+def memory_key(type_: MemRefType[Attribute]) -> str | None:
     """The memory a planned buffer or arena of `type_` lives in (None: main memory)."""
     space = type_.memory_space
     if isinstance(space, scratchpad.ScratchpadSpaceAttr):
@@ -519,7 +520,7 @@ def place_arena(
     dtype: np.dtype,
 ) -> MemRef:
     """An arena in its scratchpad memory; one place per arena op, kept across executions."""
-    key = _memory_key(type_)
+    key = memory_key(type_)
     memory = machine.memory(key)
     if op not in machine.arena_bases:
         top = machine.arena_top.get(key, 0)
@@ -539,7 +540,7 @@ def place_arena(
     base = machine.arena_bases[op]
     # A (re)executed allocation starts uninitialized.
     memory.shadow[base : base + size] = UNWRITTEN
-    name = _buffer_name(op, result, f"arena@{op_location(op, '?')}")
+    name = buffer_name(op, result, f"arena@{op_location(op, '?')}")
     return MemRef(memory, machine.buffer_id(name), base, (size,), (1,), dtype, type_)
 
 
@@ -572,9 +573,9 @@ def make_view(
     sizes: Sequence[int],
 ) -> MemRef:
     """A typed view at `byte_shift` bytes into the 1-D i8 `source`; a new buffer identity."""
-    type_ = _memref_type(result)
+    type_ = memref_type_of(result)
     dtype = numpy_dtype(type_.element_type)
-    shape = _resolve_shape(op, type_, sizes)
+    shape = resolve_shape(op, type_, sizes)
     size = math.prod(shape) * dtype.itemsize
     arena_size = source.shape[0] if source.shape else 0
     if byte_shift < 0 or byte_shift + size > arena_size:
@@ -586,7 +587,7 @@ def make_view(
     if source.strides not in ((1,), ()) and arena_size > 1:
         raise InterpreterError(f"'{op.name}' source must be a contiguous 1-D i8 memref", op)
     offset = source.offset + byte_shift
-    name = _buffer_name(op, result, f"view@{op_location(op, '?')}")
+    name = buffer_name(op, result, f"view@{op_location(op, '?')}")
     return MemRef(
         source.storage,
         machine.buffer_id(name),
@@ -601,8 +602,8 @@ def make_view(
 def copy_between(machine: Machine, op: Operation, source: MemRef, destination: MemRef) -> None:
     if source.shape != destination.shape:
         raise InterpreterError(
-            f"'{op.name}' copies shape {_shape_text(source.shape)} into shape "
-            f"{_shape_text(destination.shape)}",
+            f"'{op.name}' copies shape {shape_text(source.shape)} into shape "
+            f"{shape_text(destination.shape)}",
             op,
         )
     machine.check_read(op, source, "source")

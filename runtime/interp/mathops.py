@@ -25,7 +25,7 @@ from xdsl.interpreter import Interpreter, InterpreterFunctions, PythonValues, im
 from xdsl.ir import Attribute, Operation
 
 from telamalloc.runtime.interp import detmath
-from telamalloc.runtime.interp.machine import InterpreterError, _integer_width, _signed
+from telamalloc.runtime.interp.machine import InterpreterError, integer_width, to_signed
 
 _FLOAT_DTYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
 
@@ -80,7 +80,7 @@ def _unsigned(value: int, width: int) -> int:
 
 def _integer_functions(op: Operation, width: int) -> Callable[..., int] | None:
     if isinstance(op, math.AbsIOp):
-        return lambda a: _signed(abs(_signed(a, width)), width)
+        return lambda a: to_signed(abs(to_signed(a, width)), width)
     if isinstance(op, math.CountLeadingZerosOp):
         return lambda a: width - _unsigned(a, width).bit_length()
     if isinstance(op, math.CountTrailingZerosOp):
@@ -93,7 +93,7 @@ def _integer_functions(op: Operation, width: int) -> Callable[..., int] | None:
         return lambda a: bin(_unsigned(a, width)).count("1")
     if isinstance(op, math.IPowIOp):
         def ipowi(base: int, exponent: int) -> int:
-            base, exponent = _signed(base, width), _signed(exponent, width)
+            base, exponent = to_signed(base, width), to_signed(exponent, width)
             if exponent < 0:  # MLIR: 1 for base 1, +-1 for base -1, division by zero for 0, else 0
                 if base == 0:
                     raise InterpreterError(f"'{op.name}' raises zero to the negative power '{exponent}'", op)
@@ -102,7 +102,7 @@ def _integer_functions(op: Operation, width: int) -> Callable[..., int] | None:
                 if base == -1:
                     return -1 if exponent % 2 else 1
                 return 0
-            return _signed(pow(base, exponent, 1 << width), width)
+            return to_signed(pow(base, exponent, 1 << width), width)
 
         return ipowi
     return None
@@ -135,7 +135,7 @@ def scalar_function(op: Operation) -> Callable[..., int | float] | None:
         type_ = op.results[0].type
         if not isinstance(type_, IntegerType | IndexType):
             raise InterpreterError(f"'{op.name}' on type '{type_}' is not supported by the interpreter", op)
-        return _integer_functions(op, _integer_width(type_))
+        return _integer_functions(op, integer_width(type_))
     return None
 
 

@@ -31,13 +31,13 @@ from telamalloc.runtime.interp.machine import (
     Machine,
     MemRef,
     Storage,
-    _buffer_name,
-    _is_arena,
-    _memory_key,
-    _memref_type,
-    _resolve_shape,
-    _scalar,
-    _wrapped,
+    buffer_name,
+    is_arena,
+    memory_key,
+    memref_type_of,
+    resolve_shape,
+    python_scalar,
+    wrapped_integer,
     contiguous_strides,
     copy_between,
     make_view,
@@ -56,20 +56,20 @@ class MemRefFunctions(InterpreterFunctions):
         self.machine = machine
 
     def _allocate(self, op: Operation, result: SSAValue, dynamic: Sequence[int]) -> MemRef:
-        type_ = _memref_type(result)
+        type_ = memref_type_of(result)
         dtype = numpy_dtype(type_.element_type)
-        shape = _resolve_shape(op, type_, dynamic)
-        if _is_arena(op):
+        shape = resolve_shape(op, type_, dynamic)
+        if is_arena(op):
             return place_arena(self.machine, op, result, type_, shape[0], dtype)
         size = math.prod(shape) * dtype.itemsize
-        name = _buffer_name(op, result, f"{op.name}@{op_location(op, '?')}")
+        name = buffer_name(op, result, f"{op.name}@{op_location(op, '?')}")
         buffer = self.machine.buffer_id(name)
         strides = contiguous_strides(shape, dtype.itemsize)
         offset = op.attributes.get(PLANNED_OFFSET_ATTR)
         if not isinstance(offset, IntegerAttr) or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", size)
             return MemRef(storage, buffer, 0, shape, strides, dtype, type_)
-        memory = place_planned(self.machine, op, name, _memory_key(type_), offset.value.data, size)
+        memory = place_planned(self.machine, op, name, memory_key(type_), offset.value.data, size)
         return MemRef(memory, buffer, offset.value.data, shape, strides, dtype, type_)
 
     @impl(memref.AllocOp)
@@ -90,13 +90,13 @@ class MemRefFunctions(InterpreterFunctions):
         address = self.machine.element_address(op, value, indices)
         self.machine.check_read_element(op, value, address)
         element = np.frombuffer(value.storage.data, value.dtype, 1, address)[0]
-        return (_scalar(element),)
+        return (python_scalar(element),)
 
     @impl(memref.StoreOp)
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
         element, value, *indices = args
         address = self.machine.element_address(op, value, indices)
-        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = _wrapped(
+        np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = wrapped_integer(
             element, value.dtype
         )
         self.machine.record_write_element(value, address)
@@ -129,33 +129,33 @@ class MemRefFunctions(InterpreterFunctions):
                 )
         byte_offset = source.offset + sum(o * s for o, s in zip(offsets, source.strides))
         byte_strides = [s * step for s, step in zip(source.strides, strides)]
-        result_type = _memref_type(op.result)
+        result_type = memref_type_of(op.result)
         shape, byte_strides = _rank_reduce(sizes, byte_strides, result_type.get_shape())
         return (source.with_view(byte_offset, shape, byte_strides, result_type),)
 
     @impl(memref.CastOp)
     def run_cast(self, interpreter: Interpreter, op: memref.CastOp, args: PythonValues) -> PythonValues:
         source: MemRef = args[0]
-        return (source.with_view(source.offset, source.shape, source.strides, _memref_type(op.dest)),)
+        return (source.with_view(source.offset, source.shape, source.strides, memref_type_of(op.dest)),)
 
     @impl(memref.MemorySpaceCastOp)
     def run_memory_space_cast(
         self, interpreter: Interpreter, op: memref.MemorySpaceCastOp, args: PythonValues
     ) -> PythonValues:
         source: MemRef = args[0]
-        return (source.with_view(source.offset, source.shape, source.strides, _memref_type(op.dest)),)
+        return (source.with_view(source.offset, source.shape, source.strides, memref_type_of(op.dest)),)
 
     @impl(memref.CollapseShapeOp)
     def run_collapse_shape(
         self, interpreter: Interpreter, op: memref.CollapseShapeOp, args: PythonValues
     ) -> PythonValues:
-        return (_reshape(op, args[0], _memref_type(op.result)),)
+        return (_reshape(op, args[0], memref_type_of(op.result)),)
 
     @impl(memref.ExpandShapeOp)
     def run_expand_shape(
         self, interpreter: Interpreter, op: memref.ExpandShapeOp, args: PythonValues
     ) -> PythonValues:
-        return (_reshape(op, args[0], _memref_type(op.result)),)
+        return (_reshape(op, args[0], memref_type_of(op.result)),)
 
     @impl(memref.DimOp)
     def run_dim(self, interpreter: Interpreter, op: memref.DimOp, args: PythonValues) -> PythonValues:
@@ -176,7 +176,7 @@ class MemRefFunctions(InterpreterFunctions):
         if symbol not in self.machine.globals:
             self.machine.globals[symbol] = _global_value(self.machine, op, symbol)
         value = self.machine.globals[symbol]
-        return (value.with_view(value.offset, value.shape, value.strides, _memref_type(op.memref)),)
+        return (value.with_view(value.offset, value.shape, value.strides, memref_type_of(op.memref)),)
 
 
 def _rank_reduce(

@@ -64,11 +64,11 @@ from telamalloc.runtime.interp.machine import (
     MemRef,
     Storage,
     Violation,
-    _check_storage_size,
-    _is_arena,
-    _memref_type,
-    _scalar,
-    _shape_text,
+    check_storage_size,
+    is_arena,
+    memref_type_of,
+    python_scalar,
+    shape_text,
     contiguous_strides,
     numpy_dtype,
 )
@@ -182,7 +182,7 @@ def random_inputs(function: func.FuncOp, seed: int = DEFAULT_SEED) -> list[np.nd
         shape, element_type = _argument_shape(function, index, type_)
         dtype = numpy_dtype(element_type)
         try:
-            _check_storage_size(f"argument {argument_name(function, index)} '{type_}'", math.prod(shape) * dtype.itemsize)
+            check_storage_size(f"argument {argument_name(function, index)} '{type_}'", math.prod(shape) * dtype.itemsize)
         except InterpreterError as error:
             raise InterpreterError(error.message, function) from None
         rng = np.random.default_rng([seed, index])
@@ -217,7 +217,7 @@ def _argument_shape(function: func.FuncOp, index: int, type_: Attribute) -> tupl
     )
 
 
-def _capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | None:
+def capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | None:
     """`capacity` if given (it overrides the target, as the pass option does), else the
     capacity of the function's `#scratchpad.target`, else None (no limit)."""
     if capacity is not None:
@@ -237,14 +237,14 @@ def _memory_size(module: ModuleOp) -> int:
     for op in module.walk():
         if isinstance(op, scratchpad.ArenaOp):
             arenas += -(-op.byte_size // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        elif isinstance(op, memref.AllocOp | memref.AllocaOp) and _is_arena(op):
-            size = _memref_type(op.memref).get_shape()[0]
+        elif isinstance(op, memref.AllocOp | memref.AllocaOp) and is_arena(op):
+            size = memref_type_of(op.memref).get_shape()[0]
             arenas += -(-max(size, 0) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
         elif isinstance(op, scratchpad.AllocOp) and op.offset is not None:
             planned_top = max(planned_top, op.offset.value.data + op.byte_size())
         elif isinstance(op, memref.AllocOp | memref.AllocaOp):
             offset = op.attributes.get(PLANNED_OFFSET_ATTR)
-            type_ = _memref_type(op.memref)
+            type_ = memref_type_of(op.memref)
             if not isinstance(offset, IntegerAttr):
                 continue
             bound = op.attributes.get(PLANNED_BOUND_ATTR)
@@ -314,7 +314,7 @@ def run_program(
             function,
         )
     machine = Machine(
-        capacity=_capacity_in_force(function, capacity),
+        capacity=capacity_in_force(function, capacity),
         memory_size=_memory_size(module),
         honor_offsets=honor_offsets,
         shadow=shadow,
@@ -352,7 +352,7 @@ def run_program(
         raise
     except InterpretationError as error:
         op = stack.ops[-1] if stack.ops else function
-        raise InterpreterError(_interpretation_message(op, error), op) from None
+        raise InterpreterError(interpretation_message(op, error), op) from None
     except (ZeroDivisionError, OverflowError) as error:
         op = stack.ops[-1] if stack.ops else function
         raise InterpreterError(f"'{op.name}' failed: {error}", op) from None
@@ -391,7 +391,7 @@ def _check_supported(function: func.FuncOp, interpreter: Interpreter) -> None:
             raise InterpreterError(unsupported_message(op), op)
 
 
-def _interpretation_message(op: Operation, error: InterpretationError) -> str:
+def interpretation_message(op: Operation, error: InterpretationError) -> str:
     text = " ".join(str(error).split())
     if "Could not find interpretation function" in text:
         return unsupported_message(op)
@@ -405,7 +405,7 @@ def _argument_value(
     dtype = numpy_dtype(element_type)
     if array.shape != shape:
         raise InterpreterError(
-            f"input #{index} has shape {_shape_text(array.shape)} but argument "
+            f"input #{index} has shape {shape_text(array.shape)} but argument "
             f"{argument_name(function, index)} of '@{function.sym_name.data}' is '{type_}'",
             function,
         )
@@ -420,7 +420,7 @@ def _argument_value(
             )
         array = array.astype(dtype)
     if not isinstance(type_, MemRefType):
-        return _scalar(array[()])
+        return python_scalar(array[()])
     name = argument_name(function, index)
     if not scratchpad.is_main_memory_memref(type_) and not scratchpad.is_scratchpad_memref(type_):
         raise InterpreterError(
@@ -451,7 +451,7 @@ def _argument_shape_for_input(
         static = type_.get_shape()
         if len(static) != array.ndim or any(s not in (DYNAMIC_INDEX, a) for s, a in zip(static, array.shape)):
             raise InterpreterError(
-                f"input #{index} has shape {_shape_text(array.shape)} but argument "
+                f"input #{index} has shape {shape_text(array.shape)} but argument "
                 f"{argument_name(function, index)} is '{type_}'",
                 function,
             )

@@ -34,11 +34,11 @@ from telamalloc.runtime.interp.machine import (
     Machine,
     MemRef,
     Storage,
-    _buffer_name,
-    _memory_key,
-    _memref_type,
-    _resolve_shape,
-    _shape_text,
+    buffer_name,
+    memory_key,
+    memref_type_of,
+    resolve_shape,
+    shape_text,
     contiguous_strides,
     copy_between,
     make_view,
@@ -82,23 +82,23 @@ class ScratchpadFunctions(InterpreterFunctions):
     def run_alloc(self, interpreter: Interpreter, op: scratchpad.AllocOp, args: PythonValues) -> PythonValues:
         type_ = op.memref_type
         dtype = numpy_dtype(type_.element_type)
-        shape = _resolve_shape(op, type_, args)
+        shape = resolve_shape(op, type_, args)
         size = math.prod(shape) * dtype.itemsize
         reserved = op.byte_size()
         if size > reserved:
             raise InterpreterError(
-                f"dynamic shape {_shape_text(shape)} needs '{size}' bytes but the declared "
+                f"dynamic shape {shape_text(shape)} needs '{size}' bytes but the declared "
                 f"bound is '{reserved}'; raise the 'bound'",
                 op,
             )
-        name = _buffer_name(op, op.memref, f"scratchpad.alloc@{op_location(op, '?')}")
+        name = buffer_name(op, op.memref, f"scratchpad.alloc@{op_location(op, '?')}")
         buffer = self.machine.buffer_id(name)
         strides = contiguous_strides(shape, dtype.itemsize)
         offset = op.offset.value.data if op.offset is not None else None
         if offset is None or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", reserved)
             return (MemRef(storage, buffer, 0, shape, strides, dtype, type_),)
-        memory = place_planned(self.machine, op, name, _memory_key(type_), offset, reserved)
+        memory = place_planned(self.machine, op, name, memory_key(type_), offset, reserved)
         return (MemRef(memory, buffer, offset, shape, strides, dtype, type_),)
 
     @impl(scratchpad.DeallocOp)
@@ -134,7 +134,7 @@ class ScratchpadFunctions(InterpreterFunctions):
 
     @impl(scratchpad.ArenaOp)
     def run_arena(self, interpreter: Interpreter, op: scratchpad.ArenaOp, args: PythonValues) -> PythonValues:
-        type_ = _memref_type(op.arena)
+        type_ = memref_type_of(op.arena)
         return (place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8)),)
 
     @impl(scratchpad.ViewOp)

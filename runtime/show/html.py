@@ -17,7 +17,7 @@
   (core) so that the chart shows them crossing the capacity line.
 
 `write_pages(path, pages)` writes one page with a tab per plan (tela-plan's `html=` option
-goes through `telamalloc.passes.tela_plan.write_plan_viewer`, which adds each buffer's op
+goes through `telamalloc.passes.write_plan_viewer`, which adds each buffer's op
 and source location as `BufferSource`s; this module imports no xDSL). The viewer's script
 and style are package data (`viewer/viewer.js`, `viewer/viewer.css`) inlined into the page; the data is one JSON object in a
 `<script type="application/json">` element. Output is deterministic: the same plan gives a
@@ -36,9 +36,10 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from telamalloc.runtime.alloc.problem import Buffer, Mode, Problem, Solution
+from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 from telamalloc.runtime.show.plot import load_curve
-from telamalloc.runtime.show.report import build_report, open_atomically, report_to_dict
+from telamalloc.files import open_atomically
+from telamalloc.runtime.show.report import build_report, report_to_dict
 
 FORMAT_VERSION = 1
 EXACT_INTEGER = 2**53  # larger integers lose precision as JavaScript numbers: written as strings
@@ -269,17 +270,6 @@ def _explanation(problem: Problem, solution: Solution, index: dict) -> dict | No
         }
     if solution.core:
         members = [index[buffer_id] for buffer_id in solution.core]
-        return {"kind": "core", "buffers": members, "sketch": _core_sketch(problem, members), "message": solution.message}
+        sketch = None if solution.core_offsets is None else _ints(solution.core_offsets)
+        return {"kind": "core", "buffers": members, "sketch": sketch, "message": solution.message}
     return None
-
-
-def _core_sketch(problem: Problem, members: list[int]) -> list[int | str] | None:
-    """The core placed by best-fit with no capacity: a layout whose peak exceeds the capacity."""
-    from telamalloc.runtime.alloc.api import solve
-
-    core = Problem([Buffer(b.id, b.start, b.end, b.size, b.alignment, b.offset) for b in (problem.buffers[m] for m in members)])
-    try:
-        sketch = solve(core, mode=Mode.MINIMIZE, algorithm="best-fit")
-    except ValueError:
-        return None
-    return None if sketch.offsets is None else _ints(sketch.offsets)

@@ -29,7 +29,8 @@ from collections.abc import Sequence
 
 from telamalloc.extras import install_hint
 from telamalloc.runtime.alloc.problem import Problem, Solution
-from telamalloc.runtime.show.report import human_bytes, open_atomically
+from telamalloc.files import open_atomically
+from telamalloc.runtime.show.report import human_bytes
 from telamalloc.runtime.alloc.validate import compute_load
 
 FORMATS = {".svg": "svg", ".png": "png"}

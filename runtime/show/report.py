@@ -30,13 +30,9 @@ has no layout.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import IO
 
 from telamalloc.runtime.alloc.problem import Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
@@ -249,45 +245,3 @@ def _text_block(report: Report) -> str:
     if report.message is not None:
         lines.append(f"  message:       {report.message}")
     return "\n".join(lines) + "\n"
-
-
-# --------------------------------------------------------------------------------------
-# Output files
-
-
-@contextlib.contextmanager
-def open_atomically(path: str, binary: bool = False) -> Iterator[IO]:
-    """A stream whose contents replace `path` only when the block completes.
-
-    Writes a hidden temporary file beside `path` and moves it into place, so a reader
-    never sees half a file and a failure leaves no file. The file gets the permissions the
-    umask gives a new file. An OSError names `path`, never the temporary file.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    try:
-        descriptor, temporary = tempfile.mkstemp(prefix=".tela-", dir=directory)
-    except OSError as error:
-        raise OSError(error.errno, error.strerror, path) from None
-    try:
-        with os.fdopen(descriptor, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as stream:
-            yield stream
-        mask = os.umask(0o022)
-        os.umask(mask)
-        os.chmod(temporary, 0o666 & ~mask)
-        os.replace(temporary, path)
-    except OSError as error:
-        _remove(temporary)
-        raise OSError(error.errno, error.strerror, path) from None
-    except BaseException:
-        _remove(temporary)
-        raise
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-def write_text_atomically(path: str, text: str) -> None:
-    with open_atomically(path) as stream:
-        stream.write(text)

@@ -24,7 +24,8 @@ from telamalloc.runtime.interp import detmath
 from telamalloc.runtime.interp import run_program
 from telamalloc.verification import plan_and_lower
 from telamalloc.runtime.interp.kernels import run_kernel
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +63,7 @@ def cpu_setting() -> str:
 def example_cases() -> list[tuple[str, str]]:
     cases = []
     for path in sorted((ROOT / "examples").glob("*.mlir")):
-        module = parse_program(path.read_text(), str(path))
+        module = parse_program(make_context(), path.read_text(), str(path))
         before = run_program(module)
         lowered = module.clone()
         plan_and_lower(lowered, None, "spill")  # spill.mlir needs it; the others fit as they are
@@ -119,7 +120,7 @@ def random_program_cases(count: int) -> list[tuple[str, str]]:
     random_programs = _load("test_random_programs")
     cases = []
     for seed in range(count):
-        module = parse_program(random_programs.generate(seed), f"program {seed}")
+        module = parse_program(make_context(), random_programs.generate(seed), f"program {seed}")
         result = run_program(module)
         cases.append((f"program {seed}", digest(*(output.value for output in result.outputs))))
     return cases

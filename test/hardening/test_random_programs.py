@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from telamalloc.passes import plan_module
 from telamalloc.runtime.interp import InterpreterError
 from telamalloc.verification import verify_program
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 
 HARDENING = settings.get_profile("hardening")
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -255,7 +256,7 @@ def generate(seed: int) -> str:
 
 def plan_and_verify(text: str) -> str:
     """Plan at the tightest provable capacity and verify; return which capacity it was."""
-    module = parse_program(text, "random.mlir")
+    module = parse_program(make_context(), text, "random.mlir")
     probe = module.clone()
     plans = plan_module(probe, mode="minimize")
     assert len(plans) <= 1

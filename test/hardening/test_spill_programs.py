@@ -28,7 +28,8 @@ from telamalloc.passes import plan_module
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.interp import InterpreterError
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 from telamalloc.verification import verify_program
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -50,14 +51,14 @@ def generate(seed: int, depth: int | None = None) -> str:
 
 
 def load_of(text: str) -> int | None:
-    plans = plan_module(parse_program(text, "random.mlir"), mode="minimize")
+    plans = plan_module(parse_program(make_context(), text, "random.mlir"), mode="minimize")
     return plans[0].solution.load if plans else None
 
 
 def largest_op_need(text: str) -> int:
     """The most bytes one op's scratchpad buffers need with their alignments (straight-line
     code): a kernel's or DMA's operands, an allocation's own buffer."""
-    module = parse_program(text, "random.mlir")
+    module = parse_program(make_context(), text, "random.mlir")
     target = next(op for op in module.walk() if "scratchpad.target" in op.attributes).attributes["scratchpad.target"]
     need = 0
     for op in module.walk():
@@ -74,7 +75,7 @@ def largest_op_need(text: str) -> int:
 
 
 def spill_and_verify(text: str, capacity: int) -> str:
-    module = parse_program(text, "random.mlir")
+    module = parse_program(make_context(), text, "random.mlir")
     try:
         report = verify_program(module, capacity, on_overflow="spill")
     except InterpreterError as error:

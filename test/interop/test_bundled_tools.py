@@ -39,7 +39,7 @@ def test_the_readme_pipeline_into_mlir_opt(tmp_path):
 
 def test_without_the_extra_it_says_how_to_install_it(tmp_path):
     code = ("import sys; sys.modules['mlir'] = None\n"
-            "from telamalloc.interop.bundled_tools import mlir_opt\nsys.exit(mlir_opt())")
+            "from telamalloc.tools.mlir_tools import mlir_opt\nsys.exit(mlir_opt())")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert completed.returncode == 2
     assert completed.stderr.startswith("tela-mlir-opt: error: 'mlir-opt' is not installed in this environment; "

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.utils.exceptions import ParseError
 
 from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_generic, xdsl_context
-from telamalloc.interop import mlir_text
+from telamalloc import mlir_text
 from telamalloc.ir_text import parse_module_text
 from telamalloc.passes import plan_module
 from telamalloc.tools import tela_opt

@@ -12,14 +12,15 @@ from xdsl.dialects.builtin import IntegerAttr
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.passes import TelaPipelinePass, plan_module
 from telamalloc.runtime.interp import InterpreterError
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 from telamalloc.verification import verify_lowered, verify_program
 
 TWO = (Path(__file__).parent / "tela-pipeline-memories.mlir").read_text()
 
 
 def parse(text: str):
-    return parse_program(text, "memories.mlir")
+    return parse_program(make_context(), text, "memories.mlir")
 
 
 def lowered():

@@ -12,7 +12,8 @@ from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
 from telamalloc.passes import TelaPipelinePass, TelaPlanPass, plan_module
 from telamalloc.passes.spill import SPILL_ATTR
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 from telamalloc.verification import verify_lowered
 
 HERE = Path(__file__).parent
@@ -20,7 +21,7 @@ SPILL_MLIR = (HERE / "tela-plan-spill.mlir").read_text()
 
 
 def parse(text: str):
-    return parse_program(text, "spill.mlir")
+    return parse_program(make_context(), text, "spill.mlir")
 
 
 def test_planning_spilled_ir_again_changes_nothing():

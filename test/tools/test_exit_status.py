@@ -1,4 +1,4 @@
-"""One exit-status convention for all four tools (telamalloc.exit_status, docs/errors.md).
+"""One exit-status convention for all four tools (telamalloc.tools.exit_status, docs/errors.md).
 
 0 success; 1 the answer is no (proved infeasible, a plan that does not fit, a verification
 mismatch); 2 bad input or usage; 3 timeout; 4 a written solution failed --validate
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.tools import tela_import, tela_opt, tela_run
 

@@ -17,7 +17,6 @@ from telamalloc.runtime.alloc.validate import validate
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "input.12.csv"
 HARD = subset_sum_problem()  # infeasible at its capacity; no search refutes it in less than hours
-MEDIUM = Path("/work/shared/benchmarks/challenging/K.1048576.csv")
 
 FITS = "id,lower,upper,size\na,0,2,4\nb,1,3,4\nc,2,5,8\n"  # LOAD 12
 INFEASIBLE = "id,lower,upper,size\nx,0,2,10\ny,1,3,10\n"  # LOAD 20
@@ -110,7 +109,7 @@ def test_the_summary_aligns_wide_names_by_display_width(tmp_path):
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line.startswith(("name ", "a ", "問題"))]
     header, *table = rows
-    from telamalloc.runtime.alloc.batch import display_width
+    from telamalloc.tools.batch_text import display_width
 
     # 問題😀 takes 6 columns: every row's 'buffers' column ends where the header's does
     ends = {display_width(row[: row.index("OK")].rstrip()) for row in table}
@@ -217,15 +216,15 @@ def test_docs_errors_lists_every_batch_usage_error():
             assert documented == PREFIX + message
 
 
-@pytest.mark.skipif(not MEDIUM.exists(), reason="benchmark K not present")
-def test_jobs_runs_the_portfolio_and_names_the_member(tmp_path):
+def test_jobs_runs_the_portfolio_and_names_the_member(tmp_path, shared_benchmarks):
+    medium = shared_benchmarks / "challenging" / "K.1048576.csv"
     out = tmp_path / "out.csv"
-    result = run(f"--input={MEDIUM}", f"--output={out}", "--capacity=1048576", "--jobs=2", "--validate", "--timeout=30s")
+    result = run(f"--input={medium}", f"--output={out}", "--capacity=1048576", "--jobs=2", "--validate", "--timeout=30s")
     assert result.returncode == 0, result.stderr
     report = fields(result.stdout)
     assert report["status"] == "OK" and report["member"] in ("0 of 2", "1 of 2")
     assert "validated:" in result.stdout
-    check_layout(MEDIUM, out, 1048576)
+    check_layout(medium, out, 1048576)
 
 
 @pytest.mark.parametrize("mode", ["jobs", "batch"])

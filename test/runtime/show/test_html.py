@@ -302,7 +302,7 @@ def test_tela_plan_html_errors(tmp_path):
 
 def test_write_plan_viewer_from_the_planning_pass(tmp_path):
     from telamalloc.ir_text import parse_module_text
-    from telamalloc.passes.tela_plan import plan_module, write_plan_viewer
+    from telamalloc.passes import plan_module, write_plan_viewer
     from telamalloc.tools.tela_opt import TelaOptMain
 
     context = TelaOptMain(args=["two.mlir"]).ctx  # the driver's context: every dialect tela-opt knows

@@ -281,7 +281,7 @@ def test_minimize_without_capacity_draws_no_capacity_line(browser, tmp_path):
 
 def test_tela_plan_page_has_a_tab_per_function_with_source_locations(browser, tmp_path):
     from telamalloc.ir_text import parse_module_text
-    from telamalloc.passes.tela_plan import plan_module, write_plan_viewer
+    from telamalloc.passes import plan_module, write_plan_viewer
     from telamalloc.tools.tela_opt import TelaOptMain
 
     from .test_html import TWO_FUNCTIONS

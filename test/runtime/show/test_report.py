@@ -124,10 +124,10 @@ def test_several_reports_are_separated():
 
 
 def test_open_atomically_replaces_the_file_only_on_success(tmp_path):
-    from telamalloc.runtime.show.report import open_atomically, write_text_atomically
+    from telamalloc.files import open_atomically, write_atomically
 
     target = tmp_path / "out.txt"
-    write_text_atomically(str(target), "first\n")
+    write_atomically(str(target), "first\n")
     with pytest.raises(RuntimeError):
         with open_atomically(str(target)) as stream:
             stream.write("half")
@@ -137,11 +137,11 @@ def test_open_atomically_replaces_the_file_only_on_success(tmp_path):
 
 
 def test_open_atomically_errors_name_the_target(tmp_path):
-    from telamalloc.runtime.show.report import write_text_atomically
+    from telamalloc.files import write_atomically
 
     target = tmp_path / "missing" / "out.json"
     with pytest.raises(OSError) as error:
-        write_text_atomically(str(target), "{}")
+        write_atomically(str(target), "{}")
     assert error.value.filename == str(target)
 
 

@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.runtime.alloc.batch import (
-    BatchError,
-    BatchPlanner,
-    BatchResult,
-    display_width,
-    exit_status,
-    format_line,
-    format_summary,
-    plan_batch,
-)
+from telamalloc.batch import BatchError, BatchPlanner, BatchResult, plan_batch
+from telamalloc.tools.batch_text import display_width, exit_status, format_line, format_summary
 from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.runtime.alloc.validate import validate
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Infeasible at its capacity, and no search refutes it in less than hours (runtime/alloc/generators/puzzles.py);
 # the small problems below fit at its capacity too.
 HARD = subset_sum_problem()

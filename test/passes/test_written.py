@@ -1,4 +1,4 @@
-"""`telamalloc.outputs`: which arguments a function writes, found statically, and the
+"""`telamalloc.passes.written`: which arguments a function writes, found statically, and the
 inputs completed with zero-filled outputs."""
 
 from __future__ import annotations
@@ -8,16 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc.outputs import complete_inputs, signature, written_arguments
+from telamalloc.passes.written import signature, written_arguments
+from telamalloc.verification import complete_inputs
 from telamalloc.runtime.interp import InterpreterError, find_entry, run_program
-from telamalloc.tools.tela_run import parse_program
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SP = "#scratchpad.space"
 
 
 def entry(text: str, name: str | None = None):
-    module = parse_program(text, "test.mlir")
+    module = parse_program(make_context(), text, "test.mlir")
     return module, find_entry(module, name)
 
 

@@ -1,8 +1,9 @@
 """Which arguments of a function are its outputs: the memref arguments it writes.
 
-A static analysis of the IR, so that `tela-run` can tell a function's inputs from its
-outputs before running it (`--inputs` takes the inputs alone, the outputs are allocated
-zero-filled) and `--verify` compares exactly what the function writes.
+A static analysis of the IR (no interpreter), so that `tela-run` can tell a function's
+inputs from its outputs before running it (`--inputs` takes the inputs alone, the outputs
+are allocated zero-filled: `verification.complete_inputs`) and `--verify` compares exactly
+what the function writes.
 
 An argument is written when a view of it reaches a write: `memref.store` (its memref),
 `memref.copy` (its target), `scratchpad.dma` (its destination), `scratchpad.kernel` (its
@@ -18,17 +19,14 @@ store in a branch not taken); it never misses a write the interpreter can execut
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from xdsl.dialects import cf, func, memref, scf
-from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType
+from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
 from telamalloc.dialects import scratchpad
-from telamalloc.runtime.interp import InterpreterError, argument_name, numpy_dtype
 
 _NO_WRITE = (
     memref.LoadOp,
@@ -147,58 +145,3 @@ class _Analysis:
 def _callee(call: func.CallOp) -> func.FuncOp | None:
     callee = SymbolTable.lookup_symbol(call, call.callee)
     return callee if isinstance(callee, func.FuncOp) else None
-
-def _names(function: func.FuncOp, indices: Sequence[int]) -> str:
-    return ", ".join(argument_name(function, index) for index in indices)
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
-def _given(count: int) -> str:
-    return f"{count} {'is' if count == 1 else 'are'} given"
-
-
-def complete_inputs(function: func.FuncOp, given: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """Every argument's value from `given`: the inputs alone, in argument order (each
-    output then starts zero-filled), or every argument, outputs included.
-
-    Raises `InterpreterError` (located at the function) for any other count, or for an
-    output of dynamic shape when only the inputs are given (its size is not known).
-    """
-    split = signature(function)
-    types = function.function_type.inputs.data
-    if len(given) == len(types):
-        return list(given)
-    name = f"'@{function.sym_name.data}'"
-    if len(given) != len(split.inputs) or not split.outputs:
-        inputs = f"{_plural(len(split.inputs), 'input')} ({_names(function, split.inputs) or 'none'})"
-        if not split.outputs:
-            raise InterpreterError(
-                f"{name} takes {inputs} but {_given(len(given))}; pass one .npy file per input, in argument order",
-                function,
-            )
-        outputs = f"{_plural(len(split.outputs), 'output')} ({_names(function, split.outputs)})"
-        raise InterpreterError(
-            f"{name} takes {inputs} and writes {outputs}, but {_given(len(given))}; pass the "
-            f"{_plural(len(split.inputs), 'input')} in argument order (the outputs start zero-filled), "
-            f"or all {len(types)} arguments",
-            function,
-        )
-    values: list[np.ndarray] = []
-    pending = iter(given)
-    for index, type_ in enumerate(types):
-        if index not in split.outputs:
-            values.append(next(pending))
-            continue
-        assert isinstance(type_, MemRefType)
-        shape = tuple(type_.get_shape())
-        if DYNAMIC_INDEX in shape:
-            raise InterpreterError(
-                f"output {argument_name(function, index)} '{type_}' of {name} has a dynamic shape, so it "
-                f"cannot be zero-filled; pass all {len(types)} arguments, outputs included",
-                function,
-            )
-        values.append(np.zeros(shape, dtype=numpy_dtype(type_.element_type)))
-    return values
