@@ -102,13 +102,11 @@ def test_bench_large_overhead_measures_each_phase(tmp_path):
 def test_bench_large_rejects_a_bad_timeout():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--timeout", "x"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr
-SHARED = Path(os.environ.get("TELAMALLOC_SHARED") or ROOT.parent / "shared")  # as bench/ finds it
 
 
-@pytest.mark.skipif(not (SHARED / "benchmarks" / "challenging").is_dir(), reason="the shared benchmarks are not present")
-def test_hard_family_runs_both_solvers_and_they_agree():
+def test_hard_family_runs_both_solvers_and_they_agree(shared_benchmarks):
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=1", "--timeout=0.5",
-                             f"--shared={SHARED}"], capture_output=True, text=True, timeout=300)
+                             f"--shared={shared_benchmarks.parent}"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line[:1] in "ABCDEFGHIJK" and ".0." in line]
     assert len(rows) == 11 and all(len(row.split()) == 8 for row in rows)

@@ -24,7 +24,6 @@ read as an answer.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import os
 import subprocess
 import sys
@@ -418,19 +417,15 @@ def test_results_do_not_depend_on_the_hash_seed():
 # --------------------------------------------------------------------------------------
 # Real timeouts: the public hard instances under a short time limit
 
-CHALLENGING = Path("/work/shared/benchmarks/challenging")
-
-
-@pytest.mark.skipif(not CHALLENGING.exists(), reason="benchmarks not available")
 @pytest.mark.parametrize("name", ["A", "F", "K"])
 @pytest.mark.parametrize("mode", [Mode.FIT, Mode.MINIMIZE])
-def test_a_search_cut_short_returns_a_valid_layout_or_fallback(name, mode):
+def test_a_search_cut_short_returns_a_valid_layout_or_fallback(name, mode, shared_benchmarks):
     from telamalloc.runtime.alloc.csv_io import read_problem
 
-    problem = read_problem(CHALLENGING / f"{name}.1048576.csv")  # minimize: no upper bound
+    problem = read_problem(shared_benchmarks / "challenging" / f"{name}.1048576.csv")  # minimize: no upper bound
     capacity = 1048576 if mode is Mode.FIT else None
     solution = solve(problem, capacity=capacity, mode=mode, time_limit=0.3, greedy_first=False)
-    assert solution.stats.seconds < 5.0, "the time limit was not honoured"
+    assert solution.stats.seconds < 5.0, "the time limit was not honoured"  # (the subject: a generous bound)
     if mode is Mode.MINIMIZE:
         assert solution.status is Status.OK and solution.offsets is not None
         assert validate(problem, solution.offsets, solution.peak) == []
