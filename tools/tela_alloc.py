@@ -511,7 +511,7 @@ def _run_spill(arguments, table) -> int:
         if value:
             raise UsageError(f"{flag} does not apply to --spill")
     if table.uses is None:
-        raise UsageError(f"{arguments.input}: --spill needs a 'uses' column (use points such as '0w 3 7w'; see README, CSV format)")
+        raise UsageError(f"{arguments.input}: --spill needs a 'uses' column (use points such as '0w 3 7w'; see docs/csv-format.md)")
     uses = []
     for buffer, cell in zip(table.problem.buffers, table.uses):
         try:

@@ -1,9 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """The rows of a solution CSV as bytes, formatted in C (csv_io._solution_bytes): numbers in
-decimal and text ids copied, cells joined by commas, each row ended by a newline. numpy's
-vectorised formatting took 0.54 s for the 10^6 rows of a deepnet solution, most of it
-strided byte writes and a boolean compaction; this loop writes each byte once (the whole
-solution text 0.18 s, on a quiet machine)."""
+decimal and text ids copied, cells joined by commas, each row ended by a newline. The loop
+writes each byte once, where numpy's vectorised formatting spends most of its time in
+strided byte writes and a boolean compaction (figures: docs/decisions.md)."""
 
 from libc.stdint cimport int64_t
 from libc.stdlib cimport free, malloc

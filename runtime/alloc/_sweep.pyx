@@ -7,8 +7,8 @@ set of the ranks of their offsets (a bit set with summary levels); it answers Fa
 first new range that overlaps a live one, True when none does. The live ranges are pairwise
 disjoint while it runs, so a new range can only collide with its neighbours in offset
 order, its predecessor and successor in the set. Cost: O(e log64 r) for e events and r
-distinct offsets, memory O(r). (It replaced a sweep over two sorted arrays whose shifts cost
-O(e * w) for w live buffers: 2.07 s for 10^6 buffers, against 0.18 s.)
+distinct offsets, memory O(r), where a sweep over sorted arrays of the live buffers pays
+O(e * w) in shifts for w live buffers.
 """
 
 from libc.stdint cimport int64_t, uint8_t

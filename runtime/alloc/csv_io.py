@@ -15,7 +15,7 @@ Ids are kept as the strings found in the file. Blank lines are skipped. Every er
 
 Speed: the common file (no quotes, no blank lines, plain decimal numbers of at most 18
 digits, unique ids without surrounding spaces, every row valid) is parsed with numpy in one
-pass (10^6 rows: about 1 s instead of 10+ s); anything else, or any doubt, goes through the
+pass, building no object per row; anything else, or any doubt, goes through the
 row-by-row reader, which words the exact ``file:line:`` error. Both give the same problem.
 The columns parsed by numpy are handed to the validator's column cache, so that solve() and
 validate() do not read the buffers again.
@@ -447,9 +447,9 @@ _NEEDS_QUOTES = re.compile(r'[,"\r\n]')
 
 def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> bytes | None:
     """The text ``write_solution`` writes, for a columnar problem, its rows formatted in C
-    by ``_csvtext.format_rows`` (10^6 rows: ~0.18 s in all, 0.54 s with numpy's formatting);
-    None when it does not apply (not columnar, text cells, ids that need quoting or are not
-    ASCII, negative values): then ``_solution_text`` does it, byte for byte the same."""
+    by ``_csvtext.format_rows`` (the fastest way: docs/decisions.md); None when it does not
+    apply (not columnar, text cells, ids that need quoting or are not ASCII, negative
+    values): then ``_solution_text`` does it, byte for byte the same."""
     held = columns_of(problem)
     if held is None or "uses" in columns or "location" in columns:
         return None
@@ -493,8 +493,8 @@ def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[
 
 
 def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[str]) -> str | None:
-    """The text ``write_solution`` writes, built column by column (10^6 rows: ~1 s instead
-    of ~4 s); None when some id needs quoting or a value is not a plain int (then the csv
+    """The text ``write_solution`` writes, built column by column (faster than the csv
+    writer row by row); None when some id needs quoting or a value is not a plain int (then the csv
     writer does it, byte for byte the same otherwise)."""
     if "uses" in columns or "location" in columns:  # text cells: the csv writer quotes them as needed
         return None

@@ -6,14 +6,11 @@ Members. Member 0 runs the caller's ``Params`` unchanged, so a portfolio never e
 less than a plain solve. Member ``k >= 1`` runs ``member_params(params, k)``: the seed
 ``params.seed + k`` (other tie-breaking and other random orderings in the kernel's restart
 portfolio) and, for every even ``k >= 2``, the contention heuristic turned off (orderings by
-lifetime and size only). Measured on MiniMalloc's challenging set (fit at 1 MiB, one
-process each) with the kernel of 2026-11-30, which left E and I unsolved: seed 1 solved E
-in 5.5 s where seed 0 timed out at 25 s; without contention, B took 0.46 s instead of 3.5 s,
-but A, F, G, J and K got 10-1000 times slower. So member 1 only changes the seed, and the
-contention-free orderings start at member 2. With today's kernel member 0 answers every
-challenging instance within the stagger, so there the portfolio only adds its start-up
-(0.65 s -> 0.96 s for the set, `python bench/exact --runs 3 --jobs 2`); it pays off only on
-problems whose search time depends on the ordering.
+lifetime and size only). Another seed rescues some instances where the first one is
+unlucky; dropping contention rescues a few more but slows most instances down by orders of
+magnitude, so member 1 only changes the seed and the contention-free orderings start at
+member 2 (docs/decisions.md). Where member 0 answers within the stagger the portfolio only
+adds its start-up: it pays off on problems whose search time depends on the ordering.
 
 Staging. All members are forked at once, but only member 0 starts solving; the others wait
 until ``STAGGER_SECONDS`` have passed without a conclusive answer, and run at a lower CPU

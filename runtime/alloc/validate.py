@@ -11,8 +11,8 @@ live buffers in the worst case (list insertion), O(n log n) comparisons in pract
 Large problems take a fast path first: when every field is a plain int within 64 bits, the
 per-buffer checks run on numpy columns and the sweep (in C, runtime/alloc/_sweep.pyx,
 ``disjoint_by_rank``) keeps the live, pairwise disjoint buffers as a set of the ranks of
-their offsets (a bit set with summary levels: neighbours in O(log n), 10^6 buffers in
-~0.1 s where shifting sorted arrays took 2 s) and stops at the first collision. Only a layout that
+their offsets (a bit set with summary levels: neighbours in O(log n), no array shifts)
+and stops at the first collision. Only a layout that
 passes it is accepted there; anything else (a violation, numpy integers, values beyond 64
 bits) runs the reporting path above, so the messages are the same either way.
 """

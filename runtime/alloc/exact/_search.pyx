@@ -54,8 +54,8 @@ capacity, or the node is dead (``h`` = the lowest ``pos`` gives "floor + unplace
 capacity"; at the root it is the LOAD bound). Walking the buffers by decreasing ``pos``
 checks every ``h = pos(e)`` in O(section spans), or O(log sections) per buffer in a segment
 tree (range add, range maximum) for groups whose buffers live across more than
-``ExactConfig.section_tree_span`` sections on average (densenet121's 2,595 buffers span 563 of its 3,444
-sections on average: 4.3 s instead of 19.4 s, same nodes); the walk stops at the first buffer with
+``ExactConfig.section_tree_span`` sections on average (few long lifetimes: the flat walk is
+cheaper; many: the tree); the walk stops at the first buffer with
 ``pos(e)`` + the most unplaced bytes of a section <= capacity (no lower height can fail). In canonical order a child placed at ``p``
 lifts every buffer of its component to ``p`` or above, so a child is dropped before it is
 expanded when some section of the component (other than one it empties) would then hold
@@ -92,11 +92,9 @@ find the section overflowing at ``p + 1``).
    States are stored as two independent 64-bit hashes (direct-mapped, 2**20 slots, lossy:
    a lost entry only costs time). Limit owned here: a false match needs a 128-bit collision
    (probability about 2**-128 per lookup); a failure found under a budget cut (see
-   backjumping) is never stored. Tried and dropped (issue 16): keeping the table across
-   the fit calls of one solve (an entry found at capacity C is valid at every capacity
-   <= C): on bench/hard's minimize family (22 instances, CP-SAT off, 400k-node budgets) it
-   saved 0.5% of the nodes and settled nothing more, as most failures in budgeted runs
-   come from budget cuts and are not stored; not worth a 50% larger table.
+   backjumping) is never stored. The table lives for one kernel call: most failures in
+   budgeted runs come from budget cuts and are not stored, so keeping it across the fit
+   calls of a solve gains little (docs/decisions.md).
 4. Hatless children (MiniMalloc's hatless pruning): when a child ``d`` placed at ``p``
    raises the floor of no unplaced buffer (all its unplaced time-neighbours have floors
    at or above ``p + size(d)``) and its subtree fails, the later children of the node
@@ -129,13 +127,13 @@ each buffer at its stable position), and the rules above hold for any base and a
 order within a component: rules 1, 2 and 4 argue over a least completion of the node, the
 section rules over the sorted-order continuation that every completion has, and the table
 records that a node has no completion at all, which does not depend on ranks. The re-ranked
-order is what solves I (2.5k nodes instead of no answer in minutes); the portfolio's second
+order solves instances the plain ranks do not, and the reverse, so the portfolio's second
 run goes without (see restarts). Limit: a path keeps at
 most ``RANK_TRAIL_LIMIT`` re-rankings; beyond, pieces keep their ranks.
 
 [contention_heuristic] (TelaMalloc: most contended time points first). Children are tried by
-increasing ``pos``, ties by rank (a child order by rank alone was dropped: with the rules
-above it needed more nodes, e.g. D 126k instead of 30k). The
+increasing ``pos``, ties by rank (a child order by rank alone needs more nodes with the
+rules above). The
 main rank orders buffers by the load of the most contended section they live in, then
 lifetime length, then size (as MiniMalloc's preordering); the portfolio adds
 (contention, size, length) and orderings without contention. Off: every ordering that
@@ -145,16 +143,15 @@ uses contention is left out of the portfolio.
 ``ExactConfig.restart_base_nodes * luby(k)`` nodes, the first run ``ExactConfig.restart_first_nodes`` (a plain
 search with the main ordering often succeeds soon, and the other runs keep their budgets).
 Run 1 repeats the main ordering without fresh pieces (see decomposition: each way solves
-instances the other does not, G in 5k nodes instead of 46k). Other even runs cycle over the
+instances the other does not). Other even runs cycle over the
 fixed orderings, odd runs use seeded random perturbations of the fixed orderings. The
 table of failed states is kept across runs. A run that ends within its budget (and made no
 budget cut) is a complete search, so its answer is a proof; Luby budgets grow without
 bound, so the search stays complete. Groups of more than ``ExactConfig.restart_base_nodes`` buffers,
 where a run of the base budget cannot even place them all, first dive once down each fixed
 ordering (``m + m / ExactConfig.dive_slack_divisor`` nodes each), then run the Luby schedule with a unit
-of ``2m`` nodes (densenet121, 2,595 buffers at LOAD: the contention orderings fail, the
-length-first one places every buffer without a backtrack; 5,516 nodes instead of 14,602).
-Off: one unbounded run with the main ordering.
+of ``2m`` nodes: on a large group one fixed ordering often places every buffer without a
+backtrack where the others fail at once. Off: one unbounded run with the main ordering.
 
 [backjumping] (TelaMalloc: on repeated failure, jump further back). Inside budgeted runs of
 the portfolio only, a subtree that uses more than a quarter of the run's budget is cut off
@@ -166,8 +163,8 @@ of dynamic decomposition stay on).
 
 Limits owned here: the worst case is exponential (the problem is NP-hard), and on hard
 instances the time depends on which portfolio run gets lucky (heavy tails): the order that
-fresh pieces are ranked in is what solves I, and G needs 46k nodes with it where it needs
-500 without (hence one run without). Memory is O(n + overlapping pairs + sections) plus the 16 MiB table of failed
+fresh pieces are ranked in solves some instances and slows others by orders of magnitude
+(hence one run without). Memory is O(n + overlapping pairs + sections) plus the 16 MiB table of failed
 states (16 KiB for n <= 64), the rank trail (min(n**2, 2**20) pairs: 16 MiB at most) and a
 candidate stack that grows with the depth times the branching. A node costs O(n + sections
 + section spans of the unplaced buffers of the parent's branching window + neighbours of
@@ -176,8 +173,7 @@ when it re-ranks fresh pieces. No Python object is touched in the search
 loop, which runs without the GIL; the clock and the cancel flag are read every 1024 nodes (every 64 or every node for
 groups of more than 512 or 8192 buffers)
 and Python signals every ~100 ms (with the GIL). Preparing a group (neighbour lists: O(n log n
-+ pairs), about 80 ns per overlapping pair here, 3.5 s for S_1's 43 M pairs) cannot be
-interrupted, so under a time limit a group whose preparation is estimated (at
++ pairs)) cannot be interrupted, so under a time limit a group whose preparation is estimated (at
 ``ExactConfig.pair_seconds`` per pair) to outlast the time left is not prepared,
 and the clock is read again between the preparation's steps: the call then answers
 TIMEOUT instead of overrunning its limit.

@@ -13,10 +13,10 @@ Determinism: CP-SAT runs with one worker and a fixed seed, and its work is bound
 machine, independent of the load of this one), so for the same input and work budget it
 gives the same answer and the same layout. A wall-clock limit, when given, may cut it
 short earlier (then the answer can differ from run to run, as for any time limit); so
-does the safety net of SAFETY_SECONDS_PER_WORK seconds per work unit (CP-SAT's
-deterministic clock was seen to stall on models with a partial hint from our greedy
-layout, 5 s at 0.09 units where the same model without the hint took 0.02 s, which is why
-the exact path gives CP-SAT no hint). Minimize models (``minimize_from``) minimize the peak within
+does the safety net of SAFETY_SECONDS_PER_WORK seconds per work unit: CP-SAT's
+deterministic clock can stall, notably on models with a partial hint from a greedy layout,
+which is why the exact path gives CP-SAT no hint (docs/decisions.md). Minimize models
+(``minimize_from``) minimize the peak within
 the capacity and report CP-SAT's proved bound.
 
 Stopping: :class:`Race` holds the solver while it runs so that another thread can stop it
@@ -32,8 +32,8 @@ import threading
 import numpy as np
 
 # Optional: everything works without it (the kernel alone proves). Only looked up here:
-# importing cp_model costs ~0.4 s (it pulls pandas), so it is imported on first use
-# (_cp_model), not by every tela-alloc start-up.
+# importing cp_model is slow (it pulls pandas), so it is imported on first use
+# (_cp_model), not by every tela-alloc start-up (whose time a --timeout counts).
 AVAILABLE = importlib.util.find_spec("ortools") is not None  # tests monkeypatch it to False
 cp_model = None  # the module once imported
 
@@ -135,8 +135,8 @@ class Race:
         parameters.num_workers = 1
         parameters.random_seed = self.seed
         parameters.max_deterministic_time = max(self.work, 1e-3)
-        # a safety net: measured, CP-SAT's deterministic clock can stall (a minimize model
-        # with a hint spent 5 s at 0.09 units); the wall clock then ends the call
+        # a safety net: CP-SAT's deterministic clock can stall (see the module docstring);
+        # the wall clock then ends the call
         wall = SAFETY_SECONDS_PER_WORK * self.work + 1.0
         if self.time_limit is not None:
             wall = min(wall, float(self.time_limit))

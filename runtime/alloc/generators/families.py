@@ -7,8 +7,8 @@ for a given (buffers, seed), as a ``tracegen.Trace``. Sizes are plausible fp16 t
 - ``deepnet``: a deep network run once, one operator per program point: short activations
   (read by the next one or two operators), skip connections living 10..300 points, a
   workspace for a third of the operators, and 2% long-lived buffers of 64 KiB..4 MiB
-  (weights streamed in early, caches) living thousands of points. The trace of issue 17,
-  on which decreasing-size best-fit left 1.05 x LOAD.
+  (weights streamed in early, caches) living thousands of points. The shape of issue 17's
+  trace, where decreasing-size greedy placement leaves holes.
 - ``transformer``: a serving trace of decoder-only transformer blocks: each request runs a
   prefill pass (attention scores of seq x seq per head, MLP 4x expansions, a residual stream
   living through each block) then decode steps of small activations; every layer's K and

@@ -21,7 +21,7 @@ channels, half the pixels), so many segments come close to LOAD, as in real netw
 Sizes come from shapes (batch x channels x height x width x 2 bytes for fp16, bottleneck
 expansions 1/4..4x, weight tensors c_in x c_out x k x k), so they vary over five orders of
 magnitude with many distinct values: this is where decreasing-size greedy placement leaves
-holes (peak / LOAD a few percent above 1 at 10^4..10^5 buffers). About half of the buffers
+holes (a peak a few percent above LOAD). About half of the buffers
 ask for 64-byte alignment, a few for 256 bytes.
 
 Limits: the shapes are plausible, not measured from real models; the trace has exactly

@@ -17,7 +17,7 @@ by the highest LOAD over their lifetime (``contention()``, in buckets), longer l
 their bytes there; and sweep orderings: the long-lived buffers first, swept from the end
 of the trace nearer the LOAD point, then the others by contention (``_swept``). The
 orderings have names (``FIXED_ORDERINGS``); which ones run in which order is the caller's
-schedule (``large/schedule.py``).
+schedule (``large/orderings.py``, ``LargeConfig.schedule``).
 
 Finding the free gaps without pairs. The placed neighbours of i are (a) the buffers live
 when i starts, and (b) the buffers starting inside i's lifetime. Two segment trees keep
