@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 from telamalloc.extras import install_hint
+
+if TYPE_CHECKING:
+    from mlir import ir
 
 _LOCATION = re.compile(r'loc\("(?:[^"\\]|\\.)*":(\d+):(\d+)\)')
 _CUSTOM_FORMAT = re.compile(r"Operation (\S+) does not have a custom format")

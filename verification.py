@@ -36,8 +36,8 @@ from telamalloc.runtime.interp.machine import (
 from telamalloc.runtime.interp.run import (
     Output,
     RunResult,
-    capacity_in_force,
     argument_name,
+    capacity_in_force,
     find_entry,
     random_inputs,
     run_program,

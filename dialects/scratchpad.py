@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    ArrayAttr,
     I64,
+    ArrayAttr,
     ComplexType,
     DictionaryAttr,
     FixedBitwidthType,

@@ -70,14 +70,8 @@ from typing import Any
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    DenseIntOrFPElementsAttr,
-    TensorType,
-    UnitAttr,
-    BFloat16Type,
     DenseArrayBase,
-    Float16Type,
-    Float32Type,
-    Float64Type,
+    DenseIntOrFPElementsAttr,
     FloatAttr,
     FunctionType,
     IntegerAttr,
@@ -87,6 +81,8 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     Signedness,
     StringAttr,
+    TensorType,
+    UnitAttr,
     bf16,
     f16,
     f32,
@@ -96,7 +92,6 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from telamalloc.extras import install_hint
 from telamalloc.dialects.scratchpad import (
     TARGET_ATTR_KEY,
     AllocOp,
@@ -106,6 +101,7 @@ from telamalloc.dialects.scratchpad import (
     ScratchpadSpaceAttr,
     TargetAttr,
 )
+from telamalloc.extras import install_hint
 
 
 class OnnxImportError(ValueError):

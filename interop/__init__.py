@@ -55,4 +55,5 @@ __all__ = [
     "run_pipeline",
     "to_mlir",
     "to_xdsl",
+    "xdsl_context",
 ]

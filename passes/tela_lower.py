@@ -54,9 +54,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import (
     AllocOp,
-    find_targets,
     PassFailedAtOp,
     ScratchpadSpaceAttr,
+    find_targets,
     memref_byte_size,
 )
 from telamalloc.passes.collect import (

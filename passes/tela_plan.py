@@ -33,8 +33,9 @@ from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, M
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.errors import ErrorKind
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, find_targets
+from telamalloc.errors import ErrorKind
+from telamalloc.passes import outputs
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
@@ -50,9 +51,8 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes import outputs
-from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
+from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve

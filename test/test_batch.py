@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from telamalloc.batch import BatchError, BatchPlanner, BatchResult, plan_batch
-from telamalloc.tools.batch_text import display_width, exit_status, format_line, format_summary
 from telamalloc.runtime.alloc.csv_io import read_csv, write_problem
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.runtime.alloc.validate import validate
+from telamalloc.tools.batch_text import display_width, exit_status, format_line, format_summary
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 # Infeasible at its capacity, and no search refutes it in less than hours (runtime/alloc/generators/puzzles.py);
@@ -120,6 +120,7 @@ def test_batch_errors(tmp_path, setup, options, text):
     assert text in str(error.value)
 
 
+@pytest.mark.slow
 def test_a_killed_local_worker_loses_no_finished_result(tmp_path, children_of):
     """Kill every pool worker while the hard problem runs: the pool breaks, the finished
     problems keep their files, and the hard one is run again alone; kill that run too and
@@ -168,6 +169,7 @@ def test_a_killed_local_worker_loses_no_finished_result(tmp_path, children_of):
     assert children_of(os.getpid()) - before == set()
 
 
+@pytest.mark.slow
 def test_problems_queued_behind_a_killed_worker_are_run_again(tmp_path, children_of):
     """One worker: the hard problem runs first and the small ones wait in the queue. Kill
     the worker: the broken pool loses every unfinished problem, and each is run again alone,
@@ -224,6 +226,7 @@ def test_batch_on_a_dask_local_cluster(tmp_path, dask_cluster):
     assert sorted(os.listdir(tmp_path / "out")) == ["aligned.csv", "example.csv", "fits.csv"]
 
 
+@pytest.mark.slow
 def test_a_killed_dask_worker_loses_no_finished_result(tmp_path, dask_cluster):
     """SIGKILL the Dask worker process that runs the hard problem once a small one is
     written: the finished files stay valid, every small problem is still solved, and the

@@ -21,11 +21,19 @@ LIT_TESTS = sorted(
 )
 
 
+# files with many RUN lines (several seconds each): left out of the fast tier (`-m "not slow"`)
+SLOW_LIT = {"tools/tela-opt/pipeline-syntax.mlir", "passes/tela-plan-options-invalid.mlir",
+            "tools/tela-opt/stdin-help-version.mlir"}
+
+
 def test_lit_suite_is_not_empty():
     assert LIT_TESTS, f"no .mlir lit tests found under {TEST_ROOT}"
+    assert SLOW_LIT <= {str(path) for path in LIT_TESTS}
 
 
-@pytest.mark.parametrize("lit_test", LIT_TESTS, ids=[str(path) for path in LIT_TESTS])
+@pytest.mark.parametrize("lit_test", [
+    pytest.param(path, id=str(path), marks=[pytest.mark.slow] if str(path) in SLOW_LIT else []) for path in LIT_TESTS
+])
 def test_lit(lit_test: Path, tmp_path: Path):
     environment = dict(os.environ, TELAMALLOC_LIT_OUTPUT=str(tmp_path))
     completed = subprocess.run(

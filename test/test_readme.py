@@ -71,6 +71,7 @@ def test_the_documents_have_the_commands_this_test_runs():
     assert sum(map(len, pages.values())) >= 30
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("document", [path for path in DOCUMENTS if document_commands(path)], ids=_name)
 def test_document_commands_run_verbatim(document, tmp_path):
     for folder in ("examples", "docs"):

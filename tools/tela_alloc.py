@@ -87,8 +87,8 @@ from telamalloc import duration
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status, columns_of
-from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
+from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 # Imported where used, not here: --batch, --spill, --jobs, --plot, --html and --report each

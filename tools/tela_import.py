@@ -43,8 +43,8 @@ from collections.abc import Sequence
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
 from telamalloc.files import write_atomically
+from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"

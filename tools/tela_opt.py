@@ -65,16 +65,6 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
-from telamalloc.passes.diagnostics import diagnostic_handler, progress_stream
-from telamalloc.passes.options import OptionInfo, build_pass, option_infos
-from telamalloc.tools.pipeline_syntax import PassEntry, PipelineSyntaxError, parse_pipeline_text
-from telamalloc.tools.verify_diagnostics import (
-    Emitted,
-    ExpectationError,
-    parse_expectations,
-    verify,
-)
 from telamalloc.ir_text import (
     Diagnostic,
     find_dominance_violation,
@@ -83,6 +73,16 @@ from telamalloc.ir_text import (
     parse_diagnostic,
     parse_module_text,
     source_location,
+)
+from telamalloc.passes.diagnostics import diagnostic_handler, progress_stream
+from telamalloc.passes.options import OptionInfo, build_pass, option_infos
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
+from telamalloc.tools.pipeline_syntax import PassEntry, PipelineSyntaxError, parse_pipeline_text
+from telamalloc.tools.verify_diagnostics import (
+    Emitted,
+    ExpectationError,
+    parse_expectations,
+    verify,
 )
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 

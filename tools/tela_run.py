@@ -46,10 +46,14 @@ from typing import NoReturn
 import numpy as np
 from xdsl.dialects import func
 
-from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
 from telamalloc.dialects import make_context
+from telamalloc.files import open_atomically
+from telamalloc.ir_text import (
+    Diagnostic,
+    one_line,
+    parse_program,
+)
 from telamalloc.passes.written import written_arguments
-from telamalloc.verification import complete_inputs
 from telamalloc.runtime.interp import (
     DEFAULT_SEED,
     InterpreterError,
@@ -60,13 +64,8 @@ from telamalloc.runtime.interp import (
     run_program,
 )
 from telamalloc.runtime.show.progress import ProgressLine
-from telamalloc.files import open_atomically
-from telamalloc.verification import verify_program
-from telamalloc.ir_text import (
-    Diagnostic,
-    one_line,
-    parse_program,
-)
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
+from telamalloc.verification import complete_inputs, verify_program
 
 TOOL_NAME = "tela-run"
 INT64_MAX = 2**63 - 1

@@ -16,11 +16,11 @@ from collections.abc import Hashable
 import numpy as np
 
 from telamalloc.runtime.alloc import checks, modes
-from telamalloc.runtime.alloc.checks import ALGORITHMS
 from telamalloc.runtime.alloc.baselines import Baselines
+from telamalloc.runtime.alloc.checks import ALGORITHMS
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, make_instance, peak_of, validated
-from telamalloc.runtime.alloc.proofs import pin_conflict
 from telamalloc.runtime.alloc.problem import Mode, Params, Problem, ProblemError, Solution, Stats, Status, buffer_ids
+from telamalloc.runtime.alloc.proofs import pin_conflict
 from telamalloc.runtime.alloc.validate import compute_load
 
 __all__ = ["ALGORITHMS", "solve"]

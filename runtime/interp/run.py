@@ -54,6 +54,7 @@ from telamalloc.dialects import scratchpad
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
 )
+from telamalloc.runtime.interp.compiled import CompiledLoopFunctions
 from telamalloc.runtime.interp.machine import (
     ARENA_ALIGNMENT,
     DEFAULT_SEED,
@@ -65,14 +66,13 @@ from telamalloc.runtime.interp.machine import (
     Storage,
     Violation,
     check_storage_size,
+    contiguous_strides,
     is_arena,
     memref_type_of,
+    numpy_dtype,
     python_scalar,
     shape_text,
-    contiguous_strides,
-    numpy_dtype,
 )
-from telamalloc.runtime.interp.compiled import CompiledLoopFunctions
 from telamalloc.runtime.interp.mathops import MathFunctions
 from telamalloc.runtime.interp.memref import (
     MemRefFunctions,

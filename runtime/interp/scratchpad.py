@@ -35,17 +35,17 @@ from telamalloc.runtime.interp.machine import (
     MemRef,
     Storage,
     buffer_name,
-    memory_key,
-    memref_type_of,
-    resolve_shape,
-    shape_text,
     contiguous_strides,
     copy_between,
     make_view,
+    memory_key,
+    memref_type_of,
     numpy_dtype,
     op_location,
     place_arena,
     place_planned,
+    resolve_shape,
+    shape_text,
 )
 
 

@@ -36,9 +36,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
+from telamalloc.files import open_atomically
 from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 from telamalloc.runtime.show.plot import load_curve
-from telamalloc.files import open_atomically
 from telamalloc.runtime.show.report import build_report, report_to_dict
 
 FORMAT_VERSION = 1
@@ -219,8 +219,8 @@ def _plan_data(page: PlanPage, timing: bool) -> dict:
 
 
 def _load_only_report(name: str, problem: Problem) -> dict:
-    from telamalloc.runtime.show.report import contended_point
     from telamalloc.runtime.alloc.validate import compute_load
+    from telamalloc.runtime.show.report import contended_point
 
     point = contended_point(problem)
     index = {buffer.id: position for position, buffer in enumerate(problem.buffers)}

@@ -28,10 +28,10 @@ import os
 from collections.abc import Sequence
 
 from telamalloc.extras import install_hint
-from telamalloc.runtime.alloc.problem import Problem, Solution
 from telamalloc.files import open_atomically
-from telamalloc.runtime.show.report import human_bytes
+from telamalloc.runtime.alloc.problem import Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
+from telamalloc.runtime.show.report import human_bytes
 
 FORMATS = {".svg": "svg", ".png": "png"}
 FIGURE_INCHES = (10.0, 6.0)

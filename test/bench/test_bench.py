@@ -47,6 +47,7 @@ def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["training-3000-0.csv", "unet-3000-0.csv"]
 
 
+@pytest.mark.slow
 def test_bench_large_runs_a_row_per_seed(tmp_path):
     """Issue 17 asks for near-LOAD layouts whatever the trace: several seeds in one run."""
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "deepnet", "--seed", "0", "3",
@@ -104,6 +105,7 @@ def test_bench_large_rejects_a_bad_timeout():
     assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr
 
 
+@pytest.mark.slow
 def test_hard_family_runs_both_solvers_and_they_agree(shared_benchmarks):
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=1", "--timeout=0.5",
                              f"--shared={shared_benchmarks.parent}"], capture_output=True, text=True, timeout=300)

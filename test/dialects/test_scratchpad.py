@@ -5,12 +5,13 @@ from xdsl.context import Context
 from xdsl.dialects import func, test
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    Builtin,
     BFloat16Type,
+    Builtin,
     ComplexType,
     Float16Type,
     Float64Type,
     Float80Type,
+    FloatAttr,
     IndexType,
     IntegerType,
     MemRefType,
@@ -22,7 +23,6 @@ from xdsl.dialects.builtin import (
     i8,
     i32,
 )
-from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 from xdsl.traits import MemoryEffectKind, get_effects

@@ -20,12 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from telamalloc.runtime.interp import detmath
-from telamalloc.runtime.interp import run_program
-from telamalloc.verification import plan_and_lower
-from telamalloc.runtime.interp.kernels import run_kernel
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
+from telamalloc.runtime.interp import detmath, run_program
+from telamalloc.runtime.interp.kernels import run_kernel
+from telamalloc.verification import plan_and_lower
 
 ROOT = Path(__file__).resolve().parents[2]
 

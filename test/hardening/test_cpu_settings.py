@@ -99,6 +99,7 @@ def skip_reason(setting: Setting, default_seen: dict[str, str]) -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", SETTINGS, ids=[setting.name for setting in SETTINGS])
 def test_interpreter_outputs_are_identical_under(setting: Setting, default_run):
     default_seen, default_lines = default_run
@@ -115,6 +116,7 @@ def test_interpreter_outputs_are_identical_under(setting: Setting, default_run):
     assert not differing, f"{len(differing)} cases differ from the default setting, first: {differing[0]}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", SETTINGS, ids=[setting.name for setting in SETTINGS])
 def test_example_goldens_hold_under(setting: Setting, default_run, tmp_path):
     reason = skip_reason(setting, default_run[0])

@@ -52,6 +52,7 @@ def untimed(text: str) -> str:
 TIMING = re.compile(r"\d+\.\d+ ?(s|ms)\b|seconds: \S+")
 
 
+@pytest.mark.slow
 def test_tela_opt_plans_every_example_identically(tmp_path):
     script = (
         "import sys\n"

@@ -19,8 +19,8 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import re
 import random
+import re
 import tempfile
 from pathlib import Path
 
@@ -271,6 +271,7 @@ def test_a_quoted_newline_gives_one_line_at_the_right_line(tmp_path, monkeypatch
     assert status == 2 and err.count("\n") == 1 and err.startswith(PREFIX + "bad.csv:2:"), repr(err)
 
 
+@pytest.mark.slow
 def test_mutated_csv_files(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     rng = random.Random(FUZZ_SEED)

@@ -430,6 +430,7 @@ def check_run(tmp_path: Path, text: str) -> str:
     return "ran and verified"
 
 
+@pytest.mark.slow
 def test_mutated_mlir_files(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rng = random.Random(FUZZ_SEED)

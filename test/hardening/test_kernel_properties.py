@@ -31,8 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import assume, event, given, note, settings
-from hypothesis import currently_in_test_context
+from hypothesis import assume, currently_in_test_context, event, given, note, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
@@ -403,6 +402,7 @@ def _run_with_hash_seed(hash_seed: str, cases_count: int) -> list:
     return json.loads(result.stdout)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_the_hash_seed():
     cases_count = 400 if os.environ.get("HYPOTHESIS_PROFILE") == "long" else 40
     first = _run_with_hash_seed("1", cases_count)

@@ -25,11 +25,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from telamalloc.dialects import make_context
+from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
 from telamalloc.runtime.interp import InterpreterError
 from telamalloc.verification import verify_program
-from telamalloc.dialects import make_context
-from telamalloc.ir_text import parse_program
 
 HARDENING = settings.get_profile("hardening")
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -291,6 +291,7 @@ def test_random_programs_plan_at_load_and_verify():
     assert outcomes.get("at LOAD", 0) > PROGRAMS // 2, outcomes
 
 
+@pytest.mark.slow
 @HARDENING
 @given(st.integers(10**6, 10**9))
 def test_random_programs_from_drawn_seeds(seed):

@@ -22,14 +22,15 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 
+from telamalloc.dialects import make_context
 from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.interp import InterpreterError
-from telamalloc.dialects import make_context
-from telamalloc.ir_text import parse_program
 from telamalloc.verification import verify_program
 
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
@@ -89,6 +90,7 @@ def spill_and_verify(text: str, capacity: int) -> str:
     return "spilled" if report.notes else "fits"
 
 
+@pytest.mark.slow
 def test_random_programs_spill_and_verify():
     outcomes: dict[str, int] = {}
     for seed in range(PROGRAMS):
@@ -108,6 +110,7 @@ def test_random_programs_spill_and_verify():
     assert outcomes.get("op too large", 0) >= 1, outcomes
 
 
+@pytest.mark.slow
 def test_straight_line_programs_spill_down_to_the_largest_op():
     for seed in range(PROGRAMS):
         text = generate(seed, depth=0)

@@ -53,6 +53,7 @@ def _relu_mlp(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @needs_iree
 def test_a_model_is_planned_at_its_optimum_and_jit_verified(tmp_path: Path) -> None:
     result = iree_frontend.plan_onnx_with_iree(_relu_mlp(tmp_path / "relu_mlp.onnx"))
@@ -69,6 +70,7 @@ def test_a_model_is_planned_at_its_optimum_and_jit_verified(tmp_path: Path) -> N
 BUNDLED_LOADS = {"mlp": 6144, "cnn": 12080, "transformer_block": 10240}
 
 
+@pytest.mark.slow
 @needs_iree
 @pytest.mark.parametrize("name", sorted(BUNDLED_LOADS))
 def test_bundled_models_plan_at_load(name: str) -> None:
@@ -82,6 +84,7 @@ def test_bundled_models_plan_at_load(name: str) -> None:
         pytest.skip(f"{name}: {result.verification}")
 
 
+@pytest.mark.slow
 @needs_iree
 def test_tela_import_frontend_iree_writes_a_verified_program(tmp_path: Path, capsys) -> None:
     output = tmp_path / "planned.mlir"
@@ -95,6 +98,7 @@ def test_tela_import_frontend_iree_writes_a_verified_program(tmp_path: Path, cap
     parse_module_text(xdsl_context(), text, "planned.mlir").verify()
 
 
+@pytest.mark.slow
 @needs_iree
 def test_verify_says_when_the_jit_cannot_run_the_program(tmp_path: Path, capsys) -> None:
     """The bundled MLP's softmax needs `math.exp`: verified once MLIR's JIT lowers it, else a

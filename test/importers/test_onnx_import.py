@@ -13,9 +13,9 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
 from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx, load_model
 from telamalloc.passes.tela_plan import collect_module, plan_module
+from telamalloc.runtime.alloc.validate import compute_load
 from telamalloc.runtime.interp import run_program
 from telamalloc.verification import verify_program
-from telamalloc.runtime.alloc.validate import compute_load
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "onnx"
 

@@ -13,8 +13,8 @@ import pytest
 from xdsl.dialects.builtin import FileLineColLoc
 from xdsl.utils.exceptions import ParseError
 
-from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_generic, xdsl_context
 from telamalloc import mlir_text
+from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_generic, xdsl_context
 from telamalloc.ir_text import parse_module_text
 from telamalloc.passes import plan_module
 from telamalloc.tools import tela_opt

@@ -60,6 +60,7 @@ def test_cfg_lifetimes_are_exact_not_conservative(model) -> None:
         assert liveness.lifetimes and not liveness.conservative
 
 
+@pytest.mark.slow
 @needs_bindings
 def test_planned_cfg_program_runs_like_the_original() -> None:
     model = next(model for model in MODELS if model.name == "mlp")

@@ -9,11 +9,11 @@ import pytest
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import IntegerAttr
 
+from telamalloc.dialects import make_context
 from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass, plan_module
 from telamalloc.runtime.interp import InterpreterError
-from telamalloc.dialects import make_context
-from telamalloc.ir_text import parse_program
 from telamalloc.verification import verify_lowered, verify_program
 
 TWO = (Path(__file__).parent / "tela-pipeline-memories.mlir").read_text()

@@ -17,10 +17,12 @@ from telamalloc.passes import (
     TelaLowerPass,
     TelaPipelinePass,
     TelaPlanPass,
-    TestPrintLivenessPass as PrintLivenessPass,
     analyze_function,
     lower_module,
     plan_module,
+)
+from telamalloc.passes import (
+    TestPrintLivenessPass as PrintLivenessPass,
 )
 from telamalloc.passes.collect import collect_function, functions, selection_for
 from telamalloc.runtime.alloc.csv_io import read_problem
@@ -265,6 +267,7 @@ def _random_program(rng: random.Random, buffers: int) -> tuple[str, dict[str, tu
     return text, {name: tuple(values) for name, values in reference.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs_match_reference_and_lower_without_overlap(seed):
     rng = random.Random(seed)

@@ -15,6 +15,7 @@ def run_pipeline(options: str) -> subprocess.CompletedProcess:
     return subprocess.run([*TELA_OPT, str(EXAMPLE), "-p", f"tela-pipeline{{{options}}}"], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extension, magic", [(".svg", b"<?xml"), (".png", b"\x89PNG")])
 def test_plot_and_json_report_are_written(tmp_path: Path, extension: str, magic: bytes):
     picture, report = tmp_path / f"plan{extension}", tmp_path / "plan.json"
@@ -46,8 +47,8 @@ def test_the_ir_is_unchanged_when_an_output_cannot_be_written(tmp_path: Path):
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.utils.exceptions import PassFailedException
 
-    from telamalloc.passes import TelaPlanPass
     from telamalloc.ir_text import parse_module_text
+    from telamalloc.passes import TelaPlanPass
     from telamalloc.tools.tela_opt import TelaOptMain
 
     context = TelaOptMain(args=[str(EXAMPLE)]).ctx

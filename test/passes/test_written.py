@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc.passes.written import signature, written_arguments
-from telamalloc.verification import complete_inputs
-from telamalloc.runtime.interp import InterpreterError, find_entry, run_program
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
+from telamalloc.passes.written import signature, written_arguments
+from telamalloc.runtime.interp import InterpreterError, find_entry, run_program
+from telamalloc.verification import complete_inputs
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SP = "#scratchpad.space"
@@ -95,13 +95,13 @@ func.func @main(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 
 def test_complete_inputs_zero_fills_the_outputs_and_accepts_every_argument():
-    _, function = entry(f"""
-func.func @main(%x: memref<2xf32>, %y: memref<2x2xi32>, %s: i64) {{
+    _, function = entry("""
+func.func @main(%x: memref<2xf32>, %y: memref<2x2xi32>, %s: i64) {
   %c0 = arith.constant 0 : index
   %v = arith.constant 7 : i32
   memref.store %v, %y[%c0, %c0] : memref<2x2xi32>
   func.return
-}}""")
+}""")
     x, s = np.ones(2, np.float32), np.array(3, np.int64)
     values = complete_inputs(function, [x, s])
     assert values[0] is x and values[2] is s

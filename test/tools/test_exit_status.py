@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
 from telamalloc.tools import tela_import, tela_opt, tela_run
+from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"

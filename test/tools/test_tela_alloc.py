@@ -172,6 +172,7 @@ def _wait_for_the_search(process, seconds: float = 120.0) -> None:
     raise AssertionError("tela-alloc never started its search")
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly(tmp_path, hard_csv):
     out = tmp_path / "out.csv"
     process = subprocess.Popen(  # minimize runs for hours on the puzzle: only the signal ends it
@@ -265,6 +266,7 @@ def test_start_up_imports_only_what_a_plain_run_needs():
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_numpy_read_problem_is_solved_written_and_validated_from_its_columns(tmp_path):
     lines = ["id,lower,upper,size,alignment"] + [f"{index},{index % 50},{index % 50 + 1 + index % 7},{64 + index},{2 ** (index % 4)}"
                                                   for index in range(5000)]

@@ -163,6 +163,7 @@ USAGE_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, arguments, exit_status, message", USAGE_CASES, ids=[case[0] for case in USAGE_CASES])
 def test_batch_usage_errors(tmp_path, name, arguments, exit_status, message):
     (tmp_path / "in").mkdir()
@@ -227,6 +228,7 @@ def test_jobs_runs_the_portfolio_and_names_the_member(tmp_path, shared_benchmark
     check_layout(medium, out, 1048576)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["jobs", "batch"])
 def test_ctrl_c_stops_every_process(tmp_path, mode, children_of, alive):
     """SIGINT to the whole process group, as a terminal sends it: exit 130, no process left."""

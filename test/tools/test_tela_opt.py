@@ -140,6 +140,7 @@ def test_any_extension_reads_as_mlir(write):
     assert completed.returncode == 0, completed.stderr
 
 
+@pytest.mark.slow
 def test_output_file_and_generic_form(write, tmp_path: Path):
     output = tmp_path / "out.mlir"
     completed = run_tool(write(VALID), "--print-op-generic", "-o", str(output))

@@ -185,6 +185,7 @@ def run(*args: str, stdin: str | None = None):
     )
 
 
+@pytest.mark.slow
 def test_verify_diagnostics_exit_statuses(tmp_path: Path):
     good = tmp_path / "good.mlir"
     good.write_text(OVERLOAD.replace(

@@ -241,8 +241,8 @@ def test_unusual_files_read_the_same_either_way(tmp_path, monkeypatch, text):
 
 
 def test_numpy_path_columns_feed_solve_and_validate(tmp_path):
-    from telamalloc.runtime.alloc import validate as checker
     from telamalloc import solve
+    from telamalloc.runtime.alloc import validate as checker
 
     path = write(tmp_path, "id,lower,upper,size,alignment\na,0,2,4,1\nb,1,3,4,4\nc,2,4,8,2\n")
     problem = read_csv(path).problem

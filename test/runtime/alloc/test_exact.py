@@ -12,13 +12,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from ortools.sat.python import cp_model
-
-from dataclasses import replace
 
 from telamalloc import solve
 from telamalloc.runtime.alloc.config import ExactConfig

@@ -141,6 +141,7 @@ def test_orderings_are_permutations_and_deterministic():
     assert not np.array_equal(ordering(random, trace.starts, trace.ends, trace.sizes, seed=3)[0], ordering(random, trace.starts, trace.ends, trace.sizes, seed=4)[0])
 
 
+@pytest.mark.slow
 def test_determinism_byte_identical():
     problem = generate(20000, 1).problem()
     first = solve(problem, mode="minimize", algorithm="large")
@@ -239,6 +240,7 @@ def test_fit_mode_falls_back_to_the_large_planner_above_the_threshold():
     assert validate(Problem(puzzle.buffers), solution.offsets) == [] and solution.peak > puzzle.capacity
 
 
+@pytest.mark.slow
 def test_time_limit_is_honoured_and_anytime_improves():
     """Under a limit the answer is never above the first ordering's complete layout (what
     any limit that lets it finish guarantees: how many more orderings fit depends on the
@@ -791,6 +793,7 @@ def test_a_re_sweep_never_raises_the_sweeps_peak_and_lowers_deepnet(seed):
     assert at_goal[1] == peak and not at_goal[3] and info.resweeps == 2  # at the goal: none
 
 
+@pytest.mark.slow
 def test_the_sweep_is_re_swept_at_once_without_a_limit_and_if_still_the_best_under_one(monkeypatch):
     """The first ordering's sweep is re-swept: without a limit right after its gravity
     rounds (more orderings then never give a worse layout), under a limit only if no other
@@ -852,6 +855,7 @@ def test_above_the_huge_size_the_medium_tier_sweep_and_the_plain_sweep_from_a_32
     assert sorted(DEFAULT.huge_schedule) == sorted(DEFAULT.schedule) == sorted(named.NAMES)
 
 
+@pytest.mark.slow
 def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravity_round(monkeypatch):
     """Above huge_buffers (lowered here) the first huge_eager orderings run one after the
     other, each followed at once by the window search, the window re-placements and
@@ -1547,6 +1551,7 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     return solution, runs
 
 
+@pytest.mark.slow
 def test_above_the_huge_size_the_second_lane_runs_its_ordering_from_the_start_and_the_first_lane_skips_it(monkeypatch):
     """Above huge_buffers (lowered here) the second lane starts with the first and runs
     huge_lane's ordering ("sweep-32"); the first lane runs "sweep-medium-8" and goes on
@@ -1559,6 +1564,7 @@ def test_above_the_huge_size_the_second_lane_runs_its_ordering_from_the_start_an
     assert "dropped" not in solution.message
 
 
+@pytest.mark.slow
 def test_a_dropped_huge_lane_gives_its_ordering_back_to_the_first_lane(monkeypatch):
     """A second lane its governor dropped at once (a busy machine; halted, it gives no
     layout) leaves its ordering to the first lane, which runs "sweep-medium-8" and

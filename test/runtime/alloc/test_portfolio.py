@@ -14,9 +14,8 @@ import pytest
 
 import telamalloc
 from telamalloc import Buffer, Mode, Params, Problem, ProblemError, Status, solve, validate
-from telamalloc.runtime.alloc.portfolio import member_params, solve_parallel
 from telamalloc.runtime.alloc.generators.puzzles import subset_sum_problem
-
+from telamalloc.runtime.alloc.portfolio import member_params, solve_parallel
 
 # Ten buffers that pack in no layout at their LOAD 7 (see test_api.py): a proof below LOAD.
 CORE_BUFFERS = [
@@ -134,6 +133,7 @@ def test_a_bad_problem_raises_the_same_error_as_solve(new_children):
     assert new_children() == set()
 
 
+@pytest.mark.slow
 def test_the_time_limit_bounds_the_whole_call(hard_problem, new_children):
     began = time.monotonic()
     solution = solve_parallel(hard_problem, 2, time_limit=1.0)
@@ -146,6 +146,7 @@ def test_the_time_limit_bounds_the_whole_call(hard_problem, new_children):
     assert new_children() == set()
 
 
+@pytest.mark.slow
 def test_the_callers_cancel_flag_stops_every_member(hard_problem, new_children):
     cancel = np.zeros(1, dtype=np.uint8)
     progress = np.zeros(3, dtype=np.int64)
@@ -158,6 +159,7 @@ def test_the_callers_cancel_flag_stops_every_member(hard_problem, new_children):
     assert new_children() == set()
 
 
+@pytest.mark.slow
 def test_minimize_at_the_limit_returns_the_best_valid_layout(hard_problem):
     problem = Problem(hard_problem.buffers)
     solution = solve_parallel(problem, 2, mode="minimize", time_limit=1.0, stagger=0)
@@ -165,6 +167,7 @@ def test_minimize_at_the_limit_returns_the_best_valid_layout(hard_problem):
     assert solution.stats.member in (0, 1)
 
 
+@pytest.mark.slow
 def test_a_killed_member_does_not_lose_the_answer(hard_problem, new_children):
     """SIGKILL one member: the other still answers (here: the time limit's fallback)."""
     killed = []

@@ -75,9 +75,9 @@ def test_minimize_without_capacity_has_no_capacity_and_keeps_the_optimum_apart()
 
 # --- Problems made from columns ---
 
-from telamalloc.runtime.alloc.problem import ProblemError, columns_of  # noqa: E402
-
 import numpy as np  # noqa: E402
+
+from telamalloc.runtime.alloc.problem import ProblemError, columns_of  # noqa: E402
 
 BUFFERS = [Buffer("a", 0, 3, 4), Buffer("b", 3, 9, 4, offset=8), Buffer("c", 0, 9, 4, alignment=4), Buffer("z", 2, 4, 0)]
 

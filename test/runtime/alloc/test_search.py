@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from telamalloc.runtime.alloc.config import ExactConfig
 from telamalloc.runtime.alloc.exact._search import (
     STATUS_INFEASIBLE,
     STATUS_OK,
     STATUS_TIMEOUT,
     search,
 )
-from telamalloc.runtime.alloc.config import ExactConfig
 from telamalloc.runtime.alloc.problem import Params
 
 TOGGLES = (
@@ -293,6 +293,7 @@ def test_time_limit_is_honoured():
     assert result.nodes > 1000
 
 
+@pytest.mark.slow
 def test_a_group_too_big_to_prepare_in_the_time_left_is_a_timeout_not_an_overrun():
     """4,000 buffers live together: 8 M neighbour entries, whose preparation (~0.6 s here)
     would outlast a 20 ms limit, so the kernel declines at once."""
@@ -561,6 +562,7 @@ def test_dives_of_big_groups_keep_the_search_sound_and_complete():
 DENSENET = Path(__file__).resolve().parents[3] / "bench" / "data" / "densenet121-2595.csv"
 
 
+@pytest.mark.slow
 def test_densenet121_fits_at_load_in_few_nodes():
     # a real model in one group of 2,595 buffers (see bench/data/README.md): a layout at LOAD
     # is the proof of the optimum. 14,602 nodes before the dives, 5,516 with them (the

@@ -18,7 +18,7 @@ from xdsl.parser import Parser
 
 from telamalloc.dialects import scratchpad
 from telamalloc.passes import lower_module, plan_module
-from telamalloc.runtime.interp import InterpreterError, ShadowViolation, make_context, random_inputs, find_entry, run_program
+from telamalloc.runtime.interp import InterpreterError, ShadowViolation, find_entry, make_context, random_inputs, run_program
 from telamalloc.verification import verify_lowered, verify_program
 
 EXAMPLES = Path(__file__).parents[3] / "examples"
@@ -119,25 +119,25 @@ def test_hand_lowered_arena_and_views_match_the_unplanned_run_bit_for_bit():
 
 
 def test_memref_alloc_arena_with_memref_views_runs_like_scratchpad_views():
-    program = f"""
-func.func @main(%x: memref<8xf32>, %out: memref<8xf32>) {{
+    program = """
+func.func @main(%x: memref<8xf32>, %out: memref<8xf32>) {
   %arena = memref.alloc() : memref<64xi8>
   %c0 = arith.constant 0 : index
   %c32 = arith.constant 32 : index
-  %t = memref.view %arena[%c0][] {{scratchpad.buffer = "t"}} : memref<64xi8> to memref<8xf32>
-  %u = memref.view %arena[%c32][] {{scratchpad.buffer = "u"}} : memref<64xi8> to memref<8xf32>
+  %t = memref.view %arena[%c0][] {scratchpad.buffer = "t"} : memref<64xi8> to memref<8xf32>
+  %u = memref.view %arena[%c32][] {scratchpad.buffer = "u"} : memref<64xi8> to memref<8xf32>
   "memref.copy"(%x, %t) : (memref<8xf32>, memref<8xf32>) -> ()
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
-  scf.for %i = %c0 to %c8 step %c1 {{
+  scf.for %i = %c0 to %c8 step %c1 {
     %v = memref.load %t[%i] : memref<8xf32>
     %w = arith.mulf %v, %v : f32
     memref.store %w, %u[%i] : memref<8xf32>
-  }}
+  }
   "memref.copy"(%u, %out) : (memref<8xf32>, memref<8xf32>) -> ()
   memref.dealloc %arena : memref<64xi8>
   func.return
-}}
+}
 """
     x = np.linspace(-2, 2, 8, dtype=np.float32)
     result = run_program(parse(program), inputs=[x, np.zeros(8, np.float32)])

@@ -287,6 +287,7 @@ def test_tela_pipeline_takes_the_html_option_too(tmp_path):
     assert len(page_data((tmp_path / "plan.html").read_text())["plans"]) == 2
 
 
+@pytest.mark.slow
 def test_tela_plan_html_errors(tmp_path):
     (tmp_path / "two.mlir").write_text(TWO_FUNCTIONS)
     result = _tela_opt(["two.mlir", "-p", 'tela-plan{capacity=1024 html="missing/plan.html"}'], tmp_path)

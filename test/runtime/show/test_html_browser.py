@@ -138,6 +138,7 @@ def test_the_page_draws_every_buffer(browser, example):
     page.check_console()
 
 
+@pytest.mark.slow
 def test_hovering_a_buffer_shows_its_tooltip(browser, example):
     problem, solution, _, plain, _ = example
     page = Page(browser, plain)
@@ -305,6 +306,7 @@ def test_tela_plan_page_has_a_tab_per_function_with_source_locations(browser, tm
     page.check_console()
 
 
+@pytest.mark.slow
 def test_a_large_page_draws_every_buffer(browser, tmp_path):
     """20,000 buffers (the 10^5 load time is bench/html's): all drawn at the full view."""
     from telamalloc.runtime.alloc.generators.tracegen import deep_network_problem

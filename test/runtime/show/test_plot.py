@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.show.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout, size_text
 from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.show.plot import DPI, FIGURE_INCHES, PlotError, byte_label, load_curve, plot_layout, size_text
 
 SVG = "{http://www.w3.org/2000/svg}"
 
