@@ -173,6 +173,67 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
     integer, which is what the row reader accepts too); ids that are all canonical decimal
     numbers (``0``, ``17``: no sign, no leading zero, no space) are kept as int64 and made
     strings only when asked for, other ids are taken as text. ``data`` is valid UTF-8."""
+    lines = _fast_lines(name, data)
+    if lines is None:
+        return None
+    header, names = lines.header, lines.names
+    numeric = [position for position, column in enumerate(header) if column not in ("id", "offset")]
+    parsed = _fast_numbers(lines, numeric)
+    if parsed is None:
+        return None
+    table, numbers = parsed
+    ids = None
+    if numbers is None:
+        ids = lines.ids()
+        if ids is None:
+            return None
+    values = {header[position]: table[:, index] for index, position in enumerate(numeric)}
+    columns = _fast_columns(lines, values, names)
+    if columns is None:
+        return None
+    if ids is None:
+        problem = Problem.from_decimal_ids(numbers, columns)
+    else:
+        problem = Problem.from_columns(ids, columns["starts"], columns["ends"], columns["sizes"], columns["aligns"],
+                                       columns["pins"])
+    return CsvTable(problem, tuple(header))
+
+
+@dataclass
+class _Lines:
+    """The cells of a file's body, located on its bytes: row ``r``'s cell ``k`` is
+    ``raw[low:high]`` with ``(low, high) = span(k)`` (arrays over the rows)."""
+
+    header: list[str]
+    names: tuple[str, str]  # the lifetime columns: (lower, upper) or (begin, end)
+    body: bytes
+    raw: np.ndarray
+    line_starts: np.ndarray
+    line_ends: np.ndarray
+    commas: np.ndarray  # rows x (width - 1)
+    ascii: bool  # the file is ASCII (ids read from the bytes)
+
+    @property
+    def rows(self) -> int:
+        return len(self.line_starts)
+
+    def span(self, position: int) -> tuple[np.ndarray, np.ndarray]:
+        width = len(self.header)
+        low = self.line_starts if position == 0 else self.commas[:, position - 1] + 1
+        high = self.line_ends if position == width - 1 else self.commas[:, position]
+        return low, high
+
+    def ids(self) -> tuple[str, ...] | None:
+        """The ids as text (None: a cell the row reader must judge)."""
+        position = self.header.index("id")
+        if self.ascii:
+            return _ascii_ids(self.raw, *self.span(position))
+        return _text_ids(self.body.decode("utf-8"), position, self.rows)
+
+
+def _fast_lines(name: str, data: bytes) -> _Lines | None:
+    """The header and the located cells of ``data``, or None when the file is unusual (a
+    quote, a lone CR, text columns, a line with another number of fields, no rows)."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     if b'"' in data:
@@ -188,7 +249,7 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
     if "uses" in header or "location" in header:  # text cells: the row reader handles them
         return None
     try:
-        lower_name, upper_name = _choose_columns(name, header)
+        names = _choose_columns(name, header)
     except CsvError:
         return None
     body = data[split + 1 :]
@@ -210,20 +271,20 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
     # of width - 1 lies within its line
     if np.any(commas[:, 0] < line_starts) or np.any(commas[:, -1] >= line_ends):
         return None
+    return _Lines(header, names, body, raw, line_starts, line_ends, commas, data.isascii())
 
-    def span(position: int) -> tuple[np.ndarray, np.ndarray]:
-        low = line_starts if position == 0 else commas[:, position - 1] + 1
-        high = line_ends if position == width - 1 else commas[:, position]
-        return low, high
 
-    id_position = header.index("id")
-    id_low, id_high = span(id_position)
-    numeric = [position for position, column in enumerate(header) if column not in ("id", "offset")]
+def _fast_numbers(lines: _Lines, numeric: list[int]) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """(the integer columns at ``numeric``, the ids as int64 when they are all canonical
+    decimal numbers and unique, else None); None when a cell is not an integer."""
+    id_position = lines.header.index("id")
+    id_low, id_high = lines.span(id_position)
+    raw = lines.raw
     first_bytes = raw[np.minimum(id_low, len(raw) - 1)]
     decimal_ids = bool(np.all((id_high > id_low) & (first_bytes >= 48) & (first_bytes <= 57)))
-    table = None
+    table = numbers = None
     if decimal_ids:
-        table = _loadtxt(body, [id_position] + numeric)
+        table = _loadtxt(lines.body, [id_position] + numeric)
         if table is not None:
             numbers = table[:, 0]
             digits = np.maximum(np.searchsorted(_POW10, numbers, side="right"), 1)  # 0 has one digit
@@ -232,23 +293,25 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
         else:
             decimal_ids = False
     if table is None:
-        table = _loadtxt(body, numeric)
+        table = _loadtxt(lines.body, numeric)
         if table is None:
             return None
-    if table.shape != (rows, len(numeric)):
+    if table.shape != (lines.rows, len(numeric)):
         return None
-    if decimal_ids:
-        ordered = np.sort(numbers)
-        if np.any(ordered[1:] == ordered[:-1]):
-            return None
-        ids = None
-    else:
-        ids = _ascii_ids(raw, id_low, id_high) if data.isascii() else _text_ids(body.decode("utf-8"), id_position, rows)
-        if ids is None:
-            return None
-    values = {header[position]: table[:, index] for index, position in enumerate(numeric)}
+    if not decimal_ids:
+        return table, None
+    ordered = np.sort(numbers)
+    if np.any(ordered[1:] == ordered[:-1]):
+        return None
+    return table, numbers
+
+
+def _fast_columns(lines: _Lines, values: dict[str, np.ndarray], names: tuple[str, str]) -> dict[str, np.ndarray] | None:
+    """The kernel columns (starts, ends, sizes, aligns, pins) of the parsed values, half-open;
+    None when a value is out of range (the row reader words the error)."""
+    rows, header = lines.rows, lines.header
     if "offset" in header:
-        pins = _pins(raw, *span(header.index("offset")))
+        pins = _pins(lines.raw, *lines.span(header.index("offset")))
         if pins is None:
             return None
     else:
@@ -258,6 +321,7 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
             return None
     if pins.max() > _QUARTER:
         return None
+    lower_name, upper_name = names
     starts, ends, sizes = values[lower_name], values[upper_name], values["size"]
     if upper_name == "end":
         if np.any(ends < starts):
@@ -270,13 +334,8 @@ def _read_fast(name: str, data: bytes) -> CsvTable | None:
         aligns = np.ones(rows, dtype=np.int64)
     elif np.any(aligns < 1) or np.any(aligns & (aligns - 1)):
         return None
-    columns = {name: np.ascontiguousarray(array) for name, array in
-               (("starts", starts), ("ends", ends), ("sizes", sizes), ("aligns", aligns), ("pins", pins))}
-    if ids is None:
-        problem = Problem._from_decimal_ids(numbers, columns)
-    else:
-        problem = Problem.from_columns(ids, columns["starts"], columns["ends"], columns["sizes"], columns["aligns"], columns["pins"])
-    return CsvTable(problem, tuple(header))
+    return {name: np.ascontiguousarray(array) for name, array in
+            (("starts", starts), ("ends", ends), ("sizes", sizes), ("aligns", aligns), ("pins", pins))}
 
 
 def _loadtxt(body: bytes, positions: list[int]) -> np.ndarray | None:

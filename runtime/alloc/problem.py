@@ -171,7 +171,7 @@ class Problem:
         return problem
 
     @classmethod
-    def _from_decimal_ids(cls, numbers, columns: dict, capacity: int | None = None) -> Problem:
+    def from_decimal_ids(cls, numbers, columns: dict, capacity: int | None = None) -> Problem:
         """The CSV reader's columnar problem whose ids are the canonical decimal strings of
         ``numbers`` (int64, unique): the strings are made only when asked for."""
         problem = object.__new__(cls)
