@@ -1,9 +1,12 @@
 """Fixtures shared by the test directories: processes seen through Linux's /proc, for the
-tests that check that no worker or portfolio member outlives its parent."""
+tests that check that no worker or portfolio member outlives its parent; the shared
+benchmark data; and, after every test, the check that no thread telamalloc started
+outlives the call that started it."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -68,3 +71,15 @@ def shared_benchmarks() -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return folder
+
+
+@pytest.fixture(autouse=True)
+def no_thread_outlives_its_call():
+    """Every thread a telamalloc call starts (CP-SAT members, second lanes, governors: all
+    named ``telamalloc-...``) is joined before the call returns: none may be alive once a
+    test is over."""
+    before = {thread.ident for thread in threading.enumerate()}
+    yield
+    left = [thread.name for thread in threading.enumerate()
+            if thread.name.startswith("telamalloc-") and thread.ident not in before and thread.is_alive()]
+    assert left == [], f"threads left running: {left}"

@@ -72,8 +72,8 @@ def solve(
 
     deadline = None if time_limit is None else began + time_limit
     instance = make_instance(problem, params, columns)
-    budget = Budget(deadline, cancel, progress, node_limit=params.node_limit)
     load = compute_load(problem)
+    budget = Budget(deadline, cancel, progress, node_limit=params.node_limit, setup_seconds=time.monotonic() - began)
     if mode is Mode.FIT:
         outcome = modes.fit(instance, budget, capacity, algorithm, load, greedy_first)
     else:

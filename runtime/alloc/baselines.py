@@ -57,14 +57,15 @@ class Baselines:
     def heuristic(self, budget: Budget, capacity: int) -> tuple[tuple[int, ...], str]:
         """The layout fit mode tries before the search and falls back to after it: the better
         greedy layout, or on a large problem the large planner's (which includes the greedy
-        orderings and stores no pairs). Like greedy, it ignores the time limit and the cancel
-        flag (a fallback must be a whole layout)."""
+        orderings and stores no pairs). The large planner's heeds the time limit and the
+        cancel flag: an ordering cut short still gives a whole layout (its rest stacked
+        above the placed buffers, see large/_large.pyx)."""
         if not is_large(self.instance):
             return self.best(GREEDY_ALGORITHMS)
         if "large" not in self.layouts:
             from telamalloc.runtime.alloc.large.layout import large_layout
 
-            offsets, _, _ = large_layout(self.instance, budget, capacity, anytime=False, limited=False)
+            offsets, _, _ = large_layout(self.instance, budget, capacity, anytime=False)
             self.layouts["large"] = offsets
         return self.layouts["large"], "large"
 

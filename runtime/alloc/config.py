@@ -40,6 +40,9 @@ class ExactConfig:
     cpsat_max_buffers: int = 128
     """Groups above this many buffers go to the kernel alone (CP-SAT answers nothing there
     and slows the kernel)."""
+    cpsat_load_seconds: float = 1.0
+    """A solve with less time left than this does not load OR-Tools (its first import takes
+    about half a second, which no time limit could cut short)."""
     core_seconds: float = 2.0
     """Seconds at most for the infeasibility core (the deletion filter)."""
     core_fraction: float = 0.2
@@ -224,7 +227,11 @@ class LargeConfig:
     """... this many periods in a row."""
     check_seconds_per_buffer: float = 1.2e-6
     """Under a time limit the planner stops this long per buffer before it, for the validator
-    and the Solution."""
+    and the Solution ..."""
+    check_setup_factor: float = 2.0
+    """... or this many times what the checks before the planner took in this call, when
+    that is more (the work after the planner is of the same kind, and slows down as much on
+    a loaded machine or beside other solves)."""
     windows: WindowSearchConfig = field(default_factory=WindowSearchConfig)
     """The window search with the exact kernel."""
     replacement: ReplacementConfig = field(default_factory=ReplacementConfig)

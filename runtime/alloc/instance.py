@@ -107,6 +107,7 @@ class Budget:
     node_limit: int = 0  # kernel nodes the exact path may charge (0: no limit)
     work_used: int = 0  # kernel nodes charged so far
     out_of_work: bool = False  # node_limit reached: the exact schedule ends
+    setup_seconds: float = 0.0  # what the checks and LOAD took in this call (wall clock)
 
     def remaining(self) -> float | None:
         """Seconds left (None: no limit)."""
@@ -119,10 +120,15 @@ class Budget:
         """The time is up at ``stop`` (a time.monotonic() value) or the cancel flag is raised."""
         return self.cancelled() or (stop is not None and time.monotonic() >= stop)
 
+    def interrupted(self) -> bool:
+        """The time limit is up or the cancel flag is raised (what may cut work short at any
+        point; a node budget only ends the schedule between deterministic steps)."""
+        remaining = self.remaining()
+        return self.cancelled() or (remaining is not None and remaining <= 0)
+
     def stopped(self) -> bool:
         """The time limit, the cancel flag or the node budget ends the exact schedule."""
-        remaining = self.remaining()
-        return self.out_of_work or self.cancelled() or (remaining is not None and remaining <= 0)
+        return self.out_of_work or self.interrupted()
 
     def within(self, seconds: float) -> Budget:
         """The same flag, progress, counters and node budget with a deadline ``seconds`` from

@@ -269,7 +269,7 @@ class _Columns:
         def make(identifier, start, end, size, alignment, pin):  # Buffer(...) without the frozen-field checks: 2x faster
             buffer = new(Buffer)
             assign(buffer, "__dict__", {"id": identifier, "start": start, "end": end, "size": size, "alignment": alignment,
-                                        "offset": None if pin < 0 else pin})
+                                        "offset": None if pin == -1 else pin})
             return buffer
 
         return tuple(map(make, self.ids(), *(arrays[name].tolist() for name in ("starts", "ends", "sizes", "aligns", "pins"))))

@@ -38,6 +38,11 @@ AVAILABLE = importlib.util.find_spec("ortools") is not None  # tests monkeypatch
 cp_model = None  # the module once imported
 
 
+def loaded() -> bool:
+    """Whether OR-Tools' cp_model is imported already (its first import is slow)."""
+    return cp_model is not None
+
+
 def _cp_model():
     global cp_model
     if cp_model is None:

@@ -7,20 +7,26 @@ every INFEASIBLE raises the lower bound, every OK lowers the upper bound. After 
 out of work the next tries a capacity closer to the best peak; once every capacity up to it
 has, the budgets grow and it starts again from the lower bound.
 
-Monotone in time: the schedule depends on work budgets only (each attempt is one
-``fit_step`` with the budgets of its step); a time limit, the cancel flag or
-``Params.node_limit`` only cut it short. So a longer limit runs a longer prefix of the same
-schedule and never returns a worse peak, and no limit is never worse than any limit.
+The schedule depends on work budgets only (each attempt is one ``fit_step`` with the
+budgets of its step); a time limit, the cancel flag or ``Params.node_limit`` only cut it
+short, so a longer limit or budget runs a longer prefix of the same schedule.
 
 The CP-SAT member (``start_member``): at the start of each round of budgets CP-SAT fits the
-groups that set the best peak one byte below it, beside the first attempt of the round, and
-is waited for after it; a better layout or the proof of optimality goes into the groups.
+groups that set the best peak one byte below it, with a work budget of its own, in another
+thread. Without a time limit the member is waited for after the first attempt of its round
+and what it found (better layouts, proofs) goes into the groups: the answer depends on
+work budgets alone, a node budget included (the member is never cut short by it). Under a
+time limit the kernel never waits for the member: the kernel's schedule is the one it
+follows alone, the member's finished results are kept aside and merged when the schedule
+ends (or at once when they prove the best peak optimal), so CP-SAT never takes time from
+what the kernel alone would have found, and the answer is the better of the two. Every
+member thread is joined before ``minimize`` returns.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telamalloc.runtime.alloc.exact import cpsat
 from telamalloc.runtime.alloc.exact.fit import fit_step
@@ -38,27 +44,75 @@ class _Bounds:
     best: tuple[int, ...]
 
 
+@dataclass
+class _Member:
+    """One CP-SAT job: its thread, its races (group, cpsat.Race) and the peak it works below."""
+
+    thread: threading.Thread
+    races: list
+    stopping: threading.Event
+    high: int
+
+    def done(self) -> bool:
+        return not self.thread.is_alive()
+
+    def halt(self) -> None:
+        """Stop the job (its unfinished races are cut, their results discarded) and join it."""
+        self.stopping.set()
+        for _, race in self.races:
+            race.stop()
+        self.thread.join()
+
+
+@dataclass
+class _Members:
+    """The CP-SAT members of one minimize: at most one running; finished ones waiting to be
+    merged (under a time limit) in ``finished``."""
+
+    running: _Member | None = None
+    finished: list[_Member] = field(default_factory=list)
+
+
 def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None) -> Outcome:
     """The smallest peak from the layout ``best`` down to ``lower`` (see the module docstring);
     ``capacity``: the caller's bound, if any (``best`` fits it)."""
+    members = _Members()
+    try:
+        bounds = _schedule(run, best, lower, members)
+    finally:
+        if members.running is not None:  # the limit or the flag ended the schedule: its results are cut
+            members.running.halt()
+    if members.finished:
+        _merge_members(run, members.finished, bounds)
+    return _outcome(run, bounds, load, capacity)
+
+
+def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members) -> _Bounds:
+    """The fit attempts of the module docstring; returns the bounds they reached."""
     instance, budget = run.instance, run.budget
     problem = instance.problem
+    timed = budget.deadline is not None
     bounds = _Bounds(lower, peak_of(problem, best), best)
     budget.publish_bounds(bounds.high, bounds.low)
     step = 0
     attempt = bounds.low  # LOAD first: most instances pack at LOAD
     probe = True  # then, once per new best peak, one byte below it
-    member = start_member(run, bounds.low, bounds.high, step)
+    members.running = start_member(run, bounds.low, bounds.high, step)
     while bounds.low < bounds.high and not budget.stopped():
         if not instance.params.group_memory:
             run.groups.forget()
             run.groups.remember_layout(bounds.best)
         status = fit_step(run, attempt, step, strict=True)
-        if member is not None:  # joined after the first attempt of its step: deterministic
+        if members.running is not None and not timed:  # joined after the first attempt of its step: deterministic
+            member, members.running = members.running, None
             status = _join_member(run, member, attempt, status, bounds)
-            member = None
             if bounds.low >= bounds.high:
                 budget.publish_bounds(bounds.high, bounds.low)
+                break
+        elif members.running is not None and members.running.done():  # timed: kept aside, never waited for
+            members.finished.append(members.running)
+            members.running = None
+            if _members_prove_optimal(run, members.finished, bounds):
                 break
         if status is Status.TIMEOUT:
             if budget.stopped():
@@ -66,7 +120,8 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
             if attempt + 1 >= bounds.high:  # every capacity up to the best peak ran out of work: more work
                 step += 1
                 attempt = bounds.low
-                member = start_member(run, bounds.low, bounds.high, step)
+                if members.running is None:
+                    members.running = start_member(run, bounds.low, bounds.high, step)
             elif probe:
                 attempt, probe = bounds.high - 1, False
             else:  # a capacity closer to the best peak is easier; try it next
@@ -83,7 +138,7 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
             attempt, probe = bounds.high - 1, False
         else:
             attempt = bounds.low + (bounds.high - 1 - bounds.low) // 2
-    return _outcome(run, bounds, load, capacity)
+    return bounds
 
 
 def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) -> Outcome:
@@ -99,14 +154,6 @@ def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) ->
                    message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)", lower_bound=low)
 
 
-@dataclass
-class _Member:
-    thread: threading.Thread
-    races: list
-    stopping: threading.Event
-    high: int
-
-
 def start_member(run: ExactRun, low: int, high: int, step: int) -> _Member | None:
     """The CP-SAT member of minimize, started at the beginning of each step of the schedule:
     in another thread, CP-SAT fits every group whose best layout peaks at ``high`` (the
@@ -116,7 +163,7 @@ def start_member(run: ExactRun, low: int, high: int, step: int) -> _Member | Non
     minimize models prove their bound late, where the fit one byte below the best peak is
     proved infeasible quickly."""
     instance, config = run.instance, run.config
-    if not (instance.params.cpsat and cpsat.AVAILABLE) or low >= high:
+    if low >= high or not run.cpsat_ready():
         return None
     work = config.cpsat_first_work * config.step_growth**step
     races = []
@@ -148,16 +195,27 @@ def start_member(run: ExactRun, low: int, high: int, step: int) -> _Member | Non
 
 
 def _join_member(run: ExactRun, member: _Member, attempt: int, status: Status, bounds: _Bounds) -> Status:
-    """Wait for the CP-SAT member (stopping it at the time limit or cancel), record what it
-    found in the groups (better layouts, proved lower bounds), and update the bounds; the
-    attempt's status, OK only when the assembled layout fits ``attempt``."""
-    sizes = run.instance.sizes
+    """Wait for the CP-SAT member (its own work budget ends it; the clock or the cancel flag
+    cut it short), record what it found in the groups and update the bounds; the attempt's
+    status, OK only when the assembled layout fits ``attempt``."""
     while member.thread.is_alive():
         member.thread.join(0.01)
-        if run.budget.stopped():
-            member.stopping.set()
-            for _, race in member.races:
-                race.stop()
+        if run.budget.interrupted():
+            member.halt()
+    _record(run, member)
+    problem = run.instance.problem
+    bounds.low = max([bounds.low] + [group.infeasible_at + 1 for group in run.groups])
+    improved = run.groups.assemble(None)
+    if peak_of(problem, improved) < bounds.high:
+        bounds.best, bounds.high = improved, peak_of(problem, improved)
+    if status is Status.OK:
+        status = Status.TIMEOUT if peak_of(problem, improved) > attempt else Status.OK
+    return status
+
+
+def _record(run: ExactRun, member: _Member) -> None:
+    """Better layouts and proved lower bounds of a finished member, into the groups."""
+    sizes = run.instance.sizes
     for group, race in member.races:
         if race.answer == cpsat.INFEASIBLE:
             group.infeasible_at = max(group.infeasible_at, member.high - 1)
@@ -170,11 +228,45 @@ def _join_member(run: ExactRun, member: _Member, attempt: int, status: Status, b
                 group.infeasible_at = max(group.infeasible_at, peak - 1)
         if race.bound is not None:
             group.infeasible_at = max(group.infeasible_at, race.bound - 1)
+
+
+def _members_prove_optimal(run: ExactRun, finished: list[_Member], bounds: _Bounds) -> bool:
+    """Whether the finished members' results, with the schedule's, prove a best peak
+    optimal (then they are merged and the schedule ends); else they stay aside. Each group
+    needs at least its proved bound, and the layout of every group's best peaks has the
+    highest of them."""
+    sizes = run.instance.sizes
+    low, high = bounds.low, 0
+    for group in run.groups:
+        lower, peak = group.infeasible_at + 1, group.peak
+        for member in finished:
+            for raced, race in member.races:
+                if raced is not group:
+                    continue
+                if race.answer == cpsat.INFEASIBLE:
+                    lower = max(lower, member.high)
+                elif race.answer == cpsat.FEASIBLE and race.offsets is not None and not race.cut:
+                    peak = min(peak, int((race.offsets + sizes[group.members]).max()))
+                    if race.optimal:
+                        lower = max(lower, peak)
+                if race.bound is not None:
+                    lower = max(lower, race.bound)
+        low, high = max(low, lower), max(high, peak)
+    if low < min(high, bounds.high):
+        return False
+    _merge_members(run, finished, bounds)
+    finished.clear()
+    return True
+
+
+def _merge_members(run: ExactRun, finished: list[_Member], bounds: _Bounds) -> None:
+    """Merge the members' results into the groups and the bounds (a time-limited schedule
+    at its end: the better of the kernel's and CP-SAT's layouts)."""
+    for member in finished:
+        _record(run, member)
     problem = run.instance.problem
     bounds.low = max([bounds.low] + [group.infeasible_at + 1 for group in run.groups])
     improved = run.groups.assemble(None)
     if peak_of(problem, improved) < bounds.high:
         bounds.best, bounds.high = improved, peak_of(problem, improved)
-    if status is Status.OK:
-        status = Status.TIMEOUT if peak_of(problem, improved) > attempt else Status.OK
-    return status
+    run.budget.publish_bounds(bounds.high, bounds.low)

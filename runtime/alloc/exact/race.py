@@ -26,10 +26,19 @@ class ExactRun:
     instance: Instance
     budget: Budget
     groups: Groups
+    race_steps: bool = True  # CP-SAT races the kernel inside fit steps (off: minimize under a time limit)
 
     @property
     def config(self):
         return self.instance.params.exact
+
+    def cpsat_ready(self) -> bool:
+        """CP-SAT may take part: switched on, installed, and loaded already or time enough
+        left to load it."""
+        if not (self.instance.params.cpsat and cpsat.AVAILABLE):
+            return False
+        remaining = self.budget.remaining()
+        return cpsat.loaded() or remaining is None or remaining > self.config.cpsat_load_seconds
 
 
 def kernel_search(run: ExactRun, members: np.ndarray | None, capacity: int, time_limit: float | None,
@@ -70,7 +79,7 @@ def status_of(result) -> Status:
 
 
 def uses_cpsat(run: ExactRun, group: Group) -> bool:
-    return run.instance.params.cpsat and cpsat.AVAILABLE and len(group.members) <= run.config.cpsat_max_buffers
+    return run.race_steps and len(group.members) <= run.config.cpsat_max_buffers and run.cpsat_ready()
 
 
 def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: bool = True,
@@ -160,9 +169,9 @@ def _race_with_cpsat(run: ExactRun, group: Group, capacity: int, step: int, node
             thread.join()
             return status, (result.offsets if status is Status.OK else None)
         wake.set()  # the kernel is done: CP-SAT runs now if it had not started
-        while thread.is_alive():
+        while thread.is_alive():  # CP-SAT's own work budget ends it; only the clock or the flag cut it short
             thread.join(0.01)
-            if budget.stopped():
+            if budget.interrupted():
                 member.stop()
     finally:
         wake.set()

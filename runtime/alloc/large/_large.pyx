@@ -20,14 +20,16 @@ orderings have names (``FIXED_ORDERINGS``); which ones run in which order is the
 schedule (``large/orderings.py``, ``LargeConfig.schedule``).
 
 Finding the free gaps without pairs. The placed neighbours of i are (a) the buffers live
-when i starts, and (b) the buffers starting inside i's lifetime. Two segment trees keep
-unions of placed byte ranges (sorted disjoint ranges, touching ones merged, so a stack of
-buffers is one range): (a) a tree over the distinct start times holding each buffer at the
-canonical nodes of the start times strictly inside its lifetime, read along the path from
-the leaf of i's start to the root; (b) a tree over the buffers sorted by start, whose nodes
-at heights ``low_levels``..``block_levels`` (PlacementConfig) hold the union of their block of buffers; the run of
-buffers starting inside i's lifetime is read as those blocks plus single buffers at the
-ragged ends. Each union is sorted and read in place, the single buffers are sorted into one
+when i starts (those starting with it included), and (b) the buffers starting strictly
+later than i, before it ends. Two segment trees keep unions of placed byte ranges (sorted
+disjoint ranges, touching ones merged, so a stack of buffers is one range): (a) a tree
+over the distinct start times holding each buffer at the canonical nodes of the start
+times in its lifetime (its own start included), read along the path from the leaf of i's
+start to the root; (b) a tree over the buffers sorted by start, whose nodes at heights
+``low_levels``..``block_levels`` (PlacementConfig) hold the union of their block of
+buffers; the run of buffers starting inside i's lifetime is read as those blocks plus
+single buffers at the ragged ends. Buffers that start together meet in (a)'s one union,
+merged, so many buffers live at once cost no more per placement than a few. Each union is sorted and read in place, the single buffers are sorted into one
 run, and a k-way merge (a heap of run heads) feeds the best-fit / first-fit scan of
 _spans.pxi in increasing order without sorting the rest (first-fit stops at its gap). A
 query reads a few unions instead of every neighbour, so one ordering costs
@@ -150,7 +152,7 @@ cdef class _Planner:
     cdef const int64_t[::1] aligns
     cdef const int64_t[::1] fixed
     cdef const int64_t[::1] by_start  # buffer indices sorted by start
-    cdef const int64_t[::1] run_lo  # by_start positions [run_lo[i], run_hi[i]) start inside i's lifetime
+    cdef const int64_t[::1] run_lo  # by_start positions [run_lo[i], run_hi[i]) start strictly inside i's lifetime
     cdef const int64_t[::1] run_hi
     cdef const int64_t[::1] leaf  # time tree leaf of i's start time
     cdef int64_t[::1] offsets
@@ -357,7 +359,7 @@ cdef class _Planner:
         while height <= self.top_level and self.block_levels > 0:
             _cover_add(&self.position_covers[(self.position_of[i] + self.position_width) >> height], lo, hi)
             height += self.level_step
-        # the canonical nodes of the start ranks strictly inside i's lifetime; one above
+        # the canonical nodes of the start ranks in i's lifetime (its own start included); one above
         # flat_height goes into each of its descendants at flat_height instead
         left = self.time_low[i] + self.time_width
         right = self.time_high[i] + self.time_width
@@ -598,15 +600,17 @@ def _index(starts, ends):
     count = starts.shape[0]
     by_start = np.argsort(starts, kind="stable").astype(np.int64)
     sorted_starts = starts[by_start]
-    run_lo = np.searchsorted(sorted_starts, starts, "left").astype(np.int64)
+    # the buffers starting strictly later than i and before it ends
+    run_lo = np.searchsorted(sorted_starts, starts, "right").astype(np.int64)
     run_hi = np.searchsorted(sorted_starts, ends, "left").astype(np.int64)
     distinct = _distinct(starts)
     width = 1
     while width < max(len(distinct), 1):
         width *= 2
     leaf = (np.searchsorted(distinct, starts, "left") + width).astype(np.int64)
-    # start times strictly inside [start, end): distinct ranks [rank(start) + 1, rank(end))
-    time_low = leaf - width + 1
+    # the start times in [start, end), its own included: distinct ranks [rank(start), rank(end)),
+    # so that buffers starting together meet in one union (not a run of single buffers)
+    time_low = leaf - width
     time_high = np.searchsorted(distinct, ends, "left").astype(np.int64)
     position_of = np.empty(count, dtype=np.int64)
     position_of[by_start] = np.arange(count, dtype=np.int64)

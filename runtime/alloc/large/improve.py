@@ -74,7 +74,7 @@ def resweeps(instance: Instance, budget: Budget, made, name: str, offsets: np.nd
 
 
 def improved(instance: Instance, budget: Budget, made, offsets: np.ndarray, fixed: np.ndarray, goal: int,
-             stop: float | None, info: LargeInfo, limited: bool, done: int) -> tuple[np.ndarray, int]:
+             stop: float | None, info: LargeInfo, done: int) -> tuple[np.ndarray, int]:
     """A layout improved by gravity rounds, the window search and window re-placements;
     return it and its peak: up to ``gravity_first`` rounds (``done`` of them already ran on
     it; none above ``eager_buffers`` buffers), the search, the re-placements, then the other
@@ -82,7 +82,7 @@ def improved(instance: Instance, budget: Budget, made, offsets: np.ndarray, fixe
     that lowered the layout (a round moves the buffers the windows then take). All stop at
     ``stop``."""
     config = instance.params.large
-    cancel = budget.cancel if limited else None
+    cancel = budget.cancel
     peak = int((offsets + instance.sizes).max())
     if len(offsets) <= config.eager_buffers and done < config.gravity_first:
         offsets, peak, ran = gravity_rounds(made, config, offsets, min(config.gravity_first, config.gravity_rounds) - done,

@@ -26,7 +26,6 @@ class Planning:
     goal: int  # a peak at most this ends the planning (-1: never)
     stop: float | None  # the time.monotonic() value at which it stops (None: no time limit)
     anytime: bool  # improve the best layout (gravity, windows); under a limit, go on with further orderings
-    limited: bool  # heed the time limit and the cancel flag (False: a whole fallback layout, orderings only)
 
 
 class Lane:
@@ -94,8 +93,7 @@ class Lane:
 
     def _should_stop(self, left: float | None) -> bool:
         planning = self.planning
-        return ((left is not None and left <= 0) or (planning.limited and planning.budget.cancelled())
-                or (self.done is not None and self.done()))
+        return (left is not None and left <= 0) or planning.budget.cancelled() or (self.done is not None and self.done())
 
     def _improve_best(self) -> bool:
         """The improvement of the best layout (a re-sweep first when due); False: the lane ends."""
@@ -107,10 +105,10 @@ class Lane:
                 info, self.done)
             budget.publish_best(self.best_peak)
         self.resweep = None
-        if planning.limited and budget.cancelled():  # (the other lane may have reached the goal)
+        if budget.cancelled():  # (the other lane may have reached the goal)
             return False
         self.best, self.best_peak = improved(instance, budget, self.best_made, self.best, self.best_fixed, goal, stop,
-                                             info, planning.limited, self.best_rounds)
+                                             info, self.best_rounds)
         self.searching = False
         return self.best_peak > goal
 
@@ -132,7 +130,7 @@ class Lane:
         runner, runner_fixed = self._runner(name)
         live_offsets, result = runner.run(  # cut short, the first ordering places the rest quickly (_large._scan_rest)
             orderings=1, first=index_of(name), time_limit=0.0 if left is None else max(left, 1e-6),
-            seed=planning.instance.params.seed, cancel=budget.cancel if planning.limited else None,
+            seed=planning.instance.params.seed, cancel=budget.cancel,
             slots=self.slots and self.best is None,  # a later ordering cut short is dropped: no time on its rest
         )
         if live_offsets is None:  # cut short, without slots: dropped like any later one cut short
@@ -153,7 +151,7 @@ class Lane:
             info.resweep_won = reswept
             self.best_made, self.best_fixed = runner, runner_fixed
             budget.publish_best(self.best_peak)
-            self.searching = planning.anytime and planning.limited and self.best_peak > goal and not info.stopped
+            self.searching = planning.anytime and self.best_peak > goal and not info.stopped
         return not (info.stopped or self.best_peak <= goal)
 
     def _first_steps(self, name: str, runner, runner_fixed: np.ndarray, offsets: np.ndarray, result: dict):
@@ -165,7 +163,7 @@ class Lane:
         planning, config, info = self.planning, self.config, self.info
         instance, budget, goal, stop = planning.instance, planning.budget, planning.goal, planning.stop
         peak, rounds, reswept = result["peak"], 0, False
-        improving = planning.anytime and planning.limited and not result["stopped"]
+        improving = planning.anytime and not result["stopped"]
         if self.huge and self.step <= config.huge_eager and improving and peak > goal and not budget.cancelled():
             # the window search first (where it reaches the goal no round is spent), the
             # re-placements, then the rounds

@@ -12,6 +12,7 @@ on the cores.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import threading
@@ -25,6 +26,28 @@ from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 
 
+class _Running:
+    """How many large planner calls run in this process now (threads of one process share its
+    cores: a second lane is for a call that has the machine's second core to itself)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+
+    @contextlib.contextmanager
+    def call(self):
+        with self._lock:
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.count -= 1
+
+
+RUNNING = _Running()
+
+
 def second_schedule(count: int, config: LargeConfig) -> tuple[str, ...]:
     """The orderings the second lane runs for ``count`` buffers."""
     return config.huge_lane if count > config.huge_buffers else config.second_lane
@@ -33,8 +56,11 @@ def second_schedule(count: int, config: LargeConfig) -> tuple[str, ...]:
 def lane_count(count: int, config: LargeConfig) -> int:
     """How many lanes the large planner runs under a time limit: two when there are at most
     ``lane_buffers`` buffers or more than ``huge_buffers`` (with orderings for the second
-    lane) and this process may use at least two cores, else one."""
+    lane), this process may use at least two cores, and no other planner call runs in this
+    process (``RUNNING``), else one."""
     if config.lanes < 2 or config.lane_buffers < count <= config.huge_buffers or not second_schedule(count, config):
+        return 1
+    if RUNNING.count > 1:
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
@@ -67,6 +93,7 @@ class SecondLane(threading.Thread):
         self.error: BaseException | None = None
         self._settled = threading.Event()  # a first ordering complete (or the lanes done): no more dropping
         self._lock = threading.Lock()
+        self._watch: threading.Thread | None = None  # the governor's thread, once started
 
     def __contains__(self, name: object) -> bool:
         return name in self.schedule and not self.dropped
@@ -107,13 +134,25 @@ class SecondLane(threading.Thread):
         except (AttributeError, OSError, TypeError):  # no such clocks, or no thread (ident None)
             self.drop("no CPU clocks" if self.ident is not None else "no thread")
             return
-        watch = threading.Thread(target=self._watch, args=(clocks, used), name="telamalloc-lane-governor", daemon=True)
+        watch = threading.Thread(target=self._govern, args=(clocks, used), name="telamalloc-lane-governor", daemon=True)
         try:
             watch.start()
         except RuntimeError:
             self.drop("no thread")
+            return
+        self._watch = watch
 
-    def _watch(self, clocks: tuple, used: list) -> None:
+    def finish(self) -> None:
+        """The first lane is done (the limit, the goal or the caller's cancel): settle, halt
+        this lane, and join it and the governor."""
+        self.settle()  # the governor's watch ends
+        if self._watch is not None:
+            self._watch.join()
+        if self.is_alive():
+            self.halt[0] = 1
+            self.join()
+
+    def _govern(self, clocks: tuple, used: list) -> None:
         config = self.config
         wall = time.monotonic()
         low = 0

@@ -26,31 +26,41 @@ import numpy as np
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, validated
 from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
-from telamalloc.runtime.alloc.large.lanes import SecondLane, lane_count, second_schedule
+from telamalloc.runtime.alloc.large.lanes import RUNNING, SecondLane, lane_count, second_schedule
 from telamalloc.runtime.alloc.large.orderings import orderings_without_limit
 from telamalloc.runtime.alloc.problem import Status
 
 
-def large_layout(instance: Instance, budget: Budget, target: int | None, anytime: bool,
-                 limited: bool = True) -> tuple[tuple[int, ...], int, LargeInfo]:
+def large_layout(instance: Instance, budget: Budget, target: int | None,
+                 anytime: bool) -> tuple[tuple[int, ...], int, LargeInfo]:
     """The large planner's best layout (all buffers), its peak and what it did. Stops early
-    at ``target`` (a peak at most this). ``limited`` False: ignore the time limit and the
-    cancel flag (a fallback layout after the search, like the greedy fallback; orderings
-    only). Under a time limit a second lane may run beside the first (``lanes``)."""
+    at ``target`` (a peak at most this); ``anytime``: the improvement steps after the
+    orderings, and under a time limit further orderings until it. The time limit and the
+    cancel flag cut it short, always with a whole layout (an ordering cut short has its
+    rest stacked above the placed buffers). Under a time limit a second lane may run
+    beside the first (``lanes``)."""
+    with RUNNING.call():
+        return _large_layout(instance, budget, target, anytime)
+
+
+def _large_layout(instance: Instance, budget: Budget, target: int | None,
+                  anytime: bool) -> tuple[tuple[int, ...], int, LargeInfo]:
     from telamalloc.runtime.alloc.large._large import planner  # imported here: only this path needs it
 
     config = instance.params.large
     count = instance.count
     stop = None
-    remaining = budget.remaining() if limited else None
+    remaining = budget.remaining()
     if remaining is not None:  # leave time for the independent check of the layout
-        remaining -= min(0.5 * remaining, config.check_seconds_per_buffer * instance.problem.buffer_count)
+        reserve = max(config.check_seconds_per_buffer * instance.problem.buffer_count,
+                      config.check_setup_factor * budget.setup_seconds)
+        remaining -= min(0.5 * remaining, reserve)
         stop = time.monotonic() + remaining
     fixed = lifted(instance)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
-    planning = Planning(instance, budget, -1 if target is None else target, stop, anytime, limited)
+    planning = Planning(instance, budget, -1 if target is None else target, stop, anytime)
     second = None
-    if anytime and limited and stop is not None and lane_count(count, config) > 1:
+    if anytime and stop is not None and lane_count(count, config) > 1:
         second = SecondLane(planning, arrays, second_schedule(count, config))
     try:
         missed = None
@@ -67,13 +77,10 @@ def large_layout(instance: Instance, budget: Budget, target: int | None, anytime
         best, best_peak, info = lane.plan()
     finally:
         if second is not None:
-            second.settle()  # the governor's watch ends
-            if second.is_alive():
-                second.halt[0] = 1  # this lane is done (the limit, the goal or the caller's cancel): so is the other
-                second.join()
+            second.finish()
     if second is not None:
         best, best_peak, info = second.merged(budget, best, best_peak, info)
-    if limited and budget.cancelled():
+    if budget.cancelled():
         budget.counters.cancelled = True
     offsets = instance.full_offsets(best)
     peak = best_peak if count else 0

@@ -890,7 +890,7 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
             return original.run(**keywords)
 
     schedule = orderings_without_limit(instance.count, params.large)
-    planning = Planning(instance, unlimited(), -1, time.monotonic() + 60, anytime=True, limited=True)
+    planning = Planning(instance, unlimited(), -1, time.monotonic() + 60, anytime=True)
     best, peak, info = Lane(planning, Recording(), instance.fixed, schedule, extend=False).plan()
     rounds = ("rounds", DEFAULT.huge_rounds, 0)
     assert calls[:6] == [("ordering", "sweep-medium-8"), ("windows",), rounds, ("ordering", "sweep-32"), ("windows",), rounds]
@@ -1091,7 +1091,7 @@ def second_lane(problem: Problem, goal: int, stop: float, schedule=DEFAULT.secon
     """A SecondLane on ``problem`` as the planner makes one (lifted pins, a budget of its own)."""
     instance = instance_of(problem, params)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, layout.lifted(instance))
-    planning = Planning(instance, unlimited(), goal, stop, anytime=True, limited=True)
+    planning = Planning(instance, unlimited(), goal, stop, anytime=True)
     return instance, arrays, SecondLane(planning, arrays, schedule)
 
 
@@ -1597,7 +1597,7 @@ def test_the_governor_drops_a_lane_that_gets_no_core(monkeypatch):
     deadline = time.monotonic() + 30
     while not idle.dropped and time.monotonic() < deadline:
         time.sleep(0.01)
-    idle.join(30)
+    idle.finish()
     assert idle.dropped == "no free core" and idle.halt[0] == 1 and not idle.is_alive()
     assert "sweep-32" not in idle
 
@@ -1611,8 +1611,8 @@ def test_a_settled_lane_is_never_dropped(monkeypatch):
     idle.govern(threading.get_ident())
     time.sleep(0.2)
     assert not idle.drop() and not idle.dropped and idle.halt[0] == 0 and "sweep-32" in idle
-    idle.halt[0] = 1
-    idle.join(30)
+    idle.finish()
+    assert not idle.is_alive()
 
 
 def test_a_lane_without_a_thread_is_dropped_at_once(monkeypatch):
