@@ -11,6 +11,8 @@ from telamalloc.runtime.alloc.config import PlacementConfig
 
 FIXED_ORDERINGS: tuple[tuple[str, float, str, bool], ...]  # (name, base or divisor, tie key, first-fit)
 CONTENTION_TIES: tuple[str, ...]
+CLASSIC_KEYS: tuple[str, ...]
+RANDOM_BASE: int
 
 class _Planner:
     def run(self, *, orderings: int = 5, first: int = 0, orders: ArrayLike | None = None, first_fit: bool = False,

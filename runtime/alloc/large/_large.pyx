@@ -626,7 +626,10 @@ def _index(starts, ends):
 # lifetime (PlacementConfig.contention_bucket), longer lifetime (or later end) first;
 # "sweep-D" place the buffers living at least 1/D of the span first, swept from the end of
 # the trace nearer the LOAD point (``_swept``), then the rest by contention;
-# "sweep-medium-D" add a medium tier (PlacementConfig.sweep_medium_factor).
+# "sweep-medium-D" add a medium tier (PlacementConfig.sweep_medium_factor); the classic
+# single-key orderings of greedy allocators: "start" (earlier start first), "duration"
+# (longer lifetime first), "area" (larger size x lifetime first) and "degree" (more
+# overlapping buffers first), each best-fit or first-fit, ties by larger size, then index.
 FIXED_ORDERINGS = (
     ("best-fit", 0.0, "", False),
     ("first-fit", 0.0, "", True),
@@ -647,7 +650,18 @@ FIXED_ORDERINGS = (
     ("sweep-32", 32.0, "sweep", False),
     ("sweep-medium-8", 8.0, "sweep-medium", False),
     ("sweep-medium-32", 32.0, "sweep-medium", False),
+    ("start", 0.0, "by-start", False),
+    ("start-first-fit", 0.0, "by-start", True),
+    ("duration", 0.0, "by-duration", False),
+    ("duration-first-fit", 0.0, "by-duration", True),
+    ("area", 0.0, "by-area", False),
+    ("area-first-fit", 0.0, "by-area", True),
+    ("degree", 0.0, "by-degree", False),
+    ("degree-first-fit", 0.0, "by-degree", True),
 )
+# The random orderings draw from (seed, RANDOM_BASE + N) for "random-N": their layouts stay
+# the same when fixed orderings are added.
+RANDOM_BASE = 18
 # Orderings that need contention() and take the bounded best-fit scan
 # (PlacementConfig.contention_gaps; the sweeps up to sweep_every_gap_buffers do not).
 CONTENTION_TIES = ("contention", "contention-end", "sweep", "sweep-medium")
@@ -742,10 +756,11 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     index; sweep orderings take the buffers living at least 1/D of the span first
     (``_swept``), then the others as contention does; the medium-tier sweeps place those
     living at least ``config.sweep_medium_factor`` times the median lifetime before the
-    shorter ones. From ``len(FIXED_ORDERINGS)`` on: size classes of a random base in
-    [1.25, 16] with a random shift of the class boundaries, a random tie key within a class
-    (start, end, middle or lifetime) and a random placement rule, drawn from a generator
-    seeded by (seed, index): deterministic. ``load`` and ``load_point``: ``contention()`` of
+    shorter ones; the classic orderings sort by one key (``_classic_key``). From
+    ``len(FIXED_ORDERINGS)`` on ("random-N"): size classes of a random base in [1.25, 16]
+    with a random shift of the class boundaries, a random tie key within a class (start,
+    end, middle or lifetime) and a random placement rule, drawn from a generator seeded by
+    (seed, RANDOM_BASE + N): deterministic. ``load`` and ``load_point``: ``contention()`` of
     these buffers when already known. ``swept``: a bool mask of further buffers the sweep
     orderings sweep with the long-lived ones (the others ignore it). ``config``: a
     PlacementConfig (None: the defaults).
@@ -774,12 +789,14 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
                     medium = min(config.sweep_medium_factor * max(int(np.median(lengths)), 1), int(INT64_MAX_C))
                 row = _swept(row, starts, ends, sizes, lengths, position, base, load_point, swept, medium)
             return row, first_fit
+        if tie in CLASSIC_KEYS:
+            return np.lexsort((position, -sizes, _classic_key(tie, starts, ends, sizes, lengths))).astype(np.int64), first_fit
         if base == 0.0:
             return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
         classes = np.floor(magnitude / np.log2(base))
         key = starts if tie == "start" else -lengths
         return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
-    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(index)])
+    rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, RANDOM_BASE + int(index) - len(FIXED_ORDERINGS) + 1])
     base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)
     shift = rng.uniform(0.0, 1.0)
     tie = int(rng.integers(0, 4))
@@ -788,6 +805,24 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     middles = (starts // 2) + (ends // 2)  # no overflow for 64-bit times
     key = (starts, -ends, middles, -lengths)[tie]
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
+
+
+CLASSIC_KEYS = ("by-start", "by-duration", "by-area", "by-degree")
+
+
+def _classic_key(tie, starts, ends, sizes, lengths):
+    """The sort key (ascending) of a classic ordering: earlier start, longer lifetime, larger
+    area (size x lifetime, in floats: the product can pass 64 bits) or more overlapping
+    buffers (the conflict degree, counted with two binary searches per buffer)."""
+    if tie == "by-start":
+        return starts
+    if tie == "by-duration":
+        return -lengths
+    if tie == "by-area":
+        return -(sizes.astype(np.float64) * lengths.astype(np.float64))
+    sorted_starts, sorted_ends = np.sort(starts), np.sort(ends)
+    overlapping = np.searchsorted(sorted_starts, ends, "left") - np.searchsorted(sorted_ends, starts, "right")
+    return -(overlapping - 1)
 
 
 def _swept(row, starts, ends, sizes, lengths, position, divisor, load_point, swept=None, medium=0):
