@@ -1,5 +1,6 @@
 """bench/exact on the bundled example: every variant poses the same puzzle and is solved."""
 
+import json
 import os
 import subprocess
 import sys
@@ -31,34 +32,61 @@ def test_a_bad_variant_is_a_usage_error(variant):
     assert result.returncode == 2 and "variant" in result.stderr and "Traceback" not in result.stderr
 
 
+def run_large(*arguments, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "bench" / "large"), *arguments], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def rows_of(stdout: str) -> dict[str, list[str]]:
+    """The per-file table's rows by problem name (up to the first blank line)."""
+    lines = stdout.split("\n\n")[0].splitlines()[2:]
+    return {line.split()[0]: line.split() for line in lines}
+
+
 def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "unet", "training",
-                             "--buffers", "3000", "--runs", "1", "--no-shared", "--timeout", "100000=5",
-                             "--others-max", "0", "--cache", str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
+    result = run_large("--families", "unet", "training", "--buffers", "3000", "--runs", "1", "--no-shared", "--no-onnx",
+                       "--timeout", "100000=5", "--others-max", "0", "--cache", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
-    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[2:]}
-    assert set(rows) == {"unet-3000", "training-3000"}
+    rows = rows_of(result.stdout)
+    assert set(rows) == {"unet-3000-s0", "training-3000-s0"}
     for row in rows.values():
-        large, best_fit, first_fit = float(row[4]), float(row[7]), float(row[8])
+        large, best_fit, first_fit = float(row[3]), float(row[6]), float(row[8])
         assert 1.0 <= large <= min(best_fit, first_fit)
         # tela-alloc's own peak memory, not inherited from the (bigger) benchmark process
-        assert 5 <= int(row[6]) < 1000
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["training-3000-0.csv", "unet-3000-0.csv"]
+        assert 5 <= int(row[5]) < 1000
+        assert row[10:12] == ["-", "-"]  # omnimalloc not run (--others-max 0)
+    assert sorted(path.name for path in (tmp_path / "traces").iterdir()) == [
+        "manifest.json", "training-3000-0.csv", "unet-3000-0.csv"]
+    # the aggregate: one group (3000), the planner and our two baselines
+    assert "3000      large                          2" in result.stdout
+    assert "Files where a baseline beats large: 0 of 2" in result.stdout
+    # ours are cached by file content: a second run reads them back
+    cached = json.loads((tmp_path / "baselines.json").read_text())["entries"]
+    assert len(cached) == 2 and all(len(methods) == 2 for methods in cached.values())
 
 
 @pytest.mark.slow
 def test_bench_large_runs_a_row_per_seed(tmp_path):
     """Issue 17 asks for near-LOAD layouts whatever the trace: several seeds in one run."""
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "deepnet", "--seed", "0", "3",
-                             "--buffers", "2000", "--runs", "1", "--no-shared", "--others-max", "0", "--cache", str(tmp_path),
-                             "--timeout", "100000=5"],  # deepnet runs to the limit; 5 s leave a loaded machine's start-up room
-                            capture_output=True, text=True, timeout=300)
+    result = run_large("--families", "deepnet", "--seed", "0", "3", "--buffers", "2000", "--runs", "1", "--no-shared",
+                       "--no-onnx", "--others-max", "0", "--cache", str(tmp_path),
+                       "--timeout", "100000=5")  # deepnet runs to the limit; 5 s leave a loaded machine's start-up room
     assert result.returncode == 0, result.stdout + result.stderr
-    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[2:]}
+    rows = rows_of(result.stdout)
     assert set(rows) == {"deepnet-2000-s0", "deepnet-2000-s3"}
-    assert rows["deepnet-2000-s0"][2] != rows["deepnet-2000-s3"][2]  # two traces, two LOADs
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["deepnet-2000-0.csv", "deepnet-2000-3.csv"]
+    assert sorted(path.name for path in (tmp_path / "traces").iterdir()) == [
+        "deepnet-2000-0.csv", "deepnet-2000-3.csv", "manifest.json"]
+
+
+FAKE_OMNIMALLOC = (
+    "__version__ = '0.0-fake'\n\n\n"
+    "class Allocation:\n"
+    "    def __init__(self, *values):\n"
+    "        self.values = values\n\n\n"
+    "def available_allocators():\n"
+    "    return ('omni', 'greedy_by_size')\n\n\n"
+    "def allocate(allocations, allocator):\n"
+    "    raise RuntimeError('the conflict relation is too dense to materialize')\n")
 
 
 def test_bench_large_reports_a_failing_omnimalloc_in_its_column(tmp_path):
@@ -67,32 +95,45 @@ def test_bench_large_reports_a_failing_omnimalloc_in_its_column(tmp_path):
     stand-in that raises the same way, first on the path, makes it happen at 2,000 buffers."""
     fake = tmp_path / "fake" / "omnimalloc"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text(
-        "class Allocation:\n"
-        "    def __init__(self, *values):\n"
-        "        self.values = values\n\n\n"
-        "def allocate(allocations, allocator):\n"
-        "    raise RuntimeError('the conflict relation is too dense to materialize')\n")
+    (fake / "__init__.py").write_text(FAKE_OMNIMALLOC)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(fake.parent), os.environ.get("PYTHONPATH")]))}
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--families", "unet", "--buffers", "2000",
-                             "--runs", "1", "--no-shared", "--cache", str(tmp_path / "cache"), "--timeout", "100000=5"],
-                            capture_output=True, text=True, timeout=300, env=env)
+    result = run_large("--families", "unet", "--buffers", "2000", "--runs", "1", "--no-shared", "--no-onnx",
+                       "--others", "omni", "greedy_by_size", "--cache", str(tmp_path / "cache"), "--timeout", "100000=5",
+                       env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    row = result.stdout.splitlines()[2].split()
-    assert row[0] == "unet-2000" and row[9:13] == ["failed", "-", "failed", "-"]
+    row = rows_of(result.stdout)["unet-2000-s0"]
+    assert row[10:14] == ["failed", "-", "-", "-"]  # omni failed; no fast allocator has a layout
     assert "Traceback" not in result.stderr
-    assert "bench_large: omnimalloc's greedy_by_size failed on unet-2000: the conflict relation is too dense" in result.stderr
+    assert "bench_large: om:greedy_by_size failed on unet-2000-s0: RuntimeError: the conflict relation is too dense" in result.stderr
+
+
+def test_bench_large_without_omnimalloc_leaves_its_columns_out(tmp_path):
+    """omnimalloc is an optional bench dependency: without it the run says so and goes on."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'omnimalloc':\n"
+        "            raise ImportError('blocked for the test')\n"
+        "sys.meta_path.insert(0, _Block())\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(blocker), os.environ.get("PYTHONPATH")]))}
+    result = run_large("--families", "unet", "--buffers", "1000", "--runs", "1", "--no-shared", "--no-onnx",
+                       "--cache", str(tmp_path / "cache"), "--timeout", "100000=5", env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "omnimalloc is not installed" in result.stderr and "omnimalloc is not installed" in result.stdout
+    assert rows_of(result.stdout)["unet-1000-s0"][10:12] == ["-", "-"]
 
 
 def test_bench_large_overhead_measures_each_phase(tmp_path):
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--overhead", "--families", "unet",
-                             "--buffers", "3000", "--runs", "1", "--no-shared", "--cache", str(tmp_path)],
-                            capture_output=True, text=True, timeout=300)
+    result = run_large("--overhead", "--families", "unet", "--buffers", "3000", "--runs", "1", "--no-shared", "--no-onnx",
+                       "--cache", str(tmp_path))
     assert result.returncode == 0, result.stdout + result.stderr
     header, _, row = result.stdout.splitlines()[:3]
     assert header.split() == ["problem", "buffers", "start-up", "read", "check", "valid.", "write", "sum", "MB"]
     name, count, *seconds, total, memory = row.split()
-    assert (name, count) == ("unet-3000", "3000")
+    assert (name, count) == ("unet-3000-s0", "3000")
     # phases are printed to the millisecond: on 3,000 buffers one may print 0.000 (one did in
     # CI; the checks take 0.001 s here), so only the interpreter's start-up is surely above it
     assert float(seconds[0]) > 0 and all(float(value) >= 0 for value in seconds)
@@ -100,9 +141,23 @@ def test_bench_large_overhead_measures_each_phase(tmp_path):
     assert float(memory) > 10
 
 
-def test_bench_large_rejects_a_bad_timeout():
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "large"), "--timeout", "x"], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "BUFFERS=SECONDS" in result.stderr
+@pytest.mark.parametrize("arguments, message", [
+    (["--timeout", "x"], "BUFFERS=SECONDS"),
+    (["--seeds", "0"], "COUNT >= 1"),
+    (["--others-max", "omni=x"], "[ALLOCATOR=]BUFFERS"),
+    (["--suite", "--quick"], "not allowed with"),
+    (["--runs", "0", "--no-shared", "--no-onnx", "--families", "unet", "--buffers", "10"], "--runs '0' must be at least 1"),
+])
+def test_bench_large_rejects_bad_usage(arguments, message, tmp_path):
+    result = run_large(*arguments, "--cache", str(tmp_path))
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_large_rejects_an_unknown_omnimalloc_allocator(tmp_path):
+    pytest.importorskip("omnimalloc")
+    result = run_large("--families", "unet", "--buffers", "10", "--no-shared", "--no-onnx", "--others", "nope",
+                       "--cache", str(tmp_path))
+    assert result.returncode == 2 and "omnimalloc has no allocator 'nope'" in result.stderr
 
 
 @pytest.mark.slow

@@ -1,9 +1,14 @@
-"""Seeded trace families of different shapes, for the large-problem benchmark and tests.
+"""Seeded trace families of different shapes: the tuning suite of the large-problem planner
+(``bench/large``) and its tests.
 
 Each family builds a trace of exactly ``buffers`` buffers (ids 0..buffers-1), deterministic
-for a given (buffers, seed), as a ``tracegen.Trace``. Sizes are plausible fp16 tensor sizes
-(bytes, 256-byte multiples for the big ones); the shapes are invented, not measured.
+for a given (buffers, seed), as a ``tracegen.Trace``. Each draws its shape parameters
+(depths, widths, schedules, rates, size laws) from its seed, so seeds differ in shape, not
+only in noise. Sizes are plausible tensor or heap sizes in bytes; the shapes are invented,
+not measured. Alignments: 64 or 256 bytes for big tensors, 16 or none for small ones,
+unless a family says otherwise.
 
+Nested lifetimes (the families the planner was first tuned on):
 - ``deepnet``: a deep network run once, one operator per program point: short activations
   (read by the next one or two operators), skip connections living 10..300 points, a
   workspace for a third of the operators, and 2% long-lived buffers of 64 KiB..4 MiB
@@ -21,6 +26,19 @@ for a given (buffers, seed), as a ``tracegen.Trace``. Sizes are plausible fp16 t
   its backward operator (V-shaped nested lifetimes a whole micro-batch long), each backward
   operator writes a gradient read by the next; weight gradients accumulate over the
   micro-batches of a step (living the whole step), optimizer workspaces at the step's end.
+- ``tracegen``: deep-network traces with streamed weights, checkpointed training segments
+  and U-Net stages (``tracegen.py``).
+
+Lifetimes that cross, grow or stagger (``pipelines.py``, where each is described in full):
+- ``crossing``: pipeline-parallel training (1F1B, GPipe, zero-bubble schedules): each
+  micro-batch's activations live until its backward, after several later forwards.
+- ``growing``: buffers reallocated a little larger while the old copy is still live.
+- ``routing``: mixture-of-experts layers: variable per-expert buffers, prefetched weights.
+
+Classic synthetic shapes (``workloads.py``):
+- ``dynamic-storage``: Poisson arrivals, lognormal lifetimes, heavy-tailed sizes.
+- ``equal-sizes``: multi-buffered tiles of 1..4 distinct sizes.
+- ``huge-and-tiny``: a few huge buffers among many tiny short-lived ones.
 
 ``FAMILIES`` maps the names to the functions; ``generate(family, buffers, seed)`` calls one.
 """
@@ -29,95 +47,49 @@ from __future__ import annotations
 
 import numpy as np
 
+from telamalloc.runtime.alloc.generators.builder import KIB, MIB, TraceBuilder, check_count, log_uniform, round_size
+from telamalloc.runtime.alloc.generators.pipelines import crossing, growing, routing
 from telamalloc.runtime.alloc.generators.tracegen import Trace
 from telamalloc.runtime.alloc.generators.tracegen import generate as _tracegen
-
-KIB = 1024
-MIB = 1024 * KIB
-
-
-class _Trace:
-    """Columns under construction (plain lists: appends are cheap, ends get extended)."""
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.sizes: list[int] = []
-
-    def full(self) -> bool:
-        return len(self.sizes) >= self.limit
-
-    def add(self, start: int, end: int, size: int) -> int:
-        """Append a buffer live in [start, end) (at least one point) unless full; its index or -1."""
-        if len(self.sizes) >= self.limit:
-            return -1
-        self.starts.append(int(start))
-        self.ends.append(int(max(end, start + 1)))
-        self.sizes.append(int(max(size, 1)))
-        return len(self.sizes) - 1
-
-    def extend(self, index: int, end: int) -> None:
-        if index >= 0 and end > self.ends[index]:
-            self.ends[index] = int(end)
-
-    def trace(self, rng: np.random.Generator) -> Trace:
-        sizes = np.array(self.sizes, dtype=np.int64)
-        draw = rng.random(len(sizes))
-        # big tensors ask for 64- or 256-byte alignment, small ones for none
-        alignments = np.where(sizes >= 4 * KIB, np.where(draw < 0.1, 256, 64), np.where(draw < 0.5, 16, 1)).astype(np.int64)
-        return Trace(np.array(self.starts, dtype=np.int64), np.array(self.ends, dtype=np.int64), sizes, alignments)
-
-
-def _round(size: float, quantum: int = 256) -> int:
-    return max(quantum, int(size) // quantum * quantum)
-
-
-def _log_uniform(rng: np.random.Generator, low: float, high: float) -> float:
-    return float(np.exp(rng.uniform(np.log(low), np.log(high))))
-
-
-def _check(buffers: int) -> None:
-    if buffers < 0:
-        raise ValueError(f"buffers '{buffers}' must be >= 0")
+from telamalloc.runtime.alloc.generators.workloads import dynamic_storage, equal_sizes, huge_and_tiny
 
 
 def deepnet(buffers: int, seed: int = 0) -> Trace:
     """Short activations, skips of 10..300 points, 2% long-lived buffers (see the module docstring)."""
-    _check(buffers)
+    check_count(buffers)
     rng = np.random.default_rng([seed, 1])
-    out = _Trace(buffers)
+    out = TraceBuilder(buffers)
     long_lived = int(buffers * 0.02)
     t = 0
     while len(out.sizes) < buffers - long_lived:
         # a stage: a run of operators with one activation size scale
-        scale = _log_uniform(rng, 32 * KIB, 2 * MIB)
+        scale = log_uniform(rng, 32 * KIB, 2 * MIB)
         for _ in range(int(rng.integers(20, 200))):
             if len(out.sizes) >= buffers - long_lived:
                 break
-            size = _round(scale * rng.choice((0.25, 0.5, 1.0, 1.0, 2.0, 4.0)) * rng.uniform(0.7, 1.3))
+            size = round_size(scale * rng.choice((0.25, 0.5, 1.0, 1.0, 2.0, 4.0)) * rng.uniform(0.7, 1.3))
             draw = rng.random()
             if draw < 0.1:
-                life = int(round(_log_uniform(rng, 10, 300)))  # a skip connection
+                life = int(round(log_uniform(rng, 10, 300)))  # a skip connection
             else:
                 life = 2 if draw < 0.8 else 3
             out.add(t, t + life, size)
             if rng.random() < 0.33 and len(out.sizes) < buffers - long_lived:
-                out.add(t, t + 1, _round(_log_uniform(rng, 4 * KIB, 4 * MIB)))
+                out.add(t, t + 1, round_size(log_uniform(rng, 4 * KIB, 4 * MIB)))
             t += 1
     horizon = max(t, 2)
     for _ in range(buffers - len(out.sizes)):
         start = int(rng.integers(0, horizon))
-        life = int(round(_log_uniform(rng, 1000, max(horizon, 1001))))
-        out.add(start, min(start + life, horizon + 1), _round(_log_uniform(rng, 64 * KIB, 4 * MIB)))
+        life = int(round(log_uniform(rng, 1000, max(horizon, 1001))))
+        out.add(start, min(start + life, horizon + 1), round_size(log_uniform(rng, 64 * KIB, 4 * MIB)))
     return out.trace(rng)
 
 
 def transformer(buffers: int, seed: int = 0) -> Trace:
     """Transformer serving with attention and KV-cache buffers (see the module docstring)."""
-    _check(buffers)
+    check_count(buffers)
     rng = np.random.default_rng([seed, 2])
-    out = _Trace(buffers)
+    out = TraceBuilder(buffers)
     t = 0
     decoding: list[tuple[int, int, list[int], int]] = []  # (steps left, hidden bytes, cache buffers, heads) per request
     while not out.full():
@@ -143,7 +115,7 @@ def transformer(buffers: int, seed: int = 0) -> Trace:
             out.add(t + 7, t + 9, 4 * tokens * hidden)  # activation
             out.add(t + 8, t + 10, tokens * hidden)  # mlp down
             if rng.random() < 0.3:
-                out.add(t + 2, t + 3, _round(_log_uniform(rng, 64 * KIB, 8 * MIB)))  # kernel workspace
+                out.add(t + 2, t + 3, round_size(log_uniform(rng, 64 * KIB, 8 * MIB)))  # kernel workspace
             out.extend(residual, t + 10)
             t += 8
         decoding.append((int(rng.integers(16, 256)), hidden, caches, heads))
@@ -169,9 +141,9 @@ def transformer(buffers: int, seed: int = 0) -> Trace:
 
 def unet(buffers: int, seed: int = 0) -> Trace:
     """U-Net style CNN passes with long, nested skip connections (see the module docstring)."""
-    _check(buffers)
+    check_count(buffers)
     rng = np.random.default_rng([seed, 3])
-    out = _Trace(buffers)
+    out = TraceBuilder(buffers)
     t = 0
     while not out.full():
         levels = int(rng.integers(3, 7))
@@ -187,7 +159,7 @@ def unet(buffers: int, seed: int = 0) -> Trace:
                 for _ in range(int(rng.integers(2, 4))):
                     out.add(t, t + 2, size * float(rng.choice((0.5, 1.0, 2.0))))
                     if rng.random() < 0.33:
-                        out.add(t, t + 1, _round(_log_uniform(rng, 4 * KIB, 8 * MIB)))
+                        out.add(t, t + 1, round_size(log_uniform(rng, 4 * KIB, 8 * MIB)))
                     t += 1
                 out.extend(block_input, t + 1)  # residual add
             skips.append(out.add(t, t + 1, size))  # the level's output, read by the decoder
@@ -198,7 +170,7 @@ def unet(buffers: int, seed: int = 0) -> Trace:
             for _ in range(blocks * int(rng.integers(2, 4))):
                 out.add(t, t + 2, size * float(rng.choice((0.5, 1.0, 2.0))))
                 if rng.random() < 0.33:
-                    out.add(t, t + 1, _round(_log_uniform(rng, 4 * KIB, 8 * MIB)))
+                    out.add(t, t + 1, round_size(log_uniform(rng, 4 * KIB, 8 * MIB)))
                 t += 1
         t += 1
     return out.trace(rng)
@@ -206,31 +178,31 @@ def unet(buffers: int, seed: int = 0) -> Trace:
 
 def training(buffers: int, seed: int = 0) -> Trace:
     """Training steps: forward activations living until the backward pass (see the module docstring)."""
-    _check(buffers)
+    check_count(buffers)
     rng = np.random.default_rng([seed, 4])
-    out = _Trace(buffers)
+    out = TraceBuilder(buffers)
     t = 0
     while not out.full():
         layers = int(rng.integers(20, 120))
         micro_batches = int(rng.integers(1, 5))
-        scale = _log_uniform(rng, 64 * KIB, 4 * MIB)
+        scale = log_uniform(rng, 64 * KIB, 4 * MIB)
         widths = [scale * float(rng.choice((0.25, 0.5, 1.0, 2.0, 4.0))) for _ in range(layers)]
-        weights = [_round(_log_uniform(rng, 4 * KIB, 2 * MIB)) for _ in range(layers)]
+        weights = [round_size(log_uniform(rng, 4 * KIB, 2 * MIB)) for _ in range(layers)]
         gradients = [-1] * layers
         for _ in range(micro_batches):
             saved = []
             for layer in range(layers):  # forward
-                saved.append(out.add(t, t + 1, _round(widths[layer] * rng.uniform(0.9, 1.1))))
+                saved.append(out.add(t, t + 1, round_size(widths[layer] * rng.uniform(0.9, 1.1))))
                 if rng.random() < 0.25:
-                    out.add(t, t + 1, _round(_log_uniform(rng, 4 * KIB, 4 * MIB)))
+                    out.add(t, t + 1, round_size(log_uniform(rng, 4 * KIB, 4 * MIB)))
                 t += 1
             for layer in reversed(range(layers)):  # backward
                 out.extend(saved[layer], t + 1)
-                out.add(t, t + 2, _round(widths[layer]))  # the activation gradient
+                out.add(t, t + 2, round_size(widths[layer]))  # the activation gradient
                 if gradients[layer] < 0:
                     gradients[layer] = out.add(t, t + 1, weights[layer])  # accumulated over the step
                 if rng.random() < 0.25:
-                    out.add(t, t + 1, _round(_log_uniform(rng, 4 * KIB, 4 * MIB)))
+                    out.add(t, t + 1, round_size(log_uniform(rng, 4 * KIB, 4 * MIB)))
                 t += 1
         for layer in range(layers):  # optimizer: reads and frees every weight gradient
             out.extend(gradients[layer], t + 1)
@@ -246,6 +218,12 @@ FAMILIES = {
     "unet": unet,
     "training": training,
     "tracegen": _tracegen,
+    "crossing": crossing,
+    "growing": growing,
+    "routing": routing,
+    "dynamic-storage": dynamic_storage,
+    "equal-sizes": equal_sizes,
+    "huge-and-tiny": huge_and_tiny,
 }
 
 

@@ -1,0 +1,313 @@
+"""The reporting half of `bench/large`: per-file results, the aggregate per size, the list
+of files where a baseline beats the planner, and the cache of the baselines' results.
+
+The script and the tests load it by path, like `benchdoc.py`; of telamalloc it imports only
+`telamalloc.files` (standard library only), so the aggregate and reporting logic is tested
+without running anything.
+
+Methods: "large" is the planner (`tela-alloc --minimize --timeout=T`); the baselines are
+ours ("best-fit", "first-fit": `tela-alloc --algorithm=...`) and omnimalloc's allocators
+("om:<name>", e.g. "om:omni", its default). A baseline *beats* the planner on a file when
+its peak is strictly lower (peaks are whole bytes, so there is no rounding to argue about).
+
+The cache (``BaselineCache``) is one JSON file keyed by the SHA-256 of a problem file's
+bytes, then by a method key that names the implementation ("omnimalloc 1.0.0:omni", or
+"telamalloc <digest>:best-fit" with a digest of the sources that place our greedy
+layouts), so a file regenerated with the same content keeps its results and a changed
+implementation gets fresh ones. Writers take an exclusive lock and merge, so two runs
+sharing a cache lose nothing.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from telamalloc.files import write_atomically
+
+PLANNER = "large"
+OURS = ("best-fit", "first-fit")
+# omnimalloc 1.0.0's registry names: its default ("omni", a C++ greedy portfolio) and its
+# fast greedy allocators: first-fit in input order ("greedy") or after a sort (by size,
+# duration, area = size x duration, conflict degree, conflict degree x size, start), and
+# best-fit in input order ("best_fit"). Its "greedy_by_all" is the best of the seven
+# first-fit ones, so it is not run again (the aggregate shows each member). The search
+# allocators (supermalloc, minimalloc, telamalloc, annealing, tabu, genetic, hill-climb)
+# take seconds to minutes and are left out unless asked for by name.
+OMNIMALLOC_DEFAULT = "omni"
+OMNIMALLOC_FAST = ("greedy_by_size", "greedy_by_area", "greedy_by_duration", "greedy_by_conflict",
+                   "greedy_by_conflict_size", "greedy_by_start", "greedy", "best_fit")
+SHORT = {  # column labels
+    "best-fit": "bf", "first-fit": "ff", "om:omni": "omni", "om:greedy_by_size": "size", "om:greedy_by_area": "area",
+    "om:greedy_by_duration": "dur", "om:greedy_by_conflict": "conf", "om:greedy_by_conflict_size": "c*size",
+    "om:greedy_by_start": "start", "om:greedy": "input", "om:best_fit": "om-bf",
+}
+
+
+def short(method: str) -> str:
+    return SHORT.get(method, method.removeprefix("om:"))
+
+
+@dataclass
+class Measure:
+    """One method on one file: its peak (None: not run or failed), seconds, peak memory."""
+
+    peak: int | None = None
+    seconds: float | None = None
+    kib: int | None = None
+    note: str = ""  # why there is no peak ("failed: ..."), or "misaligned N" (omnimalloc ignores alignments)
+
+    def ratio(self, load: int) -> float | None:
+        return None if self.peak is None else self.peak / max(load, 1)
+
+    def to_json(self) -> dict:
+        return {"peak": self.peak, "seconds": self.seconds, "kib": self.kib, "note": self.note}
+
+    @staticmethod
+    def from_json(data: dict) -> Measure:
+        return Measure(data.get("peak"), data.get("seconds"), data.get("kib"), data.get("note", ""))
+
+
+@dataclass
+class Row:
+    """One problem file: its group (the generated size, or where the file came from),
+    the planner's measure and every baseline's."""
+
+    name: str
+    group: str
+    buffers: int
+    load: int
+    timeout: float
+    planner: Measure
+    baselines: dict[str, Measure] = field(default_factory=dict)
+
+    def beaten_by(self) -> list[str]:
+        """The baselines whose peak is below the planner's (none when the planner failed)."""
+        if self.planner.peak is None:
+            return []
+        return [method for method, measure in self.baselines.items()
+                if measure.peak is not None and measure.peak < self.planner.peak]
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(value) for value in values) / len(values)) if values else float("nan")
+
+
+@dataclass
+class Summary:
+    """One method over one group of files."""
+
+    method: str
+    files: int  # files where the method has a peak
+    geomean: float
+    worst: float
+    worst_file: str
+    beats: int | None  # files where it beats the planner (None for the planner itself)
+    compared: int  # files where both have a peak
+
+
+def summarize(rows: Sequence[Row], methods: Sequence[str]) -> list[Summary]:
+    """The planner's and each baseline's geometric mean and worst peak/LOAD over ``rows``,
+    and how often each baseline beats the planner."""
+    summaries = []
+    for method in [PLANNER, *methods]:
+        ratios: list[tuple[float, str]] = []
+        beats = compared = 0
+        for row in rows:
+            measure = row.planner if method == PLANNER else row.baselines.get(method)
+            if measure is None or measure.peak is None:
+                continue
+            ratios.append((measure.ratio(row.load), row.name))
+            if method != PLANNER and row.planner.peak is not None:
+                compared += 1
+                beats += measure.peak < row.planner.peak
+        if not ratios:
+            continue
+        worst = max(ratios)
+        summaries.append(Summary(method, len(ratios), geometric_mean([r for r, _ in ratios]), worst[0], worst[1],
+                                 None if method == PLANNER else beats, compared))
+    return summaries
+
+
+def groups_of(rows: Sequence[Row]) -> list[tuple[str, list[Row]]]:
+    """The rows by group in first-seen order, then "all" when there are several groups."""
+    grouped: dict[str, list[Row]] = {}
+    for row in rows:
+        grouped.setdefault(row.group, []).append(row)
+    listed = list(grouped.items())
+    return listed + [("all", list(rows))] if len(listed) > 1 else listed
+
+
+def methods_of(rows: Iterable[Row]) -> list[str]:
+    """Every baseline that appears, ours first, then omnimalloc's default, then the rest in order seen."""
+    seen: list[str] = []
+    for row in rows:
+        seen.extend(method for method in row.baselines if method not in seen)
+    head = [m for m in (*OURS, "om:" + OMNIMALLOC_DEFAULT) if m in seen]
+    return head + [m for m in seen if m not in head]
+
+
+def _cell(value: float | None, width: int, digits: int = 4, mark: str = "") -> str:
+    return f"{'-':>{width}}" if value is None else f"{f'{value:.{digits}f}{mark}':>{width}}"
+
+
+def _ratio_cell(measure: Measure | None, load: int, width: int = 8) -> str:
+    if measure is None:
+        return f"{'-':>{width}}"
+    if measure.peak is None:
+        return f"{'failed' if measure.note.startswith('failed') else '-':>{width}}"
+    return _cell(measure.ratio(load), width, mark="*" if measure.note.startswith("misaligned") else "")
+
+
+def best_fast(row: Row) -> tuple[str, Measure] | None:
+    """omnimalloc's best fast allocator on ``row`` (lowest peak; ties: the first listed)."""
+    fast = [(method, measure) for method, measure in row.baselines.items()
+            if method.startswith("om:") and method != "om:" + OMNIMALLOC_DEFAULT and measure.peak is not None]
+    return min(fast, key=lambda item: item[1].peak) if fast else None
+
+
+def main_header() -> list[str]:
+    """The header of the per-file table (two lines)."""
+    header = (f"{'problem':<28} {'buffers':>8} {'T':>3} {'large':>7} {'s':>6} {'MB':>5} {'best-fit':>8} {'s':>5} "
+              f"{'1st-fit':>8} {'s':>5} {'omni':>8} {'s':>6} {'MB':>5} {'om-fast':>8} {'which':>6}  beaten by")
+    return [header, "-" * len(header)]
+
+
+def main_line(row: Row) -> str:
+    """A file: the planner, ours, omnimalloc's default and its best fast allocator, and the
+    baselines that beat the planner."""
+    p = row.planner
+    if p.peak is None:
+        planner = f"{'FAILED':>7} {'-':>6} {'-':>5}"
+    else:
+        planner = f"{p.ratio(row.load):>7.4f} {p.seconds:>6.2f} {p.kib / 1024:>5.0f}"
+    cells = [f"{row.name:<28} {row.buffers:>8} {row.timeout:>3g} {planner}"]
+    for method in OURS:
+        measure = row.baselines.get(method)
+        cells.append(_ratio_cell(measure, row.load) + " " + _cell(measure.seconds if measure else None, 5, 2))
+    omni = row.baselines.get("om:" + OMNIMALLOC_DEFAULT)
+    cells.append(_ratio_cell(omni, row.load) + " " + _cell(omni.seconds if omni else None, 6, 2) + " "
+                 + _cell(omni.kib / 1024 if omni and omni.kib else None, 5, 0))
+    fast = best_fast(row)
+    cells.append(_ratio_cell(fast[1] if fast else None, row.load) + f" {short(fast[0]) if fast else '-':>6}")
+    beaten = ",".join(short(method) for method in row.beaten_by())
+    line = " ".join(cells) + (f"  {beaten}" if beaten else "")
+    return line + (f"  ({p.note})" if p.peak is None and p.note else "")
+
+
+def omnimalloc_table(rows: Sequence[Row], methods: Sequence[str]) -> list[str]:
+    """A line per file: peak/LOAD of each of omnimalloc's allocators, then their seconds."""
+    methods = [m for m in methods if m.startswith("om:")]
+    if not methods:
+        return []
+    labels = [short(m) for m in methods]
+    header = f"{'problem':<28} " + " ".join(f"{label:>8}" for label in labels) + "  seconds: " + " ".join(f"{label:>6}" for label in labels)
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        measures = [row.baselines.get(m) for m in methods]
+        lines.append(f"{row.name:<28} " + " ".join(_ratio_cell(m, row.load) for m in measures) + "           "
+                     + " ".join(_cell(m.seconds if m else None, 6, 2) for m in measures))
+    return lines
+
+
+def aggregate_table(rows: Sequence[Row]) -> list[str]:
+    """Per group (size or origin) and method: files, geometric mean and worst peak/LOAD, and
+    on how many files each baseline beats the planner (of those where both ran)."""
+    methods = methods_of(rows)
+    header = f"{'group':<9} {'method':<26} {'files':>5} {'geomean':>8} {'worst':>8}  {'worst file':<28} {'beats large':>11}"
+    lines = [header, "-" * len(header)]
+    for group, members in groups_of(rows):
+        for summary in summarize(members, methods):
+            beats = "-" if summary.beats is None else f"{summary.beats}/{summary.compared}"
+            lines.append(f"{group:<9} {summary.method:<26} {summary.files:>5} {summary.geomean:>8.4f} {summary.worst:>8.4f}  "
+                         f"{summary.worst_file:<28} {beats:>11}")
+    return lines
+
+
+def beaten_lines(rows: Sequence[Row]) -> list[str]:
+    """Every file where a baseline beats the planner: the planner's peak/LOAD, then each
+    such baseline's, best first."""
+    lines = []
+    for row in rows:
+        beaten = row.beaten_by()
+        if not beaten:
+            continue
+        ranked = sorted(beaten, key=lambda method: row.baselines[method].peak)
+        others = ", ".join(f"{method} {row.baselines[method].ratio(row.load):.4f}" for method in ranked)
+        lines.append(f"{row.name}: large {row.planner.ratio(row.load):.4f}; {others}")
+    return lines
+
+
+def report(rows: Sequence[Row]) -> list[str]:
+    """Every table after the per-file one: omnimalloc's allocators, the aggregate, the
+    files where a baseline beats the planner."""
+    lines: list[str] = []
+    omni = omnimalloc_table(rows, methods_of(rows))
+    if omni:
+        lines += ["", "omnimalloc's allocators, peak/LOAD (* its layout breaks an alignment) and seconds of the allocate call:", *omni]
+    lines += ["", "Aggregate (peak/LOAD; 'beats large': files where the baseline's peak is lower, of those where both ran):",
+              *aggregate_table(rows)]
+    beaten = beaten_lines(rows)
+    lines += ["", f"Files where a baseline beats large: {len(beaten)} of {len(rows)}" + (":" if beaten else "")]
+    lines += [f"  {line}" for line in beaten]
+    return lines
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 of a file's bytes (the cache key of a problem)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sources_digest(paths: Iterable[Path]) -> str:
+    """A short digest of some source files' names and bytes (a missing file counts as empty)."""
+    digest = hashlib.sha256()
+    for path in sorted(paths):
+        digest.update(path.name.encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()[:12]
+
+
+class BaselineCache:
+    """The baselines' results per problem file (content hash) and method key, in one JSON
+    file; ``None`` path: no cache. ``get`` reads what the file held when opened or was
+    last merged; ``put`` merges under an exclusive lock and rewrites the file atomically."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.entries: dict[str, dict[str, dict]] = self._read() if path else {}
+
+    def _read(self) -> dict[str, dict[str, dict]]:
+        try:
+            data = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return {}  # a damaged cache is rebuilt, not trusted
+        return data.get("entries", {}) if data.get("version") == self.VERSION else {}
+
+    def get(self, digest: str, key: str) -> Measure | None:
+        found = self.entries.get(digest, {}).get(key)
+        return None if found is None else Measure.from_json(found)
+
+    def put(self, digest: str, key: str, measure: Measure) -> None:
+        self.entries.setdefault(digest, {})[key] = measure.to_json()
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = self._read()
+            merged.setdefault(digest, {})[key] = measure.to_json()
+            self.entries = merged
+            write_atomically(self.path, json.dumps({"version": self.VERSION, "entries": merged}, indent=0, sort_keys=True))
