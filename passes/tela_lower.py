@@ -68,6 +68,7 @@ from telamalloc.passes.collect import (
     OFFSET_ATTR,
     PEAK_ATTR,
     functions,
+    is_spill_slot,
 )
 from telamalloc.passes.liveness import trace_buffer
 
@@ -124,8 +125,8 @@ def _collect_function(func: FuncOp) -> list[_FunctionLowering] | None:
     planned: list[_PlannedAlloc] = []
     unplanned: list[Operation] = []
     for op in func.walk():
-        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes:
-            continue  # an arena: the function is lowered already, and stays as it is
+        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes or is_spill_slot(op):
+            continue  # an arena (the function is lowered already, and stays as it is) or a spill slot
         offset = planned_offset(op)
         if offset is None:
             unplanned.append(op)

@@ -52,6 +52,7 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
+from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import SpillSummary, spill_function
@@ -88,8 +89,11 @@ def plan_module(
     memory_space: int | str | None = None,
     on_overflow: str = "error",
     assign_memory: bool = False,
+    lifetimes: str = FIRST_WRITE,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    `lifetimes`: where buffer lifetimes start, 'first-write' or 'alloc' (`passes/liveness.py`).
 
     `assign_memory`: first choose the memory of unassigned buffers of functions with several
     memories (`passes/memories.py`); undone when planning fails.
@@ -107,11 +111,12 @@ def plan_module(
         dump_problem=dump_problem,
         memory_space=memory_space,
         on_overflow=on_overflow,
+        lifetimes=lifetimes,
     )
     assignments = []
     if assign_memory:
         try:
-            assignments = assign_memories(module)
+            assignments = assign_memories(module, lifetimes)
         except VerifyException as error:
             raise PassFailedException(str(error)) from None
         if report is not None:
@@ -122,7 +127,7 @@ def plan_module(
                 report.write(f"tela-plan: assign-memory: {count} buffers to '{memory}'\n")
     try:
         return _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem,
-                               report, memory_space, on_overflow)
+                               report, memory_space, on_overflow, lifetimes)
     except BaseException:
         for assignment in reversed(assignments):
             assignment.undo()
@@ -130,8 +135,8 @@ def plan_module(
 
 
 def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
-                    memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
-    problems = collect_module(module, capacity, alignment, memory_space)
+                    memory_space, on_overflow, lifetimes) -> tuple[FunctionPlan, ...]:
+    problems = collect_module(module, capacity, alignment, memory_space, lifetimes)
     if not problems and memory_space is not None:
         message = (
             f"no function has buffers in memory space '{memory_space}'; nothing was planned "
@@ -153,13 +158,6 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
         if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = function_problem.selection
             assert selection is not None
-            if selection.main_memory and selection.integer_space is None:
-                raise PassFailedAtOp(
-                    function_problem.func,
-                    f"cannot spill the buffers of '@{function_problem.name}': they are in main "
-                    "memory already; put them in a scratchpad memory space "
-                    "('#scratchpad.space' or 'memory-space=<n>') to spill",
-                )
             if function_problem.memory is not None and not isinstance(memory_space, str):
                 raise PassFailedAtOp(
                     function_problem.func,
@@ -196,6 +194,7 @@ def collect_module(
     capacity: int | None = None,
     alignment: int | None = None,
     memory_space: int | str | None = None,
+    lifetimes: str = FIRST_WRITE,
 ) -> list[FunctionProblem]:
     """The problems of every function with at least one buffer, in program order.
 
@@ -217,7 +216,7 @@ def collect_module(
         else:
             selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
         for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment)
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
             if function_problem.buffers:
                 problems.append(function_problem)
     return problems
@@ -470,7 +469,7 @@ def format_report_line(plan: FunctionPlan) -> str:
         f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, LOAD {solution.load} B, "
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
-        f"solve {solution.stats.seconds:.3f} s"
+        f"solve {solution.stats.seconds:.3f} s, lifetimes={plan.problem.rule}"
     )
 
 
@@ -500,6 +499,7 @@ class TelaPlanPass(PlanningOptions):
                 memory_space=self.memory_space,
                 on_overflow=self.on_overflow,
                 assign_memory=self.assign_memory,
+                lifetimes=self.lifetimes,
             )
         requests.write(plans)
         return plans

@@ -12,4 +12,4 @@
 // VERIFY: verify: '@main' planned into 3072 bytes (capacity 3072)
 // VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 8192 B -> 3072 B
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
-// REFUSED: error: planning failed: cannot plan '@main': 8 buffers live here (program point #18) need '8192' B but capacity is '3072' B
+// REFUSED: error: planning failed: cannot plan '@main': 8 buffers live here (program point #19) need '8192' B but capacity is '3072' B

@@ -124,10 +124,10 @@ MLIR_CASES = [
     ("dma-shape-mismatch", "tela-opt", SMALL.replace("4x4xf32, #scratchpad.space", "4x0xf32, #scratchpad.space"), [], 2,
      "bad.mlir:5:5: error: 'scratchpad.dma' op source shape '4x4' differs from destination shape '4x0'"),
     ("capacity-below-load", "tela-opt", _small("capacity = 1024", "capacity = 63"), PIPELINE, 1,
-     "bad.mlir:4:5: error: pass 'tela-pipeline' failed: 'scratchpad.alloc' op cannot plan '@main': 2 buffers live "
-     "here (program point #1) need '128' B but capacity is '63' B; raise the capacity or shorten these lifetimes\n"
-     "bad.mlir:3:5: note: buffer 'a' of '64' B, allocated here, is live at program point #1\n"
-     "bad.mlir:4:5: note: buffer 'b' of '64' B, allocated here, is live at program point #1"),
+     "bad.mlir:6:5: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op cannot plan '@main': 2 buffers live "
+     "here (program point #3) need '128' B but capacity is '63' B; raise the capacity or shorten these lifetimes\n"
+     "bad.mlir:3:5: note: buffer 'a' of '64' B, allocated here, is live at program point #3\n"
+     "bad.mlir:4:5: note: buffer 'b' of '64' B, allocated here, is live at program point #3"),
     ("pass-option-capacity-negative", "tela-opt", SMALL, ["-p", "tela-plan{capacity=-1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{capacity=-1}': invalid capacity '-1'; expected a positive "
      "number of bytes, e.g. 'capacity=1048576'"),
@@ -140,7 +140,7 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', "
-     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout'"),
+     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
      "'error' or 'spill'"),
@@ -182,7 +182,7 @@ MLIR_CASES = [
     ("run-missing-inputs-file", "tela-run", SMALL, ["--inputs", "none.npy"], 2,
      "tela-run: error: cannot read input 'none.npy': No such file or directory"),
     ("verify-capacity-below-load", "tela-run", SMALL, ["--verify", "--capacity", "100"], 1,
-     "bad.mlir:4:5: error: planning failed: cannot plan '@main': 2 buffers live here (program point #1) need '128' B "
+     "bad.mlir:6:5: error: planning failed: cannot plan '@main': 2 buffers live here (program point #3) need '128' B "
      "but capacity is '100' B; raise the capacity or shorten these lifetimes"),
 ]
 
@@ -235,7 +235,7 @@ def test_split_input_with_one_failing_chunk_writes_nothing(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / FILE, SMALL + "// -----\n" + _small("capacity = 1024", "capacity = 63"))
     status, _, err = run_tool("tela-opt", [*PIPELINE, "--split-input-file", FILE, "-o", "out.mlir"])
-    assert status == 1 and err.startswith("bad.mlir:17:5: error: pass 'tela-pipeline' failed")
+    assert status == 1 and err.startswith("bad.mlir:19:5: error: pass 'tela-pipeline' failed")
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILE]
 
 

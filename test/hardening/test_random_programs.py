@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from dataclasses import dataclass, field
 
 import pytest
@@ -53,16 +54,47 @@ class Scope:
     local: set[str] = field(default_factory=set)  # allocated in this region
 
 
+BINARY_ARITH = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "max": "arith.maximumf"}
+
+
 class ProgramGenerator:
-    def __init__(self, rng: random.Random, max_ops: int = 28, max_depth: int = 2):
+    """Random programs (see the module doc).
+
+    `upstream`: plain upstream memref IR instead of the scratchpad dialect, as MLIR's
+    bufferization leaves it: `memref.alloc` without a memory space, `memref.copy` in and
+    out of the arguments, and each kernel as a loop nest of `memref.load`, `arith` and
+    `memref.store` (matmul with an `iter_args` reduction), no target.
+
+    `hoist`: the fraction of allocations moved to the function's entry, as upstream's
+    buffer hoisting and IREE leave them (1: all), so first writes happen inside loops and
+    branches. A hoisted buffer is freed at the top level only; a loop may read, from its
+    second iteration on (`scf.if` on the counter), a buffer its body writes that lives
+    across iterations; some buffers get a read that never runs (`scf.if %false`) before
+    their first write, a read before any write for the liveness analysis. Upstream
+    programs with hoisting also get row loops: `scf.for` over the rows of a 2-D buffer,
+    each iteration running random statements (buffers allocated in the body among them)
+    and then writing its row, so that the rows written by earlier iterations must survive
+    the later ones (a lifetime that started at the write inside the loop, not at the
+    loop's entry, would let a body buffer overwrite them).
+    """
+
+    def __init__(self, rng: random.Random, max_ops: int = 28, max_depth: int = 2, *,
+                 hoist: float = 0.0, upstream: bool = False):
         self.rng = rng
         self.max_ops = max_ops
         self.max_depth = max_depth
+        self.hoist = float(hoist)
+        self.hoisted: set[str] = set()
+        self.upstream = upstream
         self.ops = 0
         self.counter = 0
         self.inputs: dict[str, str] = {}  # argument name -> shape
         self.outputs: list[tuple[str, str]] = []  # (argument name, shape)
         self.lines: list[str] = []
+        self.prologue: list[str] = []  # hoisted allocations
+
+    def type(self, shape: str, scratchpad: bool = True) -> str:
+        return memref(shape, scratchpad and not self.upstream)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -83,9 +115,22 @@ class ProgramGenerator:
         name = self.fresh("b")
         shape = self.rng.choice(SHAPES)
         align = self.rng.choice(("", "", "", " align 64", " align 32", " align 8"))
-        self.emit(depth, f"{name} = scratchpad.alloc(){align} : {memref(shape)}")
+        if self.upstream:
+            attribute = f" {{alignment = {align.split()[-1]} : i64}}" if align else ""
+            line = f"{name} = memref.alloc(){attribute} : {self.type(shape)}"
+        else:
+            line = f"{name} = scratchpad.alloc(){align} : {memref(shape)}"
+        if self.hoist and (self.hoist >= 1 or self.rng.random() < self.hoist):
+            self.prologue.append("    " + line)
+            self.hoisted.add(name)
+        else:
+            self.emit(depth, line)
         scope.buffers[name] = shape
         scope.local.add(name)
+        if name in self.hoisted and self.rng.random() < 0.15:
+            self.emit(depth, "scf.if %false {")  # a read before any write, that never runs
+            self.copy_out(name, shape, depth + 1)
+            self.emit(depth, "}")
 
     def dma_in(self, scope: Scope, depth: int) -> None:
         targets = self.usable(scope, written=False)
@@ -95,8 +140,86 @@ class ProgramGenerator:
         shape = scope.buffers[target]
         source = f"%in_{shape}"
         self.inputs[source] = shape
-        self.emit(depth, f"scratchpad.dma {source} -> {target} : {memref(shape, False)} -> {memref(shape)}")
+        self.copy(source, target, shape, depth)
         scope.written.add(target)
+
+    def copy(self, source: str, target: str, shape: str, depth: int) -> None:
+        """Main memory to a buffer or back: `scratchpad.dma`, or `memref.copy` upstream."""
+        if self.upstream:
+            plain = self.type(shape)
+            self.emit(depth, f'"memref.copy"({source}, {target}) : ({plain}, {plain}) -> ()')
+            return
+        source_type = memref(shape, not source.startswith(("%in_", "%out")))
+        target_type = memref(shape, not target.startswith(("%in_", "%out")))
+        self.emit(depth, f"scratchpad.dma {source} -> {target} : {source_type} -> {target_type}")
+
+    def copy_out(self, source: str, shape: str, depth: int) -> None:
+        """Copies a buffer into a fresh output argument."""
+        name = f"%out{len(self.outputs)}"
+        self.outputs.append((name, shape))
+        self.copy(source, name, shape, depth)
+
+    def nest(self, depth: int, shape: str, body) -> None:
+        """A loop nest over `shape` (upstream kernels); `body(depth, indices)` emits its body."""
+        indices = []
+        for level, dimension in enumerate(shape.split("x")):
+            index = self.fresh("j")
+            self.emit(depth + level, f"scf.for {index} = %c0 to %c{dimension} step %c1 {{")
+            indices.append(index)
+        body(depth + len(indices), ", ".join(indices))
+        for level in reversed(range(len(indices))):
+            self.emit(depth + level, "}")
+
+    def constant(self, depth: int, value: str) -> str:
+        name = self.fresh("k")
+        self.emit(depth, f"{name} = arith.constant {value} : f32")
+        return name
+
+    def upstream_kernel(self, depth: int, kernel: str, ins: list[str], target: str, shape: str,
+                        value: str | None = None) -> None:
+        """An elementwise kernel (fill, unary or binary) as a loop nest of loads and stores."""
+        plain = self.type(shape)
+
+        def body(inner: int, indices: str) -> None:
+            loaded = []
+            for source in ins:
+                loaded.append(self.fresh("x"))
+                self.emit(inner, f"{loaded[-1]} = memref.load {source}[{indices}] : {plain}")
+            if kernel == "fill":
+                result = self.constant(inner, value)
+            elif kernel == "copy":
+                result = loaded[0]
+            else:
+                result = self.fresh("r")
+                if kernel == "relu":
+                    self.emit(inner, f"{result} = arith.maximumf {loaded[0]}, {self.constant(inner, '0.0')} : f32")
+                elif kernel == "scale":
+                    self.emit(inner, f"{result} = arith.mulf {loaded[0]}, {self.constant(inner, '1.5')} : f32")
+                else:
+                    self.emit(inner, f"{result} = {BINARY_ARITH[kernel]} {loaded[0]}, {loaded[1]} : f32")
+            self.emit(inner, f"memref.store {result}, {target}[{indices}] : {plain}")
+
+        self.nest(depth, shape, body)
+
+    def upstream_matmul(self, depth: int, left: str, right: str, target: str, shapes: tuple[str, str, str]) -> None:
+        left_shape, right_shape, out_shape = shapes
+        inner_dimension = left_shape.split("x")[1]
+
+        def body(inner: int, indices: str) -> None:
+            row, column = indices.split(", ")
+            zero = self.constant(inner, "0.0")
+            total, k, acc = self.fresh("s"), self.fresh("k"), self.fresh("acc")
+            self.emit(inner, f"{total} = scf.for {k} = %c0 to %c{inner_dimension} step %c1 iter_args({acc} = {zero}) -> (f32) {{")
+            x, y, product, following = self.fresh("x"), self.fresh("y"), self.fresh("p"), self.fresh("n")
+            self.emit(inner + 1, f"{x} = memref.load {left}[{row}, {k}] : {self.type(left_shape)}")
+            self.emit(inner + 1, f"{y} = memref.load {right}[{k}, {column}] : {self.type(right_shape)}")
+            self.emit(inner + 1, f"{product} = arith.mulf {x}, {y} : f32")
+            self.emit(inner + 1, f"{following} = arith.addf {acc}, {product} : f32")
+            self.emit(inner + 1, f"scf.yield {following} : f32")
+            self.emit(inner, "}")
+            self.emit(inner, f"memref.store {total}, {target}[{indices}] : {self.type(out_shape)}")
+
+        self.nest(depth, out_shape, body)
 
     def fill(self, scope: Scope, depth: int) -> None:
         targets = self.usable(scope, written=False)
@@ -104,7 +227,10 @@ class ProgramGenerator:
             return self.alloc(scope, depth)
         target = self.rng.choice(targets)
         value = self.rng.choice(("0.5", "-1.25", "2.0", "0.0"))
-        self.emit(depth, f'scratchpad.kernel "fill" outs({target} : {memref(scope.buffers[target])}) params {{value = {value} : f32}}')
+        if self.upstream:
+            self.upstream_kernel(depth, "fill", [], target, scope.buffers[target], value)
+        else:
+            self.emit(depth, f'scratchpad.kernel "fill" outs({target} : {memref(scope.buffers[target])}) params {{value = {value} : f32}}')
         scope.written.add(target)
 
     def compute(self, scope: Scope, depth: int) -> None:
@@ -123,14 +249,20 @@ class ProgramGenerator:
         if kind == 0:
             kernel = self.rng.choice(UNARY)
             params = " params {factor = 1.5 : f32}" if kernel == "scale" else ""
-            self.emit(depth, f'scratchpad.kernel "{kernel}" ins({first} : {memref(shape)}) outs({target} : {memref(shape)}){params}')
+            if self.upstream:
+                self.upstream_kernel(depth, kernel, [first], target, shape)
+            else:
+                self.emit(depth, f'scratchpad.kernel "{kernel}" ins({first} : {memref(shape)}) outs({target} : {memref(shape)}){params}')
         else:
             second = self.rng.choice([s for s in self.usable(scope, shape)])
             if second == target:
                 return
             kernel = self.rng.choice(BINARY)
-            self.emit(depth, f'scratchpad.kernel "{kernel}" ins({first}, {second} : {memref(shape)}, {memref(shape)}) '
-                             f'outs({target} : {memref(shape)})')
+            if self.upstream:
+                self.upstream_kernel(depth, kernel, [first, second], target, shape)
+            else:
+                self.emit(depth, f'scratchpad.kernel "{kernel}" ins({first}, {second} : {memref(shape)}, {memref(shape)}) '
+                                 f'outs({target} : {memref(shape)})')
         scope.written.add(target)
 
     def matmul(self, scope: Scope, depth: int) -> None:
@@ -146,8 +278,11 @@ class ProgramGenerator:
             if not outs:
                 continue
             target = self.rng.choice(outs)
-            self.emit(depth, f'scratchpad.kernel "matmul" ins({left}, {right} : {memref(left_shape)}, {memref(right_shape)}) '
-                             f'outs({target} : {memref(out_shape)})')
+            if self.upstream:
+                self.upstream_matmul(depth, left, right, target, (left_shape, right_shape, out_shape))
+            else:
+                self.emit(depth, f'scratchpad.kernel "matmul" ins({left}, {right} : {memref(left_shape)}, {memref(right_shape)}) '
+                                 f'outs({target} : {memref(out_shape)})')
             scope.written.add(target)
             return
 
@@ -156,17 +291,15 @@ class ProgramGenerator:
         if not sources:
             return
         source = self.rng.choice(sources)
-        shape = scope.buffers[source]
-        name = f"%out{len(self.outputs)}"
-        self.outputs.append((name, shape))
-        self.emit(depth, f"scratchpad.dma {source} -> {name} : {memref(shape)} -> {memref(shape, False)}")
+        self.copy_out(source, scope.buffers[source], depth)
 
     def dealloc(self, scope: Scope, depth: int) -> None:
-        local = [name for name in scope.local if name not in scope.freed]
-        if not local:
+        local = [name for name in scope.local if name not in scope.freed and (depth == 0 or name not in self.hoisted)]
+        if not local:  # a hoisted buffer is freed at the top level only
             return
         name = self.rng.choice(sorted(local))
-        self.emit(depth, f"scratchpad.dealloc {name} : {memref(scope.buffers[name])}")
+        operation = "memref.dealloc" if self.upstream else "scratchpad.dealloc"
+        self.emit(depth, f"{operation} {name} : {self.type(scope.buffers[name])}")
         scope.freed.add(name)
 
     def region(self, scope: Scope, depth: int, conditional: bool) -> Scope:
@@ -180,10 +313,74 @@ class ProgramGenerator:
         trips = self.rng.randint(1, 3)
         counter = self.fresh("i")
         self.emit(depth, f"scf.for {counter} = %c0 to %c{trips} step %c1 {{")
+        body_at = len(self.lines)
         self.counters_stack.append(counter)
+        inner = self.region(scope, depth, conditional=False)
+        self.counters_stack.pop()
+        if self.hoist:
+            carried = sorted(name for name in inner.written if name not in inner.freed
+                             and (name in self.hoisted or name not in inner.local))
+            if carried and self.rng.random() < 0.6:
+                self.carried_read(self.rng.choice(carried), inner, counter, depth + 1, body_at)
+        self.emit(depth, "}")
+
+    def row_loop(self, scope: Scope, depth: int) -> None:
+        """Upstream, hoisting: a loop over the rows of a 2-D buffer that writes one row per
+        iteration after a random body (see the class doc)."""
+        targets = [name for name in self.usable(scope, written=False) if "x" in scope.buffers[name]]
+        if not targets:
+            return self.alloc(scope, depth)
+        target = self.rng.choice(targets)
+        shape = scope.buffers[target]
+        rows, columns = shape.split("x")
+        source = f"%in_{shape}"
+        self.inputs[source] = shape
+        row = self.fresh("i")
+        self.emit(depth, f"scf.for {row} = %c0 to %c{rows} step %c1 {{")
+        self.counters_stack.append(row)
         self.region(scope, depth, conditional=False)
         self.counters_stack.pop()
+        # the row through two temporaries of the body: the first is dead before the row is
+        # written, so it may take bytes of the target's earlier rows unless the target's
+        # lifetime starts at the loop's entry
+        row_type = self.type(columns)
+        first, second = self.fresh("t"), self.fresh("t")
+        self.emit(depth + 1, f"{first} = memref.alloc() : {row_type}")
+        self.row_nest(depth + 1, columns, f"{source}[{row}, %col]", f"{first}[%col]", shape, columns, double=False)
+        self.emit(depth + 1, f"{second} = memref.alloc() : {row_type}")
+        self.row_nest(depth + 1, columns, f"{first}[%col]", f"{second}[%col]", columns, columns, double=True)
+        self.emit(depth + 1, f"memref.dealloc {first} : {row_type}")
+        self.row_nest(depth + 1, columns, f"{second}[%col]", f"{target}[{row}, %col]", columns, shape, double=False)
+        self.emit(depth + 1, f"memref.dealloc {second} : {row_type}")
         self.emit(depth, "}")
+        scope.written.add(target)
+        self.copy_out(target, shape, depth)  # every row is read: one overwritten shows
+
+    def row_nest(self, depth: int, columns: str, load: str, store: str, load_shape: str, store_shape: str,
+                 double: bool) -> None:
+        """`store = load` (doubled) over the columns; `%col` in the subscripts is the column."""
+        column, value, doubled = self.fresh("j"), self.fresh("x"), self.fresh("r")
+        self.emit(depth, f"scf.for {column} = %c0 to %c{columns} step %c1 {{")
+        self.emit(depth + 1, f"{value} = memref.load {load.replace('%col', column)} : {self.type(load_shape)}")
+        result = value
+        if double:
+            result = doubled
+            self.emit(depth + 1, f"{doubled} = arith.addf {value}, {value} : f32")
+        self.emit(depth + 1, f"memref.store {result}, {store.replace('%col', column)} : {self.type(store_shape)}")
+        self.emit(depth, "}")
+
+    def carried_read(self, name: str, inner: Scope, counter: str, depth: int, body_at: int) -> None:
+        """At the top of a loop body: from the second iteration on, copy out what the
+        previous iteration wrote into `name` (valid only for a hoisted buffer)."""
+        start = len(self.lines)
+        later = self.fresh("p")
+        self.emit(depth, f"{later} = arith.cmpi ugt, {counter}, %c0 : index")
+        self.emit(depth, f"scf.if {later} {{")
+        self.copy_out(name, inner.buffers[name], depth + 1)
+        self.emit(depth, "}")
+        added = self.lines[start:]
+        del self.lines[start:]
+        self.lines[body_at:body_at] = added
 
     def branch(self, scope: Scope, depth: int) -> None:
         if self.counters_stack:
@@ -218,6 +415,8 @@ class ProgramGenerator:
                 self.dealloc(scope, depth)
             elif depth >= self.max_depth:
                 self.compute(scope, depth)
+            elif self.upstream and self.hoist and choice < 0.84:
+                self.row_loop(scope, depth)
             elif choice < 0.90 and not (self.counters_stack and choice > 0.85):
                 self.loop(scope, depth, [])
             else:
@@ -235,23 +434,30 @@ class ProgramGenerator:
             self.dma_out(scope, 0)
         arguments = [f"{name}: {memref(shape, False)}" for name, shape in sorted(self.inputs.items())]
         arguments += [f"{name}: {memref(shape, False)}" for name, shape in self.outputs]
-        alignment = self.rng.choice((1, 4, 16, 64))
+        if self.upstream:  # no target: every memref.alloc is planned (minimize, or for a capacity)
+            module = "builtin.module {"
+            constants = [f"    %c{n} = arith.constant {n} : index" for n in (0, 1, 2, 3, 4, 8, 16)]
+        else:
+            alignment = self.rng.choice((1, 4, 16, 64))
+            module = (f'builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", '
+                      f'capacity = 1048576, alignment = {alignment}>}} {{')
+            constants = [f"    %c{n} = arith.constant {n} : index" for n in (0, 1, 2, 3)]
         header = [
-            f'builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", capacity = 1048576, alignment = {alignment}>}} {{',
+            module,
             f"  func.func @main({', '.join(arguments)}) {{",
-            "    %c0 = arith.constant 0 : index",
-            "    %c1 = arith.constant 1 : index",
-            "    %c2 = arith.constant 2 : index",
-            "    %c3 = arith.constant 3 : index",
+            *constants,
             "    %true = arith.constant true",
             "    %false = arith.constant false",
         ]
-        return "\n".join(header + self.lines + ["    func.return", "  }", "}", ""])
+        return "\n".join(header + self.prologue + self.lines + ["    func.return", "  }", "}", ""])
 
 
-def generate(seed: int) -> str:
+def generate(seed: int, *, hoist: float = 0.0, upstream: bool = False, max_ops: int | None = None) -> str:
+    """A program of the seeded generator (`max_ops` statements, else 6 to 30; see `ProgramGenerator`)."""
     rng = random.Random(seed)
-    return ProgramGenerator(rng, max_ops=rng.randint(6, 30), max_depth=rng.choice((0, 1, 2, 2))).program()
+    ops = rng.randint(6, 30) if max_ops is None else max_ops
+    generator = ProgramGenerator(rng, max_ops=ops, max_depth=rng.choice((0, 1, 2, 2)), hoist=hoist, upstream=upstream)
+    return generator.program()
 
 
 def plan_and_verify(text: str) -> str:
@@ -307,3 +513,80 @@ def test_the_generator_covers_loops_branches_and_deallocs():
     for construct in ("scf.for", "scf.if", "} else {", "scratchpad.dealloc", '"matmul"', "align 64"):
         assert sum(construct in text for text in texts) >= PROGRAMS // 10, construct
     assert sum("arith.cmpi" in text for text in texts) >= PROGRAMS // 20  # an scf.if inside a loop
+
+
+# --------------------------------------------------------------------------------------
+# Hoisted allocations and plain upstream memref programs: lifetimes from the first write
+
+
+HOISTED = 200 if LONG else 30
+
+
+def _check(text: str, seed: int) -> str:
+    try:
+        return plan_and_verify(text)
+    except (AssertionError, InterpreterError) as failure:
+        raise AssertionError(f"seed {seed}: {failure}\n--- program ---\n{text}") from None
+
+
+@pytest.mark.parametrize("upstream", [False, True], ids=["scratchpad", "upstream"])
+def test_hoisted_programs_plan_at_load_and_verify(upstream):
+    """Every allocation at the entry: first writes in loops and branches, reads carried
+    across iterations, reads that come before any write. A lifetime that starts too late
+    shows as a shadow violation or a differing output."""
+    outcomes: dict[str, int] = {}
+    for seed in range(HOISTED):
+        outcome = _check(generate(seed, hoist=1.0 if seed % 2 else 0.6, upstream=upstream), seed)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    print(f"{HOISTED} hoisted programs: {outcomes}")
+    assert outcomes.get("at LOAD", 0) > HOISTED // 2, outcomes
+
+
+def test_upstream_programs_plan_at_load_and_verify():
+    outcomes: dict[str, int] = {}
+    for seed in range(HOISTED):
+        outcome = _check(generate(seed, upstream=True), seed)
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    assert outcomes.get("at LOAD", 0) > HOISTED // 2, outcomes
+
+
+def _load(text: str, lifetimes: str) -> int:
+    plans = plan_module(parse_program(make_context(), text, "random.mlir"), mode="minimize", lifetimes=lifetimes)
+    return plans[0].solution.load if plans else 0
+
+
+def test_first_write_lifetimes_undo_the_cost_of_hoisting():
+    """Hoisting raises LOAD from the allocations; from the first write it costs (almost)
+    nothing: never more than the program as written, and at most the allocation rule's."""
+    lower = 0
+    for seed in range(HOISTED):
+        written = generate(seed)
+        hoisted = generate(seed, hoist=1.0)
+        first_write, alloc = _load(hoisted, "first-write"), _load(hoisted, "alloc")
+        assert first_write <= alloc, seed
+        assert _load(written, "first-write") <= _load(written, "alloc"), seed
+        lower += first_write < alloc
+    assert lower >= HOISTED // 2, lower
+
+
+def test_hoisted_programs_verify_with_the_allocation_rule_too():
+    for seed in range(0, HOISTED, 3):
+        text = generate(seed, hoist=0.6, upstream=seed % 2 == 1)
+        report = verify_program(parse_program(make_context(), text, "random.mlir"), lifetimes="alloc")
+        assert report.ok, f"seed {seed}:\n" + "\n".join(report.lines())
+
+
+def test_the_hoisting_generator_covers_what_it_promises():
+    texts = [generate(seed, hoist=1.0, upstream=seed % 2 == 1) for seed in range(HOISTED)]
+    for text in texts:
+        body = text.split("%false = arith.constant false\n")[1]
+        # every buffer of the program at the entry (a row loop's own temporaries aside)
+        allocations = [line for line in body.splitlines() if re.match(r" *%b\d+ = \S+alloc\(", line)]
+        assert body.splitlines()[: len(allocations)] == allocations
+    assert sum("scf.if %false {" in text for text in texts) >= HOISTED // 4  # reads before any write
+    assert sum("arith.cmpi ugt" in text for text in texts) >= HOISTED // 4  # reads carried across iterations
+    assert sum("memref.store" in text for text in texts) >= HOISTED // 4  # upstream loop nests
+    rows = [generate(seed, hoist=0.6, upstream=True) for seed in range(HOISTED)]
+    # a row loop holding an allocation: its rows must survive the body's buffers
+    assert sum(re.search(r"scf.for %i\d+ = %c0 to %c[248] step %c1 \{\n(.*\n)*? +%t\d+ = memref.alloc", text) is not None
+               for text in rows) >= HOISTED // 4

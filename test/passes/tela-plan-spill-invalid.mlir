@@ -38,9 +38,9 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 }
 
 // -----
-// Plain upstream memref IR without a target or scratchpad memory space is planned in main
-// memory: there is nowhere slower to spill to.
-// MAIN: :[[# @LINE + 1]]:1: error: pass 'tela-plan' failed: 'func.func' op cannot spill the buffers of '@main_memory': they are in main memory already; put them in a scratchpad memory space ('#scratchpad.space' or 'memory-space=<n>') to spill
+// Plain upstream memref IR (no target, no scratchpad memory space) spills as the dialect's
+// buffers do, and the same limit holds: one op using a and b needs 16 + 16 = 32 bytes.
+// MAIN: :[[# @LINE + 4]]:3: error: pass 'tela-plan' failed: 'test.op' op needs '32' bytes for the buffers in use at this op ('a', 'b') but capacity is '16'; spilling cannot make an op's own buffers smaller (tiling is out of scope): split the op or raise the capacity
 func.func @main_memory() {
   %a = memref.alloc() : memref<4xf32>
   %b = memref.alloc() : memref<4xf32>

@@ -131,7 +131,7 @@ def test_capacity_overrides_the_target_when_verifying(capsys):
     assert status == 0 and out.splitlines()[0].endswith("(capacity 4000)")
     status, out, err = run(["--verify", conv, "--capacity", "2000"], capsys)
     assert status == 1 and out == ""
-    assert err.startswith(f"{conv}:27:5: error: planning failed: ")  # the op of the overloaded point
+    assert err.startswith(f"{conv}:28:5: error: planning failed: ")  # the op of the overloaded point: the conv
     assert "capacity is '2000' B" in err and err.count("\n") == 1
 
 
