@@ -264,7 +264,7 @@ PlanFunction = Callable[[ModuleOp, int | None], object]
 
 
 def plan_and_lower(
-    module: ModuleOp, capacity: int | None, on_overflow: str = "error", lifetimes: str = "first-write"
+    module: ModuleOp, capacity: int | None, on_overflow: str | None = None, lifetimes: str = "first-write"
 ) -> tuple[str, ...]:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
@@ -298,7 +298,7 @@ def verify_program(
     seed: int = DEFAULT_SEED,
     shadow: bool = True,
     plan: PlanFunction | None = None,
-    on_overflow: str = "error",
+    on_overflow: str | None = None,
     lifetimes: str = "first-write",
 ) -> VerifyReport:
     """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.

@@ -68,7 +68,7 @@ def check_options(
     plot: object = None,
     report_json: object = None,
     html: object = None,
-    on_overflow: object = "error",
+    on_overflow: object = None,
     layout: object = None,
     lifetimes: object = FIRST_WRITE,
 ) -> None:
@@ -105,7 +105,7 @@ def check_options(
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
     if lifetimes not in LIFETIME_RULES:
         raise ValueError(f"invalid lifetimes '{lifetimes}'; expected {_accepted('lifetimes')}")
-    if on_overflow not in ON_OVERFLOW:
+    if on_overflow is not None and on_overflow not in ON_OVERFLOW:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
     if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
         raise ValueError(f"invalid layout '{layout}'; expected {_accepted('layout')}")
@@ -166,9 +166,11 @@ class PlanningOptions(ModulePass):
     html: str | None = None
     """Write an interactive viewer of the plans to this self-contained `.html` file (one
     tab per planned function; `telamalloc.runtime.show.html`)."""
-    on_overflow: str = "error"
+    on_overflow: str | None = None
     """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
-    memory between uses, with DMAs, moving the fewest bytes; see `passes/spill.py`)."""
+    memory between uses, with copies, moving the fewest bytes; see `passes/spill.py`);
+    default: the IR's `scratchpad.on_overflow` attribute (on the function or an enclosing
+    op), else 'error'."""
 
     assign_memory: bool = False
     """With several memories (`scratchpad.targets`), choose the memory of the buffers in the

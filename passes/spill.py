@@ -256,6 +256,7 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) 
     slot_type = MemRefType(memref_type.element_type, memref_type.shape, NoneAttr(), NoneAttr())
     slot_op = memref.AllocOp(dynamic_sizes, (), slot_type)
     slot_op.attributes[SPILL_ATTR] = StringAttr(SPILL_SLOT)  # main memory, never planned
+    slot_op.location = alloc.location
     hint = value.name_hint
     slot_op.results[0].name_hint = f"{hint}_spill" if hint else None
     slot = slot_op.results[0]
@@ -267,6 +268,7 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) 
         before, after = entry.ops[gap - 1], entry.ops[gap]
         if gap in stores:
             store = _copy_op(current, slot, use_dma, "store")
+            store.location = before.location  # after the use that wrote the value
             block.insert_op_after(store, before)
             if first:
                 block.insert_op_before(slot_op, store)
@@ -278,7 +280,9 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) 
         for key in (BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR):
             reload.attributes.pop(key, None)
         reload.results[0].name_hint = f"{hint}_reload{number}" if hint else None
+        reload.location = alloc.location
         load = _copy_op(slot, reload.results[0], use_dma, "load")
+        load.location = after.location  # for the use that needs the value back
         block.insert_op_before(reload, after)
         block.insert_op_before(load, after)
         last_load = load
@@ -296,4 +300,6 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) 
                 )
         current = fresh
     assert last_load is not None
-    block.insert_op_after(memref.DeallocOp.get(slot), last_load)
+    free = memref.DeallocOp.get(slot)
+    free.location = last_load.location
+    block.insert_op_after(free, last_load)

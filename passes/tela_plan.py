@@ -55,7 +55,7 @@ from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
-from telamalloc.passes.spill import SpillSummary, spill_function
+from telamalloc.passes.spill import ON_OVERFLOW, SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
@@ -87,13 +87,15 @@ def plan_module(
     dump_problem: str | None = None,
     report: TextIO | None = None,
     memory_space: int | str | None = None,
-    on_overflow: str = "error",
+    on_overflow: str | None = None,
     assign_memory: bool = False,
     lifetimes: str = FIRST_WRITE,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
 
     `lifetimes`: where buffer lifetimes start, 'first-write' or 'alloc' (`passes/liveness.py`).
+    `on_overflow`: 'error' or 'spill'; None: each function's `scratchpad.on_overflow`
+    attribute (`overflow_policy`), else 'error'.
 
     `assign_memory`: first choose the memory of unassigned buffers of functions with several
     memories (`passes/memories.py`); undone when planning fails.
@@ -154,8 +156,9 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
             outputs.write_problem_csv(dump_path, function_problem.problem())
             if dump_path != dump_problem:
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
+        policy = overflow_policy(function_problem.func, on_overflow)
         plan = solve_function(function_problem, mode, time_limit, algorithm)
-        if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
+        if policy == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = function_problem.selection
             assert selection is not None
             if function_problem.memory is not None and not isinstance(memory_space, str):
@@ -187,6 +190,32 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
     for plan in plans:
         record_plan(plan)
     return tuple(plans)
+
+
+ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
+
+
+def overflow_policy(func: Operation, option: str | None) -> str:
+    """What to do when `func`'s buffers do not fit: the `on-overflow` option when given, else
+    the `scratchpad.on_overflow` attribute of the function or the nearest enclosing op that
+    has one (a program written for spilling says so itself, as it names its target), else
+    'error'."""
+    if option is not None:
+        return option
+    current: Operation | None = func
+    while current is not None:
+        recorded = current.attributes.get(ON_OVERFLOW_ATTR)
+        if recorded is not None:
+            if not isinstance(recorded, StringAttr) or recorded.data not in ON_OVERFLOW:
+                shown = recorded.data if isinstance(recorded, StringAttr) else str(recorded)
+                raise PassFailedAtOp(
+                    current,
+                    f"'{ON_OVERFLOW_ATTR}' is '{shown}'; write \"error\" or \"spill\" (or pass "
+                    "'on-overflow=<error|spill>')",
+                )
+            return recorded.data
+        current = current.parent_op()
+    return "error"
 
 
 def collect_module(

@@ -48,7 +48,6 @@ import numpy as np
 from xdsl.dialects import builtin, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -62,6 +61,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from telamalloc.dialects import scratchpad
 from telamalloc.errors import ErrorKind
+from telamalloc.locations import location_text
 
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
@@ -104,10 +104,8 @@ class ShadowViolation(InterpreterError):
 
 
 def op_location(op: Operation | None, fallback: str = "<input>") -> str:
-    if op is not None and isinstance(op.location, FileLineColLoc):
-        location = op.location
-        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
-    return fallback
+    """`file:line:col` of `op` (inside a name, call-site or fused location too), else `fallback`."""
+    return location_text(op, fallback)
 
 
 # --------------------------------------------------------------------------------------

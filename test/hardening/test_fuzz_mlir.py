@@ -26,6 +26,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from telamalloc.tools import tela_opt, tela_run
@@ -181,6 +182,21 @@ MLIR_CASES = [
      "tela-run: error: argument --seed: seed 'x' is not an integer; run 'tela-run --help' for usage"),
     ("run-missing-inputs-file", "tela-run", SMALL, ["--inputs", "none.npy"], 2,
      "tela-run: error: cannot read input 'none.npy': No such file or directory"),
+    ("run-empty-inputs-file", "tela-run", SMALL, ["--inputs", "empty.npy"], 2,
+     "tela-run: error: cannot read input 'empty.npy': the file is empty; save each input with numpy.save"),
+    ("run-text-as-npy", "tela-run", SMALL, ["--inputs", "text.npy"], 2,
+     "tela-run: error: cannot read input 'text.npy': not a .npy file (it does not start with numpy's magic bytes "
+     "'\\x93NUMPY'); save each input with numpy.save"),
+    ("run-npz-as-inputs", "tela-run", SMALL, ["--inputs", "arrays.npz"], 2,
+     "tela-run: error: cannot read input 'arrays.npz': it is a .npz archive of several arrays; pass one .npy file per "
+     "input (save each input with numpy.save)"),
+    ("run-object-array-inputs", "tela-run", SMALL, ["--inputs", "objects.npy"], 2,
+     "tela-run: error: cannot read input 'objects.npy': it holds Python objects (dtype 'object'); save a numeric "
+     "array"),
+    ("run-truncated-npy", "tela-run", SMALL, ["--inputs", "truncated.npy"], 2,
+     "tela-run: error: cannot read input 'truncated.npy': a damaged or truncated .npy file (Failed to read all data "
+     "for array. Expected (4, 4) = 16 elements, could only read 14 elements. (file seems not fully written?)); save "
+     "each input with numpy.save"),
     ("verify-capacity-below-load", "tela-run", SMALL, ["--verify", "--capacity", "100"], 1,
      "bad.mlir:6:5: error: planning failed: cannot plan '@main': 2 buffers live here (program point #3) need '128' B "
      "but capacity is '100' B; raise the capacity or shorten these lifetimes"),
@@ -195,6 +211,28 @@ def run_tool(tool: str, arguments: list[str]) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+def _npy(array: np.ndarray, allow_pickle: bool = False) -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, array, allow_pickle=allow_pickle)
+    return stream.getvalue()
+
+
+def _npz() -> bytes:
+    stream = io.BytesIO()
+    np.savez(stream, x=np.zeros((4, 4), np.float32))
+    return stream.getvalue()
+
+
+# `--inputs` files the cases name, written beside bad.mlir
+INPUT_FILES = {
+    "empty.npy": lambda: b"",
+    "text.npy": lambda: b"1 2 3\n",
+    "arrays.npz": _npz,
+    "objects.npy": lambda: _npy(np.array([object()]), allow_pickle=True),
+    "truncated.npy": lambda: _npy(np.zeros((4, 4), np.float32))[:-8],
+}
+
+
 def _write(path: Path, content) -> None:
     if isinstance(content, bytes):
         path.write_bytes(content)
@@ -207,6 +245,9 @@ def _write(path: Path, content) -> None:
 def test_mlir_bad_input(name, tool, content, arguments, exit_status, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / FILE, content)
+    for name, make in INPUT_FILES.items():
+        if name in arguments:
+            (tmp_path / name).write_bytes(make())
     output = ["-o", "out.mlir"] if tool == "tela-opt" and "-o" not in arguments else []
     status, out, err = run_tool(tool, [*arguments, FILE, *output])
     assert status == exit_status

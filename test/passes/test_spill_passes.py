@@ -137,3 +137,25 @@ def test_plain_memref_buffers_spill_with_memref_copy_and_replan_to_the_same_ir()
     original, lowered = _spilled_lowered(text, capacity=2048)
     report = verify_lowered(original, lowered)
     assert report.ok, report.lines()
+
+
+def test_an_overflow_policy_in_the_ir_other_than_error_or_spill_is_a_located_error(tmp_path, capsys):
+    from telamalloc.tools.tela_opt import main as tela_opt
+
+    source = tmp_path / "bad.mlir"
+    source.write_text(
+        'builtin.module attributes {scratchpad.on_overflow = "later"} {\n'
+        "  func.func @main(%x: memref<4xf32>) {\n"
+        "    %a = memref.alloc() : memref<4xf32>\n"
+        '    "memref.copy"(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "    func.return\n"
+        "  }\n"
+        "}\n"
+    )
+    assert tela_opt([str(source), "-p", "tela-plan{capacity=16}"]) == 2
+    assert capsys.readouterr().err == (
+        f"{source}:1:1: error: pass 'tela-plan' failed: 'builtin.module' op 'scratchpad.on_overflow' is 'later'; "
+        "write \"error\" or \"spill\" (or pass 'on-overflow=<error|spill>')\n"
+    )
+    # the option overrides the attribute
+    assert tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=error}", "-o", str(tmp_path / "out.mlir")]) == 0

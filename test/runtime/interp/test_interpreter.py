@@ -17,6 +17,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 
 from telamalloc.dialects import scratchpad
+from telamalloc.ir_text import parse_program
 from telamalloc.passes import lower_module, plan_module
 from telamalloc.runtime.interp import InterpreterError, ShadowViolation, find_entry, make_context, random_inputs, run_program
 from telamalloc.verification import verify_lowered, verify_program
@@ -712,3 +713,23 @@ def test_planning_failures_become_interpreter_errors():
     small = parse(str(module).replace("capacity = 65536", "capacity = 1024"))
     with pytest.raises(InterpreterError, match="planning failed: "):
         verify_program(small)
+
+
+def test_a_fault_in_lowered_code_names_the_source_line_of_the_allocation():
+    # A plan whose view of 'weights' runs past the arena: the fault happens in the lowered
+    # copy (made in memory, never printed), whose view has the allocation's location.
+    path = EXAMPLES / "conv_relu_pool.mlir"
+    module = parse_program(make_context(), path.read_text(), str(path))
+    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1) if "%weights = scratchpad.alloc" in text)
+
+    def past_the_arena(copy: ModuleOp, capacity: int | None) -> None:
+        plan_module(copy)
+        lower_module(copy)
+        view = next(op for op in copy.walk() if isinstance(op, memref.ViewOp) and op.attributes["scratchpad.buffer"].data == "weights")
+        shift = view.operands[1].owner
+        shift.properties["value"] = IntegerAttr(1 << 20, shift.properties["value"].type)
+
+    with pytest.raises(InterpreterError) as caught:
+        verify_program(module, plan=past_the_arena)
+    assert caught.value.located().startswith(f"{path}:{line}:5: error: 'memref.view' of '432' bytes at byte offset '1048576'")
+    assert "outside the" in caught.value.message
