@@ -68,6 +68,25 @@ _ALIAS_OPS = frozenset({"scf.for", "scf.while", "scf.if", "scf.execute_region", 
 """Structured ops whose memref operands are loop bounds or values passed to their regions."""
 
 
+WHOLE_WRITE_OPS = frozenset({"scratchpad.kernel", "scratchpad.dma", "memref.copy"})
+"""Ops whose write covers every byte of the memref they write: the library's kernels write
+every element of their `outs`, a DMA or copy every element of its destination."""
+
+
+def writes_whole(op: Operation, index: int) -> bool:
+    """True when `op` writes every byte of its operand `index` and reads none of it
+    (a write that leaves nothing of the memref's earlier value)."""
+    if op.name not in WHOLE_WRITE_OPS:
+        return False
+    if operand_access(op, index) is not Access.WRITE:
+        return False
+    value = op.operands[index]
+    return all(
+        operand is not value or Access.READ not in operand_access(op, position)
+        for position, operand in enumerate(op.operands)
+    )
+
+
 def operand_access(op: Operation, index: int, call_writes: CallWrites | None = None) -> Access:
     """What `op` does to the bytes of its operand `index` (see the module doc)."""
     name = op.name

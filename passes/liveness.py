@@ -8,8 +8,26 @@ ops of its regions, regions and blocks in order), starting at 0 with the first o
 body; the function op itself has no number. An op that holds regions *spans* the points
 from its own number to the last number inside it.
 
-Lifetimes. A buffer allocated at point `s` lives over `[s, end)` where `end - 1` is the
-last point at which the buffer, or a value aliasing it, is used or deallocated:
+Lifetimes start, with the default rule `FIRST_WRITE` (`lifetimes=first-write`), at the
+buffer's first write, so that allocations a pipeline hoisted to the entry cost nothing
+until used; with `ALLOC` (`lifetimes=alloc`), at the allocation. Which ops write and read
+a buffer is `passes/effects.py`'s one table (a store, a copy or DMA target, a kernel's or
+linalg op's outs, any op whose effects write it; unknown effects read and write):
+- a write inside a loop that does not hold the allocation makes the buffer live from the
+  outermost such loop's entry (a later iteration may read what an earlier one wrote),
+  except in a loop whose body writes the whole buffer before any other use of it there:
+  the buffer then lives one iteration at a time, as if allocated in the body
+  (`_renewing_loops`);
+- a write inside a branch of an `scf.if` counts at its own point: the lifetime covers
+  every later point of every branch;
+- the start stays at the allocation (`Lifetime.kept` says why) when a use that may read
+  the buffer comes at or before its first write (what it reads, no plan defines), when
+  nothing writes it, when the analysis cannot see every use (it leaks through memory or
+  an address) or when it is used across the blocks of a region with several blocks.
+A write is never moved, so every write and read lies inside the lifetime.
+
+A buffer lives over `[start, end)` where `end - 1` is the last point at which the buffer,
+or a value aliasing it, is used or deallocated:
 - aliases: every memref-typed result of an op that takes the buffer as an operand (views,
   casts, subviews, reshapes, ... and, conservatively, any unknown op returning a memref);
   block arguments of `scf.for` / `scf.while` that receive it as an initial value; results
@@ -61,7 +79,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
-from telamalloc.passes.effects import Access, CallWrites, operand_access
+from telamalloc.passes.effects import Access, CallWrites, operand_access, writes_whole
 from telamalloc.passes.written import WrittenArguments
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -339,9 +357,12 @@ def analyze_function(
             if leaks or (regions and not _all_in_block(uses, op.parent_block())):
                 kept = KEPT_UNFOLLOWED
             else:
-                written_at, kept = _first_write(op, uses, ancestors, point_of, func, call_writes)
+                holders = ancestors | _renewing_loops(op, uses, ancestors, point_of, func)
+                written_at, kept = _first_write(op, uses, holders, point_of, func, call_writes)
                 if kept is None:
                     start = max(start, written_at)
+                    if len(holders) > len(ancestors):  # per iteration in those loops: ends there too
+                        last = max([start, *(_extent(use.op, holders, point_of, last_of, func) for use in uses)])
         end = function_end if escapes else last + 1
         conservative = conservative or widened
         lifetimes.append(
@@ -389,6 +410,53 @@ def _first_write(
     if any(Access.READ in kind and point_of[op] <= first for op, kind in access.items()):
         return point_of[alloc], KEPT_READ
     return first, None
+
+
+def _renewing_loops(
+    alloc: Operation,
+    uses: Sequence[_Use],
+    alloc_ancestors: set[Operation],
+    point_of: dict[Operation, int],
+    func: FuncOp,
+) -> set[Operation]:
+    """The loops in which the buffer lives one iteration at a time, as if allocated in them.
+
+    A loop qualifies when it is the outermost loop around some uses that does not hold
+    the allocation, its body is one block, and the first op of that block that uses the
+    buffer is a write of the whole buffer that reads none of it (a kernel's `outs`, a
+    DMA or copy destination: `effects.writes_whole`) through the allocation's own value.
+    Then no value crosses its iterations: each iteration writes the buffer whole before
+    any use in it (so no iteration reads what an earlier one wrote), and a use after the
+    loop reads what its last iteration wrote. This undoes what hoisting an allocation out
+    of a loop would cost. Writes of parts (`memref.store`, a subview) do not qualify: the
+    earlier iterations' parts may still be read.
+    """
+    value = alloc.results[0]
+    groups: dict[Operation, list[_Use]] = {}
+    for use in uses:
+        outermost = None
+        parent = use.op.parent_op()
+        while parent is not None and parent is not func and parent not in alloc_ancestors:
+            if is_loop(parent):
+                outermost = parent
+            parent = parent.parent_op()
+        if outermost is not None:
+            groups.setdefault(outermost, []).append(use)
+    renewing: set[Operation] = set()
+    for loop, group in groups.items():
+        if len(loop.regions) != 1 or len(loop.regions[0].blocks) != 1:
+            continue
+        body = loop.regions[0].blocks.first
+        anchors = [_anchor(use.op, loop.regions[0]) for use in group]
+        first = min((anchor for anchor in anchors if anchor is not None), key=lambda op: point_of[op], default=None)
+        if first is None or first.parent_block() is not body:
+            continue
+        own = [use for use in group if use.op is first]
+        if own and len(own) == sum(use.op is first for use in uses) and all(
+            use.op.operands[use.operand_index] is value and writes_whole(first, use.operand_index) for use in own
+        ):
+            renewing.add(loop)
+    return renewing
 
 
 def _entry(

@@ -293,3 +293,35 @@ func.func @blocks(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   scratchpad.dma %k -> %y : memref<4xf32, #scratchpad.space> -> memref<4xf32>
   func.return
 }
+
+// -----
+// A buffer hoisted out of a loop whose body writes it whole before any other use (a
+// kernel's outs, a DMA or copy destination) lives one iteration at a time, as if it were
+// allocated in the body: no iteration reads what an earlier one wrote. t is written by
+// the dma at #5 and last read at #6, in every iteration: [5, 7); the kernel at #7 may
+// reuse its bytes. u is written whole in the body (#7) and read after the loop (#9): the
+// last iteration's value, [7, 10). p is written in part (a store at #12) in each
+// iteration: the earlier iterations' elements are still read after the loop, so p lives
+// from the loop's entry (#10) to that read (#14): [10, 15).
+// CHECK-LABEL: // liveness of @renewed_each_iteration
+// CHECK:       //   buffer 't' [5, 7) at #0 scratchpad.alloc{{$}}
+// CHECK-NEXT:  //   buffer 'u' [7, 10) at #1 scratchpad.alloc{{$}}
+// CHECK-NEXT:  //   buffer 'p' [10, 15) at #2 memref.alloc{{$}}
+func.func @renewed_each_iteration(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %t = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  %u = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  %p = memref.alloc() : memref<4xf32, #scratchpad.space>
+  %c0 = arith.constant 0 : index
+  scf.for %i = %c0 to %c0 step %c0 {
+    scratchpad.dma %x -> %t : memref<4xf32> -> memref<4xf32, #scratchpad.space>
+    scratchpad.dma %t -> %y : memref<4xf32, #scratchpad.space> -> memref<4xf32>
+    scratchpad.kernel "fill" outs(%u : memref<4xf32, #scratchpad.space>)
+  }
+  scratchpad.dma %u -> %y : memref<4xf32, #scratchpad.space> -> memref<4xf32>
+  scf.for %i = %c0 to %c0 step %c0 {
+    %v = arith.constant 1.0 : f32
+    memref.store %v, %p[%i] : memref<4xf32, #scratchpad.space>
+  }
+  scratchpad.dma %p -> %y : memref<4xf32, #scratchpad.space> -> memref<4xf32>
+  func.return
+}
