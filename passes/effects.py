@@ -6,7 +6,7 @@ function's outputs) all ask the same question of an op and one of its operands:
 `operand_access(op, index)` answers it as an `Access` (`READ`, `WRITE`, both, or none).
 
 - `memref.load`: its memref is read; `memref.dim`, `memref.rank` and the other metadata
-  ops read no byte; `memref.reshape` reads its shape operand;
+  ops read no byte;
 - `memref.store`: its memref is written (the stored value, were it a memref, escapes:
   liveness handles that); `memref.copy`: its source is read, its target written;
   `memref.atomic_rmw`: read and written;
@@ -25,13 +25,19 @@ function's outputs) all ask the same question of an op and one of its operands:
 - any other op by its declared memory effects (xDSL's `get_effects`): an effect on the
   operand, or on no value in particular, counts; an op with unknown effects reads and
   writes every memref it takes (the conservative answer).
+
+`operands_access(op, indices)` is the union over several operands (one buffer passed
+twice), `writes_whole(op, index)` whether a write covers every byte of the memref and
+reads none of it (a kernel's `outs`, a DMA or copy destination: the liveness analysis lets
+such a write renew a buffer in each iteration of a loop).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
+from xdsl.dialects.builtin import DenseArrayBase
 from xdsl.ir import Operation
 from xdsl.traits import IsTerminator, MemoryEffectKind, get_effects
 
@@ -49,19 +55,9 @@ READ_WRITE = Access.READ | Access.WRITE
 CallWrites = Callable[[Operation, int], bool]
 """`(call, operand index) -> bool`: does the callee of this `func.call` write that argument?"""
 
-_NO_ACCESS = frozenset(
-    {
-        "memref.dealloc",
-        "scratchpad.dealloc",
-        "memref.dim",
-        "memref.rank",
-        "memref.extract_strided_metadata",
-        "memref.extract_aligned_pointer_as_index",
-        "memref.transpose",
-        "memref.assume_alignment",
-    }
-)
-"""Ops that touch no byte of their memref operands (deallocs, metadata, views)."""
+_NO_ACCESS = frozenset({"memref.dealloc", "scratchpad.dealloc", "memref.dim", "memref.rank"})
+"""Frequent ops that touch no byte of their memref operands (deallocs, metadata); views and
+the other metadata ops say so by their declared effects."""
 
 _ALIAS_OPS = frozenset({"scf.for", "scf.while", "scf.if", "scf.execute_region", "scf.index_switch",
                         "scf.forall", "scf.parallel", "affine.for", "affine.if", "affine.parallel"})
@@ -98,8 +94,6 @@ def operand_access(op: Operation, index: int, call_writes: CallWrites | None = N
         return Access.WRITE if index == 1 else Access.NONE
     if name == "memref.copy":
         return Access.READ if index == 0 else Access.WRITE
-    if name == "memref.reshape":  # a view of its source; its shape operand is read
-        return Access.READ if index == 1 else Access.NONE
     if name == "memref.atomic_rmw":
         return READ_WRITE if index == 1 else Access.NONE
     if name == "func.call":
@@ -114,6 +108,24 @@ def operand_access(op: Operation, index: int, call_writes: CallWrites | None = N
     if structured is not None:
         return structured
     return _effects_access(op, index)
+
+
+def operands_access(op: Operation, indices: Iterable[int], call_writes: CallWrites | None = None) -> Access:
+    """What `op` does to the bytes of the memref it takes as the operands `indices` (one
+    buffer passed several times): the union of `operand_access`, read off each op once."""
+    indices = tuple(indices)
+    if op.name == "scratchpad.dma":
+        return (Access.READ if 0 in indices else Access.NONE) | (Access.WRITE if 1 in indices else Access.NONE)
+    if op.name == "scratchpad.kernel":  # ins, then outs: one look at the segment sizes
+        sizes = op.properties.get("operandSegmentSizes")
+        ins = sizes.get_values()[0] if isinstance(sizes, DenseArrayBase) else len(op.ins)  # type: ignore[attr-defined]
+        return (Access.READ if any(i < ins for i in indices) else Access.NONE) | (
+            Access.WRITE if any(i >= ins for i in indices) else Access.NONE
+        )
+    access = Access.NONE
+    for index in indices:
+        access |= operand_access(op, index, call_writes)
+    return access
 
 
 def _declared_access(op: Operation, index: int) -> Access | None:

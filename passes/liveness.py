@@ -79,7 +79,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
-from telamalloc.passes.effects import Access, CallWrites, operand_access, writes_whole
+from telamalloc.passes.effects import Access, CallWrites, operands_access, writes_whole
 from telamalloc.passes.written import WrittenArguments
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -400,9 +400,10 @@ def _first_write(
     first keeps the allocation's start). Any use that may read the buffer (an op with
     unknown effects included) at or before that point keeps the allocation's start.
     """
-    access: dict[Operation, Access] = {}
+    indices: dict[Operation, list[int]] = {}
     for use in uses:
-        access[use.op] = access.get(use.op, Access.NONE) | operand_access(use.op, use.operand_index, call_writes)
+        indices.setdefault(use.op, []).append(use.operand_index)
+    access = {op: operands_access(op, found, call_writes) for op, found in indices.items()}
     writes = [_entry(op, alloc_ancestors, point_of, func) for op, kind in access.items() if Access.WRITE in kind]
     if not writes:
         return point_of[alloc], KEPT_UNWRITTEN
@@ -452,7 +453,7 @@ def _renewing_loops(
         if first is None or first.parent_block() is not body:
             continue
         own = [use for use in group if use.op is first]
-        if own and len(own) == sum(use.op is first for use in uses) and all(
+        if own and all(
             use.op.operands[use.operand_index] is value and writes_whole(first, use.operand_index) for use in own
         ):
             renewing.add(loop)

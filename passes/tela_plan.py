@@ -19,6 +19,10 @@ function, and the IR is left unchanged: no function is changed unless all are pl
 
 The capacity comes from the `capacity` option, else the `#scratchpad.target` of the
 function or module; minimize mode needs none. `time-limit` applies to each function.
+Lifetimes start at each buffer's first write (`lifetimes=first-write`, the default) or at
+its allocation (`lifetimes=alloc`); the report line and the JSON outputs name the rule.
+When the buffers do not fit, `on-overflow` says what to do, else the program's own
+`scratchpad.on_overflow` attribute (`overflow_policy`), else it is an error.
 """
 
 from __future__ import annotations

@@ -31,9 +31,9 @@ view op itself. Subviews and casts keep their source's identity. Two rules, each
   output is an explicit in-place update and allowed.
 The copies spilling adds (`scratchpad.spill = "store"` / `"load"`) move a whole buffer,
 also bytes it has not written yet; those arrive unwritten instead of being reported, so
-the next real read of them is. Element loads and stores are checked element by element, so an element-wise loop that
-reads each element before writing the same element of an overlapping buffer is (rightly)
-not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
+the next real read of them is. Element loads and stores are checked element by element,
+so an element-wise loop that reads each element before writing the same element of an
+overlapping buffer is (rightly) not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
 a memref's bounds are `InterpreterError`s.
 """
 
