@@ -26,6 +26,7 @@ from xdsl.utils.mlir_lexer import MLIRLexer
 
 from telamalloc import mlir_text
 from telamalloc.errors import ErrorKind
+from telamalloc.locations import location_text
 
 
 @dataclasses.dataclass
@@ -46,10 +47,8 @@ def one_line(text: str) -> str:
 
 
 def source_location(op: Operation, fallback: str) -> str:
-    location = op.location
-    if isinstance(location, FileLineColLoc):
-        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
-    return fallback
+    """`file:line:col` of `op` (inside a name, call-site or fused location too), else `fallback`."""
+    return location_text(op, fallback)
 
 
 def locate_verification_failure(module: Operation, error: Exception, fallback: str, suffix: str = "") -> Diagnostic:

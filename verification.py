@@ -263,12 +263,15 @@ def _own_arena_bytes(function: func.FuncOp) -> int:
 PlanFunction = Callable[[ModuleOp, int | None], object]
 
 
-def plan_and_lower(module: ModuleOp, capacity: int | None, on_overflow: str = "error") -> tuple[str, ...]:
+def plan_and_lower(
+    module: ModuleOp, capacity: int | None, on_overflow: str | None = None, lifetimes: str = "first-write"
+) -> tuple[str, ...]:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
     `capacity`, when given, overrides every `#scratchpad.target`'s capacity; a module
     without targets and without `capacity` is planned in minimize mode; `on_overflow`
-    is the pipeline's option ('spill' keeps values in main memory when they do not fit).
+    is the pipeline's option ('spill' keeps values in main memory when they do not fit), and
+    so is `lifetimes` (where lifetimes start: 'first-write' or 'alloc').
     Returns one line per spilled function. Planning failures raise `InterpreterError`.
     """
     has_target = any(
@@ -276,7 +279,7 @@ def plan_and_lower(module: ModuleOp, capacity: int | None, on_overflow: str = "e
     )
     mode = "minimize" if capacity is None and not has_target else "fit"
     try:
-        plans = TelaPipelinePass(capacity=capacity, mode=mode, on_overflow=on_overflow).run(module)
+        plans = TelaPipelinePass(capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
         kind = error.kind if isinstance(error, scratchpad.PassFailedAtOp) else ErrorKind.BAD_INPUT
@@ -295,16 +298,18 @@ def verify_program(
     seed: int = DEFAULT_SEED,
     shadow: bool = True,
     plan: PlanFunction | None = None,
-    on_overflow: str = "error",
+    on_overflow: str | None = None,
+    lifetimes: str = "first-write",
 ) -> VerifyReport:
     """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.
 
     `module` itself is not changed. `plan` (default: the telamalloc pipeline with
-    `on_overflow`) mutates the copy in place; tests pass their own to inject faults.
+    `on_overflow` and `lifetimes`) mutates the copy in place; tests pass their own to
+    inject faults.
     """
     lowered = module.clone()
     if plan is None:
-        notes = plan_and_lower(lowered, capacity, on_overflow)
+        notes = plan_and_lower(lowered, capacity, on_overflow, lifetimes)
     else:
         notes = plan(lowered, capacity)
     report = verify_lowered(

@@ -3,18 +3,21 @@
 // add a skip connection from two layers back, and the last layer adds the input again.
 // Every buffer is freed at the end, as a naive frontend emits it, so all eight are live
 // together: LOAD is 8 KiB, while no op needs more than 3 KiB, the target's capacity.
-// `on-overflow=spill` frees each buffer after its last use, keeps the long-lived values
-// (the input x0, the weights w, the skips h1 and h2) in main memory between their uses
-// (a DMA store, a DMA load into a fresh buffer) and plans the rest at the capacity:
+// Spilling frees each buffer after its last use, keeps the long-lived values (the input
+// x0, the weights w, the skips h1 and h2) in main memory between their uses (a DMA store,
+// a DMA load into a fresh buffer) and plans the rest at the capacity. The module asks for
+// it itself (`scratchpad.on_overflow = "spill"`, as it names its target), so the tools
+// need no flag; `on-overflow=error` (`--on-overflow error`) overrides it:
 //
-//   tela-opt examples/spill.mlir -p 'tela-pipeline{on-overflow=spill report}'
-//   tela-run --verify --on-overflow spill examples/spill.mlir
+//   tela-opt examples/spill.mlir -p 'tela-pipeline{report}'
+//   tela-run --verify examples/spill.mlir
 
 !t = memref<256xf32, #scratchpad.space>
 !m = memref<256xf32>
 
 builtin.module attributes {
-  scratchpad.target = #scratchpad.target<"l1", capacity = 3072, alignment = 64>
+  scratchpad.target = #scratchpad.target<"l1", capacity = 3072, alignment = 64>,
+  scratchpad.on_overflow = "spill"
 } {
   func.func @main(%input: !m, %scale: !m, %y: !m) {
     %x0 = scratchpad.alloc() : !t

@@ -12,7 +12,9 @@ Which allocations are planned:
   every `memref.alloc` / `memref.alloca` without a memory space, so plain upstream memref
   IR (e.g. from MLIR's bufferization) plans with nothing but a capacity;
 - with the `memory-space=N` option: every `memref.alloc` / `memref.alloca` in the integer
-  memory space `N` (e.g. 3, GPU workgroup memory), whatever the target says.
+  memory space `N` (e.g. 3, GPU workgroup memory), whatever the target says;
+- never the main-memory slots that spilling adds (`scratchpad.spill = "slot"`), which
+  are in main memory by definition even where main memory is what a plan covers.
 
 Sizes and alignments:
 - a static shape takes `memref_byte_size` bytes; a dynamic one its declared bound: the
@@ -50,7 +52,7 @@ from telamalloc.dialects.scratchpad import (
     find_target,
     memref_byte_size,
 )
-from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 
 ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
@@ -64,6 +66,14 @@ PEAK_ATTR = "scratchpad.peak"  # on a planned func: max(offset + size), the aren
 LOAD_ATTR = "scratchpad.load"  # on a planned func: the most bytes live at one point
 ARENA_ALIGNMENT_ATTR = "scratchpad.alignment"  # on a planned func: the arena's alignment
 MEMORIES_ATTR = "scratchpad.memories"  # on a func planned in several memories: {name = array<i64: peak, load, alignment>}
+SPILL_ATTR = "scratchpad.spill"  # on what spilling adds: "store" / "load" on its copies, "slot" on its main-memory allocs
+SPILL_SLOT = "slot"
+
+
+def is_spill_slot(op: Operation) -> bool:
+    """A main-memory allocation spilling made to keep a value between uses: never planned."""
+    marker = op.attributes.get(SPILL_ATTR)
+    return isinstance(marker, StringAttr) and marker.data == SPILL_SLOT
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class Selection:
     default_space: bool = False  # ... and the unnamed `#scratchpad.space` too (the first memory)
 
     def covers(self, op: Operation) -> bool:
-        if op.name not in ALLOCATION_OPS or not op.results:
+        if op.name not in ALLOCATION_OPS or not op.results or is_spill_slot(op):
             return False
         type_ = op.results[0].type
         if not isinstance(type_, MemRefType):
@@ -165,6 +175,11 @@ class FunctionProblem:
         base = self.func.sym_name.data
         return base if self.memory is None else f"{base}.{self.memory}"
 
+    @property
+    def rule(self) -> str:
+        """Where its lifetimes start: 'first-write' or 'alloc' (`passes/liveness.py`)."""
+        return self.liveness.rule
+
     def problem(self) -> Problem:
         return Problem([buffer.as_buffer() for buffer in self.buffers], self.capacity)
 
@@ -174,14 +189,16 @@ def collect_function(
     selection: Selection,
     capacity: int | None,
     default_alignment: int | None,
+    rule: str = FIRST_WRITE,
 ) -> FunctionProblem:
-    """The problem of `func`; `capacity` / `default_alignment` None: the target's."""
+    """The problem of `func`; `capacity` / `default_alignment` None: the target's; `rule`:
+    where lifetimes start (`passes/liveness.py`)."""
     target = selection.target
     if capacity is None and target is not None:
         capacity = target.capacity.data
     if default_alignment is None:
         default_alignment = 1 if target is None else target.alignment.data
-    liveness = analyze_function(func, selection.covers)
+    liveness = analyze_function(func, selection.covers, rule=rule)
     ids = buffer_ids(liveness)
     buffers = tuple(
         _planned_buffer(lifetime, buffer_id, default_alignment, target)

@@ -8,8 +8,26 @@ ops of its regions, regions and blocks in order), starting at 0 with the first o
 body; the function op itself has no number. An op that holds regions *spans* the points
 from its own number to the last number inside it.
 
-Lifetimes. A buffer allocated at point `s` lives over `[s, end)` where `end - 1` is the
-last point at which the buffer, or a value aliasing it, is used or deallocated:
+Lifetimes start, with the default rule `FIRST_WRITE` (`lifetimes=first-write`), at the
+buffer's first write, so that allocations a pipeline hoisted to the entry cost nothing
+until used; with `ALLOC` (`lifetimes=alloc`), at the allocation. Which ops write and read
+a buffer is `passes/effects.py`'s one table (a store, a copy or DMA target, a kernel's or
+linalg op's outs, any op whose effects write it; unknown effects read and write):
+- a write inside a loop that does not hold the allocation makes the buffer live from the
+  outermost such loop's entry (a later iteration may read what an earlier one wrote),
+  except in a loop whose body writes the whole buffer before any other use of it there:
+  the buffer then lives one iteration at a time, as if allocated in the body
+  (`_renewing_loops`);
+- a write inside a branch of an `scf.if` counts at its own point: the lifetime covers
+  every later point of every branch;
+- the start stays at the allocation (`Lifetime.kept` says why) when a use that may read
+  the buffer comes at or before its first write (what it reads, no plan defines), when
+  nothing writes it, when the analysis cannot see every use (it leaks through memory or
+  an address) or when it is used across the blocks of a region with several blocks.
+A write is never moved, so every write and read lies inside the lifetime.
+
+A buffer lives over `[start, end)` where `end - 1` is the last point at which the buffer,
+or a value aliasing it, is used or deallocated:
 - aliases: every memref-typed result of an op that takes the buffer as an operand (views,
   casts, subviews, reshapes, ... and, conservatively, any unknown op returning a memref);
   block arguments of `scf.for` / `scf.while` that receive it as an initial value; results
@@ -61,6 +79,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.traits import IsTerminator
 
+from telamalloc.passes.effects import Access, CallWrites, operands_access, writes_whole
+from telamalloc.passes.written import WrittenArguments
+
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
 """Ops that free the buffer they take."""
 
@@ -94,18 +115,25 @@ def is_loop(op: Operation) -> bool:
     return op.name not in ONCE_REGION_OPS or any(len(region.blocks) > 1 for region in op.regions)
 
 
+FIRST_WRITE = "first-write"
+ALLOC = "alloc"
+LIFETIME_RULES = (FIRST_WRITE, ALLOC)
+"""Where a lifetime starts: at the buffer's first write (the default) or at its allocation."""
+
+
 @dataclass(frozen=True)
 class Lifetime:
     """The lifetime of one allocation, in the program points of its function."""
 
     op: Operation  # the allocating op (its first result is the buffer)
-    start: int  # the first point it is live at: its allocation's, or see `point`
+    start: int  # the first point it is live at: its first write's, its allocation's, or see `point`
     end: int  # one past the last point at which the buffer is live (exclusive)
     escapes: bool  # returned, stored or yielded out of a loop: lives to the function's end
     deallocs: tuple[Operation, ...]  # the ops that free it (directly or through an alias)
     loop: Operation | None  # the innermost loop around the allocation, within the function
     point: int  # the allocation's own point (start is earlier only in branching regions)
     conservative: bool = False  # widened over a region with unstructured control flow (`cf`)
+    kept: str | None = None  # first-write rule: why the start stayed at the allocation (`KEPT_*`)
 
     @property
     def value(self) -> SSAValue:
@@ -120,6 +148,7 @@ class FunctionLiveness:
     points: tuple[Operation, ...]  # points[t] is the op numbered t
     lifetimes: tuple[Lifetime, ...]  # one per selected allocation, in program order
     conservative: bool = False  # some lifetime spans a whole branching region (see module doc)
+    rule: str = FIRST_WRITE  # where lifetimes start: `FIRST_WRITE` or `ALLOC`
 
     @property
     def end(self) -> int:
@@ -217,18 +246,20 @@ def _branch_aliases(branch: Operation, operand_index: int) -> tuple[SSAValue, ..
 
 def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
     """Every use of `value` and of its aliases; the deallocs among them; whether it escapes."""
-    uses, deallocs, escapes, _ = _trace(value, follow_branches=True)
+    uses, deallocs, escapes, _, _ = _trace(value, follow_branches=True)
     return uses, deallocs, escapes
 
 
 def _trace(
     value: SSAValue, *, follow_branches: bool
-) -> tuple[list[_Use], list[Operation], bool, set[SSAValue]]:
-    """`trace_buffer`, and the set of aliases; without `follow_branches`, the aliases
-    reached without passing through a branch into a block argument."""
+) -> tuple[list[_Use], list[Operation], bool, set[SSAValue], bool]:
+    """`trace_buffer`, the set of aliases, and whether the buffer *leaks*: escapes other
+    than by `func.return` (stored, turned into an address, passed where the analysis
+    cannot follow), so that ops it does not see may use it. Without `follow_branches`,
+    the aliases reached without passing through a branch into a block argument."""
     uses: list[_Use] = []
     deallocs: list[Operation] = []
-    escapes = False
+    escapes = leaks = False
     seen: set[SSAValue] = {value}
     worklist: list[SSAValue] = [value]
     while worklist:
@@ -241,19 +272,20 @@ def _trace(
                 continue
             if op.name in ESCAPING_OPS or (op.name == "memref.store" and use.index == 0):
                 escapes = True
+                leaks = leaks or op.name != "func.return"
                 continue
             if op.successors:
                 if not follow_branches:
                     continue
                 forwarded = _branch_aliases(op, use.index)
                 if forwarded is None:
-                    escapes = True
+                    escapes = leaks = True
                     continue
                 aliases = forwarded
             elif op.has_trait(IsTerminator):
                 forwarded = _yielded_aliases(op, use.index)
                 if forwarded is None:
-                    escapes = True
+                    escapes = leaks = True
                     continue
                 aliases: Sequence[SSAValue] | Iterator[SSAValue] = forwarded
             else:
@@ -262,7 +294,7 @@ def _trace(
                 if alias not in seen:
                     seen.add(alias)
                     worklist.append(alias)
-    return uses, deallocs, escapes, seen
+    return uses, deallocs, escapes, seen, leaks
 
 
 def _innermost_loop(op: Operation, func: FuncOp) -> Operation | None:
@@ -278,8 +310,20 @@ def analyze_function(
     func: FuncOp,
     is_allocation: Callable[[Operation], bool],
     numbering: tuple[tuple[Operation, ...], dict[Operation, int], dict[Operation, int]] | None = None,
+    *,
+    rule: str = FIRST_WRITE,
+    call_writes: CallWrites | None = None,
 ) -> FunctionLiveness:
-    """Lifetimes of the ops in `func` for which `is_allocation` is true (see module doc)."""
+    """Lifetimes of the ops in `func` for which `is_allocation` is true (see module doc).
+
+    `rule`: lifetimes start at the first write (`FIRST_WRITE`) or at the allocation
+    (`ALLOC`). `call_writes` tells which arguments a `func.call` writes (default: the
+    written-arguments analysis of `passes/written.py`).
+    """
+    if rule not in LIFETIME_RULES:
+        raise ValueError(f"unknown lifetime rule '{rule}'; expected {' or '.join(repr(r) for r in LIFETIME_RULES)}")
+    if call_writes is None:
+        call_writes = WrittenArguments().call_writes
     points, point_of, last_of = numbering if numbering is not None else number_points(func)
     function_end = len(points)
     region_spans: dict[int, tuple[int, int]] = {}
@@ -291,7 +335,7 @@ def analyze_function(
             continue
         start = point_of[op]
         ancestors = _ancestors(op, func)
-        uses, deallocs, escapes = trace_buffer(op.results[0])
+        uses, deallocs, escapes, _, leaks = _trace(op.results[0], follow_branches=True)
         last = start
         for use in uses:
             last = max(last, _extent(use.op, ancestors, point_of, last_of, func))
@@ -308,14 +352,138 @@ def analyze_function(
                 widened = True
             start = min(start, interval[0])
             last = max(last, interval[1])
+        kept = None
+        if rule == FIRST_WRITE:
+            if leaks or (regions and not _all_in_block(uses, op.parent_block())):
+                kept = KEPT_UNFOLLOWED
+            else:
+                holders = ancestors | _renewing_loops(op, uses, ancestors, point_of, func)
+                written_at, kept = _first_write(op, uses, holders, point_of, func, call_writes)
+                if kept is None:
+                    start = max(start, written_at)
+                    if len(holders) > len(ancestors):  # per iteration in those loops: ends there too
+                        last = max([start, *(_extent(use.op, holders, point_of, last_of, func) for use in uses)])
         end = function_end if escapes else last + 1
         conservative = conservative or widened
         lifetimes.append(
             Lifetime(
-                op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op], widened
+                op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op], widened, kept
             )
         )
-    return FunctionLiveness(func, points, tuple(lifetimes), conservative)
+    return FunctionLiveness(func, points, tuple(lifetimes), conservative, rule)
+
+
+KEPT_READ = "read before write"
+KEPT_UNWRITTEN = "never written"
+KEPT_UNFOLLOWED = "not followed"
+"""Why a first-write lifetime starts at its allocation: a use that may read it comes at or
+before its first write; no use writes it; or the analysis cannot see every use (it leaks
+through memory or an address, or lives in a region with unstructured control flow)."""
+
+
+def _first_write(
+    alloc: Operation,
+    uses: Sequence[_Use],
+    alloc_ancestors: set[Operation],
+    point_of: dict[Operation, int],
+    func: FuncOp,
+    call_writes: CallWrites,
+) -> tuple[int, str | None]:
+    """(the point the buffer's first write makes it live at, why the start stays at the
+    allocation instead or None).
+
+    A write inside a loop that does not hold the allocation makes the buffer live from
+    the outermost such loop's entry: a later iteration may read what an earlier one
+    wrote, at any point of the loop. A write inside one branch of an `scf.if` counts at
+    its own point: every point of every branch after it is inside the lifetime, and the
+    branches that do not write it cannot read it before some write (a read that may come
+    first keeps the allocation's start). Any use that may read the buffer (an op with
+    unknown effects included) at or before that point keeps the allocation's start.
+    """
+    indices: dict[Operation, list[int]] = {}
+    for use in uses:
+        indices.setdefault(use.op, []).append(use.operand_index)
+    access = {op: operands_access(op, found, call_writes) for op, found in indices.items()}
+    writes = [_entry(op, alloc_ancestors, point_of, func) for op, kind in access.items() if Access.WRITE in kind]
+    if not writes:
+        return point_of[alloc], KEPT_UNWRITTEN
+    first = min(writes)
+    if any(Access.READ in kind and point_of[op] <= first for op, kind in access.items()):
+        return point_of[alloc], KEPT_READ
+    return first, None
+
+
+def _renewing_loops(
+    alloc: Operation,
+    uses: Sequence[_Use],
+    alloc_ancestors: set[Operation],
+    point_of: dict[Operation, int],
+    func: FuncOp,
+) -> set[Operation]:
+    """The loops in which the buffer lives one iteration at a time, as if allocated in them.
+
+    A loop qualifies when it is the outermost loop around some uses that does not hold
+    the allocation, its body is one block, and the first op of that block that uses the
+    buffer is a write of the whole buffer that reads none of it (a kernel's `outs`, a
+    DMA or copy destination: `effects.writes_whole`) through the allocation's own value.
+    Then no value crosses its iterations: each iteration writes the buffer whole before
+    any use in it (so no iteration reads what an earlier one wrote), and a use after the
+    loop reads what its last iteration wrote. This undoes what hoisting an allocation out
+    of a loop would cost. Writes of parts (`memref.store`, a subview) do not qualify: the
+    earlier iterations' parts may still be read.
+    """
+    value = alloc.results[0]
+    groups: dict[Operation, list[_Use]] = {}
+    for use in uses:
+        outermost = None
+        parent = use.op.parent_op()
+        while parent is not None and parent is not func and parent not in alloc_ancestors:
+            if is_loop(parent):
+                outermost = parent
+            parent = parent.parent_op()
+        if outermost is not None:
+            groups.setdefault(outermost, []).append(use)
+    renewing: set[Operation] = set()
+    for loop, group in groups.items():
+        if len(loop.regions) != 1 or len(loop.regions[0].blocks) != 1:
+            continue
+        body = loop.regions[0].blocks.first
+        anchors = [_anchor(use.op, loop.regions[0]) for use in group]
+        first = min((anchor for anchor in anchors if anchor is not None), key=lambda op: point_of[op], default=None)
+        if first is None or first.parent_block() is not body:
+            continue
+        own = [use for use in group if use.op is first]
+        if own and all(
+            use.op.operands[use.operand_index] is value and writes_whole(first, use.operand_index) for use in own
+        ):
+            renewing.add(loop)
+    return renewing
+
+
+def _entry(
+    user: Operation, alloc_ancestors: set[Operation], point_of: dict[Operation, int], func: FuncOp
+) -> int:
+    """The first point a write by `user` makes the buffer live at: `user`'s own, or the
+    entry of the outermost loop around it that does not hold the allocation (the mirror
+    of `_extent`)."""
+    entry = point_of[user]
+    parent = user.parent_op()
+    while parent is not None and parent is not func and parent not in alloc_ancestors:
+        if is_loop(parent):
+            entry = point_of[parent]
+        parent = parent.parent_op()
+    return entry
+
+
+def _all_in_block(uses: Sequence[_Use], block: Block | None) -> bool:
+    """True when every use sits in `block`, directly or nested in its ops."""
+    for use in uses:
+        current: Operation | None = use.op
+        while current is not None and current.parent_block() is not block:
+            current = current.parent_op()
+        if current is None:
+            return False
+    return True
 
 
 def _branching_regions(op: Operation, func: FuncOp) -> Iterator[Region]:

@@ -13,10 +13,11 @@ then reports (or, with `on-overflow=spill`, spills) it. Live bytes are a lower b
 layout: the memories are then planned as usual.
 
 Only buffers whose memory can change without touching other types are chosen for:
-`scratchpad.alloc`s not pinned at an offset, not escaping, used only by
-`scratchpad.kernel`, `scratchpad.dma` and `scratchpad.dealloc` (whose operand types are
-not part of their result types). A moved buffer's alloc is rebuilt with the memref type in
-`#scratchpad.space<"name">`.
+`scratchpad.alloc`s and upstream `memref.alloc` / `memref.alloca`s, not pinned at an
+offset, not escaping, used only by ops whose operand types are not part of their result
+types (`scratchpad.kernel`, `scratchpad.dma`, `memref.load`, `memref.store` as the memref
+it stores into, `memref.copy`, `memref.dim`, the deallocs). A moved buffer's alloc is
+rebuilt with the memref type in `#scratchpad.space<"name">`.
 """
 
 from __future__ import annotations
@@ -24,15 +25,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, Use
+from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import AllocOp, ScratchpadSpaceAttr, TargetAttr, find_targets
-from telamalloc.passes.collect import functions
-from telamalloc.passes.liveness import analyze_function
+from telamalloc.dialects.scratchpad import (
+    AllocOp,
+    ScratchpadSpaceAttr,
+    TargetAttr,
+    find_targets,
+    memref_byte_size,
+)
+from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR, functions
+from telamalloc.passes.liveness import DEALLOC_OPS, FIRST_WRITE, analyze_function
 
-_TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc"})
+_TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc", "memref.dealloc",
+                              "memref.load", "memref.copy", "memref.dim"})
+_MEMREF_ALLOCS = ("memref.alloc", "memref.alloca")
 
 
 @dataclass(frozen=True)
@@ -58,32 +68,58 @@ def _space_name(op: Operation) -> str | None:
     return None
 
 
+def _type_free(use: Use) -> bool:
+    name = use.operation.name
+    return name in _TYPE_FREE_USERS or (name == "memref.store" and use.index == 1)
+
+
 def _eligible(op: Operation, pinned: bool, escapes: bool) -> bool:
     return (
-        isinstance(op, AllocOp)
+        (isinstance(op, AllocOp) or op.name in _MEMREF_ALLOCS)
         and not pinned
         and not escapes
         and _space_name(op) == ""
-        and all(use.operation.name in _TYPE_FREE_USERS for use in op.results[0].uses)
+        and all(_type_free(use) for use in op.results[0].uses)
     )
 
 
-def assign_function(func: FuncOp, targets: tuple[TargetAttr, ...]) -> list[Assignment]:
+def _byte_size(op: Operation) -> int:
+    """The bytes the buffer takes: its size, or the declared bound of a dynamic shape (0
+    when it has none: planning reports that)."""
+    try:
+        if isinstance(op, AllocOp):
+            return op.byte_size()
+        type_ = op.results[0].type
+        assert isinstance(type_, MemRefType)
+        if DYNAMIC_INDEX in type_.get_shape():
+            bound = op.attributes.get(BOUND_ATTR)
+            return bound.value.data if isinstance(bound, IntegerAttr) else 0
+        return memref_byte_size(type_)
+    except VerifyException:
+        return 0
+
+
+def _pinned(op: Operation) -> bool:
+    if isinstance(op, AllocOp):
+        return op.offset is not None
+    return OFFSET_ATTR in op.attributes
+
+
+def assign_function(func: FuncOp, targets: tuple[TargetAttr, ...], rule: str = FIRST_WRITE) -> list[Assignment]:
     liveness = analyze_function(func, lambda op: isinstance(op, AllocOp) or (
-        op.name in ("memref.alloc", "memref.alloca") and _space_name(op) is not None))
+        op.name in _MEMREF_ALLOCS and _space_name(op) is not None), rule=rule)
     horizon = liveness.end
     names = [target.target_name.data for target in targets]
     load = {name: np.zeros(horizon + 1, dtype=np.int64) for name in names}
     candidates = []
     for lifetime in liveness.lifetimes:
         op = lifetime.op
-        size = op.byte_size() if isinstance(op, AllocOp) else 0
+        size = _byte_size(op)
         space = _space_name(op)
         if space is None:
             continue
-        pinned = isinstance(op, AllocOp) and op.offset is not None
-        if _eligible(op, pinned, lifetime.escapes):
-            uses = sum(1 for use in op.results[0].uses if use.operation.name != "scratchpad.dealloc")
+        if _eligible(op, _pinned(op), lifetime.escapes):
+            uses = sum(1 for use in op.results[0].uses if use.operation.name not in DEALLOC_OPS)
             benefit = uses / max(1, lifetime.end - lifetime.start)
             candidates.append((-benefit, lifetime.point, lifetime, size))
             continue
@@ -107,7 +143,7 @@ def _move(op: Operation, memory: str) -> Assignment:
     type_ = op.results[0].type
     assert isinstance(type_, MemRefType)
     new_type = MemRefType(type_.element_type, type_.shape, type_.layout, ScratchpadSpaceAttr(memory))
-    new = AllocOp.create(
+    new = type(op).create(
         operands=list(op.operands),
         result_types=[new_type],
         properties=dict(op.properties),
@@ -122,11 +158,11 @@ def _move(op: Operation, memory: str) -> Assignment:
     return Assignment(op, new, memory)
 
 
-def assign_memories(module) -> list[Assignment]:
+def assign_memories(module, rule: str = FIRST_WRITE) -> list[Assignment]:
     """Assigns the unassigned buffers of every function with several memories (module doc)."""
     assignments: list[Assignment] = []
     for func in list(functions(module)):
         targets = find_targets(func)
         if len(targets) > 1:
-            assignments += assign_function(func, targets)
+            assignments += assign_function(func, targets, rule)
     return assignments

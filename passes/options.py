@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
+from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.problem import Mode
@@ -48,6 +49,7 @@ _EXPECTED = {
     "on-overflow": "'error' or 'spill'",
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
+    "lifetimes": "'first-write' or 'alloc'",
 }
 ON_OVERFLOW = ("error", "spill")
 LAYOUT_FORMATS = (".csv", ".json")
@@ -66,8 +68,9 @@ def check_options(
     plot: object = None,
     report_json: object = None,
     html: object = None,
-    on_overflow: object = "error",
+    on_overflow: object = None,
     layout: object = None,
+    lifetimes: object = FIRST_WRITE,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
@@ -100,7 +103,9 @@ def check_options(
     ):
         if path is not None and (not isinstance(path, str) or not path):
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
-    if on_overflow not in ON_OVERFLOW:
+    if lifetimes not in LIFETIME_RULES:
+        raise ValueError(f"invalid lifetimes '{lifetimes}'; expected {_accepted('lifetimes')}")
+    if on_overflow is not None and on_overflow not in ON_OVERFLOW:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
     if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
         raise ValueError(f"invalid layout '{layout}'; expected {_accepted('layout')}")
@@ -161,9 +166,11 @@ class PlanningOptions(ModulePass):
     html: str | None = None
     """Write an interactive viewer of the plans to this self-contained `.html` file (one
     tab per planned function; `telamalloc.runtime.show.html`)."""
-    on_overflow: str = "error"
+    on_overflow: str | None = None
     """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
-    memory between uses, with DMAs, moving the fewest bytes; see `passes/spill.py`)."""
+    memory between uses, with copies, moving the fewest bytes; see `passes/spill.py`);
+    default: the IR's `scratchpad.on_overflow` attribute (on the function or an enclosing
+    op), else 'error'."""
 
     assign_memory: bool = False
     """With several memories (`scratchpad.targets`), choose the memory of the buffers in the
@@ -174,6 +181,11 @@ class PlanningOptions(ModulePass):
     """Write every planned buffer (function, id, op location, lifetime, size, alignment,
     offset) to this `.csv` (the project's CSV format plus `location`; `<stem>.<function>.csv`
     when several functions are planned) or `.json` file."""
+
+    lifetimes: str = FIRST_WRITE
+    """Where a buffer's lifetime starts: 'first-write' (its first write: a store, a copy or
+    DMA into it, a kernel's or linalg op's outs; allocations hoisted to the entry cost
+    nothing until used) or 'alloc' (its allocation, the rule before first-write)."""
 
     def __post_init__(self) -> None:
         check_options(
@@ -190,6 +202,7 @@ class PlanningOptions(ModulePass):
             html=self.html,
             on_overflow=self.on_overflow,
             layout=self.layout,
+            lifetimes=self.lifetimes,
         )
 
     @contextlib.contextmanager

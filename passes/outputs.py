@@ -149,13 +149,15 @@ def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
 
 
 def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
-    """`{"functions": [{"name", "peak", "load", "capacity", "buffers": [...]}]}`, keys sorted."""
+    """`{"functions": [{"name", "peak", "load", "capacity", "lifetimes", "buffers": [...]}]}`,
+    keys sorted; `lifetimes` is where the lifetimes start ('first-write' or 'alloc')."""
     functions_json = [
         {
             "name": plan.name,
             "peak": plan.solution.peak,
             "load": plan.solution.load,
             "capacity": plan.problem.capacity,
+            "lifetimes": plan.problem.rule,
             "buffers": layout_rows(plan),
         }
         for plan in plans

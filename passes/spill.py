@@ -7,12 +7,15 @@ Collect, solve, apply, as the planning pass:
    memory so that at most the target bytes are live at every point, moving the fewest
    bytes;
 3. apply, on a copy of the function: every spillable buffer's allocation moves down to its
-   first use and its dealloc up to its last; for each spilled gap a `scratchpad.dma`
-   (`memref.copy` for an integer memory space) stores the value into a main-memory slot
-   (`memref.alloc` without a memory space, one per buffer) after its last write before
-   the gap, a fresh allocation is made and loaded before the next use, and the uses after
-   the gap take the fresh buffer, so kernels still see only the scratchpad. The DMAs carry
-   `scratchpad.spill = "store"` / `"load"`.
+   first use and its dealloc up to its last; for each spilled gap a `scratchpad.dma` (for
+   buffers in a `#scratchpad.space`) or a `memref.copy` (plain memrefs without a memory
+   space, the scratchpad candidates of upstream IR planned with only a capacity, and
+   integer memory spaces) stores the value into a main-memory slot (`memref.alloc`
+   without a memory space, one per buffer, marked `scratchpad.spill = "slot"` so that no
+   plan ever covers it) after its last write before the gap, a fresh allocation is made
+   and loaded before the next use, and the uses after the gap take the fresh buffer, so
+   kernels still see only the scratchpad. The copies carry `scratchpad.spill = "store"` /
+   `"load"`.
 
 The copy is then planned as usual. Live bytes are a lower bound on a layout's peak, so when
 no layout fits (alignment, fragmentation) the choice is made again with sizes rounded up
@@ -31,16 +34,18 @@ import dataclasses
 from dataclasses import dataclass
 
 from xdsl.dialects import memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, NoneAttr, StringAttr
+from xdsl.dialects.builtin import MemRefType, NoneAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
+from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp, ScratchpadSpaceAttr
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.collect import (
     BUFFER_ATTR,
     LIFETIME_ATTR,
     OFFSET_ATTR,
+    SPILL_ATTR,
+    SPILL_SLOT,
     FunctionProblem,
     Selection,
     collect_function,
@@ -51,7 +56,6 @@ from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, attempts, choose_spills
 
-SPILL_ATTR = "scratchpad.spill"  # on the DMAs spilling adds: "store" or "load"
 ON_OVERFLOW = ("error", "spill")
 MAX_RETRIES = 16  # lower targets tried when live bytes fit but no layout does
 
@@ -62,15 +66,16 @@ class SpillSummary:
 
     load_before: int  # LOAD of the function as written
     load_after: int  # LOAD once spilled
-    bytes_moved: int  # bytes the added DMAs load and store
-    loads: int  # DMA loads added
-    stores: int  # DMA stores added
+    bytes_moved: int  # bytes the added copies load and store
+    loads: int  # loads added (copies into the scratchpad)
+    stores: int  # stores added (copies to main memory)
     intervals: int  # spilled gaps
     buffers: int  # buffers with at least one spilled gap
     target: int  # the live-bytes target the choice met (the capacity, or lower after retries)
     exact: bool  # proved minimal bytes moved for the target and these split points
     nodes: int
     seconds: float
+    copy_op: str = "DMA op"  # what moves the values: "DMA op" (`scratchpad.dma`) or "memref.copy op"
 
     @property
     def dma_ops(self) -> int:
@@ -81,7 +86,7 @@ class SpillSummary:
         return (
             f"tela-plan: @{name}: spilled {_count(self.intervals, 'interval')} of "
             f"{_count(self.buffers, 'buffer')}, {self.bytes_moved} B moved by "
-            f"{_count(self.dma_ops, 'DMA op')} ({_count(self.loads, 'load')}, "
+            f"{_count(self.dma_ops, self.copy_op)} ({_count(self.loads, 'load')}, "
             f"{_count(self.stores, 'store')}, {how}), LOAD {self.load_before} B -> {self.load_after} B"
         )
 
@@ -110,7 +115,7 @@ def spill_function(
     last_plan = None
     for padded, target, spill_all in attempts(capacity, MAX_RETRIES):
         copy = func.clone()
-        problem = collect_function(copy, selection, capacity, alignment)
+        problem = collect_function(copy, selection, capacity, alignment, function_problem.rule)
         uses = analyze_uses(problem)
         spill_buffers = [
             dataclasses.replace(u.spill, footprint=_round_up(u.spill.size, u.buffer.alignment)) if padded else u.spill
@@ -124,7 +129,7 @@ def spill_function(
                 raise failure from None
             continue  # the buffers in use fit with their alignments: try the next attempt
         apply_spills(uses, choice, problem.memory_space)
-        spilled = collect_function(copy, selection, capacity, alignment)
+        spilled = collect_function(copy, selection, capacity, alignment, function_problem.rule)
         plan = plan_copy(spilled)
         if plan.solution.ok:
             summary = SpillSummary(
@@ -139,6 +144,7 @@ def spill_function(
                 choice.exact and target == capacity and not padded,
                 choice.nodes,
                 choice.seconds,
+                "DMA op" if isinstance(problem.memory_space, ScratchpadSpaceAttr) else "memref.copy op",
             )
             return copy, spilled, plan, summary
         last_plan = plan
@@ -204,7 +210,7 @@ def apply_spills(uses: list[BufferUses], choice: SpillChoice, memory_space) -> N
     by_buffer: dict[int, list[int]] = {}
     for gap in choice.gaps:
         by_buffer.setdefault(gap.buffer, []).append(gap.index)
-    integer_space = isinstance(memory_space, IntegerAttr)
+    use_dma = isinstance(memory_space, ScratchpadSpaceAttr)
     for index, entry in enumerate(uses):
         if entry.block is None or not entry.spill.spillable:
             continue
@@ -212,7 +218,7 @@ def apply_spills(uses: list[BufferUses], choice: SpillChoice, memory_space) -> N
         gaps = by_buffer.get(index)
         if gaps:
             stores = {i for (b, i) in choice.stores_before if b == index}
-            _split(entry, sorted(gaps), stores, integer_space)
+            _split(entry, sorted(gaps), stores, use_dma)
 
 
 def _trim(entry: BufferUses) -> None:
@@ -233,13 +239,13 @@ def _trim(entry: BufferUses) -> None:
         block.insert_op_after(entry.dealloc, entry.ops[-1])
 
 
-def _copy_op(source: SSAValue, destination: SSAValue, integer_space: bool, kind: str) -> Operation:
-    op: Operation = memref.CopyOp(source, destination) if integer_space else DmaOp(source, destination)
+def _copy_op(source: SSAValue, destination: SSAValue, use_dma: bool, kind: str) -> Operation:
+    op: Operation = DmaOp(source, destination) if use_dma else memref.CopyOp(source, destination)
     op.attributes[SPILL_ATTR] = StringAttr(kind)
     return op
 
 
-def _split(entry: BufferUses, gaps: list[int], stores: set[int], integer_space: bool) -> None:
+def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) -> None:
     block = entry.block
     assert block is not None
     alloc = entry.buffer.op
@@ -249,6 +255,8 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], integer_space: 
     dynamic_sizes = tuple(getattr(alloc, "dynamic_sizes", ()))
     slot_type = MemRefType(memref_type.element_type, memref_type.shape, NoneAttr(), NoneAttr())
     slot_op = memref.AllocOp(dynamic_sizes, (), slot_type)
+    slot_op.attributes[SPILL_ATTR] = StringAttr(SPILL_SLOT)  # main memory, never planned
+    slot_op.location = alloc.location
     hint = value.name_hint
     slot_op.results[0].name_hint = f"{hint}_spill" if hint else None
     slot = slot_op.results[0]
@@ -259,7 +267,8 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], integer_space: 
     for number, gap in enumerate(gaps, start=1):
         before, after = entry.ops[gap - 1], entry.ops[gap]
         if gap in stores:
-            store = _copy_op(current, slot, integer_space, "store")
+            store = _copy_op(current, slot, use_dma, "store")
+            store.location = before.location  # after the use that wrote the value
             block.insert_op_after(store, before)
             if first:
                 block.insert_op_before(slot_op, store)
@@ -271,7 +280,9 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], integer_space: 
         for key in (BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR):
             reload.attributes.pop(key, None)
         reload.results[0].name_hint = f"{hint}_reload{number}" if hint else None
-        load = _copy_op(slot, reload.results[0], integer_space, "load")
+        reload.location = alloc.location
+        load = _copy_op(slot, reload.results[0], use_dma, "load")
+        load.location = after.location  # for the use that needs the value back
         block.insert_op_before(reload, after)
         block.insert_op_before(load, after)
         last_load = load
@@ -289,4 +300,6 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], integer_space: 
                 )
         current = fresh
     assert last_load is not None
-    block.insert_op_after(memref.DeallocOp.get(slot), last_load)
+    free = memref.DeallocOp.get(slot)
+    free.location = last_load.location
+    block.insert_op_after(free, last_load)

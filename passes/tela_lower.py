@@ -22,7 +22,12 @@ func.return
   `memref.view` at its byte offset (dynamic sizes are passed on), marked with
   `scratchpad.buffer = "<id>"` so that tools can attribute bytes to buffers;
 - the deallocs of planned buffers (also through aliases) are removed: the arena owns
-  the memory.
+  the memory;
+- locations: each view and its offset constant take the location of the allocation they
+  replace; the arena and its deallocs take the allocations' locations fused
+  (`loc(fused[...])`, or the one location when all are alike), so that a fault at run
+  time, or a diagnostic on lowered IR, names the source lines (`tela-opt
+  --print-debuginfo` prints them).
 
 An allocation in the planned memory without an offset, or a function with offsets but no
 `scratchpad.peak`, fails the pass ("run tela-plan first"); nothing is changed unless every
@@ -59,6 +64,7 @@ from telamalloc.dialects.scratchpad import (
     find_targets,
     memref_byte_size,
 )
+from telamalloc.locations import fused_location
 from telamalloc.passes.collect import (
     ALLOCATION_OPS,
     ARENA_ALIGNMENT_ATTR,
@@ -68,6 +74,7 @@ from telamalloc.passes.collect import (
     OFFSET_ATTR,
     PEAK_ATTR,
     functions,
+    is_spill_slot,
 )
 from telamalloc.passes.liveness import trace_buffer
 
@@ -124,8 +131,8 @@ def _collect_function(func: FuncOp) -> list[_FunctionLowering] | None:
     planned: list[_PlannedAlloc] = []
     unplanned: list[Operation] = []
     for op in func.walk():
-        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes:
-            continue  # an arena: the function is lowered already, and stays as it is
+        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes or is_spill_slot(op):
+            continue  # an arena (the function is lowered already, and stays as it is) or a spill slot
         offset = planned_offset(op)
         if offset is None:
             unplanned.append(op)
@@ -218,6 +225,7 @@ def _lower_function(lowering: _FunctionLowering) -> None:
     arena_type = MemRefType(i8, (lowering.peak,), memory_space=lowering.memory_space)
     arena = memref.AllocOp((), (), arena_type, IntegerAttr(lowering.alignment, 64))
     arena.attributes[ARENA_ATTR] = UnitAttr()
+    arena.location = fused_location(planned.op for planned in lowering.allocs)
     arena.results[0].name_hint = "arena"
     first = entry.first_op
     if first is None:
@@ -239,7 +247,9 @@ def _lower_function(lowering: _FunctionLowering) -> None:
             continue
         block = op.parent_block()
         assert block is not None
-        block.insert_op_before(memref.DeallocOp.get(arena.results[0]), op)
+        free = memref.DeallocOp.get(arena.results[0])
+        free.location = arena.location
+        block.insert_op_before(free, op)
 
 
 def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
@@ -258,6 +268,7 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
         attributes={BUFFER_ATTR: StringAttr(planned.id)},
     )
     view.result.name_hint = op.results[0].name_hint
+    shift.location = view.location = op.location
     if view.result.name_hint:
         shift.results[0].name_hint = f"{view.result.name_hint}_offset"
     block.insert_op_before(shift, op)

@@ -19,6 +19,10 @@ function, and the IR is left unchanged: no function is changed unless all are pl
 
 The capacity comes from the `capacity` option, else the `#scratchpad.target` of the
 function or module; minimize mode needs none. `time-limit` applies to each function.
+Lifetimes start at each buffer's first write (`lifetimes=first-write`, the default) or at
+its allocation (`lifetimes=alloc`); the report line and the JSON outputs name the rule.
+When the buffers do not fit, `on-overflow` says what to do, else the program's own
+`scratchpad.on_overflow` attribute (`overflow_policy`), else it is an error.
 """
 
 from __future__ import annotations
@@ -52,9 +56,10 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
+from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
-from telamalloc.passes.spill import SpillSummary, spill_function
+from telamalloc.passes.spill import ON_OVERFLOW, SpillSummary, spill_function
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
@@ -86,10 +91,15 @@ def plan_module(
     dump_problem: str | None = None,
     report: TextIO | None = None,
     memory_space: int | str | None = None,
-    on_overflow: str = "error",
+    on_overflow: str | None = None,
     assign_memory: bool = False,
+    lifetimes: str = FIRST_WRITE,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    `lifetimes`: where buffer lifetimes start, 'first-write' or 'alloc' (`passes/liveness.py`).
+    `on_overflow`: 'error' or 'spill'; None: each function's `scratchpad.on_overflow`
+    attribute (`overflow_policy`), else 'error'.
 
     `assign_memory`: first choose the memory of unassigned buffers of functions with several
     memories (`passes/memories.py`); undone when planning fails.
@@ -107,11 +117,12 @@ def plan_module(
         dump_problem=dump_problem,
         memory_space=memory_space,
         on_overflow=on_overflow,
+        lifetimes=lifetimes,
     )
     assignments = []
     if assign_memory:
         try:
-            assignments = assign_memories(module)
+            assignments = assign_memories(module, lifetimes)
         except VerifyException as error:
             raise PassFailedException(str(error)) from None
         if report is not None:
@@ -122,7 +133,7 @@ def plan_module(
                 report.write(f"tela-plan: assign-memory: {count} buffers to '{memory}'\n")
     try:
         return _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem,
-                               report, memory_space, on_overflow)
+                               report, memory_space, on_overflow, lifetimes)
     except BaseException:
         for assignment in reversed(assignments):
             assignment.undo()
@@ -130,8 +141,8 @@ def plan_module(
 
 
 def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
-                    memory_space, on_overflow) -> tuple[FunctionPlan, ...]:
-    problems = collect_module(module, capacity, alignment, memory_space)
+                    memory_space, on_overflow, lifetimes) -> tuple[FunctionPlan, ...]:
+    problems = collect_module(module, capacity, alignment, memory_space, lifetimes)
     if not problems and memory_space is not None:
         message = (
             f"no function has buffers in memory space '{memory_space}'; nothing was planned "
@@ -149,17 +160,11 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
             outputs.write_problem_csv(dump_path, function_problem.problem())
             if dump_path != dump_problem:
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
+        policy = overflow_policy(function_problem.func, on_overflow)
         plan = solve_function(function_problem, mode, time_limit, algorithm)
-        if on_overflow == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
+        if policy == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = function_problem.selection
             assert selection is not None
-            if selection.main_memory and selection.integer_space is None:
-                raise PassFailedAtOp(
-                    function_problem.func,
-                    f"cannot spill the buffers of '@{function_problem.name}': they are in main "
-                    "memory already; put them in a scratchpad memory space "
-                    "('#scratchpad.space' or 'memory-space=<n>') to spill",
-                )
             if function_problem.memory is not None and not isinstance(memory_space, str):
                 raise PassFailedAtOp(
                     function_problem.func,
@@ -191,11 +196,38 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
     return tuple(plans)
 
 
+ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
+
+
+def overflow_policy(func: Operation, option: str | None) -> str:
+    """What to do when `func`'s buffers do not fit: the `on-overflow` option when given, else
+    the `scratchpad.on_overflow` attribute of the function or the nearest enclosing op that
+    has one (a program written for spilling says so itself, as it names its target), else
+    'error'."""
+    if option is not None:
+        return option
+    current: Operation | None = func
+    while current is not None:
+        recorded = current.attributes.get(ON_OVERFLOW_ATTR)
+        if recorded is not None:
+            if not isinstance(recorded, StringAttr) or recorded.data not in ON_OVERFLOW:
+                shown = recorded.data if isinstance(recorded, StringAttr) else str(recorded)
+                raise PassFailedAtOp(
+                    current,
+                    f"'{ON_OVERFLOW_ATTR}' is '{shown}'; write \"error\" or \"spill\" (or pass "
+                    "'on-overflow=<error|spill>')",
+                )
+            return recorded.data
+        current = current.parent_op()
+    return "error"
+
+
 def collect_module(
     module: ModuleOp,
     capacity: int | None = None,
     alignment: int | None = None,
     memory_space: int | str | None = None,
+    lifetimes: str = FIRST_WRITE,
 ) -> list[FunctionProblem]:
     """The problems of every function with at least one buffer, in program order.
 
@@ -217,7 +249,7 @@ def collect_module(
         else:
             selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
         for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment)
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
             if function_problem.buffers:
                 problems.append(function_problem)
     return problems
@@ -470,7 +502,7 @@ def format_report_line(plan: FunctionPlan) -> str:
         f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, LOAD {solution.load} B, "
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
-        f"solve {solution.stats.seconds:.3f} s"
+        f"solve {solution.stats.seconds:.3f} s, lifetimes={plan.problem.rule}"
     )
 
 
@@ -500,6 +532,7 @@ class TelaPlanPass(PlanningOptions):
                 memory_space=self.memory_space,
                 on_overflow=self.on_overflow,
                 assign_memory=self.assign_memory,
+                lifetimes=self.lifetimes,
             )
         requests.write(plans)
         return plans

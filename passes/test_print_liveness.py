@@ -5,18 +5,24 @@ same allocations as `tela-plan` (see `telamalloc.passes.collect`) and leaves the
 unchanged. For each function with a body it prints, before the module:
 
 ```
-// liveness of @f: 4 program points, 2 buffers
+// liveness of @f: 5 program points, 2 buffers, lifetimes=first-write
 //   #0 scratchpad.alloc
 //   #1 scratchpad.alloc
-//   #2 scratchpad.kernel
-//   #3 func.return
-//   buffer 'a' [0, 3) at #0 scratchpad.alloc
-//   buffer 'b' [1, 4) at #1 scratchpad.alloc, escapes
+//   #2 scratchpad.dma
+//   #3 scratchpad.kernel
+//   #4 func.return
+//   buffer 'a' [2, 4) at #0 scratchpad.alloc
+//   buffer 'b' [3, 5) at #1 scratchpad.alloc, escapes
 ```
 
-Nested ops are indented by two spaces per level. Lifetimes are half-open. The first
-line ends in `, conservative` when some lifetime spans a whole branching region because
-the analysis could not follow the buffer there (`FunctionLiveness.conservative`).
+Nested ops are indented by two spaces per level. Lifetimes are half-open. The first line
+says `, conservative` when some lifetime spans a whole branching region because the
+analysis could not follow the buffer there (`FunctionLiveness.conservative`), and ends in
+where lifetimes start (the `lifetimes` option: `first-write`, the default, or `alloc`).
+With `first-write`, a buffer whose lifetime stays at its allocation says why: `read before
+write` (a use that may read it comes at or before its first write), `never written`, or
+`not followed` (it leaks through memory or an address, or is used across the blocks of a
+region with unstructured control flow).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.liveness import FunctionLiveness, analyze_function
+from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES, FunctionLiveness, analyze_function
 
 
 def format_liveness(liveness: FunctionLiveness) -> str:
@@ -46,6 +52,7 @@ def format_liveness(liveness: FunctionLiveness) -> str:
         f"// liveness of @{func.sym_name.data}: {len(liveness.points)} program points, "
         f"{_plural(len(liveness.lifetimes), 'buffer')}"
         + (", conservative" if liveness.conservative else "")
+        + f", lifetimes={liveness.rule}"
     ]
     for point, op in enumerate(liveness.points):
         lines.append(f"//   {'  ' * _depth(op, func)}#{point} {op.name}")
@@ -55,6 +62,8 @@ def format_liveness(liveness: FunctionLiveness) -> str:
             notes += ", escapes"
         if lifetime.deallocs:
             notes += f", {_plural(len(lifetime.deallocs), 'dealloc')}"
+        if lifetime.kept is not None:
+            notes += f", {lifetime.kept}"
         lines.append(
             f"//   buffer '{buffer_id}' [{lifetime.start}, {lifetime.end}) at "
             f"#{lifetime.point} {lifetime.op.name}{notes}"
@@ -81,12 +90,19 @@ class TestPrintLivenessPass(ModulePass):
 
     name = "test-print-liveness"
 
+    lifetimes: str = FIRST_WRITE
+    """Where a buffer's lifetime starts: 'first-write' (its first write) or 'alloc' (its allocation)."""
+
+    def __post_init__(self) -> None:
+        if self.lifetimes not in LIFETIME_RULES:
+            raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        print_liveness(op, sys.stdout)
+        print_liveness(op, sys.stdout, self.lifetimes)
 
 
-def print_liveness(module: ModuleOp, stream: TextIO) -> None:
+def print_liveness(module: ModuleOp, stream: TextIO, rule: str = FIRST_WRITE) -> None:
     has_scratchpad = module_has_scratchpad_memrefs(module)
     for func in functions(module):
         selection = selection_for(func, has_scratchpad)
-        stream.write(format_liveness(analyze_function(func, selection.covers)))
+        stream.write(format_liveness(analyze_function(func, selection.covers, rule=rule)))

@@ -7,10 +7,10 @@ For a buffer allocated in block B, every use of its SSA value is *projected* ont
 of B that holds it (the use itself, or the `scf.for` / `scf.if` / ... around it), so a use
 inside a loop is a use of the whole loop, as liveness counts it. Each projected op is one
 `Use` spanning the op's points (`first..last`, its nested points included) and `writes`
-when any use in it may write the buffer: a kernel's `outs`, a DMA's destination, the
-memref of a `memref.store`, the target of a `memref.copy`, and, conservatively, any use by
-an op this analysis does not know (a `func.call`, ...). Known reads: a kernel's `ins`, a
-DMA's source, `memref.load`, `memref.copy`'s source, `memref.dim`.
+when any use in it may write the buffer, as `passes/effects.py` tells (the one table the
+liveness analysis uses too): a kernel's `outs`, a DMA's destination, the memref of a
+`memref.store`, the target of a `memref.copy`, linalg's `outs`, and, conservatively, any
+use by an op with unknown effects or a `func.call`.
 
 A buffer is *spillable* (its value may be kept in main memory between two uses) when the
 analysis can follow all its uses: not escaping, not pinned at an offset, allocated in a
@@ -28,16 +28,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from telamalloc.passes.collect import FunctionProblem, PlannedBuffer
+from telamalloc.passes.effects import Access, operand_access
 from telamalloc.passes.liveness import DEALLOC_OPS, ESCAPING_OPS, is_memref, number_points
 from telamalloc.runtime.alloc.spill import SpillBuffer, Use
-
-_READ_OPERANDS = {
-    "scratchpad.dma": (0,),
-    "memref.load": (0,),
-    "memref.copy": (0,),
-    "memref.dim": (0,),
-    "memref.rank": (0,),
-}
 
 
 @dataclass(frozen=True)
@@ -52,12 +45,9 @@ class BufferUses:
 
 
 def writes_operand(op: Operation, operand_index: int) -> bool:
-    """True when `op` may write the memref it takes as operand `operand_index`."""
-    if op.name == "scratchpad.kernel":
-        return op.operands[operand_index] in tuple(op.outs)  # type: ignore[attr-defined]
-    if op.name in _READ_OPERANDS:
-        return operand_index not in _READ_OPERANDS[op.name]
-    return True
+    """True when `op` may write the memref it takes as operand `operand_index`
+    (`passes/effects.py`; a `func.call` is taken to write what it gets)."""
+    return Access.WRITE in operand_access(op, operand_index)
 
 
 def _projection(op: Operation, block: Block) -> Operation | None:

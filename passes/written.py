@@ -5,11 +5,12 @@ inputs from its outputs before running it (`--inputs` takes the inputs alone, th
 are allocated zero-filled: `verification.complete_inputs`) and `--verify` compares exactly
 what the function writes.
 
-An argument is written when a view of it reaches a write: `memref.store` (its memref),
+An argument is written when a view of it reaches a write, as `passes/effects.py` (the one
+table of which ops read and write which operands) tells: `memref.store` (its memref),
 `memref.copy` (its target), `scratchpad.dma` (its destination), `scratchpad.kernel` (its
-`outs`), a `func.call` whose callee writes that argument (a callee without a body is taken
-to write every memref it gets), or any other op whose memory effects say it writes the
-operand. Views are followed through every op that yields memrefs from it (`memref.subview`,
+`outs`), linalg's `outs`, a `func.call` whose callee writes that argument (a callee without
+a body is taken to write every memref it gets), or any other op whose memory effects say
+it writes the operand. Views are followed through every op that yields memrefs from it (`memref.subview`,
 `cast`, `view`, `collapse_shape`, ...: conservatively, any op's memref results), through
 region arguments (`scf.for` iteration arguments), branch successors' arguments, and yields
 to their parent's results. An op with unknown memory effects is taken to write its memref
@@ -21,24 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import cf, func, memref, scf
+from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 from xdsl.ir import Operation, SSAValue
-from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
+from xdsl.traits import IsTerminator, SymbolTable
 
-from telamalloc.dialects import scratchpad
-
-_NO_WRITE = (
-    memref.LoadOp,
-    memref.DimOp,
-    memref.RankOp,
-    memref.DeallocOp,
-    scratchpad.DeallocOp,
-    func.ReturnOp,
-    scf.YieldOp,
-    cf.BranchOp,
-    cf.ConditionalBranchOp,
-)
+from telamalloc.passes.effects import Access, operand_access
 
 
 @dataclass(frozen=True)
@@ -60,10 +49,14 @@ def signature(function: func.FuncOp) -> Signature:
 
 def written_arguments(function: func.FuncOp) -> frozenset[int]:
     """Indices of the memref arguments `function` writes, through any view of them."""
-    return _Analysis().written(function)
+    return WrittenArguments().written(function)
 
 
-class _Analysis:
+class WrittenArguments:
+    """The written-arguments analysis with its answers kept per function (a call graph's
+    callees are analysed once); `call_writes` answers `passes/effects.py`'s question about
+    a `func.call`."""
+
     def __init__(self) -> None:
         self._done: dict[func.FuncOp, frozenset[int]] = {}
         self._running: set[func.FuncOp] = set()
@@ -122,24 +115,14 @@ class _Analysis:
         return False
 
     def _writes(self, op: Operation, index: int, value: SSAValue) -> bool:
-        if isinstance(op, memref.StoreOp):
-            return op.memref is value
-        if isinstance(op, memref.CopyOp):
-            return op.destination is value
-        if isinstance(op, scratchpad.DmaOp | scratchpad.KernelOp):
-            return value in op.written_operands()
-        if isinstance(op, func.CallOp):
-            callee = _callee(op)
-            return callee is None or index in self.written(callee)
-        if isinstance(op, _NO_WRITE) or op.regions or op.successors:
-            return False  # region ops: the uses inside are visited on their own
-        effects = get_effects(op)
-        if effects is None:  # unknown effects: assume the worst
-            return True
-        return any(
-            effect.kind is MemoryEffectKind.WRITE and (effect.value is None or effect.value is value)
-            for effect in effects
-        )
+        if isinstance(op, func.FuncOp):
+            return False
+        return Access.WRITE in operand_access(op, index, self.call_writes)
+
+    def call_writes(self, call: Operation, index: int) -> bool:
+        """Does the callee of `call` write its argument `index` (unknown callee: yes)?"""
+        callee = _callee(call) if isinstance(call, func.CallOp) else None
+        return callee is None or index in self.written(callee)
 
 
 def _callee(call: func.CallOp) -> func.FuncOp | None:

@@ -1,7 +1,7 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc]
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every argument the function writes, each as
@@ -24,8 +24,10 @@ else the target's capacity, else in minimize mode), runs it before and after pla
 and reports each planned function's arena (the entry's, then each callee's, on its own
 line), shadow-memory violations and outputs that differ bit for bit (the outputs as above).
 With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`. With
-`--on-overflow spill` a program that does not fit is spilled first (`tela-plan`'s
-`on-overflow=spill`): the spilled program is what runs after planning.
+`--on-overflow spill` (or a `scratchpad.on_overflow = "spill"` attribute in the program) a
+program that does not fit is spilled first (`tela-plan`'s `on-overflow=spill`): the
+spilled program is what runs after planning. `--lifetimes alloc` plans with lifetimes from
+the allocations instead of the first writes (`tela-plan`'s `lifetimes` option).
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
 Exit status (the convention of all four tools, `telamalloc.tools.exit_status`): 0 success; 1 the
@@ -127,9 +129,17 @@ def _argument_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--on-overflow",
         choices=("error", "spill"),
-        default="error",
-        help="with --verify, when the buffers do not fit: fail (error, the default) or keep "
-        "values in main memory between uses with DMAs (spill)",
+        default=None,
+        help="with --verify, when the buffers do not fit: fail (error) or keep values in main "
+        "memory between uses with copies (spill); default: the program's "
+        "'scratchpad.on_overflow' attribute, else error",
+    )
+    parser.add_argument(
+        "--lifetimes",
+        choices=("first-write", "alloc"),
+        default="first-write",
+        help="with --verify, where buffer lifetimes start: at the first write (the default) or "
+        "at the allocation",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"
@@ -153,20 +163,50 @@ def _read_program(path: str) -> tuple[str, str]:
         raise UserError(f"input file '{path}' is not UTF-8 text; pass an MLIR text file") from None
 
 
+NPY_MAGIC = b"\x93NUMPY"  # how every .npy file starts (numpy.lib.format)
+ZIP_MAGIC = b"PK\x03\x04"  # a .npz archive is a zip file
+SAVE_HINT = "save each input with numpy.save"
+
+
 def _load_inputs(specs: Sequence[str]) -> list[np.ndarray] | None:
     paths = [path for spec in specs for path in spec.split(",") if path]
     if not specs:
         return None
-    arrays = []
-    for path in paths:
-        try:
-            arrays.append(np.load(path, allow_pickle=False))
-        except OSError as error:
-            reason = error.strerror or one_line(str(error))
-            raise UserError(f"cannot read input '{path}': {reason}") from None
-        except ValueError as error:
-            raise UserError(f"cannot read input '{path}': {one_line(str(error))}") from None
-    return arrays
+    return [_load_input(path) for path in paths]
+
+
+def _load_input(path: str) -> np.ndarray:
+    """One `--inputs` file as an array; a `UserError` naming the file and what is wrong."""
+    try:
+        with open(path, "rb") as stream:
+            head = stream.read(len(NPY_MAGIC))
+    except OSError as error:
+        raise UserError(f"cannot read input '{path}': {error.strerror or one_line(str(error))}") from None
+    if not head:
+        raise UserError(f"cannot read input '{path}': the file is empty; {SAVE_HINT}")
+    if head.startswith(ZIP_MAGIC):
+        raise UserError(
+            f"cannot read input '{path}': it is a .npz archive of several arrays; pass one .npy file per "
+            f"input ({SAVE_HINT})"
+        )
+    if head != NPY_MAGIC:
+        raise UserError(
+            f"cannot read input '{path}': not a .npy file (it does not start with numpy's magic bytes "
+            f"'\\x93NUMPY'); {SAVE_HINT}"
+        )
+    try:
+        array = np.load(path, allow_pickle=False)
+    except OSError as error:
+        raise UserError(f"cannot read input '{path}': {error.strerror or one_line(str(error))}") from None
+    except ValueError as error:
+        if "allow_pickle" in str(error):
+            raise UserError(
+                f"cannot read input '{path}': it holds Python objects (dtype 'object'); save a numeric array"
+            ) from None
+        raise UserError(
+            f"cannot read input '{path}': a damaged or truncated .npy file ({one_line(str(error))}); {SAVE_HINT}"
+        ) from None
+    return array
 
 
 def _format_value(value: np.generic) -> str:
@@ -248,6 +288,7 @@ def run(argv: Sequence[str] | None) -> int:
                     seed=args.seed,
                     shadow=not args.no_shadow,
                     on_overflow=args.on_overflow,
+                    lifetimes=args.lifetimes,
                 )
             else:
                 result = run_program(

@@ -29,9 +29,11 @@ view op itself. Subviews and casts keep their source's identity. Two rules, each
   accelerator may write outputs while it still reads inputs, and the planner's half-open
   lifetimes make an op's operands live at the same point. The same buffer as input and
   output is an explicit in-place update and allowed.
-Element loads and stores are checked element by element, so an element-wise loop that
-reads each element before writing the same element of an overlapping buffer is (rightly)
-not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
+The copies spilling adds (`scratchpad.spill = "store"` / `"load"`) move a whole buffer,
+also bytes it has not written yet; those arrive unwritten instead of being reported, so
+the next real read of them is. Element loads and stores are checked element by element,
+so an element-wise loop that reads each element before writing the same element of an
+overlapping buffer is (rightly) not flagged. Accesses outside a storage, a view past its arena's end, or an index out of
 a memref's bounds are `InterpreterError`s.
 """
 
@@ -46,7 +48,6 @@ import numpy as np
 from xdsl.dialects import builtin, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
-    FileLineColLoc,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -60,9 +61,11 @@ from xdsl.ir import Attribute, Operation, SSAValue
 
 from telamalloc.dialects import scratchpad
 from telamalloc.errors import ErrorKind
+from telamalloc.locations import location_text
 
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
+SPILL_TAG = "scratchpad.spill"  # on the copies spilling adds: "store" or "load"
 PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offset
 PLANNED_BOUND_ATTR = "scratchpad.bound"  # a dynamic memref.alloc's most bytes
 ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
@@ -101,10 +104,8 @@ class ShadowViolation(InterpreterError):
 
 
 def op_location(op: Operation | None, fallback: str = "<input>") -> str:
-    if op is not None and isinstance(op.location, FileLineColLoc):
-        location = op.location
-        return f"{location.filename.data}:{location.line.data}:{location.column.data}"
-    return fallback
+    """`file:line:col` of `op` (inside a name, call-site or fused location too), else `fallback`."""
+    return location_text(op, fallback)
 
 
 # --------------------------------------------------------------------------------------
@@ -319,14 +320,20 @@ class Machine:
 
     # --- shadow memory -----------------------------------------------------------------
 
-    def check_read(self, op: Operation, value: MemRef, what: str) -> None:
+    def check_read(self, op: Operation, value: MemRef, what: str, carry_foreign: bool = False) -> np.ndarray | None:
+        """Reports a read of bytes another buffer (or nobody) wrote last. With
+        `carry_foreign` (a spill copy, `is_spill_copy`) nothing is reported: the mask of
+        those bytes is returned instead (None when there are none)."""
         if not self.shadow or 0 in value.shape:
-            return
+            return None
         owners = value.shadow_view()
         bad = owners != value.buffer
         if not bad.any():
-            return
+            return None
+        if carry_foreign:
+            return bad
         self._report_bad_read(op, value, what, owners, bad)
+        return None
 
     def check_read_element(self, op: Operation, value: MemRef, address: int) -> None:
         if not self.shadow:
@@ -606,7 +613,23 @@ def copy_between(machine: Machine, op: Operation, source: MemRef, destination: M
             f"{shape_text(destination.shape)}",
             op,
         )
-    machine.check_read(op, source, "source")
+    spill = is_spill_copy(op)
+    if spill:  # a value moved whole: bytes its buffer did not write arrive unwritten
+        foreign = machine.check_read(op, source, "source", carry_foreign=True)
+    else:
+        machine.check_read(op, source, "source")
     machine.check_disjoint(op, [(source, "source")], [(destination, "destination")])
     destination.array()[...] = source.array()
     machine.record_write(destination)
+    if spill and foreign is not None:
+        destination.shadow_view()[foreign] = UNWRITTEN
+
+
+def is_spill_copy(op: Operation) -> bool:
+    """A copy that spilling added to keep a value in main memory between its uses
+    (`scratchpad.spill = "store"` / `"load"`). It moves the whole buffer, also bytes the
+    buffer has not written (written in part, or in a branch not taken): those are not
+    part of its value, so they arrive unwritten, and a later real read of them is
+    reported there."""
+    marker = op.attributes.get(SPILL_TAG)
+    return isinstance(marker, StringAttr) and marker.data in ("store", "load")

@@ -19,7 +19,8 @@ JSON layout (one object per problem; `format_json` writes `{"reports": [...]}`):
                                 "offset": 0}, ...]},
      "message": "..."}
 
-Byte counts are exact integers in JSON; the text format writes exact bytes and, from 1 KiB
+A function's report (from `tela-plan`) adds `"lifetimes": "first-write"` (or `"alloc"`):
+where its lifetimes start. Byte counts are exact integers in JSON; the text format writes exact bytes and, from 1 KiB
 on, the same figure in binary units (`111730592 B (106.6 MiB)`, the unit system of the
 pictures). `capacity` is null (text: `none`) when none was given (minimize mode without an
 upper bound); `optimum` is the proved minimal peak, null when not proved or in fit mode.
@@ -80,10 +81,14 @@ class Report:
     contended: ContendedPoint | None
     message: str | None  # the solver's one-line summary; None when built without timing
     optimum: int | None = None  # minimize mode: the proved minimal peak in bytes, None when not proved
+    lifetimes: str | None = None  # a function's plan: where its lifetimes start ('first-write' or 'alloc')
 
 
-def build_report(name: str, problem: Problem, solution: Solution, *, timing: bool = True) -> Report:
-    """The report of `solution` for `problem`; `timing=False` drops the solve time and message."""
+def build_report(
+    name: str, problem: Problem, solution: Solution, *, timing: bool = True, lifetimes: str | None = None
+) -> Report:
+    """The report of `solution` for `problem`; `timing=False` drops the solve time and message;
+    `lifetimes` names the liveness rule of a function's problem (None for a CSV problem)."""
     return Report(
         name=name,
         status=solution.status.value,
@@ -104,6 +109,7 @@ def build_report(name: str, problem: Problem, solution: Solution, *, timing: boo
         contended=contended_point(problem, solution.offsets),
         message=solution.message if timing else None,
         optimum=solution.optimum,
+        lifetimes=lifetimes,
     )
 
 
@@ -124,8 +130,13 @@ def contended_point(problem: Problem, offsets: Sequence[int] | None = None) -> C
 
 def reports_for_plans(plans, *, timing: bool = True) -> list[Report]:
     """One report per planned function: anything with `name`, `problem.problem()` and
-    `solution` (the planning pass's `FunctionPlan`; duck-typed, so no xDSL import here)."""
-    return [build_report(plan.name, plan.problem.problem(), plan.solution, timing=timing) for plan in plans]
+    `solution`, and `problem.rule` for the liveness rule (the planning pass's `FunctionPlan`;
+    duck-typed, so no xDSL import here)."""
+    return [
+        build_report(plan.name, plan.problem.problem(), plan.solution, timing=timing,
+                     lifetimes=getattr(plan.problem, "rule", None))
+        for plan in plans
+    ]
 
 
 # --------------------------------------------------------------------------------------
@@ -172,6 +183,8 @@ def report_to_dict(report: Report) -> dict:
         "contended": contended,
         "message": report.message,
     }
+    if report.lifetimes is not None:
+        data["lifetimes"] = report.lifetimes
     if report.seconds is None:
         del data["seconds"]
     if report.message is None:
@@ -217,7 +230,7 @@ def _text_block(report: Report) -> str:
     lines = [
         f"{report.name}:",
         f"  status:        {status}, {report.mode}, {report.algorithm}",
-        f"  buffers:       {report.buffers}",
+        f"  buffers:       {report.buffers}" + ("" if report.lifetimes is None else f", lifetimes={report.lifetimes}"),
         f"  capacity:      {_bytes(report.capacity, 'none')}",
         f"  LOAD:          {_bytes(report.load)}",
         f"  peak:          {_bytes(report.peak)}",

@@ -1,10 +1,12 @@
 // The spilling example: eight 1 KiB activations, all freed at the end (LOAD 8 KiB), in a
-// 3 KiB scratchpad. With on-overflow=spill the program fits and verifies; without it the
-// plan is refused.
+// 3 KiB scratchpad. The module asks for spilling (`scratchpad.on_overflow = "spill"`): the
+// program fits and verifies with no flag; with on-overflow=error the plan is refused.
+// RUN: tela-run --verify %S/../../examples/spill.mlir | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify --on-overflow spill %S/../../examples/spill.mlir | filecheck %s --check-prefix=VERIFY
-// RUN: tela-opt %S/../../examples/spill.mlir -p 'tela-pipeline{on-overflow=spill}' | tela-run - | filecheck %s
+// RUN: tela-opt %S/../../examples/spill.mlir -p 'tela-pipeline' | tela-run - | filecheck %s
 // RUN: tela-run %S/../../examples/spill.mlir | filecheck %s
-// RUN: not tela-run --verify %S/../../examples/spill.mlir 2>&1 | filecheck %s --check-prefix=REFUSED
+// RUN: not tela-run --verify --on-overflow error %S/../../examples/spill.mlir 2>&1 | filecheck %s --check-prefix=REFUSED
+// RUN: not tela-opt %S/../../examples/spill.mlir -p 'tela-pipeline{on-overflow=error}' 2>&1 | filecheck %s --check-prefix=OPT-REFUSED
 
 // The outputs are the same before planning and after spilling and lowering.
 // CHECK-LABEL: %y: memref<256xf32>
@@ -12,4 +14,5 @@
 // VERIFY: verify: '@main' planned into 3072 bytes (capacity 3072)
 // VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 8192 B -> 3072 B
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
-// REFUSED: error: planning failed: cannot plan '@main': 8 buffers live here (program point #18) need '8192' B but capacity is '3072' B
+// REFUSED: error: planning failed: cannot plan '@main': 8 buffers live here (program point #19) need '8192' B but capacity is '3072' B
+// OPT-REFUSED: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op cannot plan '@main': 8 buffers live here (program point #19)

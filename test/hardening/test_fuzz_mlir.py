@@ -26,6 +26,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from telamalloc.tools import tela_opt, tela_run
@@ -124,10 +125,10 @@ MLIR_CASES = [
     ("dma-shape-mismatch", "tela-opt", SMALL.replace("4x4xf32, #scratchpad.space", "4x0xf32, #scratchpad.space"), [], 2,
      "bad.mlir:5:5: error: 'scratchpad.dma' op source shape '4x4' differs from destination shape '4x0'"),
     ("capacity-below-load", "tela-opt", _small("capacity = 1024", "capacity = 63"), PIPELINE, 1,
-     "bad.mlir:4:5: error: pass 'tela-pipeline' failed: 'scratchpad.alloc' op cannot plan '@main': 2 buffers live "
-     "here (program point #1) need '128' B but capacity is '63' B; raise the capacity or shorten these lifetimes\n"
-     "bad.mlir:3:5: note: buffer 'a' of '64' B, allocated here, is live at program point #1\n"
-     "bad.mlir:4:5: note: buffer 'b' of '64' B, allocated here, is live at program point #1"),
+     "bad.mlir:6:5: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op cannot plan '@main': 2 buffers live "
+     "here (program point #3) need '128' B but capacity is '63' B; raise the capacity or shorten these lifetimes\n"
+     "bad.mlir:3:5: note: buffer 'a' of '64' B, allocated here, is live at program point #3\n"
+     "bad.mlir:4:5: note: buffer 'b' of '64' B, allocated here, is live at program point #3"),
     ("pass-option-capacity-negative", "tela-opt", SMALL, ["-p", "tela-plan{capacity=-1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{capacity=-1}': invalid capacity '-1'; expected a positive "
      "number of bytes, e.g. 'capacity=1048576'"),
@@ -140,7 +141,7 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', "
-     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout'"),
+     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
      "'error' or 'spill'"),
@@ -181,8 +182,23 @@ MLIR_CASES = [
      "tela-run: error: argument --seed: seed 'x' is not an integer; run 'tela-run --help' for usage"),
     ("run-missing-inputs-file", "tela-run", SMALL, ["--inputs", "none.npy"], 2,
      "tela-run: error: cannot read input 'none.npy': No such file or directory"),
+    ("run-empty-inputs-file", "tela-run", SMALL, ["--inputs", "empty.npy"], 2,
+     "tela-run: error: cannot read input 'empty.npy': the file is empty; save each input with numpy.save"),
+    ("run-text-as-npy", "tela-run", SMALL, ["--inputs", "text.npy"], 2,
+     "tela-run: error: cannot read input 'text.npy': not a .npy file (it does not start with numpy's magic bytes "
+     "'\\x93NUMPY'); save each input with numpy.save"),
+    ("run-npz-as-inputs", "tela-run", SMALL, ["--inputs", "arrays.npz"], 2,
+     "tela-run: error: cannot read input 'arrays.npz': it is a .npz archive of several arrays; pass one .npy file per "
+     "input (save each input with numpy.save)"),
+    ("run-object-array-inputs", "tela-run", SMALL, ["--inputs", "objects.npy"], 2,
+     "tela-run: error: cannot read input 'objects.npy': it holds Python objects (dtype 'object'); save a numeric "
+     "array"),
+    ("run-truncated-npy", "tela-run", SMALL, ["--inputs", "truncated.npy"], 2,
+     "tela-run: error: cannot read input 'truncated.npy': a damaged or truncated .npy file (Failed to read all data "
+     "for array. Expected (4, 4) = 16 elements, could only read 14 elements. (file seems not fully written?)); save "
+     "each input with numpy.save"),
     ("verify-capacity-below-load", "tela-run", SMALL, ["--verify", "--capacity", "100"], 1,
-     "bad.mlir:4:5: error: planning failed: cannot plan '@main': 2 buffers live here (program point #1) need '128' B "
+     "bad.mlir:6:5: error: planning failed: cannot plan '@main': 2 buffers live here (program point #3) need '128' B "
      "but capacity is '100' B; raise the capacity or shorten these lifetimes"),
 ]
 
@@ -193,6 +209,28 @@ def run_tool(tool: str, arguments: list[str]) -> tuple[int, str, str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(arguments)
     return status, out.getvalue(), err.getvalue()
+
+
+def _npy(array: np.ndarray, allow_pickle: bool = False) -> bytes:
+    stream = io.BytesIO()
+    np.save(stream, array, allow_pickle=allow_pickle)
+    return stream.getvalue()
+
+
+def _npz() -> bytes:
+    stream = io.BytesIO()
+    np.savez(stream, x=np.zeros((4, 4), np.float32))
+    return stream.getvalue()
+
+
+# `--inputs` files the cases name, written beside bad.mlir
+INPUT_FILES = {
+    "empty.npy": lambda: b"",
+    "text.npy": lambda: b"1 2 3\n",
+    "arrays.npz": _npz,
+    "objects.npy": lambda: _npy(np.array([object()]), allow_pickle=True),
+    "truncated.npy": lambda: _npy(np.zeros((4, 4), np.float32))[:-8],
+}
 
 
 def _write(path: Path, content) -> None:
@@ -207,6 +245,9 @@ def _write(path: Path, content) -> None:
 def test_mlir_bad_input(name, tool, content, arguments, exit_status, message, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / FILE, content)
+    for name, make in INPUT_FILES.items():
+        if name in arguments:
+            (tmp_path / name).write_bytes(make())
     output = ["-o", "out.mlir"] if tool == "tela-opt" and "-o" not in arguments else []
     status, out, err = run_tool(tool, [*arguments, FILE, *output])
     assert status == exit_status
@@ -235,7 +276,7 @@ def test_split_input_with_one_failing_chunk_writes_nothing(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     _write(tmp_path / FILE, SMALL + "// -----\n" + _small("capacity = 1024", "capacity = 63"))
     status, _, err = run_tool("tela-opt", [*PIPELINE, "--split-input-file", FILE, "-o", "out.mlir"])
-    assert status == 1 and err.startswith("bad.mlir:17:5: error: pass 'tela-pipeline' failed")
+    assert status == 1 and err.startswith("bad.mlir:19:5: error: pass 'tela-pipeline' failed")
     assert sorted(p.name for p in tmp_path.iterdir()) == [FILE]
 
 

@@ -1,7 +1,8 @@
 """Spilled random programs, verified by execution.
 
-The random scratchpad programs of `test/hardening/test_random_programs.py` (straight-line
-code, nested `scf.for` and `scf.if`, several shapes and alignments) are planned with
+The random programs of `test/hardening/test_random_programs.py` (straight-line code,
+nested `scf.for` and `scf.if`, several shapes and alignments; in the scratchpad dialect,
+and as plain upstream memref IR, also with hoisted allocations) are planned with
 `on-overflow=spill` at capacities from 0.3 to 1.0 x their LOAD. Each result is either
 - a plan that `verify_program` runs before and after planning (outputs bit-identical, no
   shadow violation, the arena within the capacity), or
@@ -45,13 +46,15 @@ sys.modules[_spec.name] = random_programs  # dataclasses look their module up th
 _spec.loader.exec_module(random_programs)
 
 
-def generate(seed: int, depth: int | None = None) -> str:
+def generate(seed: int, depth: int | None = None, **flavour) -> str:
+    """A random program; `flavour`: the generator's `upstream` and `hoist` (see its doc)."""
     rng = random.Random(seed)
     max_depth = rng.choice((0, 1, 2, 2)) if depth is None else depth
-    return random_programs.ProgramGenerator(rng, max_ops=rng.randint(10, 30), max_depth=max_depth).program()
+    return random_programs.ProgramGenerator(rng, max_ops=rng.randint(10, 30), max_depth=max_depth, **flavour).program()
 
 
 def load_of(text: str) -> int | None:
+    """LOAD (from the first write) of the program's one function, None without buffers."""
     plans = plan_module(parse_program(make_context(), text, "random.mlir"), mode="minimize")
     return plans[0].solution.load if plans else None
 
@@ -91,10 +94,14 @@ def spill_and_verify(text: str, capacity: int) -> str:
 
 
 @pytest.mark.slow
-def test_random_programs_spill_and_verify():
+@pytest.mark.parametrize("flavour", [{}, {"upstream": True}, {"upstream": True, "hoist": 0.6}],
+                         ids=["scratchpad", "upstream", "upstream-hoisted"])
+def test_random_programs_spill_and_verify(flavour):
+    """Plain upstream memref programs (every `memref.alloc` a scratchpad candidate, spilled
+    with `memref.copy`) are spilled and verified exactly as the dialect's."""
     outcomes: dict[str, int] = {}
     for seed in range(PROGRAMS):
-        text = generate(seed)
+        text = generate(seed, **flavour)
         load = load_of(text)
         if load is None:
             continue

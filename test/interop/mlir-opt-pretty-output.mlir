@@ -24,7 +24,7 @@
 // CFG-SAME:  scratchpad.peak = 1152 : i64, scratchpad.load = 1152 : i64
 // CFG:       cf.cond_br
 
-// TOOSMALL: {{.*}}.loops.mlir:{{[0-9]+}}:{{[0-9]+}}: error: pass 'tela-pipeline' failed: 'memref.alloc' op cannot plan '@padconv'
+// TOOSMALL: {{.*}}.loops.mlir:{{[0-9]+}}:{{[0-9]+}}: error: pass 'tela-pipeline' failed: 'scf.for' op cannot plan '@padconv'
 func.func @padconv(%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x4xf32>, %b: tensor<4xf32>) -> tensor<1x3x3x4xf32> {
   %zero = arith.constant 0.0 : f32
   %lowest = arith.constant -3.40282347E+38 : f32

@@ -10,7 +10,7 @@
 // CSV-NEXT: a,0,3,1024,4,0,{{.*}}tela-plan-layout.mlir:[[# @LINE + 17]]:3
 // CSV-NEXT: b,1,3,512,4,1024,{{.*}}tela-plan-layout.mlir:[[# @LINE + 17]]:3
 // G: id,lower,upper,size,alignment,offset,location
-// G-NEXT: c,0,2,64,1,0,{{.*}}tela-plan-layout.mlir:[[# @LINE + 28]]:3
+// G-NEXT: c,0,2,64,1,0,{{.*}}tela-plan-layout.mlir:[[# @LINE + 29]]:3
 // REMARKS: remark: wrote the layout of '@f' to '{{.*}}l.f.csv'
 // REMARKS: remark: wrote the layout of '@g' to '{{.*}}l.g.csv'
 // RUN: tela-opt %s -p 'tela-plan{capacity=4096 layout=%t/l.json}' > /dev/null
@@ -30,6 +30,7 @@ func.func @f() {
   func.return
 }
 // JSON:          "capacity": 4096,
+// JSON-NEXT:     "lifetimes": "first-write",
 // JSON-NEXT:     "load": 1536,
 // JSON-NEXT:     "name": "f",
 // JSON-NEXT:     "peak": 1536

@@ -12,6 +12,8 @@
 // RUN: not tela-opt %s -p 'tela-plan{html="plan.svg"}' 2>&1 | filecheck %s --check-prefix=HTML
 // RUN: not tela-opt %s -p 'tela-pipeline{mode=fastest}' 2>&1 | filecheck %s --check-prefix=PIPELINE
 // RUN: not tela-opt %s -p 'tela-plan{dump-problem="/nonexistent/dir/p.csv"}' 2>&1 | filecheck %s --check-prefix=DUMP
+// RUN: not tela-opt %s -p 'tela-plan{lifetimes=first-use}' 2>&1 | filecheck %s --check-prefix=LIFETIMES
+// RUN: not tela-opt %s -p 'test-print-liveness{lifetimes=alloca}' 2>&1 | filecheck %s --check-prefix=PRINT-LIFETIMES
 // RUN: tela-opt %s --verify-diagnostics -p 'tela-plan{algorithm=best-fit}'
 
 // CAPACITY: tela-opt: error: invalid pass pipeline 'tela-plan{capacity=abc}': invalid capacity 'abc'; expected a positive number of bytes, e.g. 'capacity=1048576'
@@ -22,7 +24,9 @@
 // TIME: tela-opt: error: invalid pass pipeline 'tela-plan{time-limit=soon}': invalid time-limit 'soon'; expected a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'
 // REPORT: tela-opt: error: invalid pass pipeline 'tela-plan{report=maybe}': invalid report 'maybe'; expected 'true' or 'false'
 // SPACE: tela-opt: error: invalid pass pipeline 'tela-plan{memory-space=-1}': invalid memory-space '-1'; expected a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=l2'
-// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout'
+// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes'
+// LIFETIMES: tela-opt: error: invalid pass pipeline 'tela-plan{lifetimes=first-use}': invalid lifetimes 'first-use'; expected 'first-write' or 'alloc'
+// PRINT-LIFETIMES: tela-opt: error: invalid pass pipeline 'test-print-liveness{lifetimes=alloca}': invalid lifetimes 'alloca'; expected 'first-write' or 'alloc'
 // HTML: tela-opt: error: invalid pass pipeline 'tela-plan{html="plan.svg"}': invalid html 'plan.svg'; expected a '.html' file path, e.g. 'html=plan.html'
 // PIPELINE: tela-opt: error: invalid pass pipeline 'tela-pipeline{mode=fastest}': unknown mode 'fastest'; expected 'fit' or 'minimize'
 // DUMP: error: pass 'tela-plan' failed: cannot write the problem to '/nonexistent/dir/p.csv': No such file or directory; pass a writable 'dump-problem' path

@@ -4,6 +4,7 @@
 // RUN: not tela-opt %s --split-input-file -p 'tela-plan{on-overflow=spill}' 2>&1 | filecheck %s
 // RUN: not tela-opt %s --split-input-file -p 'tela-plan{capacity=16 on-overflow=spill}' 2>&1 | filecheck --check-prefix=MAIN %s
 // RUN: not tela-opt %s -p 'tela-plan{on-overflow=later}' 2>&1 | filecheck --check-prefix=OPTION %s
+// RUN: tela-opt %s --split-input-file --verify-diagnostics -p 'tela-plan{capacity=4096}' -o /dev/null
 // OPTION: invalid on-overflow 'later'; expected 'error' or 'spill'
 
 // "add" reads a and b and writes c, 1024 bytes each: 3072 bytes at one op, capacity 2048.
@@ -38,12 +39,24 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 }
 
 // -----
-// Plain upstream memref IR without a target or scratchpad memory space is planned in main
-// memory: there is nowhere slower to spill to.
-// MAIN: :[[# @LINE + 1]]:1: error: pass 'tela-plan' failed: 'func.func' op cannot spill the buffers of '@main_memory': they are in main memory already; put them in a scratchpad memory space ('#scratchpad.space' or 'memory-space=<n>') to spill
+// Plain upstream memref IR (no target, no scratchpad memory space) spills as the dialect's
+// buffers do, and the same limit holds: one op using a and b needs 16 + 16 = 32 bytes.
+// MAIN: :[[# @LINE + 4]]:3: error: pass 'tela-plan' failed: 'test.op' op needs '32' bytes for the buffers in use at this op ('a', 'b') but capacity is '16'; spilling cannot make an op's own buffers smaller (tiling is out of scope): split the op or raise the capacity
 func.func @main_memory() {
   %a = memref.alloc() : memref<4xf32>
   %b = memref.alloc() : memref<4xf32>
   "test.op"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()
   func.return
+}
+
+// -----
+// The overflow policy in the IR (`scratchpad.on_overflow`, read when the option is not
+// given) must be "error" or "spill"; it is checked whether or not the buffers fit.
+// expected-error @+1 {{pass 'tela-plan' failed: 'builtin.module' op 'scratchpad.on_overflow' is 'sometimes'; write "error" or "spill" (or pass 'on-overflow=<error|spill>')}}
+builtin.module attributes {scratchpad.on_overflow = "sometimes"} {
+  func.func @policy(%x: memref<4xf32>) {
+    %a = memref.alloc() : memref<4xf32>
+    "memref.copy"(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()
+    func.return
+  }
 }

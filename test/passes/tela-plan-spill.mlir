@@ -21,7 +21,7 @@
 // REPORT-NEXT: tela-plan: @chain: 8 buffers, LOAD 2048 B, peak 2048 B, fragmentation 0.00%, capacity 2048 B, OK (telamalloc, fit)
 // CHECK-LABEL: func.func @chain
 // CHECK-SAME:    scratchpad.peak = 2048 : i64, scratchpad.load = 2048 : i64
-// CHECK:         %[[SLOT:.*]] = memref.alloc() : memref<256xf32>
+// CHECK:         %[[SLOT:.*]] = memref.alloc() {scratchpad.spill = "slot"} : memref<256xf32>
 // CHECK-NEXT:    scratchpad.dma %a -> %[[SLOT]] {scratchpad.spill = "store"}
 // CHECK:         %[[A1:a_reload1]] = scratchpad.alloc()
 // CHECK-NEXT:    scratchpad.dma %[[SLOT]] -> %[[A1]] {scratchpad.spill = "load"}
@@ -38,7 +38,7 @@
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // LOWERED-LABEL: func.func @chain
 // LOWERED:       memref.alloc() {alignment = 4 : i64, scratchpad.arena} : memref<2048xi8, #scratchpad.space>
-// LOWERED:       %a_spill = memref.alloc() : memref<256xf32>
+// LOWERED:       %a_spill = memref.alloc() {scratchpad.spill = "slot"} : memref<256xf32>
 // LOWERED:       memref.view {{.*}} {scratchpad.buffer = "a_reload1"}
 func.func @chain(%x0: !m, %x1: !m, %x2: !m, %x3: !m, %y: !m)
     attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 2048>} {
@@ -64,7 +64,7 @@ func.func @chain(%x0: !m, %x1: !m, %x2: !m, %x3: !m, %y: !m)
 // REPORT: tela-plan: @loop: spilled 1 interval of 1 buffer, 2048 B moved by 2 DMA ops (1 load, 1 store, proved minimal), LOAD 4096 B -> 3072 B
 // CHECK-LABEL: func.func @loop
 // CHECK:         scratchpad.dma %x -> %keep
-// CHECK-NEXT:    %[[SLOT:.*]] = memref.alloc() : memref<256xf32>
+// CHECK-NEXT:    %[[SLOT:.*]] = memref.alloc() {scratchpad.spill = "slot"} : memref<256xf32>
 // CHECK-NEXT:    scratchpad.dma %keep -> %[[SLOT]] {scratchpad.spill = "store"}
 // CHECK:         scf.for
 // CHECK-NOT:       scratchpad.spill

@@ -3,14 +3,16 @@
 // tight so that the layouts are forced (up to swapping equal buffers).
 // RUN: tela-opt %s --split-input-file -p tela-plan | filecheck %s
 
-// a [0, 4) and c [4, 7) both overlap b [1, 6) but not each other; with capacity
-// 32 = 16 + 16 = LOAD, b takes one half and a and c share the other.
+// Lifetimes run from the first write to the last use: a from the dma into it (#2) to the
+// kernel reading it (#3): [2, 4); b from the kernel writing it (#3) to the kernel reading
+// it (#5): [3, 6); c from #5 to the dma out (#6): [5, 7). a and c both overlap b but not
+// each other; with capacity 32 = 16 + 16 = LOAD, b takes one half and a and c share the other.
 // CHECK-LABEL: func.func @share
 // CHECK-SAME:  scratchpad.peak = 32 : i64, scratchpad.load = 32 : i64, scratchpad.alignment = 4 : i64
-// CHECK:       %a = scratchpad.alloc() offset [[A:0|16]] {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 0, 4>}
+// CHECK:       %a = scratchpad.alloc() offset [[A:0|16]] {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 2, 4>}
 // CHECK-NOT:   offset [[A]] {
-// CHECK:       %b = scratchpad.alloc() offset {{0|16}} {scratchpad.buffer = "b", scratchpad.lifetime = array<i64: 1, 6>}
-// CHECK:       %c = scratchpad.alloc() offset [[A]] {scratchpad.buffer = "c", scratchpad.lifetime = array<i64: 4, 7>}
+// CHECK:       %b = scratchpad.alloc() offset {{0|16}} {scratchpad.buffer = "b", scratchpad.lifetime = array<i64: 3, 6>}
+// CHECK:       %c = scratchpad.alloc() offset [[A]] {scratchpad.buffer = "c", scratchpad.lifetime = array<i64: 5, 7>}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 32>} {
   func.func @share(%x : memref<4xf32>) {
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>

@@ -2,7 +2,9 @@
 // MLIR's scf-to-cf): dataflow liveness over the blocks, loops by fixed point; each buffer
 // gets the tightest single interval over the blocks where it is live, in block order
 // (points number the blocks as listed). Half-open [start, end).
-// RUN: tela-opt %s --split-input-file -p test-print-liveness | filecheck %s
+// These cases show where lifetimes end; they start at the allocation here
+// (`lifetimes=alloc`); test-print-liveness-first-write.mlir has the default rule.
+// RUN: tela-opt %s --split-input-file -p 'test-print-liveness{lifetimes=alloc}' | filecheck %s
 
 // A loop after scf-to-cf: ^bb1 is the header, ^bb2 the body (back edge to ^bb1), ^bb3
 // the exit. a (#2) is read in every iteration of the body and freed in ^bb3: live into

@@ -1,7 +1,9 @@
 // Lifetimes computed by the liveness analysis, printed by its test pass. Program points
 // number the ops of a function body in pre-order from 0; lifetimes are half-open
 // [start, end), where end - 1 is the last point the buffer (or an alias) is used.
-// RUN: tela-opt %s --split-input-file -p test-print-liveness | filecheck %s
+// These cases show where lifetimes end; they start at the allocation here
+// (`lifetimes=alloc`); test-print-liveness-first-write.mlir has the default rule.
+// RUN: tela-opt %s --split-input-file -p 'test-print-liveness{lifetimes=alloc}' | filecheck %s
 
 // Straight-line code: a lives from its alloc (#0) to its last use, the kernel at #3, so
 // [0, 3 + 1) = [0, 4); b from #1 to its dealloc at #5: [1, 6). The dealloc of b comes

@@ -65,7 +65,7 @@ def test_targets_with_one_name_twice_are_rejected():
 
 def test_a_second_memory_that_does_not_fit_names_it():
     text = TWO.replace('#scratchpad.target<"l2", capacity = 4096>', '#scratchpad.target<"l2", capacity = 1024>')
-    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l2': 2 buffers live here \(program point #1\) need '2048' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l2': 2 buffers live here \(program point #3\) need '2048' B"):
         plan_module(parse(text))
     # spilling rewrites one memory at a time, and cannot help here: the relu uses both L2
     # buffers (2048 bytes of 1024)
@@ -99,16 +99,70 @@ builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capaci
 
 def test_assign_memory_fills_the_fast_memory_by_accesses_per_byte_of_lifetime():
     # Four 256-byte buffers, all four live at once (1024 B) but L1 holds 512 B. Operand
-    # uses per point of lifetime: c 4/6, a 4/7, b 2/6, long 3/11: c and a go to L1, then b
-    # and long do not fit there at every point of their lifetimes and go to L2.
+    # uses per point of lifetime (from the first write): c 4/5, a 4/6, b 2/5, long 3/10:
+    # c and a go to L1, then b and long do not fit there at every point of their
+    # lifetimes and go to L2.
     module = parse(ASSIGN)
-    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l1': 4 buffers live here \(program point #6\) need '1024' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l1': 4 buffers live here \(program point #7\) need '1024' B"):
         plan_module(parse(ASSIGN))
     plans = plan_module(module, assign_memory=True)
     spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "scratchpad.alloc"}
     assert spaces == {"long": '#scratchpad.space<"l2">', "a": "#scratchpad.space", "b": '#scratchpad.space<"l2">', "c": "#scratchpad.space"}
     assert [(plan.name, plan.solution.peak) for plan in plans] == [("main.l1", 512), ("main.l2", 512)]
     report = verify_program(parse(ASSIGN), plan=lambda copy, capacity: TelaPipelinePass(assign_memory=True).run(copy))
+    assert report.ok, report.lines()
+
+
+ASSIGN_MEMREF = """
+!u = memref<64xf32, #scratchpad.space>
+builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capacity = 512>, #scratchpad.target<"l2", capacity = 4096>]} {
+  func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %n = arith.constant 64 : index
+    %long = memref.alloc() : !u
+    "memref.copy"(%x, %long) : (memref<64xf32>, !u) -> ()
+    %a = memref.alloc() : !u
+    scf.for %i = %c0 to %n step %c1 {
+      %v = memref.load %long[%i] : !u
+      %w = arith.addf %v, %v : f32
+      memref.store %w, %a[%i] : !u
+    }
+    %b = memref.alloc() : !u
+    scf.for %i = %c0 to %n step %c1 {
+      %v = memref.load %a[%i] : !u
+      %w = arith.mulf %v, %v : f32
+      memref.store %w, %b[%i] : !u
+    }
+    %c = memref.alloc() : !u
+    scf.for %i = %c0 to %n step %c1 {
+      %u = memref.load %a[%i] : !u
+      %v = memref.load %b[%i] : !u
+      %l = memref.load %long[%i] : !u
+      %w = arith.subf %u, %v : f32
+      %z = arith.addf %w, %l : f32
+      memref.store %z, %c[%i] : !u
+    }
+    memref.dealloc %a : !u
+    memref.dealloc %b : !u
+    "memref.copy"(%c, %y) : (!u, memref<64xf32>) -> ()
+    func.return
+  }
+}
+"""
+
+
+def test_assign_memory_moves_upstream_memref_allocations_too():
+    # The same four 256-byte buffers as upstream memref ops (loops of loads and stores):
+    # all four live at once at the last loop (1024 B), L1 holds 512 B; long, used least
+    # per point of its lifetime, and b go to L2. Planning and running prove the choice.
+    with pytest.raises(PassFailedAtOp, match="cannot plan '@main.l1'"):
+        plan_module(parse(ASSIGN_MEMREF))
+    module = parse(ASSIGN_MEMREF)
+    plan_module(module, assign_memory=True)
+    spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "memref.alloc"}
+    assert sorted(name for name, space in spaces.items() if "l2" in space) == ["b", "long"]
+    report = verify_program(parse(ASSIGN_MEMREF), plan=lambda copy, capacity: TelaPipelinePass(assign_memory=True).run(copy))
     assert report.ok, report.lines()
 
 

@@ -223,13 +223,18 @@ def test_lower_without_plan_fails_and_leaves_ir_unchanged():
 # Random straight-line programs against a reference liveness.
 
 
-def _random_program(rng: random.Random, buffers: int) -> tuple[str, dict[str, tuple[int, int, int]]]:
-    """A straight-line function and, per buffer, the reference (start, end, size)."""
-    lines: list[str] = []
+def _random_program(rng: random.Random, buffers: int, hoist: bool = False) -> tuple[str, dict[str, tuple[int, int, int]]]:
+    """A straight-line function and, per buffer, the reference (start, end, size).
+
+    Ops: allocations, `test.op` uses (unknown effects: they may read, so a buffer whose
+    first use is one starts at its allocation), `fill` kernels (a pure write: a buffer
+    whose first use is one starts there) and deallocs. `hoist` moves every allocation to
+    the top, as upstream's buffer hoisting does.
+    """
+    ops: list[tuple[str, list[str]]] = []
     live: list[str] = []
-    reference: dict[str, list[int]] = {}
     types: dict[str, str] = {}
-    point = 0
+    sizes: dict[str, int] = {}
     created = 0
     while created < buffers or live:
         action = rng.random()
@@ -238,25 +243,43 @@ def _random_program(rng: random.Random, buffers: int) -> tuple[str, dict[str, tu
             elements = rng.choice([1, 3, 4, 16, 25])
             element, width = rng.choice([("f32", 4), ("i8", 1), ("f64", 8), ("i16", 2)])
             types[name] = f"memref<{elements}x{element}, #scratchpad.space>"
-            lines.append(f"    %{name} = scratchpad.alloc() : {types[name]}")
-            reference[name] = [point, point + 1, elements * width]
+            sizes[name] = elements * width
+            ops.append(("alloc", [name]))
             live.append(name)
             created += 1
+        elif action < 0.6:
+            ops.append(("fill", [rng.choice(live)]))
         elif action < 0.8:
-            used = rng.sample(live, rng.randint(1, min(3, len(live))))
-            operands = ", ".join(f"%{name}" for name in used)
-            signature = ", ".join(types[name] for name in used)
-            lines.append(f'    "test.op"({operands}) : ({signature}) -> ()')
-            for name in used:
-                reference[name][1] = point + 1
+            ops.append(("use", rng.sample(live, rng.randint(1, min(3, len(live))))))
         else:
             name = live.pop(rng.randrange(len(live)))
             if rng.random() < 0.5:
-                lines.append(f"    scratchpad.dealloc %{name} : {types[name]}")
-                reference[name][1] = point + 1
-            else:
-                continue  # no dealloc: the last use ends the lifetime
-        point += 1
+                ops.append(("dealloc", [name]))
+            # else: no dealloc, the last use ends the lifetime
+    if hoist:
+        ops = [op for op in ops if op[0] == "alloc"] + [op for op in ops if op[0] != "alloc"]
+    lines: list[str] = []
+    reference: dict[str, list[int]] = {}
+    first_use: dict[str, tuple[str, int]] = {}
+    for point, (kind, names) in enumerate(ops):
+        if kind == "alloc":
+            lines.append(f"    %{names[0]} = scratchpad.alloc() : {types[names[0]]}")
+            reference[names[0]] = [point, point + 1, sizes[names[0]]]
+            continue
+        if kind == "fill":
+            lines.append(f'    scratchpad.kernel "fill" outs(%{names[0]} : {types[names[0]]})')
+        elif kind == "use":
+            operands = ", ".join(f"%{name}" for name in names)
+            lines.append(f'    "test.op"({operands}) : ({", ".join(types[name] for name in names)}) -> ()')
+        else:
+            lines.append(f"    scratchpad.dealloc %{names[0]} : {types[names[0]]}")
+        for name in names:
+            reference[name][1] = point + 1
+            if kind != "dealloc":
+                first_use.setdefault(name, (kind, point))
+    for name, (kind, point) in first_use.items():
+        if kind == "fill":  # the first write, with no read before it
+            reference[name][0] = point
     lines.append("    func.return")
     text = (
         'builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", '
@@ -271,7 +294,7 @@ def _random_program(rng: random.Random, buffers: int) -> tuple[str, dict[str, tu
 @pytest.mark.parametrize("seed", range(12))
 def test_random_programs_match_reference_and_lower_without_overlap(seed):
     rng = random.Random(seed)
-    text, reference = _random_program(rng, rng.randint(1, 25))
+    text, reference = _random_program(rng, rng.randint(1, 25), hoist=seed % 3 == 2)
     module = _parse(text)
     function = next(functions(module))
     problem = collect_function(function, selection_for(function, True), None, None)

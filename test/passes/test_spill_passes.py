@@ -48,7 +48,7 @@ def test_a_failing_spill_leaves_the_ir_unchanged():
 
 def test_without_spill_the_diagnostic_is_unchanged():
     module = parse(SPILL_MLIR)
-    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@chain': 4 buffers live here \(program point #3\) need '4096' B"):
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@chain': 4 buffers live here \(program point #7\) need '4096' B"):
         plan_module(module)
 
 
@@ -113,24 +113,49 @@ def test_an_integer_memory_space_spills_with_memref_copy():
     assert plans[0].solution.peak == 512
 
 
-def test_main_memory_buffers_cannot_spill(tmp_path, capsys):
+def test_plain_memref_buffers_spill_with_memref_copy_and_replan_to_the_same_ir():
+    # Upstream memref IR planned with only a capacity: its memref.allocs are the
+    # scratchpad candidates; the spill slots are main memory and never planned.
+    text = (HERE / "tela-plan-spill-memref.mlir").read_text()
+    module = parse(text)
+    (plan,) = plan_module(module, capacity=2048, on_overflow="spill")
+    assert plan.spill.bytes_moved == 8192 and plan.spill.copy_op == "memref.copy op"
+    slots = [op for op in module.walk() if op.attributes.get("scratchpad.spill") == StringAttr("slot")]
+    assert len(slots) == 3 and all("scratchpad.offset" not in op.attributes for op in slots)
+    copies = [op for op in module.walk() if "scratchpad.spill" in op.attributes and op not in slots]
+    assert copies and all(isinstance(op, memref.CopyOp) for op in copies)
+    once = str(module)
+    reparsed = parse(once)
+    plan_module(reparsed)  # already planned: left as it is
+    assert str(reparsed) == once
+    for op in reparsed.walk():  # forget the plan: the slots are still not candidates
+        for key in ("scratchpad.offset", "scratchpad.buffer", "scratchpad.lifetime", "scratchpad.peak",
+                    "scratchpad.load", "scratchpad.alignment"):
+            op.attributes.pop(key, None)
+    (again,) = plan_module(reparsed, capacity=2048, on_overflow="spill")
+    assert again.spill is None and len(again.problem.buffers) == len(plan.problem.buffers)
+    original, lowered = _spilled_lowered(text, capacity=2048)
+    report = verify_lowered(original, lowered)
+    assert report.ok, report.lines()
+
+
+def test_an_overflow_policy_in_the_ir_other_than_error_or_spill_is_a_located_error(tmp_path, capsys):
     from telamalloc.tools.tela_opt import main as tela_opt
 
     source = tmp_path / "bad.mlir"
     source.write_text(
-        "func.func @main_memory() {\n"
-        "  %a = memref.alloc() : memref<4xf32>\n"
-        "  %b = memref.alloc() : memref<4xf32>\n"
-        '  "test.op"(%a, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n'
-        "  func.return\n"
+        'builtin.module attributes {scratchpad.on_overflow = "later"} {\n'
+        "  func.func @main(%x: memref<4xf32>) {\n"
+        "    %a = memref.alloc() : memref<4xf32>\n"
+        '    "memref.copy"(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "    func.return\n"
+        "  }\n"
         "}\n"
     )
-    status = tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=spill}"])
-    err = capsys.readouterr().err
-    assert status == 2
-    assert err.endswith(
-        "error: pass 'tela-plan' failed: 'func.func' op cannot spill the buffers of '@main_memory': they are in "
-        "main memory already; put them in a scratchpad memory space ('#scratchpad.space' or 'memory-space=<n>') "
-        "to spill\n"
+    assert tela_opt([str(source), "-p", "tela-plan{capacity=16}"]) == 2
+    assert capsys.readouterr().err == (
+        f"{source}:1:1: error: pass 'tela-plan' failed: 'builtin.module' op 'scratchpad.on_overflow' is 'later'; "
+        "write \"error\" or \"spill\" (or pass 'on-overflow=<error|spill>')\n"
     )
-    assert err.startswith(f"{source}:1:1: error")
+    # the option overrides the attribute
+    assert tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=error}", "-o", str(tmp_path / "out.mlir")]) == 0

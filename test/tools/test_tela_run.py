@@ -131,7 +131,7 @@ def test_capacity_overrides_the_target_when_verifying(capsys):
     assert status == 0 and out.splitlines()[0].endswith("(capacity 4000)")
     status, out, err = run(["--verify", conv, "--capacity", "2000"], capsys)
     assert status == 1 and out == ""
-    assert err.startswith(f"{conv}:27:5: error: planning failed: ")  # the op of the overloaded point
+    assert err.startswith(f"{conv}:28:5: error: planning failed: ")  # the op of the overloaded point: the conv
     assert "capacity is '2000' B" in err and err.count("\n") == 1
 
 
@@ -376,3 +376,25 @@ def test_long_runs_show_the_progress_line_on_a_terminal(tmp_path, capsys, monkey
     assert status == 0
     assert "tela-run: 0." in err and "s, running 'softmax.mlir', Ctrl-C stops" in err
     assert err.endswith(ERASE_LINE) and "0.032059" not in err
+
+
+def test_lifetimes_choose_where_the_verified_plan_starts_its_buffers(tmp_path, capsys):
+    # Two 16-byte buffers whose values never overlap, allocated together: 16 bytes from
+    # the first writes, 32 from the allocations; both plans verify.
+    path = tmp_path / "two.mlir"
+    path.write_text(
+        "func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) {\n"
+        "  %a = memref.alloc() : memref<4xf32>\n"
+        "  %b = memref.alloc() : memref<4xf32>\n"
+        '  "memref.copy"(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        '  "memref.copy"(%a, %y) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        '  "memref.copy"(%y, %b) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        '  "memref.copy"(%b, %y) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "  func.return\n"
+        "}\n"
+    )
+    status, out, _ = run(["--verify", path], capsys)
+    assert status == 0 and out.splitlines()[0] == "verify: '@main' planned into 16 bytes (minimize)"
+    status, out, _ = run(["--verify", "--lifetimes", "alloc", path], capsys)
+    assert status == 0 and out.splitlines()[0] == "verify: '@main' planned into 32 bytes (minimize)"
+    assert out.splitlines()[-1].startswith("verify: ok: 1 of 1 outputs bit-identical")

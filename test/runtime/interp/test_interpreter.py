@@ -17,6 +17,7 @@ from xdsl.ir import Operation
 from xdsl.parser import Parser
 
 from telamalloc.dialects import scratchpad
+from telamalloc.ir_text import parse_program
 from telamalloc.passes import lower_module, plan_module
 from telamalloc.runtime.interp import InterpreterError, ShadowViolation, find_entry, make_context, random_inputs, run_program
 from telamalloc.verification import verify_lowered, verify_program
@@ -400,6 +401,32 @@ func.func @main(%out: memref<4xf32>) {{
     np.testing.assert_array_equal(outputs(result)["%out"], np.zeros(4, np.float32))
 
 
+def test_a_spill_copy_carries_bytes_its_buffer_did_not_write_as_unwritten():
+    # %t is written in its first half only; spilling stores and reloads it whole. The
+    # copies themselves are fine; reading the reloaded first half is too, the second half
+    # (never written) is reported at the read that uses it.
+    program = f"""
+func.func @main(%x: memref<2xf32>, %out: memref<2xf32>, %all: memref<4xf32>) {{
+  %t = scratchpad.alloc() : memref<4xf32, {SP}>
+  %half = memref.subview %t[0] [2] [1] : memref<4xf32, {SP}> to memref<2xf32, strided<[1]>, {SP}>
+  scratchpad.dma %x -> %half : memref<2xf32> -> memref<2xf32, strided<[1]>, {SP}>
+  %slot = memref.alloc() {{scratchpad.spill = "slot"}} : memref<4xf32>
+  scratchpad.dma %t -> %slot {{scratchpad.spill = "store"}} : memref<4xf32, {SP}> -> memref<4xf32>
+  %r = scratchpad.alloc() : memref<4xf32, {SP}>
+  scratchpad.dma %slot -> %r {{scratchpad.spill = "load"}} : memref<4xf32> -> memref<4xf32, {SP}>
+  %first = memref.subview %r[0] [2] [1] : memref<4xf32, {SP}> to memref<2xf32, strided<[1]>, {SP}>
+  scratchpad.dma %first -> %out : memref<2xf32, strided<[1]>, {SP}> -> memref<2xf32>
+  scratchpad.dma %r -> %all : memref<4xf32, {SP}> -> memref<4xf32>
+  func.return
+}}
+"""
+    with pytest.raises(ShadowViolation, match=r"^'scratchpad.dma' reads bytes \[8, 16\) of the private storage of 'r' .* but no buffer wrote them"):
+        run_program(parse(program))
+    unspilled = program.replace(' {{scratchpad.spill = "store"}}'.replace("{{", "{").replace("}}", "}"), "")
+    with pytest.raises(ShadowViolation, match=r"^'scratchpad.dma' reads bytes \[8, 16\) of the private storage of 't'"):
+        run_program(parse(unspilled))
+
+
 def test_element_loads_are_shadow_checked_too():
     program = """
 func.func @main(%out: memref<1xf32>) {
@@ -686,3 +713,23 @@ def test_planning_failures_become_interpreter_errors():
     small = parse(str(module).replace("capacity = 65536", "capacity = 1024"))
     with pytest.raises(InterpreterError, match="planning failed: "):
         verify_program(small)
+
+
+def test_a_fault_in_lowered_code_names_the_source_line_of_the_allocation():
+    # A plan whose view of 'weights' runs past the arena: the fault happens in the lowered
+    # copy (made in memory, never printed), whose view has the allocation's location.
+    path = EXAMPLES / "conv_relu_pool.mlir"
+    module = parse_program(make_context(), path.read_text(), str(path))
+    line = next(number for number, text in enumerate(path.read_text().splitlines(), 1) if "%weights = scratchpad.alloc" in text)
+
+    def past_the_arena(copy: ModuleOp, capacity: int | None) -> None:
+        plan_module(copy)
+        lower_module(copy)
+        view = next(op for op in copy.walk() if isinstance(op, memref.ViewOp) and op.attributes["scratchpad.buffer"].data == "weights")
+        shift = view.operands[1].owner
+        shift.properties["value"] = IntegerAttr(1 << 20, shift.properties["value"].type)
+
+    with pytest.raises(InterpreterError) as caught:
+        verify_program(module, plan=past_the_arena)
+    assert caught.value.located().startswith(f"{path}:{line}:5: error: 'memref.view' of '432' bytes at byte offset '1048576'")
+    assert "outside the" in caught.value.message
