@@ -29,7 +29,8 @@ Sizes and alignments:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -52,6 +53,7 @@ from telamalloc.dialects.scratchpad import (
     find_target,
     memref_byte_size,
 )
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 
@@ -70,9 +72,9 @@ SPILL_ATTR = "scratchpad.spill"  # on what spilling adds: "store" / "load" on it
 SPILL_SLOT = "slot"
 
 
-def is_spill_slot(op: Operation) -> bool:
+def is_spill_slot(op: Operation, view: IRView = XDSL) -> bool:
     """A main-memory allocation spilling made to keep a value between uses: never planned."""
-    marker = op.attributes.get(SPILL_ATTR)
+    marker = view.attribute(op, SPILL_ATTR) if view is not XDSL else op.attributes.get(SPILL_ATTR)
     return isinstance(marker, StringAttr) and marker.data == SPILL_SLOT
 
 
@@ -85,11 +87,13 @@ class Selection:
     integer_space: int | None = None  # plan memrefs in this integer memory space instead
     space_name: str | None = None  # several memories: plan `#scratchpad.space<"space_name">` only
     default_space: bool = False  # ... and the unnamed `#scratchpad.space` too (the first memory)
+    view: IRView = field(default=XDSL, compare=False)  # the front end of the ops it selects
 
     def covers(self, op: Operation) -> bool:
-        if op.name not in ALLOCATION_OPS or not op.results or is_spill_slot(op):
+        view = self.view
+        if view.name(op) not in ALLOCATION_OPS or not view.results(op) or is_spill_slot(op, view):
             return False
-        type_ = op.results[0].type
+        type_ = view.value_type(view.results(op)[0])
         if not isinstance(type_, MemRefType):
             return False
         if self.integer_space is not None:
@@ -129,13 +133,14 @@ def function_target(func: FuncOp) -> TargetAttr | None:
 
 
 def selection_for(
-    func: FuncOp, module_has_scratchpad: bool, memory_space: int | None = None
+    func: FuncOp, module_has_scratchpad: bool, memory_space: int | None = None, view: IRView = XDSL
 ) -> Selection:
-    target = function_target(func)
+    target = function_target(func) if view is XDSL else view.target(func)
     return Selection(
         target,
         main_memory=target is None and not module_has_scratchpad,
         integer_space=memory_space,
+        view=view,
     )
 
 
@@ -172,7 +177,7 @@ class FunctionProblem:
     @property
     def name(self) -> str:
         """`<function>`, or `<function>.<memory>` when the function plans several memories."""
-        base = self.func.sym_name.data
+        base = self.liveness.view.symbol_name(self.func)
         return base if self.memory is None else f"{base}.{self.memory}"
 
     @property
@@ -198,13 +203,16 @@ def collect_function(
         capacity = target.capacity.data
     if default_alignment is None:
         default_alignment = 1 if target is None else target.alignment.data
-    liveness = analyze_function(func, selection.covers, rule=rule)
+    view = selection.view
+    liveness = analyze_function(
+        func, selection.covers, rule=rule, view=view, call_writes=None if view is XDSL else view.call_writes
+    )
     ids = buffer_ids(liveness)
     buffers = tuple(
-        _planned_buffer(lifetime, buffer_id, default_alignment, target)
+        _planned_buffer(lifetime, buffer_id, default_alignment, target, view)
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
     )
-    memory_space = _shared_memory_space(func, buffers)
+    memory_space = _shared_memory_space(func, buffers, view)
     memory = selection.space_name if selection.space_name is not None else None
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection)
 
@@ -216,12 +224,13 @@ def buffer_ids(liveness: FunctionLiveness) -> list[str]:
     """
     ids: list[str] = []
     used: set[str] = set()
+    view = liveness.view
     for lifetime in liveness.lifetimes:
-        recorded = lifetime.op.attributes.get(BUFFER_ATTR)
+        recorded = view.attribute(lifetime.op, BUFFER_ATTR)
         if isinstance(recorded, StringAttr) and recorded.data:
             name = recorded.data
         else:
-            name = lifetime.value.name_hint or ""
+            name = view.name_hint(view.results(lifetime.op)[0]) or ""
         if not name or name in used:
             name = f"{name}#{lifetime.point}"
         used.add(name)
@@ -230,10 +239,10 @@ def buffer_ids(liveness: FunctionLiveness) -> list[str]:
 
 
 def _planned_buffer(
-    lifetime: Lifetime, buffer_id: str, default_alignment: int, target: TargetAttr | None
+    lifetime: Lifetime, buffer_id: str, default_alignment: int, target: TargetAttr | None, view: IRView
 ) -> PlannedBuffer:
     op = lifetime.op
-    memref_type = op.results[0].type
+    memref_type = view.value_type(view.results(op)[0])
     assert isinstance(memref_type, MemRefType)
     space = memref_type.memory_space
     if target is not None and isinstance(space, ScratchpadSpaceAttr):
@@ -248,7 +257,7 @@ def _planned_buffer(
     if lifetime.escapes and lifetime.loop is not None:
         raise PassFailedAtOp(
             op,
-            f"buffer '{buffer_id}' is allocated inside '{lifetime.loop.name}' and escapes "
+            f"buffer '{buffer_id}' is allocated inside '{view.name(lifetime.loop)}' and escapes "
             "it (returned, stored or yielded), so every iteration would need its own "
             "bytes; allocate it before the loop",
         )
@@ -261,13 +270,37 @@ def _planned_buffer(
                 op.effective_alignment(default_alignment),
                 None if op.offset is None else op.offset.value.data,
             )
-        return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment)
+        if view.name(op) == "scratchpad.alloc":
+            return _scratchpad_buffer(lifetime, buffer_id, memref_type, default_alignment, view)
+        return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment, view)
     except VerifyException as error:
         raise PassFailedAtOp(op, f"buffer '{buffer_id}': {error}") from None
 
 
+def _optional_int(attribute: Attribute | None) -> int | None:
+    return attribute.value.data if isinstance(attribute, IntegerAttr) else None
+
+
+def _scratchpad_buffer(
+    lifetime: Lifetime, buffer_id: str, memref_type: Any, default_alignment: int, view: IRView
+) -> PlannedBuffer:
+    """A `scratchpad.alloc` a front end other than xDSL holds (as an unregistered op): its
+    `bound`, `alignment` and `offset` read as `AllocOp.byte_size` / `effective_alignment`."""
+    op = lifetime.op
+    if DYNAMIC_INDEX in memref_type.get_shape():
+        size = _optional_int(view.attribute(op, "bound"))
+        if size is None:
+            raise VerifyException("dynamic shape needs a declared 'bound' in bytes; add 'bound <bytes>'")
+    else:
+        size = memref_byte_size(memref_type)
+    alignment = _optional_int(view.attribute(op, "alignment"))
+    if alignment is None:
+        alignment = max(element_byte_width(memref_type.element_type), default_alignment)
+    return PlannedBuffer(lifetime, buffer_id, size, alignment, _optional_int(view.attribute(op, "offset")))
+
+
 def _memref_buffer(
-    lifetime: Lifetime, buffer_id: str, memref_type: MemRefType[Attribute], default_alignment: int
+    lifetime: Lifetime, buffer_id: str, memref_type: MemRefType[Attribute], default_alignment: int, view: IRView
 ) -> PlannedBuffer:
     op = lifetime.op
     if not isinstance(memref_type.layout, NoneAttr):
@@ -278,7 +311,7 @@ def _memref_buffer(
         )
     width = element_byte_width(memref_type.element_type)
     if DYNAMIC_INDEX in memref_type.get_shape():
-        bound = op.attributes.get(BOUND_ATTR)
+        bound = view.attribute(op, BOUND_ATTR)
         if not isinstance(bound, IntegerAttr) or bound.value.data < 0:
             raise PassFailedAtOp(
                 op,
@@ -288,12 +321,12 @@ def _memref_buffer(
         size = bound.value.data
     else:
         size = memref_byte_size(memref_type)
-    declared = op.properties.get("alignment")
+    declared = view.attribute(op, "alignment")
     if isinstance(declared, IntegerAttr):
         alignment = declared.value.data
     else:
         alignment = max(width, default_alignment)
-    pinned = op.attributes.get(OFFSET_ATTR)
+    pinned = view.attribute(op, OFFSET_ATTR)
     return PlannedBuffer(
         lifetime,
         buffer_id,
@@ -303,10 +336,10 @@ def _memref_buffer(
     )
 
 
-def _shared_memory_space(func: FuncOp, buffers: tuple[PlannedBuffer, ...]) -> Attribute | None:
+def _shared_memory_space(func: FuncOp, buffers: tuple[PlannedBuffer, ...], view: IRView) -> Attribute | None:
     spaces: list[Attribute] = []
     for buffer in buffers:
-        memref_type = buffer.op.results[0].type
+        memref_type = view.value_type(view.results(buffer.op)[0])
         assert isinstance(memref_type, MemRefType)
         if memref_type.memory_space not in spaces:
             spaces.append(memref_type.memory_space)
@@ -314,7 +347,7 @@ def _shared_memory_space(func: FuncOp, buffers: tuple[PlannedBuffer, ...]) -> At
         spelled = " and ".join(f"'{space}'" for space in spaces[:2])
         raise PassFailedAtOp(
             func,
-            f"the buffers of '@{func.sym_name.data}' use the memory spaces {spelled} for "
+            f"the buffers of '@{view.symbol_name(func)}' use the memory spaces {spelled} for "
             "one memory; spell its memory space one way",
         )
     return spaces[0] if spaces else None

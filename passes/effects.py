@@ -26,6 +26,11 @@ function's outputs) all ask the same question of an op and one of its operands:
   operand, or on no value in particular, counts; an op with unknown effects reads and
   writes every memref it takes (the conservative answer).
 
+Every function takes the op as its front end holds it and an optional `view`
+(`passes/irview.py`: `XDSL` by default), so the one table serves xDSL and upstream MLIR's
+bindings alike; a view supplies only what its front end knows (segment sizes, declared
+reads and writes, memory effects).
+
 `operands_access(op, indices)` is the union over several operands (one buffer passed
 twice), `writes_whole(op, index)` whether a write covers every byte of the memref and
 reads none of it (a kernel's `outs`, a DMA or copy destination: the liveness analysis lets
@@ -36,10 +41,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable
+from typing import Any
 
-from xdsl.dialects.builtin import DenseArrayBase
-from xdsl.ir import Operation
-from xdsl.traits import IsTerminator, MemoryEffectKind, get_effects
+from telamalloc.passes.irview import XDSL, IRView
 
 
 class Access(enum.Flag):
@@ -52,7 +56,7 @@ class Access(enum.Flag):
 
 READ_WRITE = Access.READ | Access.WRITE
 
-CallWrites = Callable[[Operation, int], bool]
+CallWrites = Callable[[Any, int], bool]
 """`(call, operand index) -> bool`: does the callee of this `func.call` write that argument?"""
 
 _NO_ACCESS = frozenset({"memref.dealloc", "scratchpad.dealloc", "memref.dim", "memref.rank"})
@@ -69,23 +73,24 @@ WHOLE_WRITE_OPS = frozenset({"scratchpad.kernel", "scratchpad.dma", "memref.copy
 every element of their `outs`, a DMA or copy every element of its destination."""
 
 
-def writes_whole(op: Operation, index: int) -> bool:
+def writes_whole(op: Any, index: int, view: IRView = XDSL) -> bool:
     """True when `op` writes every byte of its operand `index` and reads none of it
     (a write that leaves nothing of the memref's earlier value)."""
-    if op.name not in WHOLE_WRITE_OPS:
+    if view.name(op) not in WHOLE_WRITE_OPS:
         return False
-    if operand_access(op, index) is not Access.WRITE:
+    if operand_access(op, index, view=view) is not Access.WRITE:
         return False
-    value = op.operands[index]
+    operands = view.operands(op)
+    value = operands[index]
     return all(
-        operand is not value or Access.READ not in operand_access(op, position)
-        for position, operand in enumerate(op.operands)
+        operand != value or Access.READ not in operand_access(op, position, view=view)
+        for position, operand in enumerate(operands)
     )
 
 
-def operand_access(op: Operation, index: int, call_writes: CallWrites | None = None) -> Access:
+def operand_access(op: Any, index: int, call_writes: CallWrites | None = None, *, view: IRView = XDSL) -> Access:
     """What `op` does to the bytes of its operand `index` (see the module doc)."""
-    name = op.name
+    name = view.name(op)
     if name in _NO_ACCESS:
         return Access.NONE
     if name == "memref.load":
@@ -99,82 +104,75 @@ def operand_access(op: Operation, index: int, call_writes: CallWrites | None = N
     if name == "func.call":
         writes = True if call_writes is None else call_writes(op, index)
         return READ_WRITE if writes else Access.READ
-    if name in _ALIAS_OPS or op.successors or op.has_trait(IsTerminator):
+    if name in _ALIAS_OPS or view.successors(op) or view.is_terminator(op):
         return Access.NONE
-    declared = _declared_access(op, index)
+    declared = _kernel_access(op, name, (index,), view)
+    if declared is None:
+        declared = _flags(view.declared_access(op, index))
     if declared is not None:
         return declared
-    structured = _structured_access(op, index)
+    structured = _structured_access(op, name, index, view)
     if structured is not None:
         return structured
-    return _effects_access(op, index)
+    effects = _flags(view.effects_access(op, index))
+    return READ_WRITE if effects is None else effects  # unknown effects: the worst
 
 
-def operands_access(op: Operation, indices: Iterable[int], call_writes: CallWrites | None = None) -> Access:
+def operands_access(
+    op: Any, indices: Iterable[int], call_writes: CallWrites | None = None, *, view: IRView = XDSL
+) -> Access:
     """What `op` does to the bytes of the memref it takes as the operands `indices` (one
     buffer passed several times): the union of `operand_access`, read off each op once."""
     indices = tuple(indices)
-    if op.name == "scratchpad.dma":
+    declared = _kernel_access(op, view.name(op), indices, view)
+    if declared is not None:
+        return declared
+    access = Access.NONE
+    for index in indices:
+        access |= operand_access(op, index, call_writes, view=view)
+    return access
+
+
+def _kernel_access(op: Any, name: str, indices: tuple[int, ...], view: IRView) -> Access | None:
+    """Our dialect's data movers: a DMA reads its source (0) and writes its destination
+    (1); a kernel reads its `ins` and writes its `outs` (one look at the segment sizes)."""
+    if name == "scratchpad.dma":
         return (Access.READ if 0 in indices else Access.NONE) | (Access.WRITE if 1 in indices else Access.NONE)
-    if op.name == "scratchpad.kernel":  # ins, then outs: one look at the segment sizes
-        sizes = op.properties.get("operandSegmentSizes")
-        ins = sizes.get_values()[0] if isinstance(sizes, DenseArrayBase) else len(op.ins)  # type: ignore[attr-defined]
+    if name == "scratchpad.kernel":
+        sizes = view.segment_sizes(op)
+        if sizes is None:
+            return None
+        ins = sizes[0]
         return (Access.READ if any(i < ins for i in indices) else Access.NONE) | (
             Access.WRITE if any(i >= ins for i in indices) else Access.NONE
         )
-    access = Access.NONE
-    for index in indices:
-        access |= operand_access(op, index, call_writes)
-    return access
+    return None
 
 
-def _declared_access(op: Operation, index: int) -> Access | None:
-    """Ops that list what they read and write (`read_operands()` / `written_operands()`)."""
-    read_operands = getattr(op, "read_operands", None)
-    written_operands = getattr(op, "written_operands", None)
-    if not callable(read_operands) or not callable(written_operands):
+def _flags(found: tuple[bool, bool] | None) -> Access | None:
+    if found is None:
         return None
-    value = op.operands[index]
-    access = Access.NONE
-    if any(operand is value for operand in read_operands()):
-        access |= Access.READ
-    if any(operand is value for operand in written_operands()):
-        access |= Access.WRITE
-    return access
+    reads, writes = found
+    return (Access.READ if reads else Access.NONE) | (Access.WRITE if writes else Access.NONE)
 
 
-def _structured_access(op: Operation, index: int) -> Access | None:
+def _structured_access(op: Any, name: str, index: int, view: IRView) -> Access | None:
     """linalg's structured ops: `ins` read; `outs` written, read when the payload uses them."""
-    if not op.name.startswith("linalg."):
+    if not name.startswith("linalg."):
         return None
-    inputs = getattr(op, "inputs", None)
-    outputs = getattr(op, "outputs", None)
-    if inputs is None or outputs is None:
+    sizes = view.segment_sizes(op)
+    if sizes is None or len(sizes) != 2:
         return None
-    count = len(inputs)
+    count, outputs = sizes
     if index < count:
         return Access.READ
     position = index - count
-    if position >= len(outputs):
+    if position >= outputs:
         return Access.NONE
-    body = op.regions[0].blocks.first if op.regions else None
-    if body is None or len(body.args) != count + len(outputs):
+    regions = view.regions(op)
+    body = view.first_block(regions[0]) if regions else None
+    arguments = view.block_args(body) if body is not None else ()
+    if body is None or len(arguments) != count + outputs:
         return READ_WRITE  # a payload we cannot read: conservatively both
-    uses_output = bool(body.args[count + position].uses)
+    uses_output = view.has_uses(arguments[count + position])
     return READ_WRITE if uses_output else Access.WRITE
-
-
-def _effects_access(op: Operation, index: int) -> Access:
-    effects = get_effects(op)
-    if effects is None:
-        return READ_WRITE  # unknown effects: the worst
-    value = op.operands[index]
-    access = Access.NONE
-    for effect in effects:
-        if effect.value is not None and effect.value is not value:
-            continue
-        if effect.kind is MemoryEffectKind.READ:
-            access |= Access.READ
-        elif effect.kind is MemoryEffectKind.WRITE:
-            access |= Access.WRITE
-    return access

@@ -71,15 +71,14 @@ or through memory, and a buffer allocated inside a loop is described for one ite
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from xdsl.dialects import cf
 from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.traits import IsTerminator
 
 from telamalloc.passes.effects import Access, CallWrites, operands_access, writes_whole
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.written import WrittenArguments
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
@@ -105,14 +104,15 @@ def is_memref(type_: Attribute) -> bool:
     return isinstance(type_, MemRefType | UnrankedMemRefType)
 
 
-def is_loop(op: Operation) -> bool:
+def is_loop(op: Operation, view: IRView = XDSL) -> bool:
     """True for an op whose regions may run more than once (unknown region ops included).
 
     A region with several blocks may loop through its branches, whatever the op.
     """
-    if not op.regions:
+    regions = view.regions(op)
+    if not regions:
         return False
-    return op.name not in ONCE_REGION_OPS or any(len(region.blocks) > 1 for region in op.regions)
+    return view.name(op) not in ONCE_REGION_OPS or any(len(view.blocks(region)) > 1 for region in regions)
 
 
 FIRST_WRITE = "first-write"
@@ -149,6 +149,7 @@ class FunctionLiveness:
     lifetimes: tuple[Lifetime, ...]  # one per selected allocation, in program order
     conservative: bool = False  # some lifetime spans a whole branching region (see module doc)
     rule: str = FIRST_WRITE  # where lifetimes start: `FIRST_WRITE` or `ALLOC`
+    view: IRView = field(default=XDSL, compare=False, repr=False)  # the front end of `func`
 
     @property
     def end(self) -> int:
@@ -156,7 +157,9 @@ class FunctionLiveness:
         return len(self.points)
 
 
-def number_points(func: FuncOp) -> tuple[tuple[Operation, ...], dict[Operation, int], dict[Operation, int]]:
+def number_points(
+    func: FuncOp, view: IRView = XDSL
+) -> tuple[tuple[Operation, ...], dict[Operation, int], dict[Operation, int]]:
     """Pre-order numbering of the ops in `func`'s body.
 
     Returns the ops in point order, each op's point, and each op's last point (the
@@ -166,8 +169,9 @@ def number_points(func: FuncOp) -> tuple[tuple[Operation, ...], dict[Operation, 
     point_of: dict[Operation, int] = {}
     last_of: dict[Operation, int] = {}
     # An explicit stack: (op, entered) pairs; an op is finished when popped the second time.
+    body = view.regions(func)[0]
     stack: list[tuple[Operation, bool]] = [
-        (op, False) for block in reversed(func.body.blocks) for op in reversed(list(block.ops))
+        (op, False) for block in reversed(view.blocks(body)) for op in reversed(view.block_ops(block))
     ]
     while stack:
         op, entered = stack.pop()
@@ -176,13 +180,14 @@ def number_points(func: FuncOp) -> tuple[tuple[Operation, ...], dict[Operation, 
             continue
         point_of[op] = len(points)
         points.append(op)
-        if not op.regions:
+        regions = view.regions(op)
+        if not regions:
             last_of[op] = point_of[op]
             continue
         stack.append((op, True))
-        for region in reversed(op.regions):
-            for block in reversed(region.blocks):
-                stack.extend((nested, False) for nested in reversed(list(block.ops)))
+        for region in reversed(regions):
+            for block in reversed(view.blocks(region)):
+                stack.extend((nested, False) for nested in reversed(view.block_ops(block)))
     return tuple(points), point_of, last_of
 
 
@@ -192,66 +197,74 @@ class _Use:
     operand_index: int
 
 
-def _aliases_through(op: Operation, operand_index: int) -> Iterator[SSAValue]:
+def _aliases_through(op: Operation, operand_index: int, view: IRView) -> Iterator[SSAValue]:
     """Values that may alias operand `operand_index` of `op` (not for terminators)."""
-    if op.name == "scf.for" and operand_index >= 3:
+    name = view.name(op)
+    if name == "scf.for" and operand_index >= 3:
         iteration = operand_index - 3
-        body = op.regions[0].blocks.first
-        if body is not None and iteration + 1 < len(body.args):
-            yield body.args[iteration + 1]
-        if iteration < len(op.results):
-            yield op.results[iteration]
+        body = view.first_block(view.regions(op)[0])
+        if body is not None and iteration + 1 < len(arguments := view.block_args(body)):
+            yield arguments[iteration + 1]
+        results = view.results(op)
+        if iteration < len(results):
+            yield results[iteration]
         return
-    if op.name == "scf.while":
-        before = op.regions[0].blocks.first
-        if before is not None and operand_index < len(before.args):
-            yield before.args[operand_index]
+    if name == "scf.while":
+        before = view.first_block(view.regions(op)[0])
+        if before is not None and operand_index < len(arguments := view.block_args(before)):
+            yield arguments[operand_index]
         return
-    for region in op.regions:
-        entry = region.blocks.first
+    for region in view.regions(op):
+        entry = view.first_block(region)
         if entry is None:
             continue
-        yield from (arg for arg in entry.args if is_memref(arg.type))
-    yield from (result for result in op.results if is_memref(result.type))
+        yield from (arg for arg in view.block_args(entry) if view.is_memref(arg))
+    yield from (result for result in view.results(op) if view.is_memref(result))
 
 
-def _yielded_aliases(terminator: Operation, operand_index: int) -> tuple[SSAValue, ...] | None:
+def _yielded_aliases(terminator: Operation, operand_index: int, view: IRView) -> tuple[SSAValue, ...] | None:
     """Results a structured terminator forwards the operand to; None when it escapes."""
-    parent = terminator.parent_op()
-    if parent is None or parent.name not in ONCE_REGION_OPS:
+    parent = view.parent_op(terminator)
+    if parent is None or view.name(parent) not in ONCE_REGION_OPS:
         return None
-    if len(terminator.operands) == len(parent.results):
-        return (parent.results[operand_index],)
-    return tuple(result for result in parent.results if is_memref(result.type))
+    results = view.results(parent)
+    if len(view.operands(terminator)) == len(results):
+        return (results[operand_index],)
+    return tuple(result for result in results if view.is_memref(result))
 
 
 BRANCH_OPS = frozenset({"cf.br", "cf.cond_br"})
 """Branches whose forwarded operands the analysis follows into the successors' arguments."""
 
 
-def _branch_aliases(branch: Operation, operand_index: int) -> tuple[SSAValue, ...] | None:
+def _branch_aliases(branch: Operation, operand_index: int, view: IRView) -> tuple[SSAValue, ...] | None:
     """The successor block argument a branch passes operand `operand_index` to (none for
     `cf.cond_br`'s condition); None for a branch the analysis does not know."""
-    if isinstance(branch, cf.BranchOp):
-        return (branch.successor.args[operand_index],)
-    if isinstance(branch, cf.ConditionalBranchOp):
-        then_count = len(branch.then_arguments)
+    name = view.name(branch)
+    if name == "cf.br":
+        return (view.block_args(view.successors(branch)[0])[operand_index],)
+    if name == "cf.cond_br":
+        sizes = view.segment_sizes(branch)
+        if sizes is None or len(sizes) != 3:
+            return None
+        then_count = sizes[1]
+        then_block, else_block = view.successors(branch)
         if operand_index == 0:
             return ()
         if operand_index <= then_count:
-            return (branch.then_block.args[operand_index - 1],)
-        return (branch.else_block.args[operand_index - 1 - then_count],)
+            return (view.block_args(then_block)[operand_index - 1],)
+        return (view.block_args(else_block)[operand_index - 1 - then_count],)
     return None
 
 
-def trace_buffer(value: SSAValue) -> tuple[list[_Use], list[Operation], bool]:
+def trace_buffer(value: SSAValue, view: IRView = XDSL) -> tuple[list[_Use], list[Operation], bool]:
     """Every use of `value` and of its aliases; the deallocs among them; whether it escapes."""
-    uses, deallocs, escapes, _, _ = _trace(value, follow_branches=True)
+    uses, deallocs, escapes, _, _ = _trace(value, view, follow_branches=True)
     return uses, deallocs, escapes
 
 
 def _trace(
-    value: SSAValue, *, follow_branches: bool
+    value: SSAValue, view: IRView, *, follow_branches: bool
 ) -> tuple[list[_Use], list[Operation], bool, set[SSAValue], bool]:
     """`trace_buffer`, the set of aliases, and whether the buffer *leaks*: escapes other
     than by `func.return` (stored, turned into an address, passed where the analysis
@@ -264,32 +277,33 @@ def _trace(
     worklist: list[SSAValue] = [value]
     while worklist:
         current = worklist.pop()
-        for use in current.uses:
-            op = use.operation
-            uses.append(_Use(op, use.index))
-            if op.name in DEALLOC_OPS:
+        for op, index in view.uses(current):
+            name = view.name(op)
+            uses.append(_Use(op, index))
+            if name in DEALLOC_OPS:
                 deallocs.append(op)
                 continue
-            if op.name in ESCAPING_OPS or (op.name == "memref.store" and use.index == 0):
+            if name in ESCAPING_OPS or (name == "memref.store" and index == 0):
                 escapes = True
-                leaks = leaks or op.name != "func.return"
+                leaks = leaks or name != "func.return"
                 continue
-            if op.successors:
+            aliases: Sequence[SSAValue] | Iterator[SSAValue]
+            if view.successors(op):
                 if not follow_branches:
                     continue
-                forwarded = _branch_aliases(op, use.index)
+                forwarded = _branch_aliases(op, index, view)
                 if forwarded is None:
                     escapes = leaks = True
                     continue
                 aliases = forwarded
-            elif op.has_trait(IsTerminator):
-                forwarded = _yielded_aliases(op, use.index)
+            elif view.is_terminator(op):
+                forwarded = _yielded_aliases(op, index, view)
                 if forwarded is None:
                     escapes = leaks = True
                     continue
-                aliases: Sequence[SSAValue] | Iterator[SSAValue] = forwarded
+                aliases = forwarded
             else:
-                aliases = _aliases_through(op, use.index)
+                aliases = _aliases_through(op, index, view)
             for alias in aliases:
                 if alias not in seen:
                     seen.add(alias)
@@ -297,13 +311,29 @@ def _trace(
     return uses, deallocs, escapes, seen, leaks
 
 
-def _innermost_loop(op: Operation, func: FuncOp) -> Operation | None:
-    parent = op.parent_op()
-    while parent is not None and parent is not func:
-        if is_loop(parent):
-            return parent
-        parent = parent.parent_op()
-    return None
+@dataclass
+class _Scope:
+    """What every step of one function's analysis shares: the front end, the function,
+    its numbering, and per-region results computed once."""
+
+    view: IRView
+    func: Operation
+    point_of: dict[Operation, int]
+    last_of: dict[Operation, int]
+    region_spans: dict[int, tuple[int, int]] = field(default_factory=dict)
+    cfgs: dict[int, _Cfg] = field(default_factory=dict)
+
+    def parents(self, op: Operation) -> Iterator[Operation]:
+        """The ops around `op`, innermost first, up to (not including) the function."""
+        view = self.view
+        parent = view.parent_op(op)
+        while parent is not None and parent is not self.func:
+            yield parent
+            parent = view.parent_op(parent)
+
+
+def _innermost_loop(op: Operation, scope: _Scope) -> Operation | None:
+    return next((parent for parent in scope.parents(op) if is_loop(parent, scope.view)), None)
 
 
 def analyze_function(
@@ -313,64 +343,65 @@ def analyze_function(
     *,
     rule: str = FIRST_WRITE,
     call_writes: CallWrites | None = None,
+    view: IRView = XDSL,
 ) -> FunctionLiveness:
     """Lifetimes of the ops in `func` for which `is_allocation` is true (see module doc).
 
     `rule`: lifetimes start at the first write (`FIRST_WRITE`) or at the allocation
     (`ALLOC`). `call_writes` tells which arguments a `func.call` writes (default: the
-    written-arguments analysis of `passes/written.py`).
+    written-arguments analysis of `passes/written.py`; required for a `view` other than
+    xDSL's). `view`: the front end `func` belongs to (`passes/irview.py`).
     """
     if rule not in LIFETIME_RULES:
         raise ValueError(f"unknown lifetime rule '{rule}'; expected {' or '.join(repr(r) for r in LIFETIME_RULES)}")
     if call_writes is None:
         call_writes = WrittenArguments().call_writes
-    points, point_of, last_of = numbering if numbering is not None else number_points(func)
-    function_end = len(points)
-    region_spans: dict[int, tuple[int, int]] = {}
-    lifetimes: list[Lifetime] = []
-    cfgs: dict[int, _Cfg] = {}
-    conservative = False
-    for op in points:
-        if not op.results or not is_allocation(op):
-            continue
-        start = point_of[op]
-        ancestors = _ancestors(op, func)
-        uses, deallocs, escapes, _, leaks = _trace(op.results[0], follow_branches=True)
-        last = start
-        for use in uses:
-            last = max(last, _extent(use.op, ancestors, point_of, last_of, func))
-        opaque = escapes and any(use.op.successors and use.op.name not in BRANCH_OPS for use in uses)
-        regions = list(_branching_regions(op, func))
-        held = {id(region) for region in regions}
-        widened = False  # this lifetime spans a whole branching region (conservative)
-        if any(id(region) not in held for use in uses for region in _branching_regions(use.op, func)):
-            widened = True  # used in a branching region of an op it is live across whole
-        for region in regions:
-            interval = None if opaque else _cfg_interval(region, op, uses, ancestors, point_of, last_of, func, cfgs)
-            if interval is None:
-                interval = _region_span(region, point_of, last_of, region_spans)
-                widened = True
-            start = min(start, interval[0])
-            last = max(last, interval[1])
-        kept = None
-        if rule == FIRST_WRITE:
-            if leaks or (regions and not _all_in_block(uses, op.parent_block())):
-                kept = KEPT_UNFOLLOWED
-            else:
-                holders = ancestors | _renewing_loops(op, uses, ancestors, point_of, func)
-                written_at, kept = _first_write(op, uses, holders, point_of, func, call_writes)
-                if kept is None:
-                    start = max(start, written_at)
-                    if len(holders) > len(ancestors):  # per iteration in those loops: ends there too
-                        last = max([start, *(_extent(use.op, holders, point_of, last_of, func) for use in uses)])
-        end = function_end if escapes else last + 1
-        conservative = conservative or widened
-        lifetimes.append(
-            Lifetime(
-                op, start, end, escapes, tuple(deallocs), _innermost_loop(op, func), point_of[op], widened, kept
-            )
-        )
-    return FunctionLiveness(func, points, tuple(lifetimes), conservative, rule)
+    points, point_of, last_of = numbering if numbering is not None else number_points(func, view)
+    scope = _Scope(view, func, point_of, last_of)
+    lifetimes = [
+        _lifetime(op, scope, rule, call_writes, len(points))
+        for op in points
+        if view.results(op) and is_allocation(op)
+    ]
+    conservative = any(lifetime.conservative for lifetime in lifetimes)
+    return FunctionLiveness(func, points, tuple(lifetimes), conservative, rule, view)
+
+
+def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, function_end: int) -> Lifetime:
+    """The lifetime of the buffer `op` allocates (see the module doc)."""
+    view, point_of = scope.view, scope.point_of
+    start = point_of[op]
+    ancestors = set(scope.parents(op))
+    uses, deallocs, escapes, _, leaks = _trace(view.results(op)[0], view, follow_branches=True)
+    last = start
+    for use in uses:
+        last = max(last, _extent(use.op, ancestors, scope))
+    opaque = escapes and any(view.successors(use.op) and view.name(use.op) not in BRANCH_OPS for use in uses)
+    regions = list(_branching_regions(op, scope))
+    held = {id(region) for region in regions}
+    widened = False  # this lifetime spans a whole branching region (conservative)
+    if any(id(region) not in held for use in uses for region in _branching_regions(use.op, scope)):
+        widened = True  # used in a branching region of an op it is live across whole
+    for region in regions:
+        interval = None if opaque else _cfg_interval(region, op, uses, ancestors, scope)
+        if interval is None:
+            interval = _region_span(region, scope)
+            widened = True
+        start = min(start, interval[0])
+        last = max(last, interval[1])
+    kept = None
+    if rule == FIRST_WRITE:
+        if leaks or (regions and not _all_in_block(uses, view.parent_block(op), view)):
+            kept = KEPT_UNFOLLOWED
+        else:
+            holders = ancestors | _renewing_loops(op, uses, ancestors, scope)
+            written_at, kept = _first_write(op, uses, holders, scope, call_writes)
+            if kept is None:
+                start = max(start, written_at)
+                if len(holders) > len(ancestors):  # per iteration in those loops: ends there too
+                    last = max([start, *(_extent(use.op, holders, scope) for use in uses)])
+    end = function_end if escapes else last + 1
+    return Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, scope), point_of[op], widened, kept)
 
 
 KEPT_READ = "read before write"
@@ -385,8 +416,7 @@ def _first_write(
     alloc: Operation,
     uses: Sequence[_Use],
     alloc_ancestors: set[Operation],
-    point_of: dict[Operation, int],
-    func: FuncOp,
+    scope: _Scope,
     call_writes: CallWrites,
 ) -> tuple[int, str | None]:
     """(the point the buffer's first write makes it live at, why the start stays at the
@@ -400,11 +430,12 @@ def _first_write(
     first keeps the allocation's start). Any use that may read the buffer (an op with
     unknown effects included) at or before that point keeps the allocation's start.
     """
+    point_of = scope.point_of
     indices: dict[Operation, list[int]] = {}
     for use in uses:
         indices.setdefault(use.op, []).append(use.operand_index)
-    access = {op: operands_access(op, found, call_writes) for op, found in indices.items()}
-    writes = [_entry(op, alloc_ancestors, point_of, func) for op, kind in access.items() if Access.WRITE in kind]
+    access = {op: operands_access(op, found, call_writes, view=scope.view) for op, found in indices.items()}
+    writes = [_entry(op, alloc_ancestors, scope) for op, kind in access.items() if Access.WRITE in kind]
     if not writes:
         return point_of[alloc], KEPT_UNWRITTEN
     first = min(writes)
@@ -417,8 +448,7 @@ def _renewing_loops(
     alloc: Operation,
     uses: Sequence[_Use],
     alloc_ancestors: set[Operation],
-    point_of: dict[Operation, int],
-    func: FuncOp,
+    scope: _Scope,
 ) -> set[Operation]:
     """The loops in which the buffer lives one iteration at a time, as if allocated in them.
 
@@ -432,120 +462,120 @@ def _renewing_loops(
     of a loop would cost. Writes of parts (`memref.store`, a subview) do not qualify: the
     earlier iterations' parts may still be read.
     """
-    value = alloc.results[0]
+    view, point_of = scope.view, scope.point_of
+    value = view.results(alloc)[0]
     groups: dict[Operation, list[_Use]] = {}
     for use in uses:
         outermost = None
-        parent = use.op.parent_op()
-        while parent is not None and parent is not func and parent not in alloc_ancestors:
-            if is_loop(parent):
+        for parent in scope.parents(use.op):
+            if parent in alloc_ancestors:
+                break
+            if is_loop(parent, view):
                 outermost = parent
-            parent = parent.parent_op()
         if outermost is not None:
             groups.setdefault(outermost, []).append(use)
     renewing: set[Operation] = set()
     for loop, group in groups.items():
-        if len(loop.regions) != 1 or len(loop.regions[0].blocks) != 1:
+        loop_regions = view.regions(loop)
+        if len(loop_regions) != 1 or len(view.blocks(loop_regions[0])) != 1:
             continue
-        body = loop.regions[0].blocks.first
-        anchors = [_anchor(use.op, loop.regions[0]) for use in group]
+        body = view.first_block(loop_regions[0])
+        anchors = [_anchor(use.op, loop_regions[0], view) for use in group]
         first = min((anchor for anchor in anchors if anchor is not None), key=lambda op: point_of[op], default=None)
-        if first is None or first.parent_block() is not body:
+        if first is None or view.parent_block(first) != body:
             continue
         own = [use for use in group if use.op is first]
         if own and all(
-            use.op.operands[use.operand_index] is value and writes_whole(first, use.operand_index) for use in own
+            view.operands(use.op)[use.operand_index] == value and writes_whole(first, use.operand_index, view)
+            for use in own
         ):
             renewing.add(loop)
     return renewing
 
 
-def _entry(
-    user: Operation, alloc_ancestors: set[Operation], point_of: dict[Operation, int], func: FuncOp
-) -> int:
+def _entry(user: Operation, alloc_ancestors: set[Operation], scope: _Scope) -> int:
     """The first point a write by `user` makes the buffer live at: `user`'s own, or the
     entry of the outermost loop around it that does not hold the allocation (the mirror
     of `_extent`)."""
-    entry = point_of[user]
-    parent = user.parent_op()
-    while parent is not None and parent is not func and parent not in alloc_ancestors:
-        if is_loop(parent):
-            entry = point_of[parent]
-        parent = parent.parent_op()
+    entry = scope.point_of[user]
+    for parent in scope.parents(user):
+        if parent in alloc_ancestors:
+            break
+        if is_loop(parent, scope.view):
+            entry = scope.point_of[parent]
     return entry
 
 
-def _all_in_block(uses: Sequence[_Use], block: Block | None) -> bool:
+def _all_in_block(uses: Sequence[_Use], block: Block | None, view: IRView) -> bool:
     """True when every use sits in `block`, directly or nested in its ops."""
     for use in uses:
         current: Operation | None = use.op
-        while current is not None and current.parent_block() is not block:
-            current = current.parent_op()
+        while current is not None and view.parent_block(current) != block:
+            current = view.parent_op(current)
         if current is None:
             return False
     return True
 
 
-def _branching_regions(op: Operation, func: FuncOp) -> Iterator[Region]:
+def _branching_regions(op: Operation, scope: _Scope) -> Iterator[Region]:
     """Every region with several blocks that holds `op`, innermost first (up to `func`'s body).
 
     (A branching region that holds a use but not the allocation is inside an op that
     the use's `_extent` already covers whole: such an op counts as a loop.)
     """
-    block = op.parent_block()
+    view = scope.view
+    block = view.parent_block(op)
     while block is not None:
-        region = block.parent
-        if region is not None and len(region.blocks) > 1:
+        region = view.block_region(block)
+        if region is not None and len(view.blocks(region)) > 1:
             yield region
-        owner = block.parent_op()
-        if owner is None or owner is func:
+        owner = view.block_owner(block)
+        if owner is None or owner is scope.func:
             return
-        block = owner.parent_block()
+        block = view.parent_block(owner)
 
 
-def _region_span(
-    region: Region,
-    point_of: dict[Operation, int],
-    last_of: dict[Operation, int],
-    region_spans: dict[int, tuple[int, int]],
-) -> tuple[int, int]:
+def _region_span(region: Region, scope: _Scope) -> tuple[int, int]:
     """(first, last) points of `region`: the conservative lifetime inside it."""
-    if id(region) not in region_spans:
-        firsts = [point_of[b.first_op] for b in region.blocks if b.first_op is not None]
-        lasts = [last_of[b.last_op] for b in region.blocks if b.last_op is not None]
-        region_spans[id(region)] = (min(firsts), max(lasts))
-    return region_spans[id(region)]
+    view = scope.view
+    if id(region) not in scope.region_spans:
+        blocks = [view.block_ops(block) for block in view.blocks(region)]
+        firsts = [scope.point_of[ops[0]] for ops in blocks if ops]
+        lasts = [scope.last_of[ops[-1]] for ops in blocks if ops]
+        scope.region_spans[id(region)] = (min(firsts), max(lasts))
+    return scope.region_spans[id(region)]
 
 
-def _anchor(op: Operation, region: Region) -> Operation | None:
+def _anchor(op: Operation, region: Region, view: IRView) -> Operation | None:
     """The ancestor of `op` (or `op`) that sits directly in a block of `region`."""
     while op is not None:
-        block = op.parent_block()
+        block = view.parent_block(op)
         if block is None:
             return None
-        if block.parent is region:
+        if view.block_region(block) is region:
             return op
-        op = block.parent_op()
+        op = view.block_owner(block)
     return None
 
 
 _Cfg = tuple[list[Block], dict[int, int], dict[int, int], list[list[int]]]
 
 
-def _cfg_of(region: Region, cfgs: dict[int, _Cfg]) -> _Cfg:
+def _cfg_of(region: Region, scope: _Scope) -> _Cfg:
     """`region`'s blocks, each block's index, each op's position in its block, and each
     block's successors (indices), computed once per region."""
-    if id(region) not in cfgs:
-        blocks = list(region.blocks)
+    view = scope.view
+    if id(region) not in scope.cfgs:
+        blocks = list(view.blocks(region))
         index_of = {id(block): index for index, block in enumerate(blocks)}
-        position = {id(op): index for block in blocks for index, op in enumerate(block.ops)}
-        successors = [
-            [index_of[id(successor)] for successor in (block.last_op.successors if block.last_op else ())
-             if id(successor) in index_of]
-            for block in blocks
-        ]
-        cfgs[id(region)] = (blocks, index_of, position, successors)
-    return cfgs[id(region)]
+        position = {id(op): index for block in blocks for index, op in enumerate(view.block_ops(block))}
+        successors = []
+        for block in blocks:
+            ops = view.block_ops(block)
+            targets = view.successors(ops[-1]) if ops else ()
+            successors.append([index_of[id(target)] for target in targets if id(target) in index_of])
+        scope.cfgs[id(region)] = (blocks, index_of, position, successors)
+    return scope.cfgs[id(region)]
 
 
 def _cfg_interval(
@@ -553,34 +583,36 @@ def _cfg_interval(
     alloc: Operation,
     uses: Sequence[_Use],
     alloc_ancestors: set[Operation],
-    point_of: dict[Operation, int],
-    last_of: dict[Operation, int],
-    func: FuncOp,
-    cfgs: dict[int, _Cfg],
+    scope: _Scope,
 ) -> tuple[int, int] | None:
     """The (first, last) points of the buffer allocated by `alloc` inside the branching
     `region`, by dataflow liveness over the region's blocks; None when it cannot be
     told that precisely (see the module doc)."""
-    blocks, index_of, position, successors = _cfg_of(region, cfgs)
-    alloc_anchor = _anchor(alloc, region)
+    view, point_of, last_of = scope.view, scope.point_of, scope.last_of
+    blocks, index_of, position, successors = _cfg_of(region, scope)
+    alloc_anchor = _anchor(alloc, region, view)
     if alloc_anchor is None:
         return None
-    def_block = index_of[id(alloc_anchor.parent_block())]
+    def_block = index_of[id(view.parent_block(alloc_anchor))]
     def_position = position[id(alloc_anchor)]
     # Aliases that hold this execution's buffer in the allocating block: those reached
     # from the allocation without a branch (a block argument may hold an earlier one).
-    fresh = _trace(alloc.results[0], follow_branches=False)[3]
+    fresh = _trace(view.results(alloc)[0], view, follow_branches=False)[3]
     # Per block: uses (position of the anchor, last point it keeps the buffer live at).
     block_uses: list[list[tuple[int, int]]] = [[] for _ in blocks]
     exposed = [False] * len(blocks)  # a use reached from the block's entry before the allocation
     for use in uses:
-        anchor = _anchor(use.op, region)
+        anchor = _anchor(use.op, region, view)
         if anchor is None:
             return None  # used outside the region without passing through it: cannot happen in SSA
-        extent = _extent(use.op, alloc_ancestors, point_of, last_of, func)
-        b = index_of[id(anchor.parent_block())]
+        extent = _extent(use.op, alloc_ancestors, scope)
+        b = index_of[id(view.parent_block(anchor))]
         block_uses[b].append((position[id(anchor)], extent))
-        if b != def_block or position[id(anchor)] < def_position or use.op.operands[use.operand_index] not in fresh:
+        if (
+            b != def_block
+            or position[id(anchor)] < def_position
+            or view.operands(use.op)[use.operand_index] not in fresh
+        ):
             exposed[b] = True
     live_in = list(exposed)
     live_out = [False] * len(blocks)
@@ -597,18 +629,19 @@ def _cfg_interval(
         return None  # live around a back edge into its own allocation
     first = last = None
     for b, block in enumerate(blocks):
-        if block.first_op is None:
+        ops = view.block_ops(block)
+        if not ops:
             continue
         if live_in[b]:
-            low = point_of[block.first_op]
+            low = point_of[ops[0]]
         elif b == def_block:
             low = point_of[alloc]
         elif block_uses[b]:
-            low = point_of[block.first_op]  # a block the allocation does not reach
+            low = point_of[ops[0]]  # a block the allocation does not reach
         else:
             continue
         if live_out[b]:
-            high = last_of[block.last_op]
+            high = last_of[ops[-1]]
         else:
             high = max([low, *(extent for _, extent in block_uses[b])])
         first = low if first is None else min(first, low)
@@ -616,29 +649,14 @@ def _cfg_interval(
     return first, last
 
 
-def _ancestors(op: Operation, func: FuncOp) -> set[Operation]:
-    ancestors: set[Operation] = set()
-    parent = op.parent_op()
-    while parent is not None and parent is not func:
-        ancestors.add(parent)
-        parent = parent.parent_op()
-    return ancestors
-
-
-def _extent(
-    user: Operation,
-    alloc_ancestors: set[Operation],
-    point_of: dict[Operation, int],
-    last_of: dict[Operation, int],
-    func: FuncOp,
-) -> int:
+def _extent(user: Operation, alloc_ancestors: set[Operation], scope: _Scope) -> int:
     """The last point a use by `user` keeps the buffer live at."""
-    if user not in point_of:  # a use outside the function body cannot happen in SSA
+    if user not in scope.point_of:  # a use outside the function body cannot happen in SSA
         return 0
-    extent = last_of[user]
-    parent = user.parent_op()
-    while parent is not None and parent is not func and parent not in alloc_ancestors:
-        if is_loop(parent):
-            extent = max(extent, last_of[parent])
-        parent = parent.parent_op()
+    extent = scope.last_of[user]
+    for parent in scope.parents(user):
+        if parent in alloc_ancestors:
+            break
+        if is_loop(parent, scope.view):
+            extent = max(extent, scope.last_of[parent])
     return extent

@@ -21,13 +21,12 @@ store in a branch not taken); it never misses a write the interpreter can execut
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType
-from xdsl.ir import Operation, SSAValue
-from xdsl.traits import IsTerminator, SymbolTable
 
 from telamalloc.passes.effects import Access, operand_access
+from telamalloc.passes.irview import XDSL, IRView
 
 
 @dataclass(frozen=True)
@@ -55,76 +54,75 @@ def written_arguments(function: func.FuncOp) -> frozenset[int]:
 class WrittenArguments:
     """The written-arguments analysis with its answers kept per function (a call graph's
     callees are analysed once); `call_writes` answers `passes/effects.py`'s question about
-    a `func.call`."""
+    a `func.call`. `view`: the front end (`passes/irview.py`; `callee` finds a call's
+    function in it, `declared_memrefs` the memref arguments of a declaration)."""
 
-    def __init__(self) -> None:
-        self._done: dict[func.FuncOp, frozenset[int]] = {}
-        self._running: set[func.FuncOp] = set()
+    def __init__(self, view: IRView = XDSL) -> None:
+        self._view = view
+        self._done: dict[Any, frozenset[int]] = {}
+        self._running: set[Any] = set()
 
-    def written(self, function: func.FuncOp) -> frozenset[int]:
+    def written(self, function: Any) -> frozenset[int]:
         if function in self._done:
             return self._done[function]
         if function in self._running:  # recursion: its writes are found on the outer visit
             return frozenset()
-        if not function.body.blocks:  # a declaration: it may write whatever it is given
-            return frozenset(
-                i for i, type_ in enumerate(function.function_type.inputs.data) if isinstance(type_, MemRefType)
-            )
+        view = self._view
+        entry = view.first_block(view.regions(function)[0])
+        if entry is None:  # a declaration: it may write whatever it is given
+            return view.declared_memrefs(function)
         self._running.add(function)
         try:
-            arguments = function.body.blocks.first.args
             written = frozenset(
                 index
-                for index, argument in enumerate(arguments)
-                if isinstance(argument.type, MemRefType) and self._reaches_write(argument)
+                for index, argument in enumerate(view.block_args(entry))
+                if view.is_ranked_memref(argument) and self._reaches_write(argument)
             )
         finally:
             self._running.discard(function)
         self._done[function] = written
         return written
 
-    def _reaches_write(self, root: SSAValue) -> bool:
+    def _reaches_write(self, root: Any) -> bool:
+        view = self._view
         pending, seen = [root], {root}
 
         def follow(values) -> None:
             for value in values:
-                if isinstance(value.type, MemRefType) and value not in seen:
+                if view.is_ranked_memref(value) and value not in seen:
                     seen.add(value)
                     pending.append(value)
 
         while pending:
             value = pending.pop()
-            for use in value.uses:
-                op = use.operation
-                if self._writes(op, use.index, value):
+            for op, index in view.uses(value):
+                name = view.name(op)
+                if self._writes(op, name, index):
                     return True
-                follow(op.results)  # views, casts, loop results: the same memory
-                if not isinstance(op, func.FuncOp):
-                    for region in op.regions:
-                        if region.blocks:
-                            follow(region.blocks.first.args)  # scf.for iteration arguments
-                for successor in op.successors:
-                    follow(successor.args)
-                if op.has_trait(IsTerminator) and not op.successors:
-                    parent = op.parent_op()
-                    if parent is not None and not isinstance(parent, func.FuncOp):
-                        follow(parent.results)  # scf.yield: the parent's results
-                        for region in parent.regions:
-                            if region.blocks:
-                                follow(region.blocks.first.args)  # the next iteration
+                follow(view.results(op))  # views, casts, loop results: the same memory
+                if name != "func.func":
+                    for region in view.regions(op):
+                        entry = view.first_block(region)
+                        if entry is not None:
+                            follow(view.block_args(entry))  # scf.for iteration arguments
+                for successor in view.successors(op):
+                    follow(view.block_args(successor))
+                if view.is_terminator(op) and not view.successors(op):
+                    parent = view.parent_op(op)
+                    if parent is not None and view.name(parent) != "func.func":
+                        follow(view.results(parent))  # scf.yield: the parent's results
+                        for region in view.regions(parent):
+                            entry = view.first_block(region)
+                            if entry is not None:
+                                follow(view.block_args(entry))  # the next iteration
         return False
 
-    def _writes(self, op: Operation, index: int, value: SSAValue) -> bool:
-        if isinstance(op, func.FuncOp):
+    def _writes(self, op: Any, name: str, index: int) -> bool:
+        if name == "func.func":
             return False
-        return Access.WRITE in operand_access(op, index, self.call_writes)
+        return Access.WRITE in operand_access(op, index, self.call_writes, view=self._view)
 
-    def call_writes(self, call: Operation, index: int) -> bool:
+    def call_writes(self, call: Any, index: int) -> bool:
         """Does the callee of `call` write its argument `index` (unknown callee: yes)?"""
-        callee = _callee(call) if isinstance(call, func.CallOp) else None
+        callee = self._view.callee(call)
         return callee is None or index in self.written(callee)
-
-
-def _callee(call: func.CallOp) -> func.FuncOp | None:
-    callee = SymbolTable.lookup_symbol(call, call.callee)
-    return callee if isinstance(callee, func.FuncOp) else None

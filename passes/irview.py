@@ -1,0 +1,258 @@
+"""The IR as the liveness and planning core sees it: one small interface, one adapter per front end.
+
+The analyses (`passes/liveness.py`, `passes/effects.py`, the collect step) never touch
+an IR library's classes directly: they ask an `IRView` for the structure they walk
+(ops, their operands, results, regions and successors; blocks and their arguments; the
+uses of a value) and for what an op does to a memref operand. Two views implement it:
+
+- `XdslView` (`XDSL`): xDSL's ops, blocks, regions and values, as the passes of
+  `tela-opt` hold them;
+- `telamalloc.interop.mlir_view.MlirView`: upstream MLIR's Python bindings
+  (`mlir.ir`), so an `mlir.ir.Module` is planned in place, with no text round-trip.
+
+Ops, blocks, regions and values are whatever the front end uses, hashed and compared
+as it defines (xDSL: by identity). A view answers what its front end knows; which ops
+read and write which operands is decided once, in `passes/effects.py`, from the
+questions below (`declared_access`, `effects_access`, `segment_sizes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
+
+Op = Any
+Value = Any
+BlockT = Any
+RegionT = Any
+
+
+class IRView:
+    """What the core asks of an IR (see the module doc); one subclass per front end."""
+
+    # -- structure --------------------------------------------------------------------
+    def name(self, op: Op) -> str:
+        raise NotImplementedError
+
+    def operands(self, op: Op) -> Sequence[Value]:
+        raise NotImplementedError
+
+    def results(self, op: Op) -> Sequence[Value]:
+        raise NotImplementedError
+
+    def regions(self, op: Op) -> Sequence[RegionT]:
+        raise NotImplementedError
+
+    def successors(self, op: Op) -> Sequence[BlockT]:
+        raise NotImplementedError
+
+    def is_terminator(self, op: Op) -> bool:
+        raise NotImplementedError
+
+    def parent_op(self, op: Op) -> Op | None:
+        raise NotImplementedError
+
+    def parent_block(self, op: Op) -> BlockT | None:
+        raise NotImplementedError
+
+    def blocks(self, region: RegionT) -> Sequence[BlockT]:
+        raise NotImplementedError
+
+    def block_ops(self, block: BlockT) -> Sequence[Op]:
+        raise NotImplementedError
+
+    def block_args(self, block: BlockT) -> Sequence[Value]:
+        raise NotImplementedError
+
+    def block_region(self, block: BlockT) -> RegionT | None:
+        raise NotImplementedError
+
+    def uses(self, value: Value) -> Iterable[tuple[Op, int]]:
+        """(user op, operand index) for every use of `value`."""
+        raise NotImplementedError
+
+    def is_memref(self, value: Value) -> bool:
+        """True when `value`'s type is a memref (ranked or unranked)."""
+        raise NotImplementedError
+
+    def value_type(self, value: Value) -> Attribute:
+        """`value`'s type as an xDSL attribute (the collect step reads shapes with it)."""
+        raise NotImplementedError
+
+    def attribute(self, op: Op, name: str) -> Attribute | None:
+        """The discardable or inherent attribute `name` of `op` as an xDSL attribute."""
+        raise NotImplementedError
+
+    def name_hint(self, value: Value) -> str | None:
+        """The SSA name of `value` without its `%`, if the front end keeps one."""
+        raise NotImplementedError
+
+    def is_ranked_memref(self, value: Value) -> bool:
+        """True when `value`'s type is a ranked memref."""
+        raise NotImplementedError
+
+    def symbol_name(self, function: Op) -> str:
+        """The `sym_name` of a function."""
+        raise NotImplementedError
+
+    def callee(self, call: Op) -> Op | None:
+        """The `func.func` a `func.call` calls, if the module holds it."""
+        raise NotImplementedError
+
+    def declared_memrefs(self, function: Op) -> frozenset[int]:
+        """The indices of the ranked memref arguments in `function`'s type (for a declaration)."""
+        raise NotImplementedError
+
+    # -- what an op does to memory (`passes/effects.py` decides from these) -----------
+    def segment_sizes(self, op: Op) -> Sequence[int] | None:
+        """`op`'s `operandSegmentSizes` (ins/outs of a kernel or linalg op), if any."""
+        raise NotImplementedError
+
+    def declared_access(self, op: Op, index: int) -> tuple[bool, bool] | None:
+        """(reads, writes) for ops that list what they read and write (`read_operands()` /
+        `written_operands()`); None for other ops."""
+        raise NotImplementedError
+
+    def effects_access(self, op: Op, index: int) -> tuple[bool, bool] | None:
+        """(reads, writes) of operand `index` by `op`'s declared memory effects; None when
+        its effects are unknown."""
+        raise NotImplementedError
+
+    # -- conveniences shared by every view ------------------------------------------------
+    def first_block(self, region: RegionT) -> BlockT | None:
+        blocks = self.blocks(region)
+        return blocks[0] if blocks else None
+
+    def block_owner(self, block: BlockT) -> Op | None:
+        region = self.block_region(block)
+        return None if region is None else self.region_owner(region)
+
+    def region_owner(self, region: RegionT) -> Op | None:
+        raise NotImplementedError
+
+    def has_uses(self, value: Value) -> bool:
+        return any(True for _ in self.uses(value))
+
+
+class XdslView(IRView):
+    """`IRView` over xDSL's IR objects."""
+
+    def name(self, op: Operation) -> str:
+        return op.name
+
+    def operands(self, op: Operation) -> Sequence[SSAValue]:
+        return op.operands
+
+    def results(self, op: Operation) -> Sequence[SSAValue]:
+        return op.results
+
+    def regions(self, op: Operation) -> Sequence[Region]:
+        return op.regions
+
+    def successors(self, op: Operation) -> Sequence[Block]:
+        return op.successors
+
+    def is_terminator(self, op: Operation) -> bool:
+        return op.has_trait(IsTerminator)
+
+    def parent_op(self, op: Operation) -> Operation | None:
+        return op.parent_op()
+
+    def parent_block(self, op: Operation) -> Block | None:
+        return op.parent_block()
+
+    def blocks(self, region: Region) -> Sequence[Block]:
+        return list(region.blocks)
+
+    def first_block(self, region: Region) -> Block | None:
+        return region.blocks.first
+
+    def block_ops(self, block: Block) -> Sequence[Operation]:
+        return list(block.ops)
+
+    def block_args(self, block: Block) -> Sequence[SSAValue]:
+        return block.args
+
+    def block_region(self, block: Block) -> Region | None:
+        return block.parent
+
+    def block_owner(self, block: Block) -> Operation | None:
+        return block.parent_op()
+
+    def region_owner(self, region: Region) -> Operation | None:
+        return region.parent
+
+    def uses(self, value: SSAValue) -> Iterable[tuple[Operation, int]]:
+        return [(use.operation, use.index) for use in value.uses]
+
+    def has_uses(self, value: SSAValue) -> bool:
+        return bool(value.uses)
+
+    def is_memref(self, value: SSAValue) -> bool:
+        return isinstance(value.type, MemRefType | UnrankedMemRefType)
+
+    def value_type(self, value: SSAValue) -> Attribute:
+        return value.type
+
+    def attribute(self, op: Operation, name: str) -> Attribute | None:
+        found = op.attributes.get(name)
+        return found if found is not None else op.properties.get(name)
+
+    def name_hint(self, value: SSAValue) -> str | None:
+        return value.name_hint
+
+    def is_ranked_memref(self, value: SSAValue) -> bool:
+        return isinstance(value.type, MemRefType)
+
+    def symbol_name(self, function: Operation) -> str:
+        return function.sym_name.data  # type: ignore[attr-defined]
+
+    def callee(self, call: Operation) -> Operation | None:
+        if not isinstance(call, func.CallOp):
+            return None
+        callee = SymbolTable.lookup_symbol(call, call.callee)
+        return callee if isinstance(callee, func.FuncOp) else None
+
+    def declared_memrefs(self, function: Operation) -> frozenset[int]:
+        assert isinstance(function, func.FuncOp)
+        inputs = function.function_type.inputs.data
+        return frozenset(i for i, type_ in enumerate(inputs) if isinstance(type_, MemRefType))
+
+    def segment_sizes(self, op: Operation) -> Sequence[int] | None:
+        sizes = op.properties.get("operandSegmentSizes")
+        return sizes.get_values() if isinstance(sizes, DenseArrayBase) else None  # type: ignore[return-value]
+
+    def declared_access(self, op: Operation, index: int) -> tuple[bool, bool] | None:
+        read_operands = getattr(op, "read_operands", None)
+        written_operands = getattr(op, "written_operands", None)
+        if not callable(read_operands) or not callable(written_operands):
+            return None
+        value = op.operands[index]
+        return (
+            any(operand is value for operand in read_operands()),
+            any(operand is value for operand in written_operands()),
+        )
+
+    def effects_access(self, op: Operation, index: int) -> tuple[bool, bool] | None:
+        effects = get_effects(op)
+        if effects is None:
+            return None
+        value = op.operands[index]
+        reads = writes = False
+        for effect in effects:
+            if effect.value is not None and effect.value is not value:
+                continue
+            if effect.kind is MemoryEffectKind.READ:
+                reads = True
+            elif effect.kind is MemoryEffectKind.WRITE:
+                writes = True
+        return reads, writes
+
+
+XDSL = XdslView()
+"""The view every xDSL pass uses (stateless)."""
