@@ -3,8 +3,12 @@
 Two layers:
 - `telamalloc.interop.generic` (no extra dependency): MLIR text in the generic op form
   to and from xDSL modules, and `plan_generic(text, ...)`, text in, planned text out;
+- `telamalloc.interop.mlir_plan` (the `mlir` extra): `plan_mlir_ops(module, ...)` plans
+  an `mlir.ir.Module` in place over the bindings' ops (the same liveness and planning
+  core as the xDSL passes, through `telamalloc.interop.mlir_view.MlirView`), keeps
+  MLIR's locations and returns the plans as data;
 - `telamalloc.interop.mlir_bindings` (the `mlir` extra): `plan_mlir_module(module, ...)`
-  takes an `mlir.ir.Module` and returns the planned module in the same MLIR context;
+  plans a copy of an `mlir.ir.Module` and returns it, in the same MLIR context;
   `to_xdsl` / `to_mlir` convert modules; `run_pipeline` and `run_jit` drive MLIR's own
   passes and JIT.
 
@@ -36,6 +40,7 @@ from telamalloc.interop.mlir_bindings import (
     to_mlir,
     to_xdsl,
 )
+from telamalloc.interop.mlir_plan import MlirFunctionPlan, MlirPlanError, MlirPlanResult, plan_mlir_ops
 from telamalloc.interop.pipelines import LLVM_PIPELINE, LOOPS_PIPELINE
 
 __all__ = [
@@ -43,12 +48,16 @@ __all__ = [
     "LOOPS_PIPELINE",
     "MEMORY_SPACE_PREFIX",
     "InteropError",
+    "MlirFunctionPlan",
+    "MlirPlanError",
+    "MlirPlanResult",
     "have_mlir_bindings",
     "mlir_context",
     "parse_generic",
     "parse_mlir",
     "plan_generic",
     "plan_mlir_module",
+    "plan_mlir_ops",
     "plan_xdsl_module",
     "print_generic",
     "run_jit",

@@ -218,6 +218,12 @@ class _DecodeMemorySpace(_MemorySpaceConversion):
         return _parse_attribute(self.context, space.data)
 
 
+def decode_memory_space(attribute: Attribute, context: Context) -> Attribute:
+    """`attribute` (a type, or an attribute holding types) with each string memory space that
+    spells a `#scratchpad.space` turned back into the attribute."""
+    return _DecodeMemorySpace(context).convert_type(attribute) or attribute
+
+
 def _decode_memory_spaces(module: ModuleOp, context: Context) -> None:
     PatternRewriteWalker(_DecodeMemorySpace(context), apply_recursively=False).rewrite_module(module)
 
@@ -258,6 +264,7 @@ def _parse_error_message(error: ParseError, text: str, source: str, context: Con
 __all__ = [
     "MEMORY_SPACE_PREFIX",
     "InteropError",
+    "decode_memory_space",
     "parse_generic",
     "plan_generic",
     "plan_xdsl_module",

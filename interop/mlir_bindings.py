@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.extras import install_hint
-from telamalloc.interop.generic import InteropError, parse_generic, plan_xdsl_module, print_generic
+from telamalloc.interop.generic import InteropError, parse_generic, print_generic
 from telamalloc.interop.pipelines import LLVM_PIPELINE
 
 if TYPE_CHECKING:
@@ -112,33 +112,73 @@ def plan_mlir_module(
     algorithm: str = "telamalloc",
     lower: bool = True,
     allow_unregistered: bool = False,
+    **options: Any,
 ) -> ir.Module:
     """Plans an MLIR module with telamalloc; returns a new, verified MLIR module.
 
-    `module` is an `mlir.ir.Module` (left unchanged; the result lives in its context) or
-    MLIR text (the result lives in `context`, else the current context, else a new one).
-    Runs `tela-plan`, then `tela-lower` unless `lower=False`, with the options of
-    `telamalloc.passes.plan_module`: plain upstream memrefs without a
-    `#scratchpad.target` need no capacity in minimize mode. Raises `InteropError` when
-    the module cannot cross, `ValueError` for an invalid option and `PassFailedAtOp` (a
-    `PassFailedException`) when planning fails.
+    `module` is an `mlir.ir.Module` (left unchanged: a clone is planned, in its context,
+    with every location kept) or MLIR text (parsed by MLIR in `context`, else the
+    current context, else a new one). Plans in place over the bindings' ops
+    (`telamalloc.interop.mlir_plan.plan_mlir_ops`, no text round-trip), then lowers
+    unless `lower=False`; `options` are the other options of `plan_mlir_ops`
+    (`memory_space`, `lifetimes`, `layout`, ...). For the plans as data, call
+    `plan_mlir_ops` on a module you own.
+
+    `allow_unregistered=False` (the default) refuses ops whose memory effects the
+    planner does not know (neither its op table nor xDSL's op definitions name them),
+    naming them; with True they are taken to read and write every memref they take.
+    Raises `InteropError` (`MlirPlanError`, located at MLIR's locations, when planning
+    fails), `ValueError` for an invalid option.
     """
     _require_bindings()
-    if not isinstance(module, str):
+    from telamalloc.interop.mlir_plan import plan_mlir_ops, unknown_ops
+
+    if isinstance(module, str):
+        planned = parse_mlir(module, context)
+    else:
         if context is not None and context != module.context:
             raise ValueError("'context' differs from the module's context; pass one or the other")
-        context = module.context
-    xdsl_module = to_xdsl(module, allow_unregistered=allow_unregistered)
-    plan_xdsl_module(
-        xdsl_module,
-        capacity=capacity,
-        alignment=alignment,
-        mode=mode,
-        time_limit=time_limit,
-        algorithm=algorithm,
-        lower=lower,
-    )
-    return to_mlir(xdsl_module, context)
+        planned = _clone(module)
+    with planned.context:
+        if not allow_unregistered:
+            unknown = unknown_ops(planned)
+            if unknown:
+                listed = ", ".join(f"'{name}'" for name in unknown)
+                raise InteropError(
+                    f"the planner does not know the memory effects of op {listed}; lower it in MLIR "
+                    "first, e.g. with telamalloc.interop.LOOPS_PIPELINE (bufferize, then linalg to scf "
+                    "loops), or pass allow_unregistered=True to take it as reading and writing every memref"
+                )
+        plan_mlir_ops(
+            planned,
+            capacity=capacity,
+            alignment=alignment,
+            mode=mode,
+            time_limit=time_limit,
+            algorithm=algorithm,
+            lower=lower,
+            **options,
+        )
+        if not planned.operation.verify():
+            raise InteropError("upstream MLIR rejects the planned module: verification failed")
+    return planned
+
+
+def _clone(module: ir.Module) -> ir.Module:
+    """A copy of `module` in its context, locations and attributes included."""
+    from mlir import ir
+
+    mlir_context(module.context)
+    copy = module.operation.clone()
+    with module.context:
+        fresh = ir.Module.create(module.operation.location)
+        for named in copy.attributes:
+            fresh.operation.attributes[named.name] = named.attr
+        for op in list(copy.regions[0].blocks[0].operations):
+            op.operation.detach_from_parent()
+            fresh.body.append(op.operation)
+    copy.erase()
+    return fresh
 
 
 def run_pipeline(module: ir.Module, pipeline: str) -> None:

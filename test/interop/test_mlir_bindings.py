@@ -163,7 +163,7 @@ def test_plan_mlir_module_failure_leaves_the_input_and_raises():
     with ir.Context():
         module = parse_mlir(text)
         before = str(module)
-        with pytest.raises(PassFailedException, match="capacity"):
+        with pytest.raises(PassFailedException, match="^-:3:3: error: cannot plan '@f': .* capacity is '8' B"):
             plan_mlir_module(module, capacity=8)
         assert str(module) == before
         with pytest.raises(ValueError, match="unknown mode 'fastest'"):
@@ -172,8 +172,9 @@ def test_plan_mlir_module_failure_leaves_the_input_and_raises():
             plan_mlir_module(module, context=ir.Context(), mode="minimize")
 
 
-def test_ops_xdsl_does_not_know_are_named_with_a_remedy(convnet_model):
-    """Bufferized but not lowered, the conv model still holds linalg.pooling_nhwc_max."""
+def test_linalg_ops_plan_in_place_before_lowering_to_loops(convnet_model):
+    """Bufferized but not lowered, the conv model still holds linalg.pooling_nhwc_max: its
+    ins and outs say what it reads and writes, so it plans in place."""
     with ir.Context():
         module = parse_mlir(convnet_model.source)
         run_pipeline(
@@ -181,8 +182,21 @@ def test_ops_xdsl_does_not_know_are_named_with_a_remedy(convnet_model):
             "builtin.module(one-shot-bufferize{bufferize-function-boundaries "
             "function-boundary-type-conversion=identity-layout-map})",
         )
-        with pytest.raises(InteropError, match=r"xDSL does not know op .*'linalg\.pooling_nhwc_max'.*LOOPS_PIPELINE"):
-            plan_mlir_module(module, mode="minimize")
+        planned = plan_mlir_module(module, mode="minimize")
+        assert "linalg.pooling_nhwc_max" in str(planned) and "scratchpad.arena" in str(planned)
+
+
+def test_ops_of_unknown_effects_are_named_with_a_remedy():
+    text = (
+        "func.func @f(%x: memref<4xf32>) {\n  %a = memref.alloc() : memref<4xf32>\n"
+        "  \"mine.touch\"(%a) : (memref<4xf32>) -> ()\n  \"memref.copy\"(%a, %x) : (memref<4xf32>, memref<4xf32>) -> ()\n"
+        "  return\n}"
+    )
+    with ir.Context():
+        with pytest.raises(InteropError, match=r"memory effects of op 'mine\.touch'; .*LOOPS_PIPELINE.*allow_unregistered"):
+            plan_mlir_module(text, mode="minimize")
+        planned = plan_mlir_module(text, mode="minimize", allow_unregistered=True, lower=False)
+    assert "scratchpad.lifetime = array<i64: 0, 3>" in str(planned)  # read by the unknown op: from the alloc
 
 
 def test_run_pipeline_reports_mlir_errors():

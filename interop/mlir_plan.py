@@ -1,0 +1,377 @@
+"""Planning an `mlir.ir.Module` in place: tela-plan (and tela-lower) over the MLIR bindings.
+
+`plan_mlir_ops(module, ...)` runs the one liveness and planning core on the module's own
+ops through `MlirView` (`telamalloc.interop.mlir_view`): collect (the shared
+`passes/collect.py`), solve and validate (the shared `solve_function`,
+`require_success`), then writes the answer back through the bindings, with no text
+round-trip:
+
+- planned: each planned allocation gets `scratchpad.offset` (a `scratchpad.alloc`,
+  unregistered in MLIR, gets `offset`), `scratchpad.buffer` and `scratchpad.lifetime`;
+  each function `scratchpad.peak`, `scratchpad.load` and `scratchpad.alignment`
+  (`scratchpad.memories` for one of several memories), exactly as `tela-plan`;
+- lowered (`lower=True`): per function one `memref.alloc` arena of the peak's bytes at
+  the top of the entry block (its location: the allocations' fused), each planned
+  `memref.alloc` / `memref.alloca` replaced by an offset constant and a `memref.view`
+  with the allocation's own location, its deallocs removed, the arena freed before each
+  `func.return` that hands out no memref of its memory space, as `tela-lower`.
+
+The result is plain data: per function (or function and memory) its name, the problem
+(`telamalloc.Problem`), the solution and the `tela-plan` report line; the remarks a
+driver would print come with MLIR's own locations. A failure raises `MlirPlanError`
+located at the op's MLIR location (`model.onnx:42:7: error: ...`; a fused or named
+location points at its first file position) with its notes, and leaves the module
+unchanged: nothing is written unless every function has a plan.
+
+Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
+`plan_generic` or `tela-plan` for a module that must spill); memory assignment
+(`assign_memory`) likewise; lowering covers `memref.alloc` / `memref.alloca` (a
+`scratchpad.alloc`, unregistered in MLIR, keeps its `offset` for `tela-lower` to lower).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.dialects.builtin import StringAttr
+from xdsl.utils.exceptions import PassFailedException
+
+from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.errors import ErrorKind
+from telamalloc.interop.generic import InteropError
+from telamalloc.interop.mlir_view import MlirView, MOp, mlir_location_text
+from telamalloc.passes import outputs
+from telamalloc.passes.collect import (
+    ARENA_ALIGNMENT_ATTR,
+    BUFFER_ATTR,
+    LIFETIME_ATTR,
+    LOAD_ATTR,
+    MEMORIES_ATTR,
+    OFFSET_ATTR,
+    PEAK_ATTR,
+    FunctionProblem,
+    Selection,
+    collect_function,
+    selection_for,
+)
+from telamalloc.passes.diagnostics import diagnostic_handler
+from telamalloc.passes.liveness import FIRST_WRITE, trace_buffer
+from telamalloc.passes.options import check_options
+from telamalloc.passes.spill import ON_OVERFLOW
+from telamalloc.passes.tela_plan import (
+    FunctionPlan,
+    format_report_line,
+    require_success,
+    solve_function,
+)
+from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
+
+
+class MlirPlanError(InteropError, PassFailedException):
+    """A located planning failure: `location: error: message`, then its notes (an
+    `InteropError`, and a `PassFailedException` as the xDSL passes raise)."""
+
+    def __init__(self, location: str, message: str, kind: ErrorKind, notes: tuple[tuple[str, str], ...] = ()):
+        self.location = location
+        self.message = message
+        self.kind = kind
+        self.notes = notes  # (location, message)
+        lines = [f"{location}: error: {message}"] + [f"{where}: note: {note}" for where, note in notes]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class MlirFunctionPlan:
+    """One function's (or one memory's) plan as plain data."""
+
+    name: str  # `<function>`, or `<function>.<memory>` for one of several memories
+    problem: Problem  # the buffers (ids, lifetimes, sizes, alignments) and the capacity
+    solution: Solution  # status, offsets (in the problem's buffer order), peak, LOAD
+    report: str  # the `tela-plan` report line
+    location: str  # the function's location (`file:line:col`)
+
+
+@dataclass(frozen=True)
+class MlirPlanResult:
+    """What `plan_mlir_ops` returns: the plans in program order and the remarks."""
+
+    plans: tuple[MlirFunctionPlan, ...]
+    remarks: tuple[str, ...]  # `file:line:col: remark: message`, as tela-opt prints them
+
+    def offsets(self) -> dict[str, dict[str, int]]:
+        """`{function: {buffer id: offset}}` of every plan."""
+        return {
+            plan.name: dict(zip((b.id for b in plan.problem.buffers), plan.solution.offsets or ()))
+            for plan in self.plans
+        }
+
+
+def plan_mlir_ops(
+    module: Any,
+    *,
+    capacity: int | None = None,
+    alignment: int | None = None,
+    mode: str | Mode = "fit",
+    time_limit: float | None = None,
+    algorithm: str = "telamalloc",
+    memory_space: int | str | None = None,
+    lifetimes: str = FIRST_WRITE,
+    on_overflow: str | None = None,
+    lower: bool = True,
+    dump_problem: str | None = None,
+    report_json: str | None = None,
+    layout: str | None = None,
+    html: str | None = None,
+    plot: str | None = None,
+) -> MlirPlanResult:
+    """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`,
+    in place (see the module doc). The options are `tela-plan`'s; the output paths
+    (`report_json`, `layout`, `html`, `plot`, `dump_problem`) are written as it writes them.
+    """
+    check_options(
+        capacity=capacity,
+        alignment=alignment,
+        mode=mode,
+        time_limit=time_limit,
+        algorithm=algorithm,
+        dump_problem=dump_problem,
+        memory_space=memory_space,
+        on_overflow=on_overflow,
+        lifetimes=lifetimes,
+    )
+    requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
+    view = MlirView(module)
+    remarks: list[str] = []
+
+    def handler(kind: str, op: Any, message: str) -> None:
+        remarks.append(f"{_where(view, op)}: {kind}: {message}")
+
+    try:
+        with diagnostic_handler(handler):
+            requests.check()
+            plans = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
+                          on_overflow, dump_problem)
+            requests.write(plans)
+    except PassFailedAtOp as error:
+        notes = tuple((_where(view, op), message) for op, message in error.notes)
+        raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
+    except PassFailedException as error:
+        raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+    for plan in plans:
+        _record(view, plan)
+    if lower:
+        for plan in _memory_groups(plans):
+            _lower(view, plan)
+    return MlirPlanResult(
+        tuple(
+            MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
+                             _where(view, plan.problem.func))
+            for plan in plans
+        ),
+        tuple(remarks),
+    )
+
+
+def _where(view: MlirView, op: Any) -> str:
+    handle = getattr(op, "handle", None)
+    return mlir_location_text(handle.location if handle is not None else None, "<mlir module>")
+
+
+def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes, on_overflow,
+          dump_problem) -> list[FunctionPlan]:
+    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes))
+    dump_paths = outputs.dump_paths(dump_problem, problems)
+    plans = []
+    for function_problem in problems:
+        if dump_paths:
+            outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
+        plan = solve_function(function_problem, mode, time_limit, algorithm)
+        spill = Mode(mode) is Mode.FIT and _policy(view, function_problem.func, on_overflow) == "spill"
+        if not plan.solution.ok and spill:
+            raise PassFailedAtOp(
+                function_problem.func,
+                f"'@{function_problem.name}' does not fit and asks to spill; spilling rewrites the "
+                "module in xDSL: plan it with telamalloc.interop.plan_generic or tela-plan",
+                ErrorKind.NO,
+            )
+        require_success(plan, time_limit)
+        plans.append(plan)
+    return plans
+
+
+def _policy(view: MlirView, func: MOp, option: str | None) -> str:
+    if option is not None:
+        return option
+    current: MOp | None = func
+    while current is not None:
+        recorded = view.attribute(current, "scratchpad.on_overflow")
+        if recorded is not None:
+            if not isinstance(recorded, StringAttr) or recorded.data not in ON_OVERFLOW:
+                raise PassFailedAtOp(
+                    current,
+                    f"'scratchpad.on_overflow' is '{recorded}'; write \"error\" or \"spill\" (or pass "
+                    "'on-overflow=<error|spill>')",
+                )
+            return recorded.data
+        current = current.parent
+    return "error"
+
+
+def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> Iterator[FunctionProblem]:
+    has_scratchpad = any(
+        view.name(op) in ("scratchpad.alloc", "memref.alloc", "memref.alloca")
+        and op.results
+        and "#scratchpad.space" in str(op.results[0].handle.type)
+        for op in view.walk()
+    )
+    for func in view.functions:
+        if PEAK_ATTR in func.handle.attributes:
+            continue  # planned already: left unchanged, as tela-plan does
+        if isinstance(memory_space, int):
+            selections = [selection_for(func, has_scratchpad, memory_space, view)]
+        else:
+            selections = _memory_selections(view, func, has_scratchpad, memory_space, capacity)
+        for selection in selections:
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
+            if function_problem.buffers:
+                yield function_problem
+
+
+def _memory_selections(view: MlirView, func: MOp, has_scratchpad: bool, memory_space, capacity) -> list[Selection]:
+    targets = view.targets(func)
+    names = [target.target_name.data for target in targets]
+    function_name = view.symbol_name(func)
+    if memory_space is not None and memory_space not in names:
+        known = ", ".join(f"'{name}'" for name in names) or "none"
+        raise PassFailedAtOp(
+            func,
+            f"'@{function_name}' has no memory named '{memory_space}' (its memories: {known}); "
+            "name one of its targets in 'memory-space'",
+        )
+    if len(targets) <= 1:
+        return [selection_for(func, has_scratchpad, None, view)]
+    if capacity is not None and memory_space is None:
+        raise PassFailedAtOp(
+            func,
+            f"'@{function_name}' has several memories ({', '.join(repr(n) for n in names)}); "
+            "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
+        )
+    return [
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0, view=view)
+        for index, target in enumerate(targets)
+        if memory_space is None or target.target_name.data == memory_space
+    ]
+
+
+def _record(view: MlirView, plan: FunctionPlan) -> None:
+    """`tela_plan.record_plan` through the bindings."""
+    ir = view._ir
+    solution = plan.solution
+    assert solution.offsets is not None and solution.peak is not None
+    context = plan.problem.func.handle.context
+    with context:
+        i64 = ir.IntegerType.get_signless(64)
+        arena_alignment = 1
+        for buffer, offset in zip(plan.problem.buffers, solution.offsets):
+            attributes = buffer.op.handle.attributes
+            key = "offset" if buffer.op.name == "scratchpad.alloc" else OFFSET_ATTR
+            attributes[key] = ir.IntegerAttr.get(i64, offset)
+            attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
+            attributes[LIFETIME_ATTR] = ir.DenseI64ArrayAttr.get([buffer.lifetime.start, buffer.lifetime.end])
+            arena_alignment = max(arena_alignment, buffer.alignment)
+        attributes = plan.problem.func.handle.attributes
+        if plan.problem.memory is not None:
+            entries = {}
+            if MEMORIES_ATTR in attributes:
+                recorded = ir.DictAttr(attributes[MEMORIES_ATTR])
+                entries = {named.name: named.attr for named in recorded}
+            entries[plan.problem.memory] = ir.DenseI64ArrayAttr.get([solution.peak, solution.load, arena_alignment])
+            attributes[MEMORIES_ATTR] = ir.DictAttr.get(entries)
+            return
+        attributes[PEAK_ATTR] = ir.IntegerAttr.get(i64, solution.peak)
+        attributes[LOAD_ATTR] = ir.IntegerAttr.get(i64, solution.load)
+        attributes[ARENA_ALIGNMENT_ATTR] = ir.IntegerAttr.get(i64, arena_alignment)
+
+
+def _memory_groups(plans: list[FunctionPlan]) -> list[FunctionPlan]:
+    return [plan for plan in plans if all(b.op.name != "scratchpad.alloc" for b in plan.problem.buffers)]
+
+
+def _lower(view: MlirView, plan: FunctionPlan) -> None:
+    """`tela-lower` of one function's (or memory's) plan, through the bindings."""
+    ir = view._ir
+    from mlir.dialects import arith, memref
+
+    func = plan.problem.func
+    buffers = plan.problem.buffers
+    assert plan.solution.offsets is not None and plan.solution.peak is not None
+    peak = plan.solution.peak
+    alignment = max([1, *(buffer.alignment for buffer in buffers)])
+    first_type = buffers[0].op.handle.results[0].type
+    with func.handle.context:
+        memref_type = ir.MemRefType(first_type)
+        distinct: dict[Any, Any] = {}  # each location once, in order (as `fused_location`)
+        for buffer in buffers:
+            location = buffer.op.handle.location
+            distinct.setdefault(location.attr, location)
+        locations = list(distinct.values())
+        arena_location = locations[0] if len(locations) == 1 else ir.Location.fused(locations)
+        entry = func.handle.regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_begin(entry), arena_location:
+            arena_type = ir.MemRefType.get(
+                [peak], ir.IntegerType.get_signless(8), memory_space=memref_type.memory_space
+            )
+            arena = memref.AllocOp(arena_type, [], [], alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                                                    alignment))
+            arena.operation.attributes["scratchpad.arena"] = ir.UnitAttr.get()
+        index = ir.IndexType.get()
+        for buffer, offset in zip(buffers, plan.solution.offsets):
+            handle = buffer.op.handle
+            _, deallocs, _ = trace_buffer(buffer.op.results[0], view)
+            with ir.InsertionPoint(handle), handle.location:
+                shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset))
+                sizes = view.segment_sizes(buffer.op)
+                dynamic = list(handle.operands)[: sizes[0] if sizes else 0]
+                lowered = memref.ViewOp(handle.results[0].type, arena.result, shift.result, dynamic)
+                lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
+            handle.results[0].replace_all_uses_with(lowered.result)
+            for dealloc in {id(d): d for d in deallocs}.values():
+                dealloc.handle.erase()
+            handle.erase()
+        _free_arena(view, func, arena, memref_type.memory_space, arena_location)
+
+
+def _free_arena(view: MlirView, func: MOp, arena: Any, space: Any, location: Any) -> None:
+    ir = view._ir
+    from mlir.dialects import memref
+
+    for block in func.handle.regions[0].blocks:
+        for op_view in block.operations:
+            op = op_view.operation
+            if op.name != "func.return":
+                continue
+            if any(
+                isinstance(operand.type, ir.MemRefType) and str(ir.MemRefType(operand.type).memory_space) == str(space)
+                for operand in op.operands
+            ):
+                continue
+            with ir.InsertionPoint(op), location:
+                memref.DeallocOp(arena.result)
+
+
+def unknown_ops(module: Any) -> list[str]:
+    """The names of the ops of `module` whose memory effects the planner does not know:
+    neither `passes/effects.py`'s table nor an xDSL op definition names them."""
+    view = MlirView(module)
+    return sorted({op.name for op in view.walk() if op is not view.module and not view.knows(op.name)})
+
+
+def plan_text_report(result: MlirPlanResult) -> str:
+    """The report lines of `result`, one per plan, as `tela-plan report=-` writes them."""
+    stream = io.StringIO()
+    for plan in result.plans:
+        stream.write(plan.report + "\n")
+    return stream.getvalue()

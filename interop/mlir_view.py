@@ -1,0 +1,432 @@
+"""The liveness and planning core over upstream MLIR's Python bindings: `MlirView`.
+
+`MlirView(module)` walks an `mlir.ir.Module` once and keeps a light mirror of it: one
+node per op, block, region and value, each holding its `mlir.ir` handle. The analyses
+(`passes/liveness.py`, `passes/effects.py`, the collect step) run on these nodes through
+the `IRView` interface (`passes/irview.py`), exactly as they run on xDSL's ops; the
+planner (`telamalloc.interop.mlir_plan`) writes its answers back through the handles.
+The mirror exists because the bindings hand out a new Python object at each access: the
+nodes give the analyses the stable identities they key their tables by, and each op is
+read through the bindings once.
+
+What the bindings do not expose comes from the op knowledge our xDSL dialects carry:
+which ops are terminators and which memory effects an op declares are read off the xDSL
+op class of the same name (`IsTerminator`, `MemoryEffect` traits), so an op answers the
+same in both front ends; an op xDSL does not know has unknown effects (it reads and
+writes every memref it takes) and is no terminator, as an unregistered op in xDSL.
+Types and attributes the collect step reads (memref shapes, `#scratchpad.target`,
+`scratchpad.*` attributes) cross as xDSL attributes parsed from their text, once per
+distinct text: the module itself never goes through text.
+
+Limits: the mirror is a snapshot: an op created or erased through the bindings after
+`MlirView(module)` is not seen (build a new view). Class-level effects: an xDSL trait whose
+effects depend on the op instance (none in the memref, linalg, scf, vector and
+bufferization dialects xDSL 0.74 defines) counts as unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.ir import Attribute
+from xdsl.parser import Parser
+from xdsl.traits import (
+    IsTerminator,
+    MemoryAllocEffect,
+    MemoryEffect,
+    MemoryFreeEffect,
+    MemoryReadEffect,
+    MemoryWriteEffect,
+    NoMemoryEffect,
+    RecursiveMemoryEffect,
+)
+from xdsl.utils.exceptions import ParseError, VerifyException
+
+from telamalloc.dialects.scratchpad import TARGET_ATTR_KEY, TARGETS_ATTR_KEY, PassFailedAtOp, TargetAttr
+from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, xdsl_context
+from telamalloc.passes.irview import IRView
+from telamalloc.passes.written import WrittenArguments
+
+KNOWN_BY_NAME = frozenset({"scratchpad.alloc", "scratchpad.dealloc", "scratchpad.dma", "scratchpad.kernel",
+                           "scratchpad.arena", "scratchpad.view", "memref.copy", "func.call"})
+"""Ops `passes/effects.py` decides by name whatever xDSL knows of them."""
+
+
+class MValue:
+    """An SSA value: an op result or a block argument."""
+
+    __slots__ = ("handle", "memref", "ranked", "uses", "index")
+
+    def __init__(self, handle: Any, memref: bool, ranked: bool, index: int):
+        self.handle = handle
+        self.memref = memref
+        self.ranked = ranked
+        self.uses: list[tuple[MOp, int]] = []
+        self.index = index
+
+
+class MOp:
+    """An op; `results` is a list so that `Lifetime.value` reads it as xDSL's."""
+
+    __slots__ = ("handle", "name", "operands", "results", "regions", "successors", "parent", "block")
+
+    def __init__(self, handle: Any, name: str, parent: MOp | None, block: MBlock | None):
+        self.handle = handle
+        self.name = name
+        self.operands: list[MValue] = []
+        self.results: list[MValue] = []
+        self.regions: list[MRegion] = []
+        self.successors: list[MBlock] = []
+        self.parent = parent
+        self.block = block
+
+    def __repr__(self) -> str:
+        return f"MOp({self.name})"
+
+    @property
+    def location(self) -> Attribute:
+        """The op's file position as an xDSL location (what `ir_text.source_location` and
+        the outputs read), `UnknownLoc` when its MLIR location has none."""
+        position = file_position(self.handle.location)
+        if position is None:
+            return UnknownLoc()
+        name, line, column = position
+        return FileLineColLoc(StringAttr(name), IntAttr(line), IntAttr(column))
+
+
+class MBlock:
+    __slots__ = ("handle", "ops", "args", "region")
+
+    def __init__(self, handle: Any, region: MRegion):
+        self.handle = handle
+        self.ops: list[MOp] = []
+        self.args: list[MValue] = []
+        self.region = region
+
+
+class MRegion:
+    __slots__ = ("blocks", "owner")
+
+    def __init__(self, owner: MOp):
+        self.blocks: list[MBlock] = []
+        self.owner = owner
+
+
+_EFFECT_KINDS = {
+    MemoryReadEffect: (True, False),
+    MemoryWriteEffect: (False, True),
+    MemoryAllocEffect: (False, False),
+    MemoryFreeEffect: (False, False),
+    NoMemoryEffect: (False, False),
+}
+
+
+class MlirView(IRView):
+    """`IRView` over an `mlir.ir.Module` (see the module doc)."""
+
+    def __init__(self, module: Any):
+        from mlir import ir
+
+        self._ir = ir
+        self._context = xdsl_context(allow_unregistered=True)  # reads types and attributes
+        self._definitions = xdsl_context()  # the op classes xDSL defines (no stand-ins)
+        self._types: dict[str, Attribute] = {}
+        self._attributes: dict[str, Attribute] = {}
+        self._classes: dict[str, Any] = {}
+        self._names: dict[MValue, str] | None = None
+        operation = getattr(module, "operation", module)
+        self.module = MOp(operation, operation.name, None, None)
+        self.functions: list[MOp] = []
+        self._symbols: dict[str, MOp] = {}
+        self._build(self.module)
+        self.call_writes = WrittenArguments(self).call_writes
+
+    # -- the mirror --------------------------------------------------------------------
+    def _build(self, root: MOp) -> None:
+        ir = self._ir
+        memref_types = (ir.MemRefType, ir.UnrankedMemRefType)
+        values: dict[Any, MValue] = {}
+        blocks: dict[Any, MBlock] = {}
+        pending_successors: list[tuple[MOp, list[Any]]] = []
+        stack: list[MOp] = [root]
+        while stack:
+            op = stack.pop()
+            handle = op.handle
+            for index, result in enumerate(handle.results):
+                type_ = result.type
+                value = MValue(result, isinstance(type_, memref_types), isinstance(type_, ir.MemRefType), index)
+                values[result] = value
+                op.results.append(value)
+            successors = list(handle.successors)
+            if successors:
+                pending_successors.append((op, successors))
+            nested: list[MOp] = []
+            for region_handle in handle.regions:
+                region = MRegion(op)
+                op.regions.append(region)
+                for block_handle in region_handle.blocks:
+                    block = MBlock(block_handle, region)
+                    blocks[block_handle] = block
+                    region.blocks.append(block)
+                    for index, argument in enumerate(block_handle.arguments):
+                        type_ = argument.type
+                        value = MValue(
+                            argument, isinstance(type_, memref_types), isinstance(type_, ir.MemRefType), index
+                        )
+                        values[argument] = value
+                        block.args.append(value)
+                    for child_view in block_handle.operations:
+                        child_handle = child_view.operation
+                        child = MOp(child_handle, child_handle.name, op, block)
+                        block.ops.append(child)
+                        nested.append(child)
+            if op.name == "func.func" and op.regions:
+                self.functions.append(op)
+                self._symbols.setdefault(self.symbol_name(op), op)
+            stack.extend(reversed(nested))
+        # Operands once every value exists (a block argument or a result may be used
+        # before its definition in the walk order: graph regions, branches).
+        for op in self._all_ops(root):
+            for index, operand in enumerate(op.handle.operands):
+                value = values.get(operand)
+                if value is None:  # a value from outside the walked module
+                    value = values[operand] = MValue(operand, False, False, 0)
+                op.operands.append(value)
+                value.uses.append((op, index))
+        for op, successors in pending_successors:
+            op.successors = [blocks[successor] for successor in successors]
+
+    @staticmethod
+    def _all_ops(root: MOp) -> Iterable[MOp]:
+        stack = [root]
+        while stack:
+            op = stack.pop()
+            yield op
+            for region in reversed(op.regions):
+                for block in reversed(region.blocks):
+                    stack.extend(reversed(block.ops))
+
+    def walk(self) -> Iterable[MOp]:
+        """Every op of the module in pre-order (the module op first)."""
+        return self._all_ops(self.module)
+
+    # -- structure ---------------------------------------------------------------------
+    def name(self, op: MOp) -> str:
+        return op.name
+
+    def operands(self, op: MOp) -> Sequence[MValue]:
+        return op.operands
+
+    def results(self, op: MOp) -> Sequence[MValue]:
+        return op.results
+
+    def regions(self, op: MOp) -> Sequence[MRegion]:
+        return op.regions
+
+    def successors(self, op: MOp) -> Sequence[MBlock]:
+        return op.successors
+
+    def is_terminator(self, op: MOp) -> bool:
+        op_class = self._op_class(op.name)
+        return op_class is not None and op_class.has_trait(IsTerminator)
+
+    def parent_op(self, op: MOp) -> MOp | None:
+        return op.parent
+
+    def parent_block(self, op: MOp) -> MBlock | None:
+        return op.block
+
+    def blocks(self, region: MRegion) -> Sequence[MBlock]:
+        return region.blocks
+
+    def block_ops(self, block: MBlock) -> Sequence[MOp]:
+        return block.ops
+
+    def block_args(self, block: MBlock) -> Sequence[MValue]:
+        return block.args
+
+    def block_region(self, block: MBlock) -> MRegion | None:
+        return block.region
+
+    def block_owner(self, block: MBlock) -> MOp | None:
+        return block.region.owner
+
+    def region_owner(self, region: MRegion) -> MOp | None:
+        return region.owner
+
+    def uses(self, value: MValue) -> Iterable[tuple[MOp, int]]:
+        return value.uses
+
+    def has_uses(self, value: MValue) -> bool:
+        return bool(value.uses)
+
+    def is_memref(self, value: MValue) -> bool:
+        return value.memref
+
+    def is_ranked_memref(self, value: MValue) -> bool:
+        return value.ranked
+
+    def value_type(self, value: MValue) -> Attribute:
+        text = str(value.handle.type)
+        found = self._types.get(text)
+        if found is None:
+            found = self._types[text] = self._parse(text, type_=True)
+        return found
+
+    def attribute(self, op: MOp, name: str) -> Attribute | None:
+        attributes = op.handle.attributes
+        if name not in attributes:
+            return None
+        text = str(attributes[name])
+        found = self._attributes.get(text)
+        if found is None:
+            found = self._attributes[text] = self._parse(text, type_=False)
+        return found
+
+    def name_hint(self, value: MValue) -> str | None:
+        """MLIR keeps no SSA names from the text it parsed: the name its printer gives
+        (`%alloc`, `%alloc_0`, ..., as `get_asm` would print the module)."""
+        if self._names is None:
+            state = self._ir.AsmState(self.module.handle)
+            self._names = {}
+            self._state = state
+        name = self._names.get(value)
+        if name is None:
+            name = self._names[value] = value.handle.get_name(self._state).lstrip("%")
+        return name
+
+    def symbol_name(self, function: MOp) -> str:
+        return self._ir.StringAttr(function.handle.attributes["sym_name"]).value
+
+    def callee(self, call: MOp) -> MOp | None:
+        if call.name != "func.call" or "callee" not in call.handle.attributes:
+            return None
+        symbol = self._ir.FlatSymbolRefAttr(call.handle.attributes["callee"]).value
+        return self._symbols.get(symbol)
+
+    def declared_memrefs(self, function: MOp) -> frozenset[int]:
+        function_type = self._ir.FunctionType(self._ir.TypeAttr(function.handle.attributes["function_type"]).value)
+        return frozenset(i for i, type_ in enumerate(function_type.inputs) if isinstance(type_, self._ir.MemRefType))
+
+    # -- memory effects ----------------------------------------------------------------
+    def segment_sizes(self, op: MOp) -> Sequence[int] | None:
+        attributes = op.handle.attributes
+        if "operandSegmentSizes" not in attributes:
+            return None
+        return list(self._ir.DenseI32ArrayAttr(attributes["operandSegmentSizes"]))
+
+    def declared_access(self, op: MOp, index: int) -> tuple[bool, bool] | None:
+        return None  # our dialect's ops that declare them are decided by name (`effects`)
+
+    def effects_access(self, op: MOp, index: int) -> tuple[bool, bool] | None:
+        return self._effects(op)
+
+    def _effects(self, op: MOp) -> tuple[bool, bool] | None:
+        """(reads, writes) of `op` on every operand, from its xDSL class's traits."""
+        op_class = self._op_class(op.name)
+        if op_class is None:
+            return None
+        traits = [trait for trait in op_class.traits if isinstance(trait, MemoryEffect)]
+        if not traits:
+            return None
+        reads = writes = False
+        for trait in traits:
+            if isinstance(trait, RecursiveMemoryEffect):
+                for region in op.regions:
+                    for block in region.blocks:
+                        for nested in block.ops:
+                            found = self._effects(nested)
+                            if found is None:
+                                return None
+                            reads, writes = reads or found[0], writes or found[1]
+                continue
+            kinds = next((value for kind, value in _EFFECT_KINDS.items() if isinstance(trait, kind)), None)
+            if kinds is None:
+                return None  # effects that depend on the op instance: unknown here
+            reads, writes = reads or kinds[0], writes or kinds[1]
+        return reads, writes
+
+    def knows(self, name: str) -> bool:
+        """Whether the planner knows what ops named `name` do to memory."""
+        return self._op_class(name) is not None or name.startswith("linalg.") or name in KNOWN_BY_NAME
+
+    def _op_class(self, name: str) -> Any:
+        if name not in self._classes:
+            self._classes[name] = self._definitions.get_optional_op(name)
+        return self._classes[name]
+
+    # -- targets -----------------------------------------------------------------------
+    def target(self, op: MOp) -> TargetAttr | None:
+        """`scratchpad.dialects.find_target` over the mirror."""
+        current: MOp | None = op
+        while current is not None:
+            attribute = self.attribute(current, TARGET_ATTR_KEY)
+            if attribute is not None:
+                if not isinstance(attribute, TargetAttr):
+                    raise PassFailedAtOp(
+                        op,  # type: ignore[arg-type]
+                        f"'{TARGET_ATTR_KEY}' on '{current.name}' must be a "
+                        f"'#scratchpad.target<...>' attribute, got '{attribute}'",
+                    )
+                return attribute
+            current = current.parent
+        return None
+
+    def targets(self, op: MOp) -> tuple[TargetAttr, ...]:
+        """`scratchpad.dialects.find_targets` over the mirror."""
+        current: MOp | None = op
+        while current is not None:
+            several = self.attribute(current, TARGETS_ATTR_KEY)
+            if several is not None:
+                if not isinstance(several, ArrayAttr) or not several.data or not all(
+                    isinstance(t, TargetAttr) for t in several.data
+                ):
+                    raise VerifyException(
+                        f"'{TARGETS_ATTR_KEY}' on '{current.name}' must be a non-empty array of "
+                        f"'#scratchpad.target<...>' attributes, got '{several}'"
+                    )
+                return tuple(several.data)  # type: ignore[arg-type]
+            if self.attribute(current, TARGET_ATTR_KEY) is not None:
+                target = self.target(current)
+                return () if target is None else (target,)
+            current = current.parent
+        return ()
+
+    # -- text of types and attributes ----------------------------------------------------
+    def _parse(self, text: str, *, type_: bool) -> Attribute:
+        parser = Parser(self._context, text, "<mlir attribute>")
+        try:
+            parsed = parser.parse_type() if type_ else parser.parse_attribute()
+        except ParseError as error:
+            raise VerifyException(f"cannot read '{text}': {error.msg}") from None
+        if MEMORY_SPACE_PREFIX in text:  # our memory space, written as a string for MLIR
+            parsed = decode_memory_space(parsed, self._context)
+        return parsed
+
+
+def file_position(location: Any) -> tuple[str, int, int] | None:
+    """(file, line, column) an MLIR location points at: a file location, the one inside
+    a name or call-site location (the callee's), or the first of a fused one; None when
+    it has none (as `telamalloc.locations.file_line_col`)."""
+    pending = [location]
+    while pending:
+        current = pending.pop(0)
+        if current is None:
+            continue
+        if current.is_a_file():
+            return current.filename, current.start_line, current.start_col
+        if current.is_a_name():
+            pending.insert(0, current.child_loc)
+        elif current.is_a_callsite():
+            pending[:0] = [current.callee, current.caller]
+        elif current.is_a_fused():
+            pending[:0] = list(current.locations)
+    return None
+
+
+def mlir_location_text(location: Any, fallback: str) -> str:
+    """`file:line:col` of an MLIR location, else `fallback`."""
+    position = None if location is None else file_position(location)
+    return fallback if position is None else f"{position[0]}:{position[1]}:{position[2]}"
