@@ -10,6 +10,7 @@ and `telamalloc.interop`; it imports no driver (tools/ sit above it) and nothing
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import re
 from collections import defaultdict
@@ -115,6 +116,29 @@ def _position(order: dict[Operation, int], op: Operation) -> int:
     return order.get(op, -1)
 
 
+class LineIndex:
+    """1-based (line, column) of a character offset in a text, by bisection over the line
+    starts (xDSL's `Span.get_location` counts the newlines from the start of the text at
+    each call: quadratic over a file's ops)."""
+
+    def __init__(self, text: str):
+        self._starts = [0]
+        find = text.find
+        index = find("\n")
+        while index >= 0:
+            self._starts.append(index + 1)
+            index = find("\n", index + 1)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self._starts, offset)
+        return line, offset - self._starts[line - 1] + 1
+
+    def offset(self, line: int, column: int) -> int:
+        """The character offset of 1-based `line`:`column` (clamped to the text's lines)."""
+        line = min(max(line, 1), len(self._starts))
+        return self._starts[line - 1] + max(column, 1) - 1
+
+
 class _SafeLexer(MLIRLexer):
     """xDSL's MLIR lexer with a string-literal pattern that runs in linear time.
 
@@ -145,6 +169,7 @@ class _LocatingParser(Parser):
         self.forward_ssa_references = dict()
         self._line_offset = line_offset
         self._file_name = StringAttr(name)
+        self._lines = LineIndex(text)
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
@@ -175,13 +200,11 @@ class _LocatingParser(Parser):
             raise ParseError(start, f"literal out of range for its type ({error})") from None
 
     def parse_operation(self) -> Operation:
-        start = dataclasses.replace(self._current_token.span, line_offset=self._line_offset)
+        start = self._current_token.span.start
         op = super().parse_operation()
         if isinstance(op.location, UnknownLoc):
-            position = start.get_location()
-            op.location = FileLineColLoc(
-                self._file_name, IntAttr(position.line), IntAttr(position.col)
-            )
+            line, column = self._lines.position(start)
+            op.location = FileLineColLoc(self._file_name, IntAttr(line + self._line_offset), IntAttr(column))
         return op
 
 
@@ -254,13 +277,61 @@ def _parse_through_mlir(
     except ParseError:
         return None  # xDSL cannot read MLIR's generic form of it either: its first error stands
     file_name = StringAttr(name)
+    lines = LineIndex(text)
     for op in module.walk():
         location = op.location
         if isinstance(location, FileLineColLoc) and location.filename.data == "-":  # MLIR's name for a string
+            _restore_names(op, text, lines.offset(location.line.data, location.column.data))
             op.location = FileLineColLoc(
                 file_name, IntAttr(location.line.data + line_offset), location.column
             )
     return module
+
+
+_RESULT_NAMES = re.compile(r"((?:%[\w$.-]+\s*,\s*)*%[\w$.-]+)\s*=\s*$")
+_SSA_NAME = re.compile(r"%([\w$.-]+)")
+_KEPT_NAME = re.compile(r"[A-Za-z_$.-][\w$.-]*")  # what xDSL takes as a name (`%0` is a number)
+_ARGUMENT_NAME = re.compile(r"[(,]\s*%([\w$.-]+)\s*:")
+
+
+def _restore_names(op: Operation, text: str, offset: int) -> None:
+    """Gives `op`'s results (and a function's arguments) the SSA names they have in `text`
+    at `offset`, where MLIR located the op: MLIR keeps no names from its input, so the
+    generic form it printed numbers them (`%b` would become `%8`). MLIR locates an op at
+    its name, so the result names are the `%a, %b =` before it on its line. A result group
+    (`%r:2`) or a name xDSL cannot keep leaves MLIR's."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    match = _RESULT_NAMES.search(text, line_start, offset)
+    if match is not None and op.results:
+        names = _SSA_NAME.findall(match[1])
+        if len(names) == len(op.results):
+            for result, result_name in zip(op.results, names):
+                if _KEPT_NAME.fullmatch(result_name):
+                    result.name_hint = result_name
+    if op.name == "func.func" and op.regions and op.regions[0].blocks:
+        arguments = op.regions[0].blocks.first.args
+        names = _ARGUMENT_NAME.findall(_signature(text, offset))
+        if len(names) == len(arguments):
+            for argument, argument_name in zip(arguments, names):
+                if _KEPT_NAME.fullmatch(argument_name):
+                    argument.name_hint = argument_name
+
+
+def _signature(text: str, offset: int) -> str:
+    """The argument list `(...)` of the function op at `offset` in `text`."""
+    start = text.find("(", offset)
+    if start < 0:
+        return ""
+    depth = 0
+    for index in range(start, min(len(text), start + 100_000)):
+        character = text[index]
+        if character in "(<[":
+            depth += 1
+        elif character in ")>]" and not (character == ">" and text[index - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return text[start : index + 1]
+    return ""
 
 
 def _span_at(text: str, name: str, line: int, column: int) -> Span[str]:
