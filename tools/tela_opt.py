@@ -16,7 +16,15 @@ Everything `xdsl-opt` accepts works here (`-p/--passes`, `--split-input-file`,
   they are about; on a terminal, a long solve shows the progress line of `tela-alloc`;
 - `--help` documents telamalloc's passes and their options, `--help-pass NAME` one
   pass's options, `--list-passes` every pass; `--version` names telamalloc and xDSL;
-- `-` as the input file reads stdin.
+- `-` as the input file reads stdin;
+- mlir-opt's debugging flags: `--mlir-print-ir-before-all` / `--mlir-print-ir-after-all`
+  print the module before / after each pass on stderr
+  (`// -----// IR Dump After TelaPlanPass (tela-plan) //----- //`, as mlir-opt), in the
+  output's form (`--print-op-generic`, debug info); `--mlir-timing` prints mlir-opt's
+  execution time report on stderr at the end, with the parsing, each pass, the
+  verification between passes and the printing of the output (xDSL's `--time-passes`
+  leaves out parsing and printing); `--mlir-print-debuginfo` is `--print-debuginfo`
+  (locations on every op).
 
 Errors follow MLIR's conventions instead of Python tracebacks:
 
@@ -53,12 +61,14 @@ import re
 import sys
 import tempfile
 import textwrap
+import time
 from collections.abc import Callable, Sequence
 from typing import IO, NoReturn
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass, get_pass_option_infos
+from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
@@ -162,6 +172,7 @@ class TelaOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self._current_pass: ModulePass | None = None
+        self._timings: dict[str, float] = {}  # `--mlir-timing`: seconds per phase, in first-seen order
         self._emitted: list[Emitted] | None = None  # the current chunk's diagnostics
         super().__init__(
             description=(
@@ -237,6 +248,29 @@ class TelaOptMain(xDSLOptMain):
             help="list every available pass (telamalloc's first) and exit",
         )
 
+        arg_parser.add_argument(
+            "--mlir-print-ir-before-all",
+            action="store_true",
+            help="print the IR before each pass on stderr, as mlir-opt",
+        )
+        arg_parser.add_argument(
+            "--mlir-print-ir-after-all",
+            action="store_true",
+            help="print the IR after each pass on stderr, as mlir-opt",
+        )
+        arg_parser.add_argument(
+            "--mlir-timing",
+            action="store_true",
+            help="print mlir-opt's execution time report on stderr: parsing, each pass, "
+            "verification and printing",
+        )
+        arg_parser.add_argument(
+            "--mlir-print-debuginfo",
+            dest="print_debuginfo",
+            action="store_true",
+            help="print every op's location (as '--print-debuginfo')",
+        )
+
         def usage_error(message: str) -> NoReturn:
             raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
 
@@ -308,19 +342,68 @@ class TelaOptMain(xDSLOptMain):
     def _locating_callback(self, callback: PipelineCallback | None) -> PipelineCallback:
         """Wraps xDSL's between-passes callback to locate verification failures."""
 
+        started = time.perf_counter()
+
         def locating_callback(
             previous: ModulePass | None, module: ModuleOp, following: ModulePass | None
         ) -> None:
+            nonlocal started
+            if previous is not None:
+                self._time(previous.name, time.perf_counter() - started)
+                if self.args.mlir_print_ir_after_all:
+                    self._dump_ir("After", previous, module)
             self._current_pass = following
-            if callback is None:
-                return
-            try:
-                callback(previous, module, following)
-            except DiagnosticException as error:
-                after = "" if previous is None else f" (after pass '{previous.name}')"
-                raise self._verification_diagnostic(module, error, after) from None
+            if callback is not None:
+                verifying = time.perf_counter()
+                try:
+                    callback(previous, module, following)
+                except DiagnosticException as error:
+                    after = "" if previous is None else f" (after pass '{previous.name}')"
+                    raise self._verification_diagnostic(module, error, after) from None
+                self._time("Verifier", time.perf_counter() - verifying)
+            if following is not None and self.args.mlir_print_ir_before_all:
+                self._dump_ir("Before", following, module)
+            started = time.perf_counter()
 
         return locating_callback
+
+    def _dump_ir(self, when: str, pass_: ModulePass, module: ModuleOp) -> None:
+        """mlir-opt's `--mlir-print-ir-before-all` / `-after-all` dump, on stderr."""
+        stream = io.StringIO()
+        printer = Printer(
+            stream=stream,
+            print_generic_format=self.args.print_op_generic,
+            print_debuginfo=self.args.print_debuginfo,
+        )
+        printer.print_op(module)
+        header = f"// -----// IR Dump {when} {type(pass_).__name__} ({pass_.name}) //----- //"
+        print(f"{header}\n{stream.getvalue()}\n", file=sys.stderr, flush=True)
+
+    def _time(self, phase: str, seconds: float) -> None:
+        self._timings[phase] = self._timings.get(phase, 0.0) + seconds
+
+    def _timing_report(self) -> str:
+        """mlir-opt's `--mlir-timing` report (wall time, the phases in the order they ran)."""
+        total = sum(self._timings.values())
+        rule = "===" + "-" * 73 + "==="
+        lines = [
+            rule,
+            "Execution time report".center(79).rstrip(),
+            rule,
+            f"  Total Execution Time: {total:.4f} seconds",
+            "",
+            "  ----Wall Time----  ----Name----",
+        ]
+        for phase, seconds in [*self._timings.items(), ("Total", total)]:
+            share = 100.0 * seconds / total if total > 0 else 0.0
+            lines.append(f"  {seconds:9.4f} ({share:5.1f}%)  {phase}")
+        return "\n".join(lines) + "\n"
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        started = time.perf_counter()
+        text = super().output_resulting_program(prog)
+        self._time("Output", time.perf_counter() - started)
+        return text
 
     def _verification_diagnostic(
         self, module: ModuleOp, error: Exception, suffix: str
@@ -390,11 +473,13 @@ class TelaOptMain(xDSLOptMain):
                 f"input is not UTF-8 text (byte '0x{raw[error.start]:02x}' at offset "
                 f"'{error.start}'); pass an MLIR text file",
             ) from None
+        started = time.perf_counter()
         try:
             module = parse_module_text(
                 self.ctx, text, self.get_input_name(),
                 line_offset=start_offset, allow_implicit_module=not self.args.no_implicit_module,
             )
+            self._time("Parser", time.perf_counter() - started)
             violation = find_dominance_violation(module, self.get_input_name())
             if violation is not None:
                 raise violation
@@ -452,6 +537,8 @@ class TelaOptMain(xDSLOptMain):
         if self.args.shrink:
             print("Failure, can't shrink")
             return ExitStatus.NO
+        if self.args.mlir_timing:
+            print(self._timing_report(), end="", file=sys.stderr)
         return status
 
     def _run_chunk(self, chunk: IO[bytes], file_extension: str, line_offset: int, output) -> ExitStatus:
