@@ -45,12 +45,12 @@ def location_text(op: Operation | None, fallback: str) -> str:
 def fused_location(ops: Iterable[Operation]) -> Attribute:
     """The location of an op made from `ops`: their one known location, a `FusedLoc` of
     several (each once, in order), or `UnknownLoc` when none is known."""
-    locations: list[Attribute] = []
+    distinct: dict[Attribute, None] = {}  # each once, in order (a list's `in` was quadratic)
     for op in ops:
         location = op.location
-        if isinstance(location, UnknownLoc) or location in locations:
-            continue
-        locations.append(location)
+        if not isinstance(location, UnknownLoc):
+            distinct.setdefault(location, None)
+    locations = list(distinct)
     if not locations:
         return UnknownLoc()
     if len(locations) == 1:
