@@ -58,7 +58,7 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.diagnostics import diagnostic_handler
-from telamalloc.passes.liveness import FIRST_WRITE, trace_buffer
+from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
 from telamalloc.passes.spill import ON_OVERFLOW
 from telamalloc.passes.tela_plan import (
@@ -330,7 +330,7 @@ def _lower(view: MlirView, plan: FunctionPlan) -> None:
         index = ir.IndexType.get()
         for buffer, offset in zip(buffers, plan.solution.offsets):
             handle = buffer.op.handle
-            _, deallocs, _ = trace_buffer(buffer.op.results[0], view)
+            deallocs = buffer.lifetime.deallocs  # the liveness analysis found them (aliases too)
             with ir.InsertionPoint(handle), handle.location:
                 shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset))
                 sizes = view.segment_sizes(buffer.op)

@@ -57,7 +57,7 @@ KNOWN_BY_NAME = frozenset({"scratchpad.alloc", "scratchpad.dealloc", "scratchpad
 class MValue:
     """An SSA value: an op result or a block argument."""
 
-    __slots__ = ("handle", "memref", "ranked", "uses", "index")
+    __slots__ = ("handle", "memref", "ranked", "uses", "index", "type")
 
     def __init__(self, handle: Any, memref: bool, ranked: bool, index: int):
         self.handle = handle
@@ -65,6 +65,7 @@ class MValue:
         self.ranked = ranked
         self.uses: list[tuple[MOp, int]] = []
         self.index = index
+        self.type: Attribute | None = None  # the xDSL type, once asked for
 
 
 class MOp:
@@ -135,6 +136,7 @@ class MlirView(IRView):
         self._types: dict[str, Attribute] = {}
         self._attributes: dict[str, Attribute] = {}
         self._classes: dict[str, Any] = {}
+        self._terminators: dict[str, bool] = {}
         self._names: dict[MValue, str] | None = None
         operation = getattr(module, "operation", module)
         self.module = MOp(operation, operation.name, None, None)
@@ -145,24 +147,39 @@ class MlirView(IRView):
 
     # -- the mirror --------------------------------------------------------------------
     def _build(self, root: MOp) -> None:
+        """The mirror of `root`'s op and everything nested in it: one pre-order walk
+        through the bindings (`Operation.walk` hands out plain operations, cheaper than
+        iterating blocks, which builds an `OpView` per op)."""
         ir = self._ir
         memref_types = (ir.MemRefType, ir.UnrankedMemRefType)
+        ranked_type = ir.MemRefType
+        handles: list[Any] = []
+
+        def visit(handle: Any) -> Any:
+            handles.append(handle)
+            return ir.WalkResult.ADVANCE
+
+        root.handle.walk(visit, ir.WalkOrder.PRE_ORDER)
         values: dict[Any, MValue] = {}
         blocks: dict[Any, MBlock] = {}
+        ops: list[MOp] = []
         pending_successors: list[tuple[MOp, list[Any]]] = []
-        stack: list[MOp] = [root]
-        while stack:
-            op = stack.pop()
-            handle = op.handle
+        for position, handle in enumerate(handles):
+            if position == 0:
+                op = root
+            else:
+                block = blocks[handle.block]
+                op = MOp(handle, handle.name, block.region.owner, block)
+                block.ops.append(op)
+            ops.append(op)
             for index, result in enumerate(handle.results):
                 type_ = result.type
-                value = MValue(result, isinstance(type_, memref_types), isinstance(type_, ir.MemRefType), index)
+                value = MValue(result, isinstance(type_, memref_types), isinstance(type_, ranked_type), index)
                 values[result] = value
                 op.results.append(value)
-            successors = list(handle.successors)
-            if successors:
-                pending_successors.append((op, successors))
-            nested: list[MOp] = []
+            successors = handle.successors
+            if len(successors):
+                pending_successors.append((op, list(successors)))
             for region_handle in handle.regions:
                 region = MRegion(op)
                 op.regions.append(region)
@@ -173,27 +190,22 @@ class MlirView(IRView):
                     for index, argument in enumerate(block_handle.arguments):
                         type_ = argument.type
                         value = MValue(
-                            argument, isinstance(type_, memref_types), isinstance(type_, ir.MemRefType), index
+                            argument, isinstance(type_, memref_types), isinstance(type_, ranked_type), index
                         )
                         values[argument] = value
                         block.args.append(value)
-                    for child_view in block_handle.operations:
-                        child_handle = child_view.operation
-                        child = MOp(child_handle, child_handle.name, op, block)
-                        block.ops.append(child)
-                        nested.append(child)
             if op.name == "func.func" and op.regions:
                 self.functions.append(op)
                 self._symbols.setdefault(self.symbol_name(op), op)
-            stack.extend(reversed(nested))
         # Operands once every value exists (a block argument or a result may be used
         # before its definition in the walk order: graph regions, branches).
-        for op in self._all_ops(root):
+        for op in ops:
+            operands = op.operands
             for index, operand in enumerate(op.handle.operands):
                 value = values.get(operand)
                 if value is None:  # a value from outside the walked module
                     value = values[operand] = MValue(operand, False, False, 0)
-                op.operands.append(value)
+                operands.append(value)
                 value.uses.append((op, index))
         for op, successors in pending_successors:
             op.successors = [blocks[successor] for successor in successors]
@@ -229,8 +241,11 @@ class MlirView(IRView):
         return op.successors
 
     def is_terminator(self, op: MOp) -> bool:
-        op_class = self._op_class(op.name)
-        return op_class is not None and op_class.has_trait(IsTerminator)
+        known = self._terminators.get(op.name)
+        if known is None:
+            op_class = self._op_class(op.name)
+            known = self._terminators[op.name] = op_class is not None and op_class.has_trait(IsTerminator)
+        return known
 
     def parent_op(self, op: MOp) -> MOp | None:
         return op.parent
@@ -269,11 +284,13 @@ class MlirView(IRView):
         return value.ranked
 
     def value_type(self, value: MValue) -> Attribute:
-        text = str(value.handle.type)
-        found = self._types.get(text)
-        if found is None:
-            found = self._types[text] = self._parse(text, type_=True)
-        return found
+        if value.type is None:
+            text = str(value.handle.type)
+            found = self._types.get(text)
+            if found is None:
+                found = self._types[text] = self._parse(text, type_=True)
+            value.type = found
+        return value.type
 
     def attribute(self, op: MOp, name: str) -> Attribute | None:
         attributes = op.handle.attributes
