@@ -31,6 +31,8 @@ Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,6 +145,29 @@ def plan_mlir_ops(
         lifetimes=lifetimes,
     )
     requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
+    with _collector_paused():
+        return _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space,
+                              lifetimes, on_overflow, lower, dump_problem)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off (process-wide) while the mirror and the
+    analyses build their many small objects, all alive until the call returns: its
+    collections, triggered by the allocation count, scan everything alive, which made
+    planning grow faster than the module (0.95 s against 0.56 s to build the mirror of
+    10,000 allocs). The mirror's reference cycles go at the next collection after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
+                   on_overflow, lower, dump_problem) -> MlirPlanResult:
     view = MlirView(module)
     remarks: list[str] = []
 
