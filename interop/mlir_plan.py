@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -392,11 +391,3 @@ def unknown_ops(module: Any) -> list[str]:
     neither `passes/effects.py`'s table nor an xDSL op definition names them."""
     view = MlirView(module)
     return sorted({op.name for op in view.walk() if op is not view.module and not view.knows(op.name)})
-
-
-def plan_text_report(result: MlirPlanResult) -> str:
-    """The report lines of `result`, one per plan, as `tela-plan report=-` writes them."""
-    stream = io.StringIO()
-    for plan in result.plans:
-        stream.write(plan.report + "\n")
-    return stream.getvalue()

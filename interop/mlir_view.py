@@ -376,7 +376,7 @@ class MlirView(IRView):
 
     # -- targets -----------------------------------------------------------------------
     def target(self, op: MOp) -> TargetAttr | None:
-        """`scratchpad.dialects.find_target` over the mirror."""
+        """`telamalloc.dialects.scratchpad.find_target` over the mirror."""
         current: MOp | None = op
         while current is not None:
             attribute = self.attribute(current, TARGET_ATTR_KEY)
@@ -392,7 +392,7 @@ class MlirView(IRView):
         return None
 
     def targets(self, op: MOp) -> tuple[TargetAttr, ...]:
-        """`scratchpad.dialects.find_targets` over the mirror."""
+        """`telamalloc.dialects.scratchpad.find_targets` over the mirror."""
         current: MOp | None = op
         while current is not None:
             several = self.attribute(current, TARGETS_ATTR_KEY)

@@ -1,5 +1,6 @@
 """bench/exact on the bundled example: every variant poses the same puzzle and is solved."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -173,3 +174,13 @@ def test_hard_family_runs_both_solvers_and_they_agree(shared_benchmarks):
 def test_hard_family_rejects_a_bad_count():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=0"], capture_output=True, text=True)
     assert result.returncode == 2 and "--count" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="the mlir extra is not installed (CI installs it)")
+def test_bench_embed_plans_alike_in_both_embeddings_and_keeps_locations():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "embed"), "--allocs", "40", "120", "--runs", "1"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split() for line in result.stdout.splitlines()[1:]]
+    assert [row[0] for row in rows] == ["40", "120"]
+    assert all(row[-2:] == ["yes", "yes"] for row in rows)  # same offsets; every lowered op located

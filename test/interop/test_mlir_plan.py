@@ -138,6 +138,7 @@ def test_lowered_ops_keep_the_input_locations():
     (plan,) = result.plans
     assert plan.location == "model.onnx:40:3"
     assert plan.solution.peak == 128 and list(plan.solution.offsets) == [0, 64]
+    assert result.offsets() == {"f": {"alloc": 0, "alloc_0": 64}}
 
 
 def test_planned_attributes_without_lowering():
