@@ -127,8 +127,9 @@ def plan_mlir_module(
     `allow_unregistered=False` (the default) refuses ops whose memory effects the
     planner does not know (neither its op table nor xDSL's op definitions name them),
     naming them; with True they are taken to read and write every memref they take.
-    Raises `InteropError` (`MlirPlanError`, located at MLIR's locations, when planning
-    fails), `ValueError` for an invalid option.
+    Raises `MlirPlanError` (a `PassFailedException`, located at MLIR's locations) when
+    planning fails, `InteropError` for ops of unknown effects or a module MLIR rejects,
+    `ValueError` for an invalid option.
     """
     _require_bindings()
     from telamalloc.interop.mlir_plan import plan_mlir_ops, unknown_ops

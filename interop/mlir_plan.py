@@ -42,7 +42,6 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.interop.generic import InteropError
 from telamalloc.interop.mlir_view import MlirView, MOp, mlir_location_text
 from telamalloc.passes import outputs
 from telamalloc.passes.collect import (
@@ -71,9 +70,10 @@ from telamalloc.passes.tela_plan import (
 from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 
 
-class MlirPlanError(InteropError, PassFailedException):
-    """A located planning failure: `location: error: message`, then its notes (an
-    `InteropError`, and a `PassFailedException` as the xDSL passes raise)."""
+class MlirPlanError(PassFailedException):
+    """A located planning failure: `location: error: message`, then its notes (a
+    `PassFailedException`, as the xDSL passes raise; not an `InteropError`: the module
+    crossed, the plan failed)."""
 
     def __init__(self, location: str, message: str, kind: ErrorKind, notes: tuple[tuple[str, str], ...] = ()):
         self.location = location
