@@ -349,13 +349,13 @@ def analyze_function(
 
     `rule`: lifetimes start at the first write (`FIRST_WRITE`) or at the allocation
     (`ALLOC`). `call_writes` tells which arguments a `func.call` writes (default: the
-    written-arguments analysis of `passes/written.py`; required for a `view` other than
-    xDSL's). `view`: the front end `func` belongs to (`passes/irview.py`).
+    written-arguments analysis of `passes/written.py` over `view`). `view`: the front end
+    `func` belongs to (`passes/irview.py`).
     """
     if rule not in LIFETIME_RULES:
         raise ValueError(f"unknown lifetime rule '{rule}'; expected {' or '.join(repr(r) for r in LIFETIME_RULES)}")
     if call_writes is None:
-        call_writes = WrittenArguments().call_writes
+        call_writes = WrittenArguments(view).call_writes
     points, point_of, last_of = numbering if numbering is not None else number_points(func, view)
     scope = _Scope(view, func, point_of, last_of)
     lifetimes = [
