@@ -93,7 +93,7 @@ FUNCTION_ANCHOR = "func.func"
 # telamalloc's passes plan (lower, print) each function on its own: anchored at
 # `func.func` they do exactly what they do at `builtin.module`.
 PER_FUNCTION_PASSES = frozenset(TELAMALLOC_UNIVERSE.all_passes)
-_HELP_ORDER = ("tela-plan", "tela-lower", "tela-pipeline", "test-print-liveness")
+_HELP_ORDER = ("tela-schedule", "tela-plan", "tela-lower", "tela-pipeline", "test-print-liveness", "test-print-dependences")
 
 
 def _our_passes() -> list[str]:

@@ -1,7 +1,7 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc] [--schedule auto]
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every argument the function writes, each as
@@ -140,6 +140,13 @@ def _argument_parser() -> argparse.ArgumentParser:
         default="first-write",
         help="with --verify, where buffer lifetimes start: at the first write (the default) or "
         "at the allocation",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("none", "auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"),
+        default="none",
+        help="with --verify, reorder the ops to lower LOAD before planning (tela-schedule): the "
+        "program runs in its own order and in the scheduled, planned order, bit for bit",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"
@@ -289,6 +296,7 @@ def run(argv: Sequence[str] | None) -> int:
                     shadow=not args.no_shadow,
                     on_overflow=args.on_overflow,
                     lifetimes=args.lifetimes,
+                    schedule=args.schedule,
                 )
             else:
                 result = run_program(
