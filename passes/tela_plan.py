@@ -60,6 +60,7 @@ from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
 from telamalloc.passes.spill import ON_OVERFLOW, SpillSummary, spill_function
+from telamalloc.passes.tela_schedule import SCHEDULE_ATTR
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
@@ -78,6 +79,15 @@ class FunctionPlan:
     @property
     def name(self) -> str:
         return self.problem.name
+
+    @property
+    def load_before_schedule(self) -> int | None:
+        """LOAD in the order before `tela-schedule` ran (bytes), None when it did not run."""
+        record = self.problem.func.attributes.get(SCHEDULE_ATTR)
+        if not isinstance(record, DictionaryAttr) or self.problem.memory is not None:
+            return None  # with several memories the record sums them: no per-memory figure
+        before = record.data.get("load_before")
+        return before.value.data if isinstance(before, IntegerAttr) else None
 
 
 def plan_module(
@@ -503,6 +513,7 @@ def format_report_line(plan: FunctionPlan) -> str:
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
         f"solve {solution.stats.seconds:.3f} s, lifetimes={plan.problem.rule}"
+        + ("" if plan.load_before_schedule is None else f", scheduled from LOAD {plan.load_before_schedule} B")
     )
 
 

@@ -80,3 +80,15 @@ def test_failing_pipeline_keeps_the_order() -> None:
 def test_each_method_verifies(method: str) -> None:
     report = verify_program(_parse(FORK), schedule=method)
     assert report.ok, "\n".join(report.lines())
+
+
+def test_layout_and_report_show_load_before(tmp_path: Path) -> None:
+    import json
+
+    module = _parse(FORK)
+    layout, report = tmp_path / "layout.json", tmp_path / "report.json"
+    TelaPipelinePass(schedule="auto", layout=str(layout), report_json=str(report)).run(module)
+    (function,) = json.loads(layout.read_text())["functions"]
+    assert (function["load"], function["load_before_schedule"]) == (576, 1024)
+    (entry,) = json.loads(report.read_text())["reports"]
+    assert (entry["load"], entry["load_before_schedule"]) == (576, 1024)
