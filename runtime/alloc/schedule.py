@@ -18,7 +18,9 @@ order's:
   orders PyTorch Inductor's `reorder_for_peak_memory` tries (`lpmf`: least peak memory
   first, `bfs`: by depth, `dfs`: depth first from the sinks, smaller predecessors first),
   `lookahead` (LPMF that scores each of its best candidates by the best next step after
-  it) and `exact` (`schedule_exact.py`: a search over the sets of ops already run, which
+  it); each heuristic's order is also tried with the ops that only start buffers moved to
+  just before their first user (`sink_producers`: a weight loaded early only holds bytes);
+  and `exact` (`schedule_exact.py`: a search over the sets of ops already run, which
   proves the minimum on small graphs). The lowest LOAD wins; ties go to the earlier method
   in `METHODS`, so the given order is kept when nothing is better.
 
@@ -236,6 +238,15 @@ def order_load(model: Model, order: Sequence[int]) -> int:
     return compute_load(lifetimes(model, order))[0]
 
 
+def lower_bound(model: Model) -> int:
+    """A LOAD no order can beat: at each op, its own buffers and the inputs that are
+    outputs (live everywhere) are live together."""
+    always = sum(size for size, i, o in zip(model.sizes, model.inputs, model.outputs) if i and o)
+    own = (sum(model.sizes[b] for b in touched if not (model.inputs[b] and model.outputs[b]))
+           for touched in model.accesses)
+    return always + max(own, default=0)
+
+
 def is_valid_order(model: Model, order: Sequence[int]) -> bool:
     """True when `order` runs every op once and each after the ops it must follow."""
     if sorted(order) != list(range(model.count)):
@@ -286,10 +297,11 @@ class Frontier:
         return ready, changed
 
 
-def lpmf_order(model: Model, lookahead: int = 0) -> list[int]:
+def lpmf_order(model: Model, lookahead: int = 0, net_first: bool = False) -> list[int]:
     """Least peak memory first: the ready op that raises the live bytes least at its own
-    point, then the one that frees most, then the given order. With `lookahead` > 1, the
-    best `lookahead` candidates are scored by the best op that can follow each."""
+    point, then the one that frees most, then the given order (`net_first`: the one that
+    adds the fewest net bytes, then the least at its point). With `lookahead` > 1, the best
+    `lookahead` candidates are scored by the best op that can follow each."""
     state = Frontier(model)
     version = [0] * model.count
     heap: list[tuple[int, int, int, int]] = []
@@ -298,7 +310,8 @@ def lpmf_order(model: Model, lookahead: int = 0) -> list[int]:
     def push(op: int) -> None:
         version[op] += 1
         new = state.new(op)
-        heapq.heappush(heap, (new, new - state.freed(op), op, version[op]))
+        net = new - state.freed(op)
+        heapq.heappush(heap, (net, new, op, version[op]) if net_first else (new, net, op, version[op]))
 
     for op in range(model.count):
         if state.missing[op] == 0:
@@ -362,6 +375,33 @@ def _look_ahead(state: Frontier, candidates: list[int], is_ready: list[bool]) ->
         if best_key is None or key < best_key:
             best_key, best_op = key, op
     return best_op
+
+
+def sink_producers(model: Model, order: Sequence[int]) -> list[int]:
+    """`order` with each op that starts buffers moved to just before its first successor,
+    when every buffer it reads lives past that point anyway (a weight load run early only
+    holds bytes). Moves are decided on `order`'s positions and applied by one stable sort;
+    each op's predecessors stay before it."""
+    position = [0] * model.count
+    for point, op in enumerate(order):
+        position[op] = point
+    key = [float(point) for point in range(len(order))]
+    for op in order:
+        if not model.succs[op]:
+            continue
+        target = min(position[succ] for succ in model.succs[op]) - 0.5
+        if target <= position[op]:
+            continue
+        starts = any(not model.inputs[b] and min(position[u] for u in model.accessors[b]) == position[op]
+                     for b in model.accesses[op])
+        reads_stay = all(
+            model.sizes[b] == 0 or model.outputs[b] or any(position[u] > target for u in model.accessors[b] if u != op)
+            for b in model.accesses[op]
+            if min(position[u] for u in model.accessors[b]) != position[op] or model.inputs[b]
+        )
+        if starts and reads_stay:  # within (first successor - 1, first successor), earlier ops first
+            key[position[op]] = target - 0.25 / (2 + position[op])
+    return [order[point] for point in sorted(range(len(order)), key=lambda point: (key[point], point))]
 
 
 def bfs_order(model: Model) -> list[int]:
@@ -437,9 +477,15 @@ def schedule(
         started = time.perf_counter()
         order = run()
         load = order_load(model, order)
+        sunk = sink_producers(model, order)
+        sunk_load = order_load(model, sunk)
+        if sunk_load < load:
+            order, load = sunk, sunk_load
         trials.append(Trial(name, load, time.perf_counter() - started))
         best = min(best, (load, METHODS.index(name), order, name), key=lambda entry: entry[:2])
-    if "exact" in config.methods and model.count <= config.exact_max_ops:
+    if best[0] <= lower_bound(model):
+        proved = True  # an op's own buffers need that much in every order: nothing to search
+    elif "exact" in config.methods and model.count <= config.exact_max_ops:
         started = time.perf_counter()
         order, proved = _exact(model, best[0], deadline, config, cancel)
         load = best[0] if order is None else order_load(model, order)

@@ -178,3 +178,24 @@ def test_empty_graph_and_deterministic() -> None:
     config = ScheduleConfig(exact_max_states=2000)  # a work budget, not a time limit
     first, second = schedule(graph, config, time_limit=None), schedule(graph, config, time_limit=None)
     assert (first.order, first.load, first.method) == (second.order, second.load, second.method)
+
+
+def test_sinking_producers_keeps_dependences_and_defers_loads() -> None:
+    from telamalloc.runtime.alloc.schedule import lpmf_order, sink_producers
+
+    for seed in range(30):
+        model = build_model(random_graph(15, seed))
+        order = lpmf_order(model)
+        assert is_valid_order(model, sink_producers(model, order))
+    # two loads of 9 B weights, each read by one of two convs: loaded together up front,
+    # 1 (x) + 9 + 9 + 4 = 23 B at the first conv; each just before its conv, 1 + 9 + 4 + 4
+    # = 18 B at the second conv (y0 is an output and stays)
+    buffers = (GraphBuffer("x", 1, input=True), GraphBuffer("w0", 9), GraphBuffer("w1", 9),
+               GraphBuffer("y0", 4, output=True), GraphBuffer("y1", 4, output=True))
+    ops = (GraphOp("load0", writes=("w0",)), GraphOp("load1", writes=("w1",)),
+           GraphOp("conv0", reads=("x", "w0"), writes=("y0",)), GraphOp("conv1", reads=("x", "w1"), writes=("y1",)))
+    model = build_model(Graph(ops, buffers))
+    assert order_load(model, [0, 1, 2, 3]) == 23
+    sunk = sink_producers(model, [0, 1, 2, 3])
+    assert sunk == [0, 2, 1, 3]
+    assert order_load(model, sunk) == 18
