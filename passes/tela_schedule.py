@@ -83,8 +83,9 @@ class TelaSchedulePass(ModulePass):
     """'auto' (every method; the lowest LOAD wins), or one of 'given', 'lpmf', 'bfs', 'dfs',
     'lookahead', 'exact' (the given order stays the floor)."""
 
-    time_limit: float = 10.0
-    """Seconds the exact search may spend on each block (`2.5`, `10s`, `500ms`)."""
+    time_limit: float | None = None
+    """Seconds the exact search may spend on each block (`2.5`, `10s`, `500ms`); default:
+    no limit but its work budget, so the order is the same on every machine."""
 
     lifetimes: str = FIRST_WRITE
     """Where lifetimes start, as in `tela-plan`: 'first-write' or 'alloc'."""
@@ -96,7 +97,7 @@ class TelaSchedulePass(ModulePass):
         if self.method not in SCHEDULE_METHODS:
             raise ValueError(f"unknown method '{self.method}'; expected one of "
                              + ", ".join(f"'{name}'" for name in SCHEDULE_METHODS))
-        if self.time_limit < 0:
+        if self.time_limit is not None and self.time_limit < 0:
             raise ValueError(f"invalid time-limit '{self.time_limit}'; expected a duration >= 0")
         if self.lifetimes not in LIFETIME_RULES:
             raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
@@ -115,7 +116,7 @@ class TelaSchedulePass(ModulePass):
 def schedule_module(
     module: ModuleOp,
     config: ScheduleConfig | None = None,
-    time_limit: float | None = 10.0,
+    time_limit: float | None = None,
     lifetimes: str = FIRST_WRITE,
     memory_space: int | None = None,
 ) -> tuple[FunctionSchedule, ...]:

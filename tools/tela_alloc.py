@@ -46,7 +46,8 @@ piece k is `<id>.k`) with its offset; `--validate` checks it with
 
 `--schedule GRAPH.json` orders the ops of a graph (the buffers each op reads and writes,
 docs/schedule-format.md) to lower LOAD, keeping every dependence, never above the given
-order's LOAD (`tools/schedule_text.py`); `--timeout` bounds its exact search (default 10 s).
+order's LOAD (`tools/schedule_text.py`); `--timeout` bounds its exact search (default: its
+work budget alone, so the answer is the same on every machine).
 
 `--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
@@ -586,7 +587,7 @@ def _run_schedule(arguments) -> int:
             raise UsageError(f"--{flag} does not apply to --schedule")
     try:
         lines = run_schedule(arguments.schedule, arguments.schedule_method, arguments.output,
-                             10.0 if arguments.timeout is None else arguments.timeout)
+                             arguments.timeout)
     except ValueError as error:
         if isinstance(error, ProblemError):
             raise

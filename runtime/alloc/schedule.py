@@ -83,12 +83,13 @@ class ScheduleConfig:
     """The methods to run (the given order always runs: it is the floor)."""
     exact_max_ops: int = 400
     """Graphs with more ops skip the exact search."""
-    exact_max_states: int = 2_000_000
-    """Sets of ops the exact search may expand before it stops without a proof."""
+    exact_max_states: int = 100_000
+    """Sets of ops the exact search may expand before it stops without a proof (a work
+    budget: the same answer on every machine; about 10,000 sets a second)."""
     lookahead_candidates: int = 4
     """The look-ahead greedy scores this many of LPMF's best ready ops at each step."""
-    lookahead_max_ops: int = 20_000
-    """Graphs with more ops skip the look-ahead greedy."""
+    lookahead_max_ops: int = 5_000
+    """Graphs with more ops skip the look-ahead greedy (it costs about 5 times LPMF)."""
 
 
 @dataclass(frozen=True)
@@ -386,18 +387,19 @@ def sink_producers(model: Model, order: Sequence[int]) -> list[int]:
     for point, op in enumerate(order):
         position[op] = point
     key = [float(point) for point in range(len(order))]
+    first = [min((position[u] for u in users), default=-1) for users in model.accessors]
+    latest = [max((position[u] for u in users), default=-1) for users in model.accessors]
     for op in order:
         if not model.succs[op]:
             continue
         target = min(position[succ] for succ in model.succs[op]) - 0.5
         if target <= position[op]:
             continue
-        starts = any(not model.inputs[b] and min(position[u] for u in model.accessors[b]) == position[op]
-                     for b in model.accesses[op])
-        reads_stay = all(
-            model.sizes[b] == 0 or model.outputs[b] or any(position[u] > target for u in model.accessors[b] if u != op)
+        starts = any(not model.inputs[b] and first[b] == position[op] for b in model.accesses[op])
+        reads_stay = all(  # what it did not start lives past the target anyway
+            model.sizes[b] == 0 or model.outputs[b] or latest[b] > target
             for b in model.accesses[op]
-            if min(position[u] for u in model.accessors[b]) != position[op] or model.inputs[b]
+            if first[b] != position[op] or model.inputs[b]
         )
         if starts and reads_stay:  # within (first successor - 1, first successor), earlier ops first
             key[position[op]] = target - 0.25 / (2 + position[op])
@@ -446,13 +448,14 @@ def _exact(model: Model, bound: int, deadline: float | None, config: ScheduleCon
 def schedule(
     graph: Graph,
     config: ScheduleConfig | None = None,
-    time_limit: float | None = 10.0,
+    time_limit: float | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> Schedule:
     """The order of `graph`'s ops with the lowest LOAD the configured methods find.
 
-    `time_limit` (seconds, None: no limit) bounds the exact search only; the heuristics
-    run to the end. Without a time limit the answer is the same on every machine.
+    `time_limit` (seconds, None: no limit) bounds the exact search only, besides its work
+    budget (`ScheduleConfig.exact_max_states`); the heuristics run to the end. Without a
+    time limit the answer is the same on every machine.
     """
     config = config or ScheduleConfig()
     unknown = [name for name in config.methods if name not in METHODS]
