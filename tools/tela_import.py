@@ -121,8 +121,9 @@ def render(imported: ImportedModel, source: str) -> str:
     Printer(stream=stream).print_op(imported.module)
     runnable = ", ".join(f"{op} -> {kernel}" for op, kernel in imported.runnable.items()) or "none"
     planned = ", ".join(f"{op} ({count})" for op, count in imported.planned_only.items()) or "none"
+    views = f" ({_count(imported.views, 'view')})" if imported.views else ""
     header = [
-        f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes, "
+        f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes{views}, "
         f"{imported.buffers} scratchpad buffers, {_count(imported.loads, 'load')}, {_count(imported.stores, 'store')}.",
         f"// Interpreter kernels: {runnable}.",
         f"// Planned only (no interpreter kernel): {planned}.",
