@@ -31,7 +31,6 @@ planned.mlir [--capacity BYTES] [--verify] [--dim NAME=VALUE] [--time-limit S]` 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.util
 import os
@@ -39,7 +38,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +150,7 @@ def _lowering_error(path: str, stderr: str) -> OnnxImportError:
     operator = _OPERATOR.search(first)
     if node is None or operator is None:
         return OnnxImportError(f"{path}: iree-opt cannot lower the model to linalg: {_first_error(stderr)}")
-    name = node.group(1).encode().decode("unicode_escape")
+    name = _unescaped(node.group(1))
     label = f"node '{name}' ({operator.group(1)})" if name else f"a '{operator.group(1)}' node"
     reason = " ".join(first[node.end():].split(":")[0].split())
     return OnnxImportError(
@@ -160,8 +159,16 @@ def _lowering_error(path: str, stderr: str) -> OnnxImportError:
     )
 
 
-@contextlib.contextmanager
-def _prepared(path: str, dims: Mapping[str, int], folder: str) -> Iterator[tuple[str, list[str]]]:
+def _unescaped(text: str) -> str:
+    """A string of MLIR's printed form with its escapes (`\\"`, `\\\\`, `\\XX` a byte in hex) undone."""
+
+    def byte(match: re.Match[bytes]) -> bytes:
+        return bytes([int(match.group(1), 16)]) if match.group(1) else match.group(2)
+
+    return re.sub(rb'\\(?:([0-9A-Fa-f]{2})|(["\\]))', byte, text.encode()).decode("utf-8", "replace")
+
+
+def _prepared(path: str, dims: Mapping[str, int], folder: str) -> tuple[str, list[str]]:
     """The model file for IREE's importer, and remarks on what was done to it: the file
     itself, or a copy in `folder` converted to `MIN_OPSET` and with `dims` bound."""
     model = load_model(path)  # our one-line messages for files that are no model
@@ -175,8 +182,7 @@ def _prepared(path: str, dims: Mapping[str, int], folder: str) -> Iterator[tuple
         )
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), MIN_OPSET)
     if opset >= MIN_OPSET and not dims:
-        yield path, remarks
-        return
+        return path, remarks
     import onnx
 
     onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
@@ -189,9 +195,8 @@ def _prepared(path: str, dims: Mapping[str, int], folder: str) -> Iterator[tuple
     except OnnxImportError as error:
         raise OnnxImportError(f"{path}: {error}") from None
     converted = os.path.join(folder, "model.onnx")
-    large = model.ByteSize() > 2**31 - 1 if hasattr(model, "ByteSize") else False
-    onnx.save(model, converted, save_as_external_data=large)
-    yield converted, remarks
+    onnx.save(model, converted, save_as_external_data=model.ByteSize() >= 2**31)  # protobuf's limit
+    return converted, remarks
 
 
 _CPP_ASSERTION = re.compile(r"^\S+\.(?:cc|h):\d+: [\w:()]+: (Assertion `.*` failed: )?")
@@ -224,10 +229,10 @@ def _to_linalg(path: str | os.PathLike, dims: Mapping[str, int]) -> tuple[str, l
     with tempfile.TemporaryDirectory(prefix="tela-iree-") as folder:
         torch_file = os.path.join(folder, "model.torch.mlir")
         linalg_file = os.path.join(folder, "model.linalg.mlir")
-        with _prepared(path, dims, folder) as (model_file, remarks):
-            imported = subprocess.run(
-                [sys.executable, "-c", IMPORT_SCRIPT, model_file, torch_file], capture_output=True, text=True
-            )
+        model_file, remarks = _prepared(path, dims, folder)
+        imported = subprocess.run(
+            [sys.executable, "-c", IMPORT_SCRIPT, model_file, torch_file], capture_output=True, text=True
+        )
         if imported.returncode != 0:
             raise OnnxImportError(f"{path}: IREE's ONNX importer failed: {_first_error(imported.stderr)}")
         lowered = subprocess.run(

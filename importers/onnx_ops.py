@@ -26,7 +26,8 @@ MaxPool AveragePool  maxpool2d      2-D; any pads, strides, dilations, ceil_mode
                      avgpool2d      auto_pad, count_include_pad
 GlobalAveragePool    reduce-mean    4-D (the mean over H and W)
 GlobalMaxPool        maxpool2d      4-D (one window over H and W)
-BatchNormalization   batch-norm     inference (one output)
+BatchNormalization   batch-norm     inference (one output; per channel; is_test before
+                                    opset 7)
 LRN                  lrn            always
 LayerNormalization   layer-norm     the mean and inverse deviation outputs unused
 Concat Transpose     concat ...     always
@@ -36,7 +37,7 @@ Softmax              softmax        opset >= 13 on its axis; before 13 over the 
                                     from its axis on together (`trailing`)
 Reshape Flatten      (a view)       Reshape's shape, Squeeze's and Unsqueeze's axes
 Squeeze Unsqueeze                   constants
-Identity Dropout     (a view)       Dropout: not in training mode
+Identity Dropout     (a view)       Dropout: not in training mode (is_test before 7)
 Constant             fill           a Constant that fills its output with one value
                                     (others are folded)
 ==================== ============== ================================================
@@ -250,8 +251,11 @@ def _map_global_pool(kernel: str):
 
 def _map_batch_norm(node, graph: Graph) -> Mapped:
     found = attributes(node)
-    if found.get("training_mode", 0) or not graph.tensor(node.output[0]).is_float:
+    training = found.get("training_mode", 0) or (graph.opset < 7 and not found.get("is_test", 0))
+    if training or not graph.tensor(node.output[0]).is_float:
         raise NotMapped("'batch-norm' normalizes floating-point tensors at inference only")
+    if found.get("spatial", 1) != 1:
+        raise NotMapped("'batch-norm' normalizes per channel (spatial 1) only")
     params = {"epsilon": _float(found["epsilon"])} if "epsilon" in found else {}
     return Kernel("batch-norm", tuple(inputs(node)), params)
 
@@ -326,7 +330,8 @@ def _map_view(node, graph: Graph) -> Mapped:
 
 
 def _map_dropout(node, graph: Graph) -> Mapped:
-    if attributes(node).get("training_mode", 0):
+    found = attributes(node)
+    if found.get("training_mode", 0) or (graph.opset < 7 and not found.get("is_test", 0)):
         raise NotMapped("a view passes its input through at inference only")
     if len(node.input) > 2 and node.input[2] and bool(_constant(graph, node.input[2], "training_mode input").reshape(-1)[0]):
         raise NotMapped("a view passes its input through at inference only")

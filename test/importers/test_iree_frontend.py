@@ -168,14 +168,15 @@ def test_a_model_torch_mlir_cannot_lower_is_one_line(tmp_path: Path, capsys) -> 
 
 
 @needs_iree
-def test_an_op_torch_mlir_cannot_lower_is_named_by_its_node(tmp_path: Path, capsys) -> None:
-    node = helper.make_node("Magic", ["x"], ["y"], domain="com.vendor", name="spell")
+@pytest.mark.parametrize("name", ["spell", 'bn/1 "café"'])
+def test_an_op_torch_mlir_cannot_lower_is_named_by_its_node(tmp_path: Path, capsys, name: str) -> None:
+    node = helper.make_node("Magic", ["x"], ["y"], domain="com.vendor", name=name)
     path = _save(tmp_path / "magic.onnx", [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])], domains=["com.vendor"])
     assert tela_import.main(["--frontend=iree", str(path)]) == 2
     error = capsys.readouterr().err.strip()
     assert error == (
-        f"tela-import: error: {path}: node 'spell' (Magic): iree-opt cannot lower it to linalg (failed to legalize "
+        f"tela-import: error: {path}: node '{name}' (Magic): iree-opt cannot lower it to linalg (failed to legalize "
         "operation 'torch.operator'): torch-mlir has no conversion for this operator with these attributes; export "
         "the model without it, or use --frontend=telamalloc"
     )

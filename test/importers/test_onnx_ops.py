@@ -287,3 +287,25 @@ def test_a_view_keeps_its_source_alive_until_its_last_reader():
     result = {output.name: output.value for output in run_program(imported.module, inputs=arguments).outputs}
     np.testing.assert_allclose(result["%y_out"], expected[0], rtol=1e-5, atol=1e-6)
     assert verify_program(imported.module, inputs=arguments).ok
+
+
+@pytest.mark.parametrize(
+    "opset, node, reason",
+    [
+        (6, helper.make_node("Dropout", ["a"], ["y"]), "a view passes its input through at inference only"),
+        (6, helper.make_node("BatchNormalization", ["a", "s", "b", "m", "v"], ["y"]),
+         "'batch-norm' normalizes floating-point tensors at inference only"),
+        (7, helper.make_node("BatchNormalization", ["a", "s", "b", "m", "v"], ["y"], spatial=0),
+         "'batch-norm' normalizes per channel (spatial 1) only"),
+        (15, helper.make_node("BatchNormalization", ["a", "s", "b", "m", "v"], ["y", "mean", "var"], training_mode=1),
+         "'batch-norm' normalizes floating-point tensors at inference only"),
+    ],
+)
+def test_training_mode_nodes_are_planned_but_not_mapped(opset, node, reason):
+    """Before opset 7 Dropout and BatchNormalization train unless is_test says otherwise."""
+    channels = {name: _x(3) for name in "sbm"} | {"v": _x(3, low=0.1)}
+    initializers = {name: value for name, value in channels.items() if name in node.input}
+    case = Case(node.op_type, [node], {"a": _x(2, 3, 4, 4)}, (2, 3, 4, 4), initializers=initializers, opset=opset)
+    model = _model(case)
+    imported = import_onnx(model)
+    assert imported.planned_only == {node.op_type: 1} and imported.reasons == {node.op_type: reason}
