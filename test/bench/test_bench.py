@@ -147,6 +147,8 @@ def test_bench_large_overhead_measures_each_phase(tmp_path):
     (["--others-max", "omni=x"], "[ALLOCATOR=]BUFFERS"),
     (["--suite", "--quick"], "not allowed with"),
     (["--runs", "0", "--no-shared", "--no-onnx", "--families", "unet", "--buffers", "10"], "--runs '0' must be at least 1"),
+    (["/nonexistent/missing.csv"], "missing.csv"),
+    (["--overhead", "/nonexistent/missing.csv"], "missing.csv"),
 ])
 def test_bench_large_rejects_bad_usage(arguments, message, tmp_path):
     result = run_large(*arguments, "--cache", str(tmp_path))
