@@ -164,6 +164,11 @@ class ReplacementConfig:
     ranges (fewer buffers for the planner; False: every crossing buffer pinned)."""
 
 
+FLOOR = ("start", "contention-end", "class-2-start-first-fit", "first-fit")
+"""Chosen on the tuning suite (docs/decisions.md, "The floor"): "start" is placed by the start
+sweep in O(log m) per placement whatever the fragmentation, so a layout exists early on every
+shape; the others are the cheap orderings whose best covers the most files."""
+
 SCHEDULE = (
     "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
     "class-1.4-start", "class-8-start-first-fit", "class-4-start", "class-4-lifetime", "class-2-start-first-fit",
@@ -181,8 +186,15 @@ class LargeConfig:
     """Buffers (of positive size): above, minimize mode with algorithm "telamalloc" plans with
     the large planner alone, fit mode tries it before the search, and the greedy algorithms
     run as its orderings (no lists of overlapping pairs)."""
+    floor: tuple[str, ...] = FLOOR
+    """The floor: plain orderings placed first, each a whole layout with no step after it,
+    the best kept; the schedule and the improvement steps start from it, so the answer is
+    never worse than its best member. Orderings of the floor are not run again in the
+    schedule."""
+    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit")
+    """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit there)."""
     schedule: tuple[str, ...] = SCHEDULE
-    """The orderings in the order tried; seeded random ones ("random-1", ...) follow."""
+    """The orderings in the order tried after the floor; seeded random ones ("random-1", ...) follow."""
     huge_schedule: tuple[str, ...] = ("sweep-medium-8", "sweep-32") + tuple(
         name for name in SCHEDULE if name not in ("sweep-medium-8", "sweep-32"))
     """The schedule above ``huge_buffers`` buffers."""

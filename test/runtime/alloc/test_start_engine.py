@@ -208,7 +208,7 @@ def test_solve_with_the_start_orderings_gives_the_same_solution_either_way():
     starts[:3], ends[:3] = starts.min(), ends.max()  # lifted by the planner
     problem = problem_of((starts, ends) + arrays[2:])
     for name in START_ORDERINGS:
-        config = LargeConfig(schedule=(name,), min_orderings=1, placements=1)
+        config = LargeConfig(floor=(), schedule=(name,), min_orderings=1, placements=1)
         swept = solve(problem, mode="minimize", algorithm="large", params=Params(large=config))
         queried = solve(problem, mode="minimize", algorithm="large",
                         params=Params(large=replace(config, placement=QUERIES)))
