@@ -120,7 +120,8 @@ def schedule_module(
     lifetimes: str = FIRST_WRITE,
     memory_space: int | None = None,
 ) -> tuple[FunctionSchedule, ...]:
-    """Schedules every function of `module` (see the module doc); returns what it did."""
+    """Schedules every function of `module` with planned buffers (see the module doc);
+    returns what it did."""
     config = config or ScheduleConfig()
     has_scratchpad = module_has_scratchpad_memrefs(module)
     measures = []
@@ -129,6 +130,8 @@ def schedule_module(
         measures.append((func, selections, _load(func, selections, lifetimes)))
     results = []
     for func, selections, before in measures:
+        if before == 0:
+            continue  # no planned buffer: no order can save anything
         results.append(_schedule_function(func, selections, before, config, time_limit, lifetimes))
     return tuple(results)
 
@@ -170,7 +173,7 @@ def _schedule_function(func: FuncOp, selections: list[Selection], before: int, c
         proved &= result.proved
         if result.method == "given":
             continue
-        order = _sink_free_ops(graph.graph, list(result.order))
+        order = sink_free_ops(graph.graph, list(result.order))
         _reorder(block, [graph.ops[index] for index in order])
         after = _load(func, selections, lifetimes)
         if after >= current and not (after == current and result.load < result.given_load):
@@ -195,7 +198,7 @@ def _remark(outcome: FunctionSchedule) -> str:
     return f"scheduling kept the order of '@{name}': {proof} than '{outcome.load_before}' bytes"
 
 
-def _sink_free_ops(graph, order: list[int]) -> list[int]:
+def sink_free_ops(graph, order: list[int]) -> list[int]:
     """Moves each op that touches no buffer (and is no barrier) to just before its first
     successor in `order`: allocations and constants sit next to their users."""
     model = build_model(graph)
@@ -203,11 +206,16 @@ def _sink_free_ops(graph, order: list[int]) -> list[int]:
     position = {op: point for point, op in enumerate(order)}
     placed: list[int] = []
     waiting: dict[int, list[int]] = {}
-    for op in reversed(order):  # from the end: a free op's successors are placed first
+    anchor: dict[int, int] = {}  # the op placed right after a free op's group (itself if not free)
+    for op in reversed(order):  # from the end: a free op's successors are decided first
         if free[op] and model.succs[op]:
-            first = min(model.succs[op], key=position.__getitem__)
+            # before the earliest anchor of its successors (a successor that moves itself
+            # takes this op along: waiting ops are placed before the ops they wait for)
+            first = min((anchor[succ] for succ in model.succs[op]), key=position.__getitem__)
+            anchor[op] = first
             waiting.setdefault(first, []).append(op)
             continue
+        anchor[op] = op
         placed.append(op)
     result: list[int] = []
     for op in reversed(placed):
