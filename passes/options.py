@@ -50,6 +50,8 @@ _EXPECTED = {
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
     "lifetimes": "'first-write' or 'alloc'",
+    "schedule": "'none', 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
+    "method": "'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
 }
 ON_OVERFLOW = ("error", "spill")
 LAYOUT_FORMATS = (".csv", ".json")

@@ -569,6 +569,12 @@ def passes_help(available: dict[str, Callable[[], type[ModulePass]]]) -> str:
         if infos and infos in shown:
             sections.append(f"{name}: {_summary(pass_class)}\n  options: those of '{shown[infos]}'")
             continue
+        base = next((known for known in shown if known and infos[:len(known)] == known), None)
+        if base is not None:  # another pass's options and a few more (tela-pipeline's schedule)
+            extra = [line for info in infos[len(base):] for line in _format_option(info)]
+            sections.append(f"{name}: {_summary(pass_class)}\n  options: those of '{shown[base]}', and:\n"
+                            + "\n".join(extra))
+            continue
         shown.setdefault(infos, name)
         sections.append(pass_help(name, pass_class))
     return "\n\n".join(sections)
