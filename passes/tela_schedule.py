@@ -14,7 +14,8 @@ an op with regions moves as one unit, and its own blocks are scheduled on their 
 3. apply: the ops are moved into the new order; ops that touch no memory (allocations,
    constants) move to just before their first user. The function's LOAD is then measured
    with the liveness core (`passes/liveness.py`) and `telamalloc.compute_load`: if it rose,
-   the block's order is put back, so no function leaves with a LOAD above its input's.
+   the block's order is put back, so no function leaves with a LOAD above its input's (an
+   order that keeps it, lower on the block's own graph, stays).
 
 The function gets `scratchpad.schedule = {load_before, load_after}` (bytes), which
 `tela-plan`'s report shows, and a remark says how much scheduling saved.
@@ -176,8 +177,8 @@ def _schedule_function(func: FuncOp, selections: list[Selection], before: int, c
         order = sink_free_ops(graph.graph, list(result.order))
         _reorder(block, [graph.ops[index] for index in order])
         after = _load(func, selections, lifetimes)
-        if after >= current and not (after == current and result.load < result.given_load):
-            _reorder(block, list(graph.ops))  # no gain where the liveness core measures: keep the input's order
+        if after > current:  # the liveness core measures a rise: keep the input's order
+            _reorder(block, list(graph.ops))
             continue
         current = after
         moved += 1
