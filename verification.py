@@ -12,7 +12,7 @@ planned function's arena on its own (the entry's, then its callees'), never thei
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,8 +144,10 @@ def verify_lowered(
     seed: int = DEFAULT_SEED,
     capacity: int | None = None,
     shadow: bool = True,
+    dims: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Runs `original` (a private storage per buffer) and `lowered` on the same inputs.
+    """Runs `original` (a private storage per buffer) and `lowered` on the same inputs
+    (default: random ones, with the symbolic dimensions at `dims`, `dialects/dims.py`).
 
     Shadow violations of the lowered run are collected (with `shadow=True`); outputs are
     compared bit for bit. Errors of the original run (the program itself is wrong) raise
@@ -153,7 +155,7 @@ def verify_lowered(
     """
     function = find_entry(original, entry)
     if inputs is None:
-        inputs = random_inputs(function, seed)
+        inputs = random_inputs(function, seed, dims)
     lowered_entry = find_entry(lowered, entry)
     given_capacity = capacity
     capacity = capacity_in_force(lowered_entry, capacity)
@@ -300,8 +302,10 @@ def verify_program(
     plan: PlanFunction | None = None,
     on_overflow: str | None = None,
     lifetimes: str = "first-write",
+    dims: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.
+    """Plans and lowers a copy of `module`, then checks it with `verify_lowered` (random
+    inputs with the symbolic dimensions at `dims`).
 
     `module` itself is not changed. `plan` (default: the telamalloc pipeline with
     `on_overflow` and `lifetimes`) mutates the copy in place; tests pass their own to
@@ -313,7 +317,7 @@ def verify_program(
     else:
         notes = plan(lowered, capacity)
     report = verify_lowered(
-        module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow
+        module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow, dims=dims
     )
     if isinstance(notes, tuple) and notes and all(isinstance(note, str) for note in notes):
         report = dataclasses.replace(report, notes=tuple(str(note) for note in notes))

@@ -202,6 +202,19 @@ class Storage:
     def size(self) -> int:
         return int(self.data.shape[0])
 
+    def grow(self, size: int) -> None:
+        """Enlarges the block to `size` bytes, keeping its bytes and shadow (an arena whose
+        size is computed at run time, `memref.alloc(%n) {scratchpad.arena}`, may need more
+        than the program's static arenas; values hold the `Storage`, not its arrays)."""
+        if size <= self.size:
+            return
+        check_storage_size(self.name, size)
+        data = _aligned_bytes(size)
+        data[: self.size] = self.data
+        shadow = np.full(size, UNWRITTEN, dtype=np.int32)
+        shadow[: self.size] = self.shadow
+        self.data, self.shadow = data, shadow
+
 
 @dataclass(frozen=True, eq=False)
 class MemRef:
@@ -533,7 +546,6 @@ def place_arena(
         top = machine.arena_top.get(key, 0)
         base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
         limit = machine.limit(memory)
-        assert base + size <= memory.size or base + size > limit, "memory sized too small"
         if base + size > limit:
             raise InterpreterError(
                 f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
@@ -541,6 +553,7 @@ def place_arena(
                 f"'{limit}' bytes",
                 op,
             )
+        memory.grow(base + size)  # a dynamic arena (a parametric plan) sizes itself at run time
         machine.arena_bases[op] = base
         machine.arena_top[key] = base + size
         machine.arena_bytes += size

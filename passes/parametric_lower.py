@@ -1,0 +1,283 @@
+"""`tela-lower` for parametric plans: offsets and the arena's size computed at run time.
+
+A function planned by `passes/parametric_plan.py` (it has `scratchpad.order`) is lowered to:
+
+```mlir
+func.func @f(%x : memref<?x64xf32> ...) {
+  // at the entry: the symbols, each buffer's size, offset and top, the arena's size
+  %c0 = arith.constant 0 : index
+  %seq = memref.dim %x, %c0 : memref<?x64xf32>
+  %b_size = arith.muli %seq, %c512 : index            // each size from its expression
+  %a_top = arith.addi %a_offset, %a_size : index
+  %m = arith.maxui %a_top, %c_top : index               // offset = align(max(tops), alignment)
+  %b_offset = arith.muli (arith.ceildivui %m, %c64), %c64
+  %fits = arith.cmpi ule, %peak, %capacity : index       // with a capacity
+  cf.assert %fits, "..."
+  %arena = memref.alloc(%peak) {alignment = 64, scratchpad.arena} : memref<?xi8>
+  ...
+  %b = memref.view %arena[%b_offset][%n2] {scratchpad.buffer = "b"} : memref<?xi8> to memref<?x64xf32>
+```
+
+The entry computes one size per symbolic buffer (its expression's ops, shared between
+equal subexpressions), one add per top, one `maxui` per extra bounding predecessor and two
+ops per aligned offset: linear in the buffers and their bounding predecessors
+(`ParametricPlan.operations`). The symbols are read at the entry (`memref.dim` of the
+argument, or the `index` argument itself), so every offset dominates every view. The
+capacity check (`cf.assert`) fails with the sizes that fit, in words, when the arena
+would exceed the capacity the function was planned for.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, cf, memref
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    UnitAttr,
+    i8,
+)
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from telamalloc.dialects.dims import DimsError
+from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
+from telamalloc.locations import fused_location
+from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BUFFER_ATTR, is_spill_slot
+from telamalloc.passes.liveness import trace_buffer
+from telamalloc.passes.parametric_plan import (
+    ABOVE_ATTR,
+    ALIGNMENT_ATTR,
+    CAPACITY_ATTR,
+    FITS_ATTR,
+    ORDER_ATTR,
+    PEAK_TOPS_ATTR,
+)
+from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed
+from telamalloc.runtime.alloc.symbolic import (
+    AlignUp,
+    CeilDiv,
+    Const,
+    Expr,
+    FloorDiv,
+    Max,
+    Product,
+    Sum,
+    Sym,
+    symbols,
+)
+
+ARENA_ATTR = "scratchpad.arena"
+_INDEX = IndexType()
+
+
+def is_parametric(func: FuncOp) -> bool:
+    return ORDER_ATTR in func.attributes
+
+
+def _ids(func: Operation, key: str) -> list[str]:
+    value = func.attributes.get(key)
+    if not isinstance(value, ArrayAttr) or not all(isinstance(item, StringAttr) for item in value.data):
+        raise PassFailedAtOp(func, f"'{key}' must be an array of buffer ids; run tela-plan again")
+    return [item.data for item in value.data]  # type: ignore[union-attr]
+
+
+class _Emitter:
+    """Appends index arithmetic before one op, sharing equal subexpressions."""
+
+    def __init__(self, block: Block, before: Operation, symbols: dict[str, SSAValue], location):
+        self.block, self.before, self.symbols, self.location = block, before, symbols, location
+        self.values: dict[Expr, SSAValue] = {}
+        self.count = 0
+
+    def emit(self, op: Operation, name: str | None = None) -> SSAValue:
+        op.location = self.location
+        self.block.insert_op_before(op, self.before)
+        self.count += 1
+        result = op.results[0]
+        if name:
+            result.name_hint = name
+        return result
+
+    def constant(self, value: int) -> SSAValue:
+        return self.expr(Const(value))
+
+    def expr(self, node: Expr) -> SSAValue:
+        if node in self.values:
+            return self.values[node]
+        if isinstance(node, Const):
+            value = self.emit(arith.ConstantOp(IntegerAttr(node.value, _INDEX)))
+        elif isinstance(node, Sym):
+            value = self.symbols[node.name]
+        elif isinstance(node, Sum | Product | Max):
+            parts = node.terms if isinstance(node, Sum | Max) else node.factors
+            kind = {Sum: arith.AddiOp, Product: arith.MuliOp, Max: arith.MaxUIOp}[type(node)]
+            value = self.expr(parts[0])
+            for part in parts[1:]:
+                value = self.emit(kind(value, self.expr(part)))
+        elif isinstance(node, FloorDiv):
+            value = self.emit(arith.DivUIOp(self.expr(node.expr), self.constant(node.divisor)))
+        elif isinstance(node, CeilDiv):
+            value = self.emit(arith.CeilDivUIOp(self.expr(node.expr), self.constant(node.divisor)))
+        elif isinstance(node, AlignUp):
+            value = self.align(self.expr(node.expr), node.alignment)
+        else:
+            raise TypeError(node)
+        self.values[node] = value
+        return value
+
+    def align(self, value: SSAValue, alignment: int) -> SSAValue:
+        if alignment == 1:
+            return value
+        step = self.constant(alignment)
+        return self.emit(arith.MuliOp(self.emit(arith.CeilDivUIOp(value, step)), step))
+
+
+def lower_parametric(func: FuncOp) -> None:
+    """Lowers one parametrically planned function (see the module doc)."""
+    order = _ids(func, ORDER_ATTR)
+    peak_tops = _ids(func, PEAK_TOPS_ATTR)
+    allocs: dict[str, Operation] = {}
+    for op in func.walk():
+        if op.name in ALLOCATION_OPS and ARENA_ATTR not in op.attributes and not is_spill_slot(op) and ABOVE_ATTR in op.attributes:
+            recorded = op.attributes.get(BUFFER_ATTR)
+            allocs[recorded.data if isinstance(recorded, StringAttr) else ""] = op
+    missing = [buffer_id for buffer_id in order if buffer_id not in allocs]
+    if missing or len(allocs) != len(order):
+        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ORDER_ATTR}'; run tela-plan again")
+    try:
+        symbols = FunctionSymbols.of(func)
+    except DimsError as error:
+        raise PassFailedAtOp(func, str(error)) from None
+    entry = func.body.blocks.first
+    assert entry is not None and entry.first_op is not None
+    location = fused_location(allocs[buffer_id] for buffer_id in order)
+    emitter = _Emitter(entry, entry.first_op, {}, location)
+    sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
+    offsets: dict[str, SSAValue] = {}
+    tops: dict[str, SSAValue] = {}
+    for buffer_id in order:
+        op = allocs[buffer_id]
+        above = _ids(op, ABOVE_ATTR)
+        if any(j not in tops for j in above):
+            raise PassFailedAtOp(op, f"'{ABOVE_ATTR}' names a buffer placed later; run tela-plan again")
+        if above:
+            value = tops[above[0]]
+            for j in above[1:]:
+                value = emitter.emit(arith.MaxUIOp(value, tops[j]))
+            value = emitter.align(value, _alignment(op))
+        else:
+            value = emitter.constant(0)
+        offsets[buffer_id] = value
+        tops[buffer_id] = emitter.emit(arith.AddiOp(value, sizes[buffer_id]), f"{_stem(op)}_top")
+    peak = emitter.constant(0)
+    for index, buffer_id in enumerate(peak_tops):
+        peak = tops[buffer_id] if index == 0 else emitter.emit(arith.MaxUIOp(peak, tops[buffer_id]))
+    capacity = func.attributes.get(CAPACITY_ATTR)
+    if isinstance(capacity, IntegerAttr):
+        fits = func.attributes.get(FITS_ATTR)
+        fitting = fits.data if isinstance(fits, StringAttr) else "smaller sizes"
+        ok = emitter.emit(arith.CmpiOp(peak, emitter.constant(capacity.value.data), "ule"))
+        check = cf.AssertOp(
+            ok,
+            f"scratchpad overflow in '@{func.sym_name.data}': the arena at these sizes exceeds the capacity "
+            f"'{capacity.value.data}' B; it fits for {fitting}",
+        )
+        check.location = location
+        entry.insert_op_before(check, emitter.before)
+    space = _memory_space(allocs[order[0]])
+    alignment = func.attributes.get(ARENA_ALIGNMENT_ATTR)
+    arena = memref.AllocOp(
+        (peak,), (), MemRefType(i8, (DYNAMIC_INDEX,), memory_space=space),
+        IntegerAttr(alignment.value.data if isinstance(alignment, IntegerAttr) else 1, 64),
+    )
+    arena.attributes[ARENA_ATTR] = UnitAttr()
+    arena.location = location
+    arena.results[0].name_hint = "arena"
+    entry.insert_op_before(arena, emitter.before)
+    for buffer_id in order:
+        _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
+    _free_at_returns(func, arena, space)
+
+
+def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Operation) -> SSAValue:
+    memref_type = op.results[0].type
+    assert isinstance(memref_type, MemRefType)
+    if not memref_type.has_static_shape():
+        if op.attributes.get("scratchpad.bound") is not None:
+            raise PassFailedAtOp(op, "a bounded dynamic buffer in a parametric plan is placed at its symbolic size; "
+                                     "remove 'scratchpad.bound' or run tela-plan again")
+        try:
+            expr = symbols.byte_size(op)
+        except SizeNotFollowed as error:
+            raise PassFailedAtOp(op, f"the size of this buffer cannot be computed at the entry: {error.reason}") from None
+        # the symbols are read at the entry, before everything else the size needs
+        for name in sorted(set(_symbol_names(expr)) - emitter.symbols.keys()):
+            emitter.symbols[name] = _read_symbol(symbols, emitter, name)
+        return emitter.expr(expr)
+    return emitter.constant(memref_byte_size(memref_type))
+
+
+def _symbol_names(expr: Expr) -> list[str]:
+    return list(symbols(expr))
+
+
+def _read_symbol(symbols: FunctionSymbols, emitter: _Emitter, name: str) -> SSAValue:
+    source = symbols.sources[name]
+    argument = symbols.func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
+    if source.axis is None:
+        return argument
+    return emitter.emit(memref.DimOp.from_source_and_index(argument, emitter.constant(source.axis)), name)
+
+
+def _alignment(op: Operation) -> int:
+    """The alignment the plan used (`tela-plan` records it: the declared one, else the default)."""
+    recorded = op.attributes.get(ALIGNMENT_ATTR)
+    return recorded.value.data if isinstance(recorded, IntegerAttr) else 1
+
+
+def _stem(op: Operation) -> str:
+    return op.results[0].name_hint or "buffer"
+
+
+def _memory_space(op: Operation) -> Attribute:
+    memref_type = op.results[0].type
+    assert isinstance(memref_type, MemRefType)
+    return memref_type.memory_space
+
+
+def _replace(op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str) -> None:
+    block = op.parent_block()
+    assert block is not None
+    _, deallocs, _ = trace_buffer(op.results[0])
+    dynamic_sizes = op.dynamic_sizes if isinstance(op, memref.AllocOp | memref.AllocaOp) else ()
+    view = memref.ViewOp.create(
+        operands=[arena, offset, *dynamic_sizes],
+        result_types=[op.results[0].type],
+        attributes={BUFFER_ATTR: StringAttr(buffer_id)},
+    )
+    view.result.name_hint = op.results[0].name_hint
+    view.location = op.location
+    block.insert_op_before(view, op)
+    op.results[0].replace_all_uses_with(view.result)
+    block.erase_op(op)
+    for dealloc in {id(d): d for d in deallocs}.values():
+        dealloc_block = dealloc.parent_block()
+        assert dealloc_block is not None
+        dealloc_block.erase_op(dealloc)
+
+
+def _free_at_returns(func: FuncOp, arena: memref.AllocOp, space: Attribute) -> None:
+    for op in list(func.walk()):
+        if op.name != "func.return" or op.parent_op() is not func:
+            continue
+        if any(isinstance(v.type, MemRefType) and v.type.memory_space == space for v in op.operands):
+            continue
+        block = op.parent_block()
+        assert block is not None
+        free = memref.DeallocOp.get(arena.results[0])
+        free.location = arena.location
+        block.insert_op_before(free, op)
