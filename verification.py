@@ -72,6 +72,7 @@ class FunctionArena:
     name: str  # the function, without '@'; 'f.l2' for memory 'l2' of a function with several memories
     bytes: int  # its arenas' bytes (0: nothing planned)
     capacity: int | None  # the capacity in force for it (None: minimize, no limit)
+    dynamic: bool = False  # its arena's size is computed at run time (a parametric plan): `bytes` as run
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,9 @@ class VerifyReport:
         """A deterministic human-readable report, one fact per line."""
         arenas = self.arenas or (FunctionArena(self.entry, self.arena_bytes, self.capacity),)
         lines = [
-            f"verify: '@{arena.name}' planned into {arena.bytes} bytes "
-            f"({'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
+            f"verify: '@{arena.name}' planned into {arena.bytes} bytes"
+            f"{' at these sizes (parametric, ' if arena.dynamic else ' ('}"
+            f"{'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
             for arena in arenas
         ]
         lines += [f"verify: {note}" for note in self.notes]
@@ -167,6 +169,8 @@ def verify_lowered(
     )
     reference, planned = _written_only(function, reference, planned)
     arenas = function_arenas(lowered, lowered_entry, given_capacity)
+    if arenas[0].dynamic and len(arenas) == 1:  # the run's arena is the one sized at run time
+        arenas = (dataclasses.replace(arenas[0], bytes=planned.arena_bytes),)
     return VerifyReport(
         entry=reference.entry,
         outputs=tuple(output.name for output in reference.outputs),
@@ -222,8 +226,9 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
                 arenas.append(FunctionArena(f"{function.sym_name.data}.{memory}", size, targets.get(memory)))
             continue
         size = _own_arena_bytes(function)
-        if function is entry or size:
-            arenas.append(FunctionArena(function.sym_name.data, size, capacity_in_force(function, capacity)))
+        dynamic = _has_dynamic_arena(function)
+        if function is entry or size or dynamic:
+            arenas.append(FunctionArena(function.sym_name.data, size, capacity_in_force(function, capacity), dynamic))
     return tuple(arenas)
 
 
@@ -245,6 +250,12 @@ def _arena_bytes_per_memory(function: func.FuncOp) -> dict[str, int]:
         name = space.space_name.data if isinstance(space, scratchpad.ScratchpadSpaceAttr) and space.space_name.data else first
         memories[name] = memories.get(name, 0) + max(type_.get_shape()[0], 0)
     return memories
+
+
+def _has_dynamic_arena(function: func.FuncOp) -> bool:
+    return any(
+        isinstance(op, memref.AllocOp) and ARENA_MARK in op.attributes and op.dynamic_sizes for op in function.walk()
+    )
 
 
 def _own_arena_bytes(function: func.FuncOp) -> int:

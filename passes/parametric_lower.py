@@ -33,6 +33,7 @@ from xdsl.dialects import arith, cf, memref
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
+    DictionaryAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -55,6 +56,7 @@ from telamalloc.passes.parametric_plan import (
     FITS_ATTR,
     ORDER_ATTR,
     PEAK_TOPS_ATTR,
+    RANGES_ATTR,
 )
 from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed
 from telamalloc.runtime.alloc.symbolic import (
@@ -91,6 +93,7 @@ class _Emitter:
     def __init__(self, block: Block, before: Operation, symbols: dict[str, SSAValue], location):
         self.block, self.before, self.symbols, self.location = block, before, symbols, location
         self.values: dict[Expr, SSAValue] = {}
+        self.known: dict[SSAValue, int] = {}  # the values that are constants
         self.count = 0
 
     def emit(self, op: Operation, name: str | None = None) -> SSAValue:
@@ -110,6 +113,7 @@ class _Emitter:
             return self.values[node]
         if isinstance(node, Const):
             value = self.emit(arith.ConstantOp(IntegerAttr(node.value, _INDEX)))
+            self.known[value] = node.value
         elif isinstance(node, Sym):
             value = self.symbols[node.name]
         elif isinstance(node, Sum | Product | Max):
@@ -132,6 +136,8 @@ class _Emitter:
     def align(self, value: SSAValue, alignment: int) -> SSAValue:
         if alignment == 1:
             return value
+        if value in self.known:  # folded: a constant offset
+            return self.constant(-(-self.known[value] // alignment) * alignment)
         step = self.constant(alignment)
         return self.emit(arith.MuliOp(self.emit(arith.CeilDivUIOp(value, step)), step))
 
@@ -169,10 +175,13 @@ def lower_parametric(func: FuncOp) -> None:
             for j in above[1:]:
                 value = emitter.emit(arith.MaxUIOp(value, tops[j]))
             value = emitter.align(value, _alignment(op))
-        else:
-            value = emitter.constant(0)
-        offsets[buffer_id] = value
-        tops[buffer_id] = emitter.emit(arith.AddiOp(value, sizes[buffer_id]), f"{_stem(op)}_top")
+            if value.name_hint is None and value not in emitter.values.values():
+                value.name_hint = f"{_stem(op)}_offset"
+            offsets[buffer_id] = value
+            tops[buffer_id] = emitter.emit(arith.AddiOp(value, sizes[buffer_id]), f"{_stem(op)}_top")
+        else:  # at the bottom: offset 0, top = size
+            offsets[buffer_id] = emitter.constant(0)
+            tops[buffer_id] = sizes[buffer_id]
     peak = emitter.constant(0)
     for index, buffer_id in enumerate(peak_tops):
         peak = tops[buffer_id] if index == 0 else emitter.emit(arith.MaxUIOp(peak, tops[buffer_id]))
@@ -180,6 +189,8 @@ def lower_parametric(func: FuncOp) -> None:
     if isinstance(capacity, IntegerAttr):
         fits = func.attributes.get(FITS_ATTR)
         fitting = fits.data if isinstance(fits, StringAttr) else "smaller sizes"
+        if fitting == "the whole range":
+            fitting = f"every size in the declared ranges ({_ranges_text(func)})"
         ok = emitter.emit(arith.CmpiOp(peak, emitter.constant(capacity.value.data), "ule"))
         check = cf.AssertOp(
             ok,
@@ -201,6 +212,15 @@ def lower_parametric(func: FuncOp) -> None:
     for buffer_id in order:
         _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
     _free_at_returns(func, arena, space)
+
+
+def _ranges_text(func: FuncOp) -> str:
+    ranges = func.attributes.get(RANGES_ATTR)
+    if not isinstance(ranges, DictionaryAttr):
+        return "?"
+    return ", ".join(
+        f"{name}={value.data}" for name, value in sorted(ranges.data.items()) if isinstance(value, StringAttr)
+    )
 
 
 def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Operation) -> SSAValue:
@@ -230,7 +250,7 @@ def _read_symbol(symbols: FunctionSymbols, emitter: _Emitter, name: str) -> SSAV
     argument = symbols.func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
     if source.axis is None:
         return argument
-    return emitter.emit(memref.DimOp.from_source_and_index(argument, emitter.constant(source.axis)), name)
+    return emitter.emit(memref.DimOp(argument, emitter.constant(source.axis)), name)
 
 
 def _alignment(op: Operation) -> int:

@@ -28,7 +28,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefT
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 
-from telamalloc.dialects.dims import DimsError, Source, argument_symbols
+from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
 from telamalloc.dialects.scratchpad import element_byte_width
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.symbolic import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
@@ -52,21 +52,20 @@ class FunctionSymbols:
     """The symbols of one function: their sources (for lowering) and their declared ranges."""
 
     func: FuncOp
-    sources: dict[str, Source]
+    sources: dict[str, Source]  # each symbol's first source (where the lowered code reads it)
     declared: dict[str, SymbolRange]
+    names: dict[Source, str]  # every dynamic dimension's symbol
     _cache: dict[SSAValue, Expr]
 
     @classmethod
     def of(cls, func: FuncOp) -> FunctionSymbols:
         """Raises DimsError for malformed `scratchpad.dim(s)` attributes."""
         sources, declared = argument_symbols(func)
-        return cls(func, sources, declared, {})
+        names = {source: name for name, source in argument_sizes(func)}
+        return cls(func, sources, declared, names, {})
 
     def name_of(self, source: Source) -> str:
-        for name, known in self.sources.items():
-            if known == source:
-                return name
-        raise KeyError(source)  # every argument's dimensions are named by `argument_symbols`
+        return self.names[source]  # every argument's dimensions are named (`argument_sizes`)
 
     def byte_size(self, op: Operation) -> Expr:
         """The byte size of a dynamic `memref.alloc` / `alloca` (raises SizeNotFollowed)."""

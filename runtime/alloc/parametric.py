@@ -253,8 +253,24 @@ def plan_parametric(
             best = (score, name, order)
     assert best is not None
     _, source, order = best
+    return plan_in_order(buffers, ranges, order, source, scores)
+
+
+def plan_in_order(
+    buffers: Sequence[SymbolicBuffer],
+    ranges: Mapping[str, SymbolRange],
+    order: Sequence[int],
+    source: str = "given",
+    scores: Mapping[str, float] | None = None,
+) -> ParametricPlan:
+    """The parametric plan that places `buffers` in `order` (a permutation of their indices)."""
+    buffers = tuple(buffers)
+    order = tuple(order)
+    if sorted(order) != list(range(len(buffers))):
+        raise ProblemError(f"the order {list(order)} is not a permutation of the {len(buffers)} buffers")
     return ParametricPlan(
-        buffers, ranges, order, _bounding_predecessors(buffers, order), _peak_tops(buffers, order), source, scores
+        buffers, dict(ranges), order, _bounding_predecessors(buffers, order), _peak_tops(buffers, order), source,
+        dict(scores or {}),
     )
 
 

@@ -321,6 +321,12 @@ class Machine:
                 return self.capacities[key]
         return memory.size if self.capacity is None else self.capacity
 
+    def bounded(self, memory: Storage) -> bool:
+        """`memory` has a capacity (else it holds whatever the program places)."""
+        return self.capacity is not None or any(
+            storage is memory and key in self.capacities for key, storage in self.memories.items()
+        )
+
     def memory(self, key: str | None) -> Storage:
         """The memory planned buffers of a memory space live in (None: main memory)."""
         if key not in self.memories:
@@ -545,7 +551,7 @@ def place_arena(
     if op not in machine.arena_bases:
         top = machine.arena_top.get(key, 0)
         base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        limit = machine.limit(memory)
+        limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
         if base + size > limit:
             raise InterpreterError(
                 f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "

@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.dialects import make_context as dialects_make_context
 from telamalloc.dialects import scratchpad
-from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_values
+from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols, argument_values
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
 )
@@ -181,10 +181,13 @@ def random_inputs(
     [-1, 1) (rounded to the element type), signed integers uniform in [-8, 8), unsigned
     integers and `index` in [0, 8), `i1` fair coin flips. Scalars are 0-d arrays.
     `dims` gives the symbolic dimensions their values (`dialects/dims.py`: an `index`
-    argument so named takes the value, a memref argument's `?` that size).
+    argument so named takes the value, a memref argument's `?` that size); a dimension
+    `dims` leaves out takes its declared range's hint (else its upper end).
     """
     try:
-        given = argument_values(function, dims or {})
+        _, declared = argument_symbols(function)
+        values = {name: symbol_range.target for name, symbol_range in declared.items()} | dict(dims or {})
+        given = argument_values(function, values)
     except DimsError as error:
         raise InterpreterError(str(error), function) from None
     inputs = []
