@@ -50,8 +50,10 @@ from telamalloc.locations import fused_location
 from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BUFFER_ATTR, is_spill_slot
 from telamalloc.passes.liveness import trace_buffer
 from telamalloc.passes.parametric_plan import (
+    ABOVE_ALTERNATIVES_ATTR,
     ABOVE_ATTR,
     ALIGNMENT_ATTR,
+    ALTERNATIVES_ATTR,
     CAPACITY_ATTR,
     FITS_ATTR,
     ORDER_ATTR,
@@ -80,11 +82,15 @@ def is_parametric(func: FuncOp) -> bool:
     return ORDER_ATTR in func.attributes
 
 
-def _ids(func: Operation, key: str) -> list[str]:
-    value = func.attributes.get(key)
-    if not isinstance(value, ArrayAttr) or not all(isinstance(item, StringAttr) for item in value.data):
-        raise PassFailedAtOp(func, f"'{key}' must be an array of buffer ids; run tela-plan again")
-    return [item.data for item in value.data]  # type: ignore[union-attr]
+def _ids(holder: Operation | DictionaryAttr, key: str) -> list[str]:
+    value = holder.data.get(key) if isinstance(holder, DictionaryAttr) else holder.attributes.get(key)
+    ids = _ids_of(value)
+    if ids is None:
+        raise PassFailedAtOp(
+            holder if isinstance(holder, Operation) else None,  # type: ignore[arg-type]
+            f"'{key}' must be an array of buffer ids; run tela-plan again",
+        )
+    return ids
 
 
 class _Emitter:
@@ -94,6 +100,7 @@ class _Emitter:
         self.block, self.before, self.symbols, self.location = block, before, symbols, location
         self.values: dict[Expr, SSAValue] = {}
         self.known: dict[SSAValue, int] = {}  # the values that are constants
+        self.shared: set[SSAValue] = set()  # the values of expressions (sizes, constants): never renamed
         self.count = 0
 
     def emit(self, op: Operation, name: str | None = None) -> SSAValue:
@@ -131,6 +138,7 @@ class _Emitter:
         else:
             raise TypeError(node)
         self.values[node] = value
+        self.shared.add(value)
         return value
 
     def align(self, value: SSAValue, alignment: int) -> SSAValue:
@@ -142,40 +150,52 @@ class _Emitter:
         return self.emit(arith.MuliOp(self.emit(arith.CeilDivUIOp(value, step)), step))
 
 
-def lower_parametric(func: FuncOp) -> None:
-    """Lowers one parametrically planned function (see the module doc)."""
-    order = _ids(func, ORDER_ATTR)
-    peak_tops = _ids(func, PEAK_TOPS_ATTR)
-    allocs: dict[str, Operation] = {}
-    for op in func.walk():
-        if op.name in ALLOCATION_OPS and ARENA_ATTR not in op.attributes and not is_spill_slot(op) and ABOVE_ATTR in op.attributes:
-            recorded = op.attributes.get(BUFFER_ATTR)
-            allocs[recorded.data if isinstance(recorded, StringAttr) else ""] = op
-    missing = [buffer_id for buffer_id in order if buffer_id not in allocs]
-    if missing or len(allocs) != len(order):
-        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ORDER_ATTR}'; run tela-plan again")
-    try:
-        symbols = FunctionSymbols.of(func)
-    except DimsError as error:
-        raise PassFailedAtOp(func, str(error)) from None
-    entry = func.body.blocks.first
-    assert entry is not None and entry.first_op is not None
-    location = fused_location(allocs[buffer_id] for buffer_id in order)
-    emitter = _Emitter(entry, entry.first_op, {}, location)
-    sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
+def _placements(func: FuncOp, allocs: dict[str, Operation]) -> list[tuple[list[str], list[str], dict[str, list[str]]]]:
+    """(order, peak tops, each buffer's kept predecessors) of every recorded placement."""
+    placements = [(_ids(func, ORDER_ATTR), _ids(func, PEAK_TOPS_ATTR), {i: _ids(op, ABOVE_ATTR) for i, op in allocs.items()})]
+    alternatives = func.attributes.get(ALTERNATIVES_ATTR)
+    if alternatives is None:
+        return placements
+    if not isinstance(alternatives, ArrayAttr) or not all(isinstance(a, DictionaryAttr) for a in alternatives.data):
+        raise PassFailedAtOp(func, f"'{ALTERNATIVES_ATTR}' must be an array of dictionaries; run tela-plan again")
+    for index, alternative in enumerate(alternatives.data):
+        assert isinstance(alternative, DictionaryAttr)
+        above = {}
+        for buffer_id, op in allocs.items():
+            lists = op.attributes.get(ABOVE_ALTERNATIVES_ATTR)
+            if not isinstance(lists, ArrayAttr) or len(lists.data) != len(alternatives.data):
+                raise PassFailedAtOp(op, f"'{ABOVE_ALTERNATIVES_ATTR}' must hold one list per alternative; run tela-plan again")
+            item = lists.data[index]
+            if not isinstance(item, ArrayAttr) or not all(isinstance(x, StringAttr) for x in item.data):
+                raise PassFailedAtOp(op, f"'{ABOVE_ALTERNATIVES_ATTR}' must hold lists of buffer ids; run tela-plan again")
+            above[buffer_id] = [x.data for x in item.data]  # type: ignore[union-attr]
+        placements.append((_ids(alternative, "order"), _ids(alternative, "peak_tops"), above))
+    return placements
+
+
+def _ids_of(value: Attribute | None) -> list[str] | None:
+    if not isinstance(value, ArrayAttr) or not all(isinstance(item, StringAttr) for item in value.data):
+        return None
+    return [item.data for item in value.data]  # type: ignore[union-attr]
+
+
+def _emit_placement(
+    emitter: _Emitter, allocs: dict[str, Operation], sizes: dict[str, SSAValue],
+    order: list[str], peak_tops: list[str], above: dict[str, list[str]],
+) -> tuple[dict[str, SSAValue], SSAValue]:
+    """The offsets of one placement and its peak, as index values."""
     offsets: dict[str, SSAValue] = {}
     tops: dict[str, SSAValue] = {}
     for buffer_id in order:
         op = allocs[buffer_id]
-        above = _ids(op, ABOVE_ATTR)
-        if any(j not in tops for j in above):
+        if any(j not in tops for j in above[buffer_id]):
             raise PassFailedAtOp(op, f"'{ABOVE_ATTR}' names a buffer placed later; run tela-plan again")
-        if above:
-            value = tops[above[0]]
-            for j in above[1:]:
+        if above[buffer_id]:
+            value = tops[above[buffer_id][0]]
+            for j in above[buffer_id][1:]:
                 value = emitter.emit(arith.MaxUIOp(value, tops[j]))
             value = emitter.align(value, _alignment(op))
-            if value.name_hint is None and value not in emitter.values.values():
+            if value.name_hint is None and value not in emitter.shared:
                 value.name_hint = f"{_stem(op)}_offset"
             offsets[buffer_id] = value
             tops[buffer_id] = emitter.emit(arith.AddiOp(value, sizes[buffer_id]), f"{_stem(op)}_top")
@@ -185,20 +205,40 @@ def lower_parametric(func: FuncOp) -> None:
     peak = emitter.constant(0)
     for index, buffer_id in enumerate(peak_tops):
         peak = tops[buffer_id] if index == 0 else emitter.emit(arith.MaxUIOp(peak, tops[buffer_id]))
-    capacity = func.attributes.get(CAPACITY_ATTR)
-    if isinstance(capacity, IntegerAttr):
-        fits = func.attributes.get(FITS_ATTR)
-        fitting = fits.data if isinstance(fits, StringAttr) else "smaller sizes"
-        if fitting == "the whole range":
-            fitting = f"every size in the declared ranges ({_ranges_text(func)})"
-        ok = emitter.emit(arith.CmpiOp(peak, emitter.constant(capacity.value.data), "ule"))
-        check = cf.AssertOp(
-            ok,
-            f"scratchpad overflow in '@{func.sym_name.data}': the arena at these sizes exceeds the capacity "
-            f"'{capacity.value.data}' B; it fits for {fitting}",
-        )
-        check.location = location
-        entry.insert_op_before(check, emitter.before)
+    return offsets, peak
+
+
+def lower_parametric(func: FuncOp) -> None:
+    """Lowers one parametrically planned function (see the module doc)."""
+    order = _ids(func, ORDER_ATTR)
+    allocs: dict[str, Operation] = {}
+    for op in func.walk():
+        if op.name in ALLOCATION_OPS and ARENA_ATTR not in op.attributes and not is_spill_slot(op) and ABOVE_ATTR in op.attributes:
+            recorded = op.attributes.get(BUFFER_ATTR)
+            allocs[recorded.data if isinstance(recorded, StringAttr) else ""] = op
+    if sorted(order) != sorted(allocs):
+        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ORDER_ATTR}'; run tela-plan again")
+    placements = _placements(func, allocs)
+    if any(sorted(other) != sorted(order) for other, _, _ in placements):
+        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ALTERNATIVES_ATTR}'; run tela-plan again")
+    try:
+        symbols = FunctionSymbols.of(func)
+    except DimsError as error:
+        raise PassFailedAtOp(func, str(error)) from None
+    entry = func.body.blocks.first
+    assert entry is not None and entry.first_op is not None
+    location = fused_location(allocs[buffer_id] for buffer_id in order)
+    emitter = _Emitter(entry, entry.first_op, {}, location)
+    sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
+    offsets, peak = _emit_placement(emitter, allocs, sizes, *placements[0])
+    for alternative in placements[1:]:  # the placement with the smallest peak at these sizes
+        other, other_peak = _emit_placement(emitter, allocs, sizes, *alternative)
+        smaller = emitter.emit(arith.CmpiOp(other_peak, peak, "ult"))
+        peak = emitter.emit(arith.SelectOp(smaller, other_peak, peak))
+        for buffer_id in order:
+            if other[buffer_id] is not offsets[buffer_id]:
+                offsets[buffer_id] = emitter.emit(arith.SelectOp(smaller, other[buffer_id], offsets[buffer_id]))
+    _check_capacity(func, emitter, peak, entry, location)
     space = _memory_space(allocs[order[0]])
     alignment = func.attributes.get(ARENA_ALIGNMENT_ATTR)
     arena = memref.AllocOp(
@@ -212,6 +252,24 @@ def lower_parametric(func: FuncOp) -> None:
     for buffer_id in order:
         _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
     _free_at_returns(func, arena, space)
+
+
+def _check_capacity(func: FuncOp, emitter: _Emitter, peak: SSAValue, entry: Block, location) -> None:
+    capacity = func.attributes.get(CAPACITY_ATTR)
+    if not isinstance(capacity, IntegerAttr):
+        return
+    fits = func.attributes.get(FITS_ATTR)
+    fitting = fits.data if isinstance(fits, StringAttr) else "smaller sizes"
+    if fitting == "the whole range":
+        fitting = f"every size in the declared ranges ({_ranges_text(func)})"
+    ok = emitter.emit(arith.CmpiOp(peak, emitter.constant(capacity.value.data), "ule"))
+    check = cf.AssertOp(
+        ok,
+        f"scratchpad overflow in '@{func.sym_name.data}': the arena at these sizes exceeds the capacity "
+        f"'{capacity.value.data}' B; it fits for {fitting}",
+    )
+    check.location = location
+    entry.insert_op_before(check, emitter.before)
 
 
 def _ranges_text(func: FuncOp) -> str:

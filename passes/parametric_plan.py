@@ -5,7 +5,9 @@ parametric plan (`runtime/alloc/parametric.py`): a placement order fixed now, th
 computed at run time (`passes/parametric_lower.py`). What the IR records:
 
 - on the function: `scratchpad.order` (the buffer ids in placement order),
-  `scratchpad.peak_tops` (the ids whose tops bound the arena's size), `scratchpad.ranges`
+  `scratchpad.peak_tops` (the ids whose tops bound the arena's size), with several
+  placements `scratchpad.alternatives` (`[{order = [...], peak_tops = [...]}]` of the
+  others: the lowered code uses the one with the smallest peak), `scratchpad.ranges`
   (`{seq = "1..2048@512"}`), and, as for a static plan, `scratchpad.peak`,
   `scratchpad.load` (both at the ranges' upper ends: the most the plan ever takes) and
   `scratchpad.alignment`; with a capacity, `scratchpad.capacity` (what the lowered code
@@ -13,7 +15,8 @@ computed at run time (`passes/parametric_lower.py`). What the IR records:
 - on each planned alloc: `scratchpad.buffer`, `scratchpad.lifetime`, `scratchpad.above`
   (the ids whose tops its offset is the aligned maximum of; empty: offset 0),
   `scratchpad.alignment` (the alignment the plan used) and, for a
-  symbolic size, `scratchpad.size` (the expression, for readers and tests).
+  symbolic size, `scratchpad.size` (the expression, for readers and tests); with several
+  placements `scratchpad.above_alternatives` (the kept predecessors in each other one).
 
 Before anything is recorded, the validator checks the plan's layout at sampled sizes (the
 ranges' ends, the hint, points between). With a capacity, a plan that does not fit even at
@@ -38,6 +41,7 @@ from telamalloc.passes.collect import (
 )
 from telamalloc.passes.diagnostics import emit_remark
 from telamalloc.runtime.alloc.parametric import (
+    ORDER_NODE_LIMIT,
     ParametricPlan,
     SymbolicBuffer,
     largest_fitting,
@@ -55,12 +59,17 @@ CAPACITY_ATTR = "scratchpad.capacity"  # on a parametric func: the capacity chec
 FITS_ATTR = "scratchpad.fits"  # on a parametric func: which sizes fit the capacity, in words
 ABOVE_ATTR = "scratchpad.above"  # on a parametric alloc: the ids whose tops bound its offset
 SIZE_ATTR = "scratchpad.size"  # on an alloc with a symbolic size: its byte size expression
+ALTERNATIVES_ATTR = "scratchpad.alternatives"  # on a parametric func: [{order = [...], peak_tops = [...]}] of the other placements
+ABOVE_ALTERNATIVES_ATTR = "scratchpad.above_alternatives"  # on its allocs: the kept predecessors in each other placement
 ALIGNMENT_ATTR = "scratchpad.alignment"  # on a parametric alloc: the alignment the plan used (i64)
 
 
-def plan_parametric_function(function_problem: FunctionProblem, mode: str | Mode) -> tuple[Solution, ParametricPlan, str | None]:
+def plan_parametric_function(
+    function_problem: FunctionProblem, mode: str | Mode, node_limit: int = ORDER_NODE_LIMIT
+) -> tuple[Solution, ParametricPlan, str | None]:
     """The parametric plan of `function_problem`, its layout at the ranges' upper ends as a
-    `Solution`, and what fits the capacity in words (None: no capacity, or all fits)."""
+    `Solution`, and what fits the capacity in words (None: no capacity, or all fits).
+    `node_limit`: the work budget of each static plan that proposes an order."""
     func = function_problem.func
     name = function_problem.name
     ranges = function_problem.ranges
@@ -78,7 +87,7 @@ def plan_parametric_function(function_problem: FunctionProblem, mode: str | Mode
         for b in function_problem.buffers
     ]
     try:
-        plan = plan_parametric(buffers, ranges)
+        plan = plan_parametric(buffers, ranges, node_limit=node_limit)
     except ProblemError as error:
         raise PassFailedAtOp(func, f"cannot plan '@{name}': {error}") from None
     for env in sample_sizes(ranges):
@@ -165,6 +174,19 @@ def record_parametric(function_problem: FunctionProblem, solution: Solution, pla
     assert solution.peak is not None
     func.attributes[ORDER_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.order])
     func.attributes[PEAK_TOPS_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.peak_tops])
+    others = plan.placements[1:]
+    if others:
+        func.attributes[ALTERNATIVES_ATTR] = ArrayAttr([
+            DictionaryAttr({
+                "order": ArrayAttr([StringAttr(ids[i]) for i in other.order]),
+                "peak_tops": ArrayAttr([StringAttr(ids[i]) for i in other.peak_tops]),
+            })
+            for other in others
+        ])
+        for index, buffer in enumerate(function_problem.buffers):
+            buffer.op.attributes[ABOVE_ALTERNATIVES_ATTR] = ArrayAttr(
+                [ArrayAttr([StringAttr(ids[j]) for j in other.above[index]]) for other in others]
+            )
     func.attributes[RANGES_ATTR] = DictionaryAttr({s: StringAttr(str(r)) for s, r in sorted(plan.ranges.items())})
     func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
     func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)

@@ -34,8 +34,7 @@ from dataclasses import dataclass, field
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, ProblemError
-from telamalloc.runtime.alloc.symbolic import Expr, add, align_up, const, evaluate, maximum, symbols
-from telamalloc.runtime.alloc.validate import compute_load
+from telamalloc.runtime.alloc.symbolic import Expr, add, align_up, const, evaluate, maximum, minimum, symbols
 
 # A deterministic work budget for each static plan that proposes an order (no time limit:
 # the same input gives the same order on every machine).
@@ -112,33 +111,93 @@ class SymbolicBuffer:
 
 
 @dataclass(frozen=True)
-class ParametricPlan:
-    """A placement order and the offsets it implies at every size (see the module doc).
+class Placement:
+    """One placement order and what the run-time rule needs of it.
 
-    `order` lists buffer indices (into `buffers`) in placement order; `above[i]` the
-    earlier-placed buffers whose tops bound buffer `i`'s offset; `peak_tops` the buffers
-    whose tops bound the peak."""
+    `order` lists buffer indices in placement order; `above[i]` the earlier-placed buffers
+    whose tops bound buffer `i`'s offset; `peak_tops` the buffers whose tops bound the peak;
+    `source` the candidate it came from ('static@hint', 'size@hi', '...+search')."""
 
-    buffers: tuple[SymbolicBuffer, ...]
-    ranges: Mapping[str, SymbolRange]
     order: tuple[int, ...]
     above: tuple[tuple[int, ...], ...]
     peak_tops: tuple[int, ...]
-    source: str = ""  # which candidate order won ('static@hint', 'size@hi', ...)
-    scores: Mapping[str, float] = field(default_factory=dict)  # each candidate's worst peak/LOAD
+    source: str = ""
+
+    def offsets(self, buffers: Sequence[SymbolicBuffer], sizes: Sequence[int]) -> list[int]:
+        return _offsets(buffers, self.order, self.above, sizes)
+
+    def peak(self, offsets: Sequence[int], sizes: Sequence[int]) -> int:
+        return max((offsets[i] + sizes[i] for i in self.peak_tops), default=0)
+
+    def offset_exprs(self, buffers: Sequence[SymbolicBuffer]) -> list[Expr]:
+        """Each buffer's offset as an expression of the symbols (a DAG: shared subexpressions)."""
+        offsets: list[Expr | None] = [None] * len(buffers)
+        for index in self.order:
+            tops = [add(offsets[j], buffers[j].size) for j in self.above[index]]  # type: ignore[arg-type]
+            offsets[index] = align_up(maximum(*tops) if tops else const(0), buffers[index].alignment)
+        return offsets  # type: ignore[return-value]
+
+    def peak_expr(self, buffers: Sequence[SymbolicBuffer]) -> Expr:
+        offsets = self.offset_exprs(buffers)
+        return maximum(*(add(offsets[i], buffers[i].size) for i in self.peak_tops)) if self.peak_tops else const(0)
+
+    def operations(self, buffers: Sequence[SymbolicBuffer]) -> int:
+        """Run-time adds, maxima and roundings: one add per top, one max per extra
+        predecessor, one rounding per aligned buffer with predecessors."""
+        maxima = sum(max(len(preds) - 1, 0) for preds in self.above) + max(len(self.peak_tops) - 1, 0)
+        roundings = sum(1 for buffer, preds in zip(buffers, self.above) if buffer.alignment > 1 and preds)
+        return len(buffers) + maxima + roundings
+
+
+@dataclass(frozen=True)
+class ParametricPlan:
+    """One or a few placements (see the module doc); at run time the one with the smallest
+    peak at the sizes given is used (the first on ties). `order`, `above`, `peak_tops` and
+    `source` are the first placement's."""
+
+    buffers: tuple[SymbolicBuffer, ...]
+    ranges: Mapping[str, SymbolRange]
+    placements: tuple[Placement, ...]
+    scores: Mapping[str, float] = field(default_factory=dict)  # each candidate's worst peak / static peak
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.placements[0].order
+
+    @property
+    def above(self) -> tuple[tuple[int, ...], ...]:
+        return self.placements[0].above
+
+    @property
+    def peak_tops(self) -> tuple[int, ...]:
+        return self.placements[0].peak_tops
+
+    @property
+    def source(self) -> str:
+        return " | ".join(placement.source for placement in self.placements)
 
     def sizes_at(self, env: Mapping[str, int]) -> list[int]:
         cache: dict[int, int] = {}
         return [evaluate(buffer.size, env, cache) for buffer in self.buffers]
 
+    def layout_at(self, env: Mapping[str, int]) -> tuple[int, list[int], int]:
+        """(the placement used, its offsets, its peak) at the sizes `env` (symbol -> value)."""
+        sizes = self.sizes_at(env)
+        best: tuple[int, list[int], int] | None = None
+        for index, placement in enumerate(self.placements):
+            offsets = placement.offsets(self.buffers, sizes)
+            peak = placement.peak(offsets, sizes)
+            if best is None or peak < best[2]:
+                best = (index, offsets, peak)
+        assert best is not None
+        return best
+
     def offsets_at(self, env: Mapping[str, int]) -> list[int]:
-        """Each buffer's offset at the sizes `env` (symbol -> value), in `buffers` order."""
-        return _offsets(self.buffers, self.order, self.above, self.sizes_at(env))
+        """Each buffer's offset at the sizes `env`, in `buffers` order."""
+        return self.layout_at(env)[1]
 
     def peak_at(self, env: Mapping[str, int]) -> int:
-        sizes = self.sizes_at(env)
-        offsets = _offsets(self.buffers, self.order, self.above, sizes)
-        return max((offsets[i] + sizes[i] for i in self.peak_tops), default=0)
+        return self.layout_at(env)[2]
 
     def problem_at(self, env: Mapping[str, int], capacity: int | None = None) -> Problem:
         """The static problem at the sizes `env` (for the validator and for comparisons)."""
@@ -147,25 +206,19 @@ class ParametricPlan:
             [Buffer(b.id, b.start, b.end, size, b.alignment) for b, size in zip(self.buffers, sizes)], capacity
         )
 
-    def offset_exprs(self) -> list[Expr]:
-        """Each buffer's offset as an expression of the symbols (a DAG: shared subexpressions)."""
-        offsets: list[Expr | None] = [None] * len(self.buffers)
-        for index in self.order:
-            tops = [add(offsets[j], self.buffers[j].size) for j in self.above[index]]  # type: ignore[arg-type]
-            offsets[index] = align_up(maximum(*tops) if tops else const(0), self.buffers[index].alignment)
-        return offsets  # type: ignore[return-value]
+    def offset_exprs(self, placement: int = 0) -> list[Expr]:
+        """The offsets of one placement as expressions of the symbols."""
+        return self.placements[placement].offset_exprs(self.buffers)
 
     def peak_expr(self) -> Expr:
-        offsets = self.offset_exprs()
-        return maximum(*(add(offsets[i], self.buffers[i].size) for i in self.peak_tops)) if self.peak_tops else const(0)
+        """The peak: the smallest of the placements' peaks."""
+        return minimum(*(placement.peak_expr(self.buffers) for placement in self.placements))
 
     def operations(self) -> int:
-        """The run-time cost in additions and maxima (without the sizes): one add per top, one
-        max per extra predecessor, one rounding per aligned buffer."""
-        tops = len(self.buffers)
-        maxima = sum(max(len(preds) - 1, 0) for preds in self.above) + max(len(self.peak_tops) - 1, 0)
-        roundings = sum(1 for buffer, preds in zip(self.buffers, self.above) if buffer.alignment > 1 and preds)
-        return tops + maxima + roundings
+        """The run-time cost without the sizes: each placement's adds, maxima and roundings,
+        then a compare and a select per buffer and per peak for each extra placement."""
+        own = sum(placement.operations(self.buffers) for placement in self.placements)
+        return own + (len(self.placements) - 1) * (len(self.buffers) + 2)
 
 
 def _offsets(
@@ -200,18 +253,21 @@ def check_symbolic(buffers: Sequence[SymbolicBuffer], ranges: Mapping[str, Symbo
             raise ProblemError(f"buffer '{buffer.id}' has alignment '{buffer.alignment}', not a power of two")
 
 
-def sample_sizes(ranges: Mapping[str, SymbolRange], count: int = 5) -> list[dict[str, int]]:
-    """Sizes to score orders at: every symbol at its lower end, its hint, its upper end, and
-    (for `count` > 3) geometric midpoints between them; duplicates dropped, in that order."""
+def sample_sizes(ranges: Mapping[str, SymbolRange], count: int = 9) -> list[dict[str, int]]:
+    """Sizes to score orders at: every symbol at its lower end, its hint and its upper end,
+    then up to `count` - 3 points between the lower and upper ends, evenly spaced on a log
+    scale (each symbol at the same fraction of its own range, so a ladder 1, 4, 16, ...
+    for 1..2048); duplicates dropped, in that order."""
     names = sorted(ranges)
     positions: list[dict[str, int]] = [
         {n: ranges[n].lo for n in names},
         {n: ranges[n].target for n in names},
         {n: ranges[n].hi for n in names},
     ]
-    if count > 3:
-        positions.append({n: _between(ranges[n].lo, ranges[n].target) for n in names})
-        positions.append({n: _between(ranges[n].target, ranges[n].hi) for n in names})
+    steps = max(count - 3, 0)
+    for step in range(1, steps + 1):
+        fraction = step / (steps + 1)
+        positions.append({n: _at(ranges[n], fraction) for n in names})
     unique: list[dict[str, int]] = []
     for env in positions[:max(count, 1)]:
         if env not in unique:
@@ -219,8 +275,19 @@ def sample_sizes(ranges: Mapping[str, SymbolRange], count: int = 5) -> list[dict
     return unique
 
 
-def _between(low: int, high: int) -> int:
-    return round(math.sqrt(max(low, 1) * max(high, 1))) if high > low else low
+def _at(symbol_range: SymbolRange, fraction: float) -> int:
+    """The point `fraction` of the way from the lower to the upper end, on a log scale."""
+    low, high = max(symbol_range.lo, 1), max(symbol_range.hi, 1)
+    value = round(math.exp(math.log(low) + fraction * (math.log(high) - math.log(low))))
+    return min(max(value, symbol_range.lo), symbol_range.hi)
+
+
+# Local search: at most this many orders evaluated after the candidates (a work budget).
+IMPROVE_EVALUATIONS = 2_000
+# At most this many placements, the one with the smallest peak chosen at run time.
+MAX_PLACEMENTS = 3
+
+Score = tuple[float, float]  # (worst peak / static peak over the samples, their mean)
 
 
 def plan_parametric(
@@ -228,32 +295,105 @@ def plan_parametric(
     ranges: Mapping[str, SymbolRange],
     *,
     node_limit: int = ORDER_NODE_LIMIT,
+    improve: int = IMPROVE_EVALUATIONS,
+    placements: int = MAX_PLACEMENTS,
 ) -> ParametricPlan:
     """The parametric plan of `buffers` over `ranges` (see the module doc). Deterministic.
 
+    Candidate orders are scored at the sampled sizes by their worst peak over the static
+    plan's peak there. The best, improved by a local search (`improve` evaluations of
+    neighbour swaps), is the first placement; up to `placements` - 1 candidates are added
+    while they lower the worst ratio of the smallest peak. The set never needs more than the
+    upper-bound plan (the static plan at the upper ends), whose order is a candidate.
     Raises ProblemError for a symbol without a range (naming it) or a malformed buffer."""
     buffers = tuple(buffers)
     check_symbolic(buffers, ranges)
     ranges = {name: ranges[name] for name in symbols(b.size for b in buffers)}
-    samples = sample_sizes(ranges)
-    candidates = _candidate_orders(buffers, ranges, node_limit)
-    loads = [max(compute_load(_static(buffers, env))[0], 1) for env in samples]
-    best: tuple[tuple[float, float], str, tuple[int, ...]] | None = None
-    scores: dict[str, float] = {}
-    for name, order in candidates:
-        above = _bounding_predecessors(buffers, order)
-        ratios = []
-        for env, load in zip(samples, loads):
-            sizes = [evaluate(b.size, env) for b in buffers]
-            offsets = _offsets(buffers, order, above, sizes)
-            ratios.append(max((o + s for o, s in zip(offsets, sizes)), default=0) / load)
-        score = (max(ratios), sum(ratios) / len(ratios))
-        scores[name] = score[0]
-        if best is None or score < best[0]:
-            best = (score, name, order)
-    assert best is not None
-    _, source, order = best
-    return plan_in_order(buffers, ranges, order, source, scores)
+    if not buffers:
+        return plan_in_order(buffers, ranges, (), "input")
+    scorer = _Scorer(buffers, sample_sizes(ranges), node_limit)
+    candidates = _candidate_orders(buffers, scorer.samples, scorer)
+    peaks = {name: scorer.peaks(order) for name, order in candidates}
+    scores = {name: scorer.score([peaks[name]], bound=False)[0] for name, _ in candidates}
+    if placements <= 1:  # one order: the best that stays within the upper-bound plan
+        name, order = min(candidates, key=lambda item: scorer.score([peaks[item[0]]]))
+        return plan_in_order(buffers, ranges, order, name, scores)
+    name, order = min(candidates, key=lambda item: scorer.score([peaks[item[0]]], bound=False))
+    order, searched = _improve(order, scorer, improve)
+    if searched:
+        name = f"{name}+search"
+        peaks[name] = scorer.peaks(order)
+        scores[name] = scorer.score([peaks[name]], bound=False)[0]
+    chosen = [(name, order)]
+    chosen_peaks = [peaks[name]]
+    while len(chosen) < placements:
+        current = scorer.score(chosen_peaks)
+        extra = min(
+            ((scorer.score([*chosen_peaks, peaks[n]]), n, o) for n, o in candidates if n not in dict(chosen)),
+            default=None,
+        )
+        if extra is None or not extra[0] < current:
+            break
+        chosen.append((extra[1], extra[2]))
+        chosen_peaks.append(peaks[extra[1]])
+    return ParametricPlan(
+        buffers, ranges, tuple(placement(buffers, o, n) for n, o in chosen), scores
+    )
+
+
+class _Scorer:
+    """Scores orders at the sampled sizes against the static plans there."""
+
+    def __init__(self, buffers: tuple[SymbolicBuffer, ...], samples: list[dict[str, int]], node_limit: int):
+        self.buffers = buffers
+        self.samples = samples
+        self.sizes = [[evaluate(b.size, env) for b in buffers] for env in samples]
+        params = Params(node_limit=node_limit, cpsat=False)
+        self.static = [solve(_static(buffers, env), mode="minimize", params=params) for env in samples]
+        self.bests = [max(solution.peak or 1, 1) for solution in self.static]
+        upper = {name: max(env[name] for env in samples) for name in samples[0]}
+        self.upper = samples.index(upper)
+
+    def peaks(self, order: Sequence[int]) -> list[int]:
+        above = _bounding_predecessors(self.buffers, order)
+        result = []
+        for sizes in self.sizes:
+            offsets = _offsets(self.buffers, order, above, sizes)
+            result.append(max((o + z for o, z in zip(offsets, sizes)), default=0))
+        return result
+
+    def score(self, peaks: Sequence[Sequence[int]], bound: bool = True) -> Score:
+        """The score of placements with these peaks, the smallest used at each sample; with
+        `bound`, (inf, inf) when it exceeds the upper-bound plan at the upper ends."""
+        smallest = [min(column) for column in zip(*peaks)]
+        if bound and smallest[self.upper] > self.bests[self.upper]:
+            return (math.inf, math.inf)
+        ratios = [peak / best for peak, best in zip(smallest, self.bests)]
+        return (max(ratios), sum(ratios) / len(ratios))
+
+
+def _improve(order: tuple[int, ...], scorer: _Scorer, budget: int) -> tuple[tuple[int, ...], bool]:
+    """First-improvement local search over swaps of neighbours in the order (of buffers live
+    together), in passes from the front, within `budget` evaluations (deterministic).
+    Returns the order and whether it changed."""
+    current = list(order)
+    best = scorer.score([scorer.peaks(current)], bound=False)
+    evaluations, improved, changed = 0, True, False
+    while improved and evaluations < budget:
+        improved = False
+        for position in range(len(current) - 1):
+            if evaluations >= budget:
+                break
+            if not _overlaps(scorer.buffers[current[position]], scorer.buffers[current[position + 1]]):
+                continue  # swapping buffers never live together changes nothing
+            current[position], current[position + 1] = current[position + 1], current[position]
+            evaluations += 1
+            candidate = scorer.score([scorer.peaks(current)], bound=False)
+            if candidate < best:
+                best, improved, changed = candidate, True, True
+            else:
+                current[position], current[position + 1] = current[position + 1], current[position]
+    return tuple(current), changed
 
 
 def plan_in_order(
@@ -265,13 +405,15 @@ def plan_in_order(
 ) -> ParametricPlan:
     """The parametric plan that places `buffers` in `order` (a permutation of their indices)."""
     buffers = tuple(buffers)
+    return ParametricPlan(buffers, dict(ranges), (placement(buffers, order, source),), dict(scores or {}))
+
+
+def placement(buffers: Sequence[SymbolicBuffer], order: Sequence[int], source: str = "given") -> Placement:
+    """The placement of `buffers` in `order` (a permutation of their indices)."""
     order = tuple(order)
     if sorted(order) != list(range(len(buffers))):
         raise ProblemError(f"the order {list(order)} is not a permutation of the {len(buffers)} buffers")
-    return ParametricPlan(
-        buffers, dict(ranges), order, _bounding_predecessors(buffers, order), _peak_tops(buffers, order), source,
-        dict(scores or {}),
-    )
+    return Placement(order, _bounding_predecessors(buffers, order), _peak_tops(buffers, order), source)
 
 
 def _static(buffers: Sequence[SymbolicBuffer], env: Mapping[str, int]) -> Problem:
@@ -279,26 +421,19 @@ def _static(buffers: Sequence[SymbolicBuffer], env: Mapping[str, int]) -> Proble
 
 
 def _candidate_orders(
-    buffers: tuple[SymbolicBuffer, ...], ranges: Mapping[str, SymbolRange], node_limit: int
+    buffers: tuple[SymbolicBuffer, ...], samples: list[dict[str, int]], scorer: _Scorer
 ) -> list[tuple[str, tuple[int, ...]]]:
-    named_envs = [
-        ("hint", {n: r.target for n, r in ranges.items()}),
-        ("lo", {n: r.lo for n, r in ranges.items()}),
-        ("hi", {n: r.hi for n, r in ranges.items()}),
-    ]
+    """The offset order of the static plan at each sample, and decreasing size at the lower
+    ends, the hint and the upper ends; repeats dropped."""
+    labels = ["lo", "hint", "hi"] + [sizes_label(env) for env in samples[3:]]
     candidates: list[tuple[str, tuple[int, ...]]] = []
-    params = Params(node_limit=node_limit, cpsat=False)
-    for label, env in named_envs:
-        problem = _static(buffers, env)
-        if not buffers:
-            break
-        solution = solve(problem, mode="minimize", params=params)
+    for label, solution in zip(labels, scorer.static):
         if solution.offsets is not None:
             offsets = solution.offsets
             candidates.append(
                 (f"static@{label}", tuple(sorted(range(len(buffers)), key=lambda i: (offsets[i], buffers[i].start, i))))
             )
-        sizes = [b.size for b in problem.buffers]
+    for label, sizes in zip(labels[:3], scorer.sizes[:3]):
         candidates.append(
             (f"size@{label}", tuple(sorted(range(len(buffers)), key=lambda i: (-sizes[i], buffers[i].start, i))))
         )
@@ -306,7 +441,11 @@ def _candidate_orders(
     for name, order in candidates:
         if all(order != other for _, other in unique):
             unique.append((name, order))
-    return unique or [("input", tuple(range(len(buffers))))]
+    return unique
+
+
+def sizes_label(env: Mapping[str, int]) -> str:
+    return ",".join(f"{name}={value}" for name, value in sorted(env.items()))
 
 
 def _overlaps(a: SymbolicBuffer, b: SymbolicBuffer) -> bool:

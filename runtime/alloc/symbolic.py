@@ -17,6 +17,7 @@ The forms (each a frozen dataclass, hashable, compared by value):
 | `FloorDiv(e, d)` | `e // d`, `d >= 1` | `floordiv(e, d)` |
 | `CeilDiv(e, d)` | `-(-e // d)`, `d >= 1` | `ceildiv(e, d)` |
 | `Max(terms)` | the largest | `max(a, b)` |
+| `Min(terms)` | the smallest | `min(a, b)` |
 | `AlignUp(e, a)` | `e` rounded up to a multiple of `a` | `align(e, a)` |
 
 There is no subtraction and every constant is non-negative, so every expression is
@@ -24,7 +25,7 @@ There is no subtraction and every constant is non-negative, so every expression 
 the upper ends of the ranges is the most the plan ever needs, and the largest sizes that
 fit a capacity are found by bisection (`largest_fitting`).
 
-Build expressions with `const`, `sym`, `add`, `mul`, `floordiv`, `ceildiv`, `maximum` and
+Build expressions with `const`, `sym`, `add`, `mul`, `floordiv`, `ceildiv`, `maximum`, `minimum` and
 `align_up` (or `+` and `*`): they fold constants and flatten nested sums, products and
 maxima, so equal sizes usually print alike. `evaluate(expr, env)` takes a mapping from
 symbol names to integers; it memoizes shared subexpressions, so the offsets of a plan (a
@@ -132,6 +133,17 @@ class Max(Expr):
 
 
 @dataclass(frozen=True, slots=True)
+class Min(Expr):
+    terms: tuple[Expr, ...]
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.terms
+
+    def __str__(self) -> str:
+        return f"min({', '.join(str(term) for term in self.terms)})"
+
+
+@dataclass(frozen=True, slots=True)
 class AlignUp(Expr):
     expr: Expr
     alignment: int
@@ -233,6 +245,18 @@ def maximum(*operands: Expr | int) -> Expr:
     return terms[0] if len(terms) == 1 else Max(tuple(terms))
 
 
+def minimum(*operands: Expr | int) -> Expr:
+    """The smallest operand (at least one), with nested minima flattened and repeats dropped."""
+    terms: list[Expr] = []
+    for operand in map(_as_expr, operands):
+        for term in operand.terms if isinstance(operand, Min) else (operand,):
+            if term not in terms:
+                terms.append(term)
+    if not terms:
+        raise ValueError("minimum() needs at least one operand")
+    return terms[0] if len(terms) == 1 else Min(tuple(terms))
+
+
 def align_up(expr: Expr | int, alignment: int) -> Expr:
     """`expr` rounded up to a multiple of `alignment` (>= 1)."""
     expr, alignment = _as_expr(expr), _divisor(alignment)
@@ -288,6 +312,8 @@ def _value(node: Expr, env: Mapping[str, int], memo: dict[int, int]) -> int:
         return -(-memo[id(node.expr)] // node.divisor)
     if isinstance(node, Max):
         return max(memo[id(term)] for term in node.terms)
+    if isinstance(node, Min):
+        return min(memo[id(term)] for term in node.terms)
     if isinstance(node, AlignUp):
         return -(-memo[id(node.expr)] // node.alignment) * node.alignment
     raise TypeError(f"not a symbolic expression: {node!r}")

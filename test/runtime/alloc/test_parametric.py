@@ -75,7 +75,7 @@ def test_pruned_predecessors_give_the_offsets_of_all_predecessors(seed):
         top = max(tops, default=0)
         full[index] = -(-top // b.alignment) * b.alignment
         placed.append(index)
-    assert plan.offsets_at(env) == full
+    assert plan.placements[0].offsets(buffers, sizes) == full
     assert sum(len(a) for a in plan.above) <= sum(1 for _ in plan.above) * 8  # short lists
 
 
@@ -91,21 +91,37 @@ def test_the_order_of_the_static_plan_at_the_hint_is_no_worse_there():
     assert plan.peak_at(hint) <= static.peak
     assert all(o <= s for o, s in zip(plan.offsets_at(hint), static.offsets))
     chosen = plan_parametric(buffers, RANGES)
-    assert chosen.scores["static@hint"] >= 1.0 and min(chosen.scores.values()) == chosen.scores[chosen.source]
+    assert chosen.scores["static@hint"] >= 1.0
 
 
 def test_the_peak_expression_and_the_offset_expressions_agree_with_the_numbers():
     plan = plan_parametric(random_buffers(3, 20), RANGES)
-    offsets, peak = plan.offset_exprs(), plan.peak_expr()
+    peak = plan.peak_expr()
     for env in sample_sizes(RANGES):
-        assert [evaluate(expr, env) for expr in offsets] == plan.offsets_at(env)
-        assert evaluate(peak, env) == plan.peak_at(env)
+        used, offsets, smallest = plan.layout_at(env)
+        assert [evaluate(expr, env) for expr in plan.offset_exprs(used)] == offsets == plan.offsets_at(env)
+        assert evaluate(peak, env) == smallest == plan.peak_at(env)
+        sizes = plan.sizes_at(env)
+        assert smallest == min(p.peak(p.offsets(plan.buffers, sizes), sizes) for p in plan.placements)
+
+
+def test_several_placements_take_the_smallest_peak_and_stay_within_the_upper_bound_plan():
+    buffers = random_buffers(1, 40)
+    plan = plan_parametric(buffers, RANGES)
+    single = plan_parametric(buffers, RANGES, placements=1)
+    assert 1 <= len(plan.placements) <= 3 and len(single.placements) == 1
+    upper = {"seq": 2048, "batch": 8}
+    static = solve(plan.problem_at(upper), mode="minimize", params=Params(node_limit=20000, cpsat=False))
+    assert plan.peak_at(upper) <= static.peak and single.peak_at(upper) <= static.peak
+    for env in sample_sizes(RANGES):
+        assert plan.peak_at(env) <= max(single.peak_at(env), plan.placements[0].peak(
+            plan.placements[0].offsets(buffers, plan.sizes_at(env)), plan.sizes_at(env)))
 
 
 def test_the_same_input_gives_the_same_plan():
     first = plan_parametric(random_buffers(11), RANGES)
     second = plan_parametric(random_buffers(11), RANGES)
-    assert (first.order, first.above, first.peak_tops, first.source) == (second.order, second.above, second.peak_tops, second.source)
+    assert first.placements == second.placements
 
 
 def test_largest_fitting_is_the_boundary():
