@@ -11,18 +11,16 @@ and the arena's size (the peak) is the maximum of all tops. Whatever the sizes, 
 starts at or above the top of every earlier-placed buffer that is live with it, so no two
 live buffers share a byte at any size (the argument in full: `docs/design/dynamic-shapes.md`).
 
-The order is chosen among candidates, each scored at sample sizes (the ranges' ends, the
-hint and points between) by its peak over LOAD there:
-- the offset order of the exact static plan (minimize) at the hint, at the lower ends and
-  at the upper ends: at the size it comes from, such an order gives a peak no higher than
-  that static plan's (each buffer lands at or below its static offset);
-- decreasing size at the hint and at the upper ends (the best-fit heuristics' order).
+The orders are chosen among candidates, each scored at sampled sizes (the ranges' ends,
+the hint and points between on a log scale) by its worst peak over the exact static plan's
+peak there: the offset order of the static plan at each sample (at the size it comes from,
+such an order gives a peak no higher than that static plan's: each buffer lands at or below
+its static offset), and decreasing size (the best-fit heuristics' order). The best,
+improved by a local search, is the first placement; up to two more are kept when they
+lower the worst ratio, and at run time the placement with the smallest peak at the sizes
+given is used (`ParametricPlan.layout_at`; the lowered code selects with `arith.select`).
 
-The run-time cost is one `max` over the buffer's *bounding* predecessors: an earlier-placed
-overlapping buffer `a` is dropped from `b`'s list when a later-placed buffer `c` overlaps
-both (then `top(c) >= offset(c) >= top(a)`), which keeps the lists short (`above`).
-
-Plain data only: no IR. Buckets (sub-ranges with their own order) are not built.
+Plain data only: no IR. The design and the argument: `docs/design/dynamic-shapes.md`.
 """
 
 from __future__ import annotations
