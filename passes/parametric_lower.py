@@ -45,9 +45,9 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError
-from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
+from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, memref_byte_size
 from telamalloc.locations import fused_location
-from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BUFFER_ATTR, is_spill_slot
+from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
 from telamalloc.passes.liveness import trace_buffer
 from telamalloc.passes.parametric_plan import (
     ABOVE_ALTERNATIVES_ATTR,
@@ -59,6 +59,7 @@ from telamalloc.passes.parametric_plan import (
     ORDER_ATTR,
     PEAK_TOPS_ATTR,
     RANGES_ATTR,
+    SIZE_ATTR,
 )
 from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed
 from telamalloc.runtime.alloc.symbolic import (
@@ -282,21 +283,31 @@ def _ranges_text(func: FuncOp) -> str:
 
 
 def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Operation) -> SSAValue:
+    """The bytes the plan gave the buffer: its symbolic size (recorded as `scratchpad.size`,
+    followed again here and checked against the record), else its declared bound, else its
+    static size."""
     memref_type = op.results[0].type
     assert isinstance(memref_type, MemRefType)
-    if not memref_type.has_static_shape():
-        if op.attributes.get("scratchpad.bound") is not None:
-            raise PassFailedAtOp(op, "a bounded dynamic buffer in a parametric plan is placed at its symbolic size; "
-                                     "remove 'scratchpad.bound' or run tela-plan again")
-        try:
-            expr = symbols.byte_size(op)
-        except SizeNotFollowed as error:
-            raise PassFailedAtOp(op, f"the size of this buffer cannot be computed at the entry: {error.reason}") from None
-        # the symbols are read at the entry, before everything else the size needs
-        for name in sorted(set(_symbol_names(expr)) - emitter.symbols.keys()):
-            emitter.symbols[name] = _read_symbol(symbols, emitter, name)
-        return emitter.expr(expr)
-    return emitter.constant(memref_byte_size(memref_type))
+    recorded = op.attributes.get(SIZE_ATTR)
+    if recorded is None:
+        if isinstance(op, AllocOp):
+            return emitter.constant(op.byte_size())
+        if not memref_type.has_static_shape():
+            bound = op.attributes.get(BOUND_ATTR)
+            if not isinstance(bound, IntegerAttr):
+                raise PassFailedAtOp(op, f"a dynamic buffer without '{SIZE_ATTR}' or '{BOUND_ATTR}'; run tela-plan again")
+            return emitter.constant(bound.value.data)
+        return emitter.constant(memref_byte_size(memref_type))
+    try:
+        expr = symbols.byte_size(op)
+    except SizeNotFollowed as error:
+        raise PassFailedAtOp(op, f"the size of this buffer cannot be computed at the entry: {error.reason}") from None
+    if not isinstance(recorded, StringAttr) or recorded.data != str(expr):
+        raise PassFailedAtOp(op, f"the size '{expr}' differs from the planned '{SIZE_ATTR}'; run tela-plan again")
+    # the symbols are read at the entry, before everything else the size needs
+    for name in sorted(set(_symbol_names(expr)) - emitter.symbols.keys()):
+        emitter.symbols[name] = _read_symbol(symbols, emitter, name)
+    return emitter.expr(expr)
 
 
 def _symbol_names(expr: Expr) -> list[str]:
@@ -331,7 +342,7 @@ def _replace(op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str) -
     block = op.parent_block()
     assert block is not None
     _, deallocs, _ = trace_buffer(op.results[0])
-    dynamic_sizes = op.dynamic_sizes if isinstance(op, memref.AllocOp | memref.AllocaOp) else ()
+    dynamic_sizes = op.dynamic_sizes if isinstance(op, AllocOp | memref.AllocOp | memref.AllocaOp) else ()
     view = memref.ViewOp.create(
         operands=[arena, offset, *dynamic_sizes],
         result_types=[op.results[0].type],

@@ -74,6 +74,13 @@ def plan_parametric_function(
     name = function_problem.name
     ranges = function_problem.ranges
     assert ranges is not None
+    if function_problem.memory is not None:
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has several memories and symbolic sizes, which are planned in "
+            "functions with one memory only; give its dynamic buffers a declared bound "
+            "('scratchpad.bound = <bytes> : i64')",
+        )
     for buffer in function_problem.buffers:
         if buffer.pinned is not None:
             raise PassFailedAtOp(

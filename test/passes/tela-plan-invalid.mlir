@@ -176,3 +176,27 @@ func.func @bad_target() attributes {scratchpad.target = 5} {
   %a = memref.alloc() : memref<4xf32>
   func.return
 }
+
+// -----
+// A recorded offset cannot be kept when the function is planned for every size.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 1024>} {
+  func.func @pinned(%n : index {scratchpad.dim = "n=1..8"}) {
+    // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 'p' has a recorded offset, but '@pinned' has symbolic sizes and is planned for every size at once; remove the offset}}
+    %p = memref.alloc() {scratchpad.offset = 0 : i64} : memref<4xf32, #scratchpad.space>
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    "test.op"(%p, %d) : (memref<4xf32, #scratchpad.space>, memref<?xf32, #scratchpad.space>) -> ()
+    func.return
+  }
+}
+
+// -----
+// Symbolic sizes in a function with several memories are not planned parametrically.
+builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capacity = 512>, #scratchpad.target<"l2", capacity = 4096>]} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@two_memories' has several memories and symbolic sizes, which are planned in functions with one memory only; give its dynamic buffers a declared bound ('scratchpad.bound = <bytes> : i64')}}
+  func.func @two_memories(%n : index {scratchpad.dim = "n=1..8"}) {
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space<"l2">>
+    %e = memref.alloc() : memref<4xf32, #scratchpad.space<"l1">>
+    "test.op"(%d, %e) : (memref<?xf32, #scratchpad.space<"l2">>, memref<4xf32, #scratchpad.space<"l1">>) -> ()
+    func.return
+  }
+}
