@@ -67,7 +67,8 @@ class ExactConfig:
 @dataclass(frozen=True)
 class PlacementConfig:
     """What the large planner's kernel (``large/_large.pyx``) reads: how orderings are built
-    and how each buffer's gap is chosen. The index heights change speed, never layouts."""
+    and how each buffer's gap is chosen. The index heights and ``start_sweep`` change speed,
+    never layouts."""
 
     contention_bucket: float = 0.001
     """Contention orderings sort by buckets of this fraction of LOAD, then by lifetime."""
@@ -96,6 +97,12 @@ class PlacementConfig:
     flat_adds_per_buffer: int = 1
     """Index: time-tree nodes hold nothing above the lowest height at which pushing long
     buffers down costs at most this many union insertions per buffer."""
+    start_sweep: bool = True
+    """The orderings in start order ("start", "start-first-fit") place their buffers in one
+    sweep over time, into an index of the free gaps: O(log m) per placement (m: the buffers
+    live at once) however fragmented the layout, where the neighbour queries of the other
+    orderings read every byte range between a buffer's placed neighbours. The same layouts
+    either way; False: the neighbour queries (for the tests and benchmarks comparing the two)."""
 
 
 @dataclass(frozen=True)

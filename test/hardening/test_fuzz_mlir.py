@@ -185,8 +185,9 @@ MLIR_CASES = [
     ("run-empty-file", "tela-run", "", [], 2,
      "bad.mlir: error: no entry function: found 0 functions with a body (none) and none is '@main'; pass --entry NAME"),
     ("run-unknown-kernel", "tela-run", SMALL.replace('"relu"', '"nope"'), [], 2,
-     "bad.mlir:6:5: error: unknown kernel 'nope'; the library has: add, conv2d, copy, fill, matmul, max, maxpool2d, "
-     "mul, reduce-sum, relu, scale, softmax, sub, transpose"),
+     "bad.mlir:6:5: error: unknown kernel 'nope'; the library has: abs, add, avgpool2d, batch-norm, clip, concat, conv2d, "
+     "copy, div, erf, exp, fill, gemm, layer-norm, leaky-relu, log, lrn, matmul, "
+     "max, maxpool2d, min, mul, neg, pow, reduce-mean, reduce-sum, relu, scale, sigmoid, softmax, sqrt, sub, tanh, transpose"),
     ("run-huge-argument", "tela-run", SMALL.replace("%x: memref<4x4xf32>", "%x: memref<4x100000000000xf32>")
      .replace("scratchpad.dma %x -> %a : memref<4x4xf32>", "scratchpad.dma %x -> %a : memref<4x100000000000xf32>")
      .replace("#scratchpad.space> -> memref<4x4xf32>", "#scratchpad.space> -> memref<4x4xf32>"), [], 2,
