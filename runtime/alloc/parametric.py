@@ -280,8 +280,10 @@ def _at(symbol_range: SymbolRange, fraction: float) -> int:
     return min(max(value, symbol_range.lo), symbol_range.hi)
 
 
-# Local search: at most this many orders evaluated after the candidates (a work budget).
+# Local search: at most this many orders evaluated after the candidates, and at most
+# IMPROVE_WORK buffer-sample evaluations in all (work budgets: the same plan on every machine).
 IMPROVE_EVALUATIONS = 2_000
+IMPROVE_WORK = 4_000_000
 # At most this many placements, the one with the smallest peak chosen at run time.
 MAX_PLACEMENTS = 3
 
@@ -317,7 +319,7 @@ def plan_parametric(
         name, order = min(candidates, key=lambda item: scorer.score([peaks[item[0]]]))
         return plan_in_order(buffers, ranges, order, name, scores)
     name, order = min(candidates, key=lambda item: scorer.score([peaks[item[0]]], bound=False))
-    order, searched = _improve(order, scorer, improve)
+    order, searched = _improve(order, scorer, min(improve, IMPROVE_WORK // (len(buffers) * len(scorer.samples))))
     if searched:
         name = f"{name}+search"
         peaks[name] = scorer.peaks(order)
@@ -351,9 +353,10 @@ class _Scorer:
         self.bests = [max(solution.peak or 1, 1) for solution in self.static]
         upper = {name: max(env[name] for env in samples) for name in samples[0]}
         self.upper = samples.index(upper)
+        self.conflicts = _conflicts(buffers)
 
     def peaks(self, order: Sequence[int]) -> list[int]:
-        above = _bounding_predecessors(self.buffers, order)
+        above = _bounding_predecessors(self.buffers, order, self.conflicts)
         result = []
         for sizes in self.sizes:
             offsets = _offsets(self.buffers, order, above, sizes)
@@ -450,29 +453,49 @@ def _overlaps(a: SymbolicBuffer, b: SymbolicBuffer) -> bool:
     return a.start < b.end and b.start < a.end
 
 
-def _bounding_predecessors(buffers: Sequence[SymbolicBuffer], order: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+def _conflicts(buffers: Sequence[SymbolicBuffer]) -> list[list[int]]:
+    """For each buffer, the buffers whose lifetimes overlap its own (a sweep by start:
+    O(n log n) plus the number of overlapping pairs)."""
+    by_start = sorted(range(len(buffers)), key=lambda i: (buffers[i].start, i))
+    conflicts: list[list[int]] = [[] for _ in buffers]
+    for at, i in enumerate(by_start):
+        end = buffers[i].end
+        for j in by_start[at + 1:]:
+            if buffers[j].start >= end:
+                break
+            conflicts[i].append(j)
+            conflicts[j].append(i)
+    return conflicts
+
+
+def _bounding_predecessors(
+    buffers: Sequence[SymbolicBuffer], order: Sequence[int], conflicts: list[list[int]] | None = None
+) -> tuple[tuple[int, ...], ...]:
     """For each buffer, the earlier-placed buffers live with it that no later-placed buffer,
     also live with it, overlaps in time (those are dominated: see the module doc)."""
+    conflicts = _conflicts(buffers) if conflicts is None else conflicts
+    position = [0] * len(buffers)
+    for at, index in enumerate(order):
+        position[index] = at
     above: list[tuple[int, ...]] = [()] * len(buffers)
-    for position, index in enumerate(order):
-        buffer = buffers[index]
-        preds = [j for j in order[:position] if _overlaps(buffers[j], buffer)]
-        kept = [
-            j
-            for at, j in enumerate(preds)
-            if not any(_overlaps(buffers[k], buffers[j]) for k in preds[at + 1:])
-        ]
-        above[index] = tuple(kept)
+    for index in order:
+        preds = sorted((j for j in conflicts[index] if position[j] < position[index]), key=position.__getitem__)
+        live = set(preds)
+        above[index] = tuple(
+            j for j in preds if not any(k in live and position[k] > position[j] for k in conflicts[j])
+        )
     return tuple(above)
 
 
-def _peak_tops(buffers: Sequence[SymbolicBuffer], order: Sequence[int]) -> tuple[int, ...]:
+def _peak_tops(
+    buffers: Sequence[SymbolicBuffer], order: Sequence[int], conflicts: list[list[int]] | None = None
+) -> tuple[int, ...]:
     """The buffers whose tops can be the peak: those no later-placed buffer overlaps in time."""
-    return tuple(
-        index
-        for position, index in enumerate(order)
-        if not any(_overlaps(buffers[k], buffers[index]) for k in order[position + 1:])
-    )
+    conflicts = _conflicts(buffers) if conflicts is None else conflicts
+    position = [0] * len(buffers)
+    for at, index in enumerate(order):
+        position[index] = at
+    return tuple(index for index in order if all(position[k] < position[index] for k in conflicts[index]))
 
 
 def largest_fitting(
