@@ -65,11 +65,12 @@ ALIGNMENT_ATTR = "scratchpad.alignment"  # on a parametric alloc: the alignment 
 
 
 def plan_parametric_function(
-    function_problem: FunctionProblem, mode: str | Mode, node_limit: int = ORDER_NODE_LIMIT
+    function_problem: FunctionProblem, mode: str | Mode, node_limit: int = ORDER_NODE_LIMIT, policy: str = "error"
 ) -> tuple[Solution, ParametricPlan, str | None]:
     """The parametric plan of `function_problem`, its layout at the ranges' upper ends as a
     `Solution`, and what fits the capacity in words (None: no capacity, or all fits).
-    `node_limit`: the work budget of each static plan that proposes an order."""
+    `node_limit`: the work budget of each static plan that proposes an order; `policy`: the
+    overflow policy (spilling does not apply to symbolic sizes: a remark says so)."""
     func = function_problem.func
     name = function_problem.name
     ranges = function_problem.ranges
@@ -124,7 +125,8 @@ def plan_parametric_function(
             emit_remark(
                 func,
                 f"'@{name}' fits its capacity '{capacity}' B only for {fits} (at {_sizes(upper)} it needs "
-                f"'{peak}' B); the lowered code checks the sizes at run time",
+                f"'{peak}' B); the lowered code checks the sizes at run time"
+                + ("; spilling ('on-overflow=spill') does not apply to symbolic sizes" if policy == "spill" else ""),
             )
     solution = Solution(
         status=Status.OK,

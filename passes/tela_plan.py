@@ -173,7 +173,7 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         policy = overflow_policy(function_problem.func, on_overflow)
         if function_problem.parametric:
-            solution, parametric, fits = plan_parametric_function(function_problem, mode)
+            solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
             plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
         else:
             plan = solve_function(function_problem, mode, time_limit, algorithm)

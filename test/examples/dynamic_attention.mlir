@@ -3,6 +3,7 @@
 // arena computed at run time; at capacity 131072 it fits for seq <= 173, and at 174 the
 // lowered code's capacity check fails with a clear message.
 // RUN: tela-opt %S/../../examples/dynamic_attention.mlir -p 'tela-plan{capacity=131072}' 2>&1 | filecheck %s --check-prefix=PLAN
+// RUN: tela-opt %S/../../examples/dynamic_attention.mlir -p 'tela-plan{capacity=131072 on-overflow=spill}' 2>&1 | filecheck %s --check-prefix=SPILL
 // RUN: tela-run --verify %S/../../examples/dynamic_attention.mlir --dim seq=1 --capacity 131072 | filecheck %s --check-prefix=SEQ1
 // RUN: tela-run --verify %S/../../examples/dynamic_attention.mlir --dim seq=2 --capacity 131072 | filecheck %s
 // RUN: tela-run --verify %S/../../examples/dynamic_attention.mlir --dim seq=17 --capacity 131072 | filecheck %s
@@ -12,6 +13,7 @@
 // RUN: tela-run --verify %S/../../examples/dynamic_attention.mlir | filecheck %s --check-prefix=SEQ64
 
 // PLAN: remark: '@main' fits its capacity '131072' B only for seq <= 173 (at seq=256 it needs '278528' B); the lowered code checks the sizes at run time
+// SPILL: remark: '@main' fits its capacity '131072' B only for seq <= 173 (at seq=256 it needs '278528' B); the lowered code checks the sizes at run time; spilling ('on-overflow=spill') does not apply to symbolic sizes
 
 // At seq = 1: q, scores, mix, pooled take 64, 4, 64 and 64 B; mix and pooled are live
 // together (their 128 B are the LOAD), and the plan's arena is that LOAD.
