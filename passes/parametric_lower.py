@@ -3,25 +3,31 @@
 A function planned by `passes/parametric_plan.py` (it has `scratchpad.order`) is lowered to:
 
 ```mlir
-func.func @f(%x : memref<?x64xf32> ...) {
-  // at the entry: the symbols, each buffer's size, offset and top, the arena's size
-  %c0 = arith.constant 0 : index
-  %seq = memref.dim %x, %c0 : memref<?x64xf32>
-  %b_size = arith.muli %seq, %c512 : index            // each size from its expression
-  %a_top = arith.addi %a_offset, %a_size : index
-  %m = arith.maxui %a_top, %c_top : index               // offset = align(max(tops), alignment)
-  %b_offset = arith.muli (arith.ceildivui %m, %c64), %c64
-  %fits = arith.cmpi ule, %peak, %capacity : index       // with a capacity
-  cf.assert %fits, "..."
-  %arena = memref.alloc(%peak) {alignment = 64, scratchpad.arena} : memref<?xi8>
-  ...
-  %b = memref.view %arena[%b_offset][%n2] {scratchpad.buffer = "b"} : memref<?xi8> to memref<?x64xf32>
+// a = 4n B, b = 8n B, c = 4n B, placed b, a, c (test/passes/tela-lower-dims.mlir)
+%0 = arith.constant 8 : index
+%1 = arith.muli %0, %n : index                  // size(b); b sits at 0, so top(b) = size(b)
+%2 = arith.constant 4 : index
+%3 = arith.muli %2, %n : index                  // size(a) = size(c), computed once
+%5 = arith.ceildivui %1, %2 : index
+%a_offset = arith.muli %5, %2 : index           // align(top(b), 4)
+%a_top = arith.addi %a_offset, %3 : index
+%6 = arith.ceildivui %a_top, %2 : index
+%c_offset = arith.muli %6, %2 : index           // align(top(a), 4)
+%c_top = arith.addi %c_offset, %3 : index       // the peak
+%8 = arith.cmpi ule, %c_top, %7 : index         // with a capacity: %7 = 512
+cf.assert %8, "scratchpad overflow in '@chain': ... it fits for n <= 32"
+%arena = memref.alloc(%c_top) {alignment = 4 : i64, scratchpad.arena} : memref<?xi8>
+...
+%a = memref.view %arena[%a_offset][%n] {scratchpad.buffer = "a"} : memref<?xi8> to memref<?xf32>
 ```
 
 The entry computes one size per symbolic buffer (its expression's ops, shared between
 equal subexpressions), one add per top, one `maxui` per extra bounding predecessor and two
 ops per aligned offset: linear in the buffers and their bounding predecessors
-(`ParametricPlan.operations`). The symbols are read at the entry (`memref.dim` of the
+(`ParametricPlan.operations`). With several placements (`scratchpad.alternatives`) each
+one's offsets and peak are computed, then `arith.cmpi ult` / `arith.select` keep the
+smaller peak and its offsets (one compare and one select per buffer for each extra
+placement). The symbols are read at the entry (`memref.dim` of the
 argument, or the `index` argument itself), so every offset dominates every view. The
 capacity check (`cf.assert`) fails with the sizes that fit, in words, when the arena
 would exceed the capacity the function was planned for.
@@ -83,14 +89,15 @@ def is_parametric(func: FuncOp) -> bool:
     return ORDER_ATTR in func.attributes
 
 
-def _ids(holder: Operation | DictionaryAttr, key: str) -> list[str]:
+def _ids(holder: Operation | DictionaryAttr, key: str, at: Operation | None = None) -> list[str]:
+    """The buffer ids recorded under `key` (on an op, or in an entry of `scratchpad.alternatives`
+    of the function `at`)."""
     value = holder.data.get(key) if isinstance(holder, DictionaryAttr) else holder.attributes.get(key)
     ids = _ids_of(value)
     if ids is None:
-        raise PassFailedAtOp(
-            holder if isinstance(holder, Operation) else None,  # type: ignore[arg-type]
-            f"'{key}' must be an array of buffer ids; run tela-plan again",
-        )
+        where = holder if isinstance(holder, Operation) else at
+        assert where is not None
+        raise PassFailedAtOp(where, f"'{key}' must be an array of buffer ids; run tela-plan again")
     return ids
 
 
@@ -102,12 +109,10 @@ class _Emitter:
         self.values: dict[Expr, SSAValue] = {}
         self.known: dict[SSAValue, int] = {}  # the values that are constants
         self.shared: set[SSAValue] = set()  # the values of expressions (sizes, constants): never renamed
-        self.count = 0
 
     def emit(self, op: Operation, name: str | None = None) -> SSAValue:
         op.location = self.location
         self.block.insert_op_before(op, self.before)
-        self.count += 1
         result = op.results[0]
         if name:
             result.name_hint = name
@@ -170,7 +175,7 @@ def _placements(func: FuncOp, allocs: dict[str, Operation]) -> list[tuple[list[s
             if not isinstance(item, ArrayAttr) or not all(isinstance(x, StringAttr) for x in item.data):
                 raise PassFailedAtOp(op, f"'{ABOVE_ALTERNATIVES_ATTR}' must hold lists of buffer ids; run tela-plan again")
             above[buffer_id] = [x.data for x in item.data]  # type: ignore[union-attr]
-        placements.append((_ids(alternative, "order"), _ids(alternative, "peak_tops"), above))
+        placements.append((_ids(alternative, "order", func), _ids(alternative, "peak_tops", func), above))
     return placements
 
 

@@ -160,7 +160,7 @@ def fitting_sizes(plan: ParametricPlan, capacity: int) -> str:
         largest = largest_fitting(plan, capacity, symbol, others)
         at = f" at {_sizes(others)}" if others else ""
         if largest is None:
-            parts.append(f"no {symbol}{at}")
+            parts.append(f"no value of {symbol}{at}")
         elif largest < plan.ranges[symbol].hi:
             parts.append(f"{symbol} <= {largest}{at}")
     return "; ".join(parts) if parts else "the whole range"
