@@ -50,7 +50,7 @@ from xdsl.dialects.builtin import (
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
-from telamalloc.dialects.dims import DimsError
+from telamalloc.dialects.dims import DimsError, Source, argument_sizes
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, memref_byte_size
 from telamalloc.locations import fused_location
 from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
@@ -236,6 +236,7 @@ def lower_parametric(func: FuncOp) -> None:
     location = fused_location(allocs[buffer_id] for buffer_id in order)
     emitter = _Emitter(entry, entry.first_op, {}, location)
     sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
+    _check_same_symbols(func, symbols, emitter, entry, location)
     offsets, peak = _emit_placement(emitter, allocs, sizes, *placements[0])
     for alternative in placements[1:]:  # the placement with the smallest peak at these sizes
         other, other_peak = _emit_placement(emitter, allocs, sizes, *alternative)
@@ -258,6 +259,29 @@ def lower_parametric(func: FuncOp) -> None:
     for buffer_id in order:
         _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
     _free_at_returns(func, arena, space)
+
+
+def _check_same_symbols(func: FuncOp, symbols: FunctionSymbols, emitter: _Emitter, entry: Block, location) -> None:
+    """One name on several dimensions is one symbol: the sizes are computed from its first
+    source, so the others must agree at run time (`cf.assert`), or a view could outgrow the
+    bytes its plan computed."""
+    for name, source in argument_sizes(func):
+        if name not in emitter.symbols or source == symbols.sources[name]:
+            continue
+        ok = emitter.emit(arith.CmpiOp(_read_source(func, emitter, source, None), emitter.symbols[name], "eq"))
+        check = cf.AssertOp(
+            ok,
+            f"the dimensions named '{name}' of '@{func.sym_name.data}' differ at run time "
+            f"({_spelled(func, symbols.sources[name])} and {_spelled(func, source)}); the plan assumes they are equal",
+        )
+        check.location = location
+        entry.insert_op_before(check, emitter.before)
+
+
+def _spelled(func: FuncOp, source: Source) -> str:
+    argument = func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
+    name = f"%{argument.name_hint}" if argument.name_hint else f"argument #{source.argument}"
+    return name if source.axis is None else f"dimension {source.axis} of {name}"
 
 
 def _check_capacity(func: FuncOp, emitter: _Emitter, peak: SSAValue, entry: Block, location) -> None:
@@ -320,8 +344,11 @@ def _symbol_names(expr: Expr) -> list[str]:
 
 
 def _read_symbol(symbols: FunctionSymbols, emitter: _Emitter, name: str) -> SSAValue:
-    source = symbols.sources[name]
-    argument = symbols.func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
+    return _read_source(symbols.func, emitter, symbols.sources[name], name)
+
+
+def _read_source(func: FuncOp, emitter: _Emitter, source: Source, name: str | None) -> SSAValue:
+    argument = func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
     if source.axis is None:
         return argument
     return emitter.emit(memref.DimOp(argument, emitter.constant(source.axis)), name)

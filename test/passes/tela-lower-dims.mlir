@@ -12,6 +12,10 @@
 // CHECK-NEXT:  %[[C4:.*]] = arith.constant 4 : index
 // CHECK-NEXT:  %[[A:.*]] = arith.muli %[[C4]], %n : index
 // CHECK-NEXT:  %[[ZERO:.*]] = arith.constant 0 : index
+// %n and the rows of %x are both named n: they must agree at run time.
+// CHECK-NEXT:  %[[ROWS:.*]] = memref.dim %x, %[[ZERO]] : memref<?xf32>
+// CHECK-NEXT:  %[[SAME:.*]] = arith.cmpi eq, %[[ROWS]], %n : index
+// CHECK-NEXT:  cf.assert %[[SAME]], "the dimensions named 'n' of '@chain' differ at run time (%n and dimension 0 of %x); the plan assumes they are equal"
 // CHECK-NEXT:  %[[Q:.*]] = arith.ceildivui %[[B]], %[[C4]] : index
 // CHECK-NEXT:  %a_offset = arith.muli %[[Q]], %[[C4]] : index
 // CHECK-NEXT:  %a_top = arith.addi %a_offset, %[[A]] : index

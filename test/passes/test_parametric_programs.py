@@ -5,6 +5,7 @@ several sizes, before and after planning (`verify_program`)."""
 
 import random
 
+import numpy as np
 import pytest
 
 from telamalloc.dialects import make_context
@@ -13,6 +14,7 @@ from telamalloc.passes.parametric_plan import ALTERNATIVES_ATTR
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
 from telamalloc.passes.tela_plan import collect_module
 from telamalloc.runtime.alloc.parametric import SymbolRange, sample_sizes
+from telamalloc.runtime.interp import InterpreterError, run_program
 from telamalloc.verification import verify_program
 
 SIZES = [
@@ -78,3 +80,21 @@ def test_several_placements_are_chosen_between_at_run_time():
     for env in envs:
         report = verify_program(module, dims=env)
         assert report.ok, (seed, env, report.lines())
+
+
+def test_one_name_on_two_dimensions_is_checked_at_run_time():
+    # %n and the rows of %x are both 'seq': the sizes come from %n, so rows that disagree
+    # stop the lowered program before any view could outgrow its bytes.
+    text = (
+        'func.func @main(%n: index {scratchpad.dim = "seq=1..16"}, %x: memref<?xf32> {scratchpad.dims = ["seq"]}) {\n'
+        "  %c0 = arith.constant 0 : index\n"
+        "  %a = memref.alloc(%n) : memref<?xf32>\n"
+        "  %v = memref.load %x[%c0] : memref<?xf32>\n"
+        "  memref.store %v, %a[%c0] : memref<?xf32>\n"
+        "  func.return\n}\n"
+    )
+    module = parse_program(make_context(), text, "same.mlir")
+    TelaPipelinePass(mode="minimize").run(module)
+    run_program(module, inputs=[np.asarray(4), np.ones(4, np.float32)])  # agree: runs
+    with pytest.raises(InterpreterError, match="the dimensions named 'seq' of '@main' differ at run time"):
+        run_program(module, inputs=[np.asarray(4), np.ones(5, np.float32)])
