@@ -110,12 +110,17 @@ def test_several_placements_take_the_smallest_peak_and_stay_within_the_upper_bou
     plan = plan_parametric(buffers, RANGES)
     single = plan_parametric(buffers, RANGES, placements=1)
     assert 1 <= len(plan.placements) <= 3 and len(single.placements) == 1
-    upper = {"seq": 2048, "batch": 8}
-    static = solve(plan.problem_at(upper), mode="minimize", params=Params(node_limit=20000, cpsat=False))
-    assert plan.peak_at(upper) <= static.peak and single.peak_at(upper) <= static.peak
-    for env in sample_sizes(RANGES):
-        assert plan.peak_at(env) <= max(single.peak_at(env), plan.placements[0].peak(
-            plan.placements[0].offsets(buffers, plan.sizes_at(env)), plan.sizes_at(env)))
+    params = Params(node_limit=20000, cpsat=False)
+    static = [solve(plan.problem_at(env), mode="minimize", params=params).peak for env in sample_sizes(RANGES)]
+    upper = sample_sizes(RANGES).index({"seq": 2048, "batch": 8})
+    assert plan.peak_at({"seq": 2048, "batch": 8}) <= static[upper]
+    assert single.peak_at({"seq": 2048, "batch": 8}) <= static[upper]
+    # the set is scored as the single order is, and can only do better: its worst ratio to
+    # the static plans at the samples is at most the single order's
+    def worst(candidate):
+        return max(candidate.peak_at(env) / best for env, best in zip(sample_sizes(RANGES), static))
+
+    assert worst(plan) <= worst(single)
 
 
 def test_the_same_input_gives_the_same_plan():
