@@ -222,6 +222,8 @@ def lower_parametric(func: FuncOp) -> None:
         if op.name in ALLOCATION_OPS and ARENA_ATTR not in op.attributes and not is_spill_slot(op) and ABOVE_ATTR in op.attributes:
             recorded = op.attributes.get(BUFFER_ATTR)
             allocs[recorded.data if isinstance(recorded, StringAttr) else ""] = op
+    if not allocs and any(ARENA_ATTR in op.attributes for op in func.walk()):
+        return  # lowered already: lowering again leaves it as it is
     if sorted(order) != sorted(allocs):
         raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ORDER_ATTR}'; run tela-plan again")
     placements = _placements(func, allocs)

@@ -2,6 +2,8 @@
 // with arith at the function entry, the capacity is checked with cf.assert, and each
 // buffer becomes a memref.view of the dynamic arena at its computed offset.
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=512}' | filecheck %s
+// Lowering again leaves a lowered function as it is:
+// RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=512},tela-lower' | filecheck %s
 
 // a = 4n B, b = 8n B, c = 4n B, placed b, a, c (tela-plan-dims.mlir): b at 0, a at
 // align(top(b), 4) = 8n, c at align(top(a), 4) = 12n; the arena is top(c) = 16n bytes,
