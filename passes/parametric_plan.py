@@ -105,29 +105,13 @@ def plan_parametric_function(
                 func, f"internal error: the parametric plan of '@{name}' is invalid at {_sizes(env)}: {errors[0]}"
             )
     upper = {symbol: symbol_range.hi for symbol, symbol_range in ranges.items()}
-    lower = {symbol: symbol_range.lo for symbol, symbol_range in ranges.items()}
     problem = plan.problem_at(upper)
     offsets = tuple(plan.offsets_at(upper))
     peak = max((o + b.size for o, b in zip(offsets, problem.buffers)), default=0)
     capacity = function_problem.capacity
     fits = None
     if capacity is not None and Mode(mode) is Mode.FIT:
-        lowest = plan.peak_at(lower)
-        if lowest > capacity:
-            raise PassFailedAtOp(
-                func,
-                f"cannot plan '@{name}' for any size in its ranges: at {_sizes(lower)} its plan needs "
-                f"'{lowest}' B but capacity is '{capacity}' B; raise the capacity or narrow the ranges",
-                ErrorKind.NO,
-            )
-        if peak > capacity:
-            fits = fitting_sizes(plan, capacity)
-            emit_remark(
-                func,
-                f"'@{name}' fits its capacity '{capacity}' B only for {fits} (at {_sizes(upper)} it needs "
-                f"'{peak}' B); the lowered code checks the sizes at run time"
-                + ("; spilling ('on-overflow=spill') does not apply to symbolic sizes" if policy == "spill" else ""),
-            )
+        fits = _fitting(function_problem, plan, capacity, peak, policy)
     solution = Solution(
         status=Status.OK,
         offsets=offsets,
@@ -141,6 +125,32 @@ def plan_parametric_function(
         ids=tuple(b.id for b in problem.buffers),
     )
     return solution, plan, fits
+
+
+def _fitting(function_problem: FunctionProblem, plan: ParametricPlan, capacity: int, peak: int, policy: str) -> str | None:
+    """What fits `capacity` in words, None when the upper ends do (their `peak` fits); fails
+    the pass when not even the lower ends fit."""
+    func, name = function_problem.func, function_problem.name
+    lower = {symbol: symbol_range.lo for symbol, symbol_range in plan.ranges.items()}
+    upper = {symbol: symbol_range.hi for symbol, symbol_range in plan.ranges.items()}
+    lowest = plan.peak_at(lower)
+    if lowest > capacity:
+        raise PassFailedAtOp(
+            func,
+            f"cannot plan '@{name}' for any size in its ranges: at {_sizes(lower)} its plan needs "
+            f"'{lowest}' B but capacity is '{capacity}' B; raise the capacity or narrow the ranges",
+            ErrorKind.NO,
+        )
+    if peak <= capacity:
+        return None
+    fits = fitting_sizes(plan, capacity)
+    emit_remark(
+        func,
+        f"'@{name}' fits its capacity '{capacity}' B only for {fits} (at {_sizes(upper)} it needs "
+        f"'{peak}' B); the lowered code checks the sizes at run time"
+        + ("; spilling ('on-overflow=spill') does not apply to symbolic sizes" if policy == "spill" else ""),
+    )
+    return fits
 
 
 def _sizes(env: dict[str, int]) -> str:
