@@ -12,7 +12,7 @@ planned function's arena on its own (the entry's, then its callees'), never thei
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -73,6 +73,7 @@ class FunctionArena:
     name: str  # the function, without '@'; 'f.l2' for memory 'l2' of a function with several memories
     bytes: int  # its arenas' bytes (0: nothing planned)
     capacity: int | None  # the capacity in force for it (None: minimize, no limit)
+    dynamic: bool = False  # its arena's size is computed at run time (a parametric plan): `bytes` as run
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,9 @@ class VerifyReport:
         """A deterministic human-readable report, one fact per line."""
         arenas = self.arenas or (FunctionArena(self.entry, self.arena_bytes, self.capacity),)
         lines = [
-            f"verify: '@{arena.name}' planned into {arena.bytes} bytes "
-            f"({'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
+            f"verify: '@{arena.name}' planned into {arena.bytes} bytes"
+            f"{' at these sizes (parametric, ' if arena.dynamic else ' ('}"
+            f"{'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
             for arena in arenas
         ]
         lines += [f"verify: {note}" for note in self.notes]
@@ -145,8 +147,10 @@ def verify_lowered(
     seed: int = DEFAULT_SEED,
     capacity: int | None = None,
     shadow: bool = True,
+    dims: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Runs `original` (a private storage per buffer) and `lowered` on the same inputs.
+    """Runs `original` (a private storage per buffer) and `lowered` on the same inputs
+    (default: random ones, with the symbolic dimensions at `dims`, `dialects/dims.py`).
 
     Shadow violations of the lowered run are collected (with `shadow=True`); outputs are
     compared bit for bit. Errors of the original run (the program itself is wrong) raise
@@ -154,7 +158,7 @@ def verify_lowered(
     """
     function = find_entry(original, entry)
     if inputs is None:
-        inputs = random_inputs(function, seed)
+        inputs = random_inputs(function, seed, dims)
     lowered_entry = find_entry(lowered, entry)
     given_capacity = capacity
     capacity = capacity_in_force(lowered_entry, capacity)
@@ -166,6 +170,8 @@ def verify_lowered(
     )
     reference, planned = _written_only(function, reference, planned)
     arenas = function_arenas(lowered, lowered_entry, given_capacity)
+    if arenas[0].dynamic and len(arenas) == 1:  # the run's arena is the one sized at run time
+        arenas = (dataclasses.replace(arenas[0], bytes=planned.arena_bytes),)
     return VerifyReport(
         entry=reference.entry,
         outputs=tuple(output.name for output in reference.outputs),
@@ -221,8 +227,9 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
                 arenas.append(FunctionArena(f"{function.sym_name.data}.{memory}", size, targets.get(memory)))
             continue
         size = _own_arena_bytes(function)
-        if function is entry or size:
-            arenas.append(FunctionArena(function.sym_name.data, size, capacity_in_force(function, capacity)))
+        dynamic = _has_dynamic_arena(function)
+        if function is entry or size or dynamic:
+            arenas.append(FunctionArena(function.sym_name.data, size, capacity_in_force(function, capacity), dynamic))
     return tuple(arenas)
 
 
@@ -244,6 +251,12 @@ def _arena_bytes_per_memory(function: func.FuncOp) -> dict[str, int]:
         name = space.space_name.data if isinstance(space, scratchpad.ScratchpadSpaceAttr) and space.space_name.data else first
         memories[name] = memories.get(name, 0) + max(type_.get_shape()[0], 0)
     return memories
+
+
+def _has_dynamic_arena(function: func.FuncOp) -> bool:
+    return any(
+        isinstance(op, memref.AllocOp) and ARENA_MARK in op.attributes and op.dynamic_sizes for op in function.walk()
+    )
 
 
 def _own_arena_bytes(function: func.FuncOp) -> int:
@@ -322,8 +335,10 @@ def verify_program(
     on_overflow: str | None = None,
     lifetimes: str = "first-write",
     schedule: str = "none",
+    dims: Mapping[str, int] | None = None,
 ) -> VerifyReport:
-    """Plans and lowers a copy of `module`, then checks it with `verify_lowered`.
+    """Plans and lowers a copy of `module`, then checks it with `verify_lowered` (random
+    inputs with the symbolic dimensions at `dims`).
 
     `module` itself is not changed. `plan` (default: the telamalloc pipeline with
     `on_overflow`, `lifetimes` and `schedule`) mutates the copy in place; tests pass their own to
@@ -335,7 +350,7 @@ def verify_program(
     else:
         notes = plan(lowered, capacity)
     report = verify_lowered(
-        module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow
+        module, lowered, entry=entry, inputs=inputs, seed=seed, capacity=capacity, shadow=shadow, dims=dims
     )
     if isinstance(notes, tuple) and notes and all(isinstance(note, str) for note in notes):
         report = dataclasses.replace(report, notes=tuple(str(note) for note in notes))

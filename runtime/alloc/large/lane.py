@@ -29,9 +29,10 @@ class Planning:
 
 
 class Lane:
-    """The orderings of ``schedule`` (then, with ``extend`` under a limit, the further ones
-    of ``orderings.ordering_at``) on the planner ``made``, leaving out ``skipped`` (what the
-    other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
+    """The orderings of ``floor`` (placed first, each a whole layout with no step after it,
+    the best kept: ``_run_floor``), then those of ``schedule`` not in the floor (then, with
+    ``extend`` under a limit, the further ones of ``orderings.ordering_at``) on the planner
+    ``made``, leaving out ``skipped`` (what the other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
     the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a planner
     with the user's pins instead, so that they give exactly the greedy baselines' layouts;
     a layout keeps the planner and pins it was made with for its later steps.
