@@ -19,10 +19,22 @@ def _test_print_liveness():
     return TestPrintLivenessPass
 
 
+def _test_print_dependences():
+    from telamalloc.passes.test_print_dependences import TestPrintDependencesPass
+
+    return TestPrintDependencesPass
+
+
 def _tela_plan():
     from telamalloc.passes.tela_plan import TelaPlanPass
 
     return TelaPlanPass
+
+
+def _tela_schedule():
+    from telamalloc.passes.tela_schedule import TelaSchedulePass
+
+    return TelaSchedulePass
 
 
 def _tela_lower():
@@ -43,6 +55,8 @@ TELAMALLOC_UNIVERSE = Universe(
         "tela-lower": _tela_lower,
         "tela-pipeline": _tela_pipeline,
         "tela-plan": _tela_plan,
+        "tela-schedule": _tela_schedule,
+        "test-print-dependences": _test_print_dependences,
         "test-print-liveness": _test_print_liveness,
     },
 )

@@ -215,7 +215,6 @@ OMNIMALLOC_CHILD = r"""
 import json, sys, time
 import omnimalloc
 from telamalloc import validate
-from telamalloc.files import write_atomically
 from telamalloc.runtime.alloc.csv_io import read_csv
 from telamalloc.runtime.alloc.problem import Problem
 from telamalloc.runtime.alloc.validate import plain_columns

@@ -185,7 +185,7 @@ def main_line(row: Row) -> str:
     if p.peak is None:
         planner = f"{'FAILED':>7} {'-':>6} {'-':>5}"
     else:
-        planner = f"{p.ratio(row.load):>7.4f} {p.seconds:>6.2f} {p.kib / 1024:>5.0f}"
+        planner = f"{p.ratio(row.load):>7.4f} {_cell(p.seconds, 6, 2)} {_cell(p.kib / 1024 if p.kib else None, 5, 0)}"
     cells = [f"{row.name:<28} {row.buffers:>8} {row.timeout:>3g} {planner}"]
     for method in OURS:
         measure = row.baselines.get(method)
@@ -231,15 +231,20 @@ def aggregate_table(rows: Sequence[Row]) -> list[str]:
 
 def beaten_lines(rows: Sequence[Row]) -> list[str]:
     """Every file where a baseline beats the planner: the planner's peak/LOAD, then each
-    such baseline's, best first."""
+    such baseline's, best first, with the bytes it saves (`*`: an omnimalloc layout that
+    breaks an alignment)."""
     lines = []
     for row in rows:
         beaten = row.beaten_by()
         if not beaten:
             continue
         ranked = sorted(beaten, key=lambda method: row.baselines[method].peak)
-        others = ", ".join(f"{method} {row.baselines[method].ratio(row.load):.4f}" for method in ranked)
-        lines.append(f"{row.name}: large {row.planner.ratio(row.load):.4f}; {others}")
+        others = []
+        for method in ranked:
+            measure = row.baselines[method]
+            mark = "*" if measure.note.startswith("misaligned") else ""
+            others.append(f"{method} {measure.ratio(row.load):.4f}{mark} (-{row.planner.peak - measure.peak} B)")
+        lines.append(f"{row.name}: large {row.planner.ratio(row.load):.4f}; " + ", ".join(others))
     return lines
 
 
@@ -253,7 +258,8 @@ def report(rows: Sequence[Row]) -> list[str]:
     lines += ["", "Aggregate (peak/LOAD; 'beats large': files where the baseline's peak is lower, of those where both ran):",
               *aggregate_table(rows)]
     beaten = beaten_lines(rows)
-    lines += ["", f"Files where a baseline beats large: {len(beaten)} of {len(rows)}" + (":" if beaten else "")]
+    lines += ["", f"Files where a baseline beats large: {len(beaten)} of {len(rows)}" + (":" if beaten else "")
+              + (" (the bytes each saves; * an omnimalloc layout that breaks an alignment)" if beaten else "")]
     lines += [f"  {line}" for line in beaten]
     return lines
 

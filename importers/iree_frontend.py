@@ -2,10 +2,15 @@
 
 The path (the `iree` extra: IREE's compiler, with the `mlir` extra's bindings):
 
-1. `iree-import-onnx model.onnx` -> the `torch` dialect (`torch.operator "onnx.*"` ops);
+0. a model below opset `MIN_OPSET` is converted to it by `onnx.version_converter` (torch-
+   mlir lowers each operator from some opset on), and `dims` bind symbolic input
+   dimensions; the converted copy lives in a temporary directory, the file is left as it is;
+1. torch-mlir's ONNX importer, as `iree-import-onnx` runs it (`IMPORT_SCRIPT`) -> the
+   `torch` dialect (`torch.operator "onnx.*"` ops), each op located at its node's name;
 2. `iree-opt --torch-onnx-to-torch-backend-pipeline
    --torch-backend-to-linalg-on-tensors-backend-pipeline` (torch-mlir's conversions,
-   bundled in IREE) -> linalg on tensors, weights as `arith.constant dense<...>`;
+   bundled in IREE) -> linalg on tensors, weights as `arith.constant dense<...>`; an op it
+   cannot convert is reported at its ONNX node;
 3. upstream MLIR's bufferization and loops (`telamalloc.interop.LOOPS_PIPELINE`, the
    `mlir` extra's bindings read IREE's text) -> memrefs and scf loops, weights as
    `memref.global` constants, one output argument per result;
@@ -13,15 +18,15 @@ The path (the `iree` extra: IREE's compiler, with the `mlir` extra's bindings):
    capacity) and lowers it to one arena per function;
 5. verification (`verify=True`): MLIR's JIT runs the unplanned and the planned program
    on the same seeded inputs and every output argument must be bit-identical; where the
-   JIT cannot compile the program (today: `math` ops, `memref.copy`),
-   `IreeResult.verified` is False and `IreeResult.verification` says why.
+   JIT cannot compile the program, `IreeResult.verified` is False and
+   `IreeResult.verification` says why.
 
 IREE's tools run as subprocesses: IREE's Python package carries its own build of MLIR's
 Python bindings, and loading both into one process breaks the `mlir` extra's (their
 native libraries clash), so this module never imports `iree`.
 
 `plan_onnx_with_iree(path)` is the API; `tela-import --frontend=iree model.onnx -o
-planned.mlir [--capacity BYTES] [--verify]` the command.
+planned.mlir [--capacity BYTES] [--verify] [--dim NAME=VALUE] [--time-limit S]` the command.
 """
 
 from __future__ import annotations
@@ -33,13 +38,14 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from telamalloc.extras import install_hint
-from telamalloc.importers.onnx_import import OnnxImportError
+from telamalloc.importers.onnx_graph import node_label
+from telamalloc.importers.onnx_import import OnnxImportError, bind_dims, load_model, symbolic_dims
 
 TORCH_TO_LINALG = (
     "--torch-onnx-to-torch-backend-pipeline",
@@ -55,6 +61,7 @@ class IreeResult:
     functions: dict[str, dict[str, int]]  # function -> {"load", "peak"} in bytes (planned functions)
     verified: bool  # planned and unplanned outputs compared bit for bit and equal
     verification: str  # how it was verified, or why it was not
+    remarks: tuple[str, ...] = ()  # what was done to the model first (an opset conversion)
 
 
 def iree_opt() -> Path | None:
@@ -85,38 +92,161 @@ def _require() -> Path:
 
 
 _TOOL_LOCATION = re.compile(r"^\S+:\d+:\d+: error: ")
+_NODE_LOCATION = re.compile(r'^<unknown>:0: error: loc\("((?:[^"\\]|\\.)*)"\): ')
+_OPERATOR = re.compile(r'<\{name = "onnx\.(\w+)"\}>')
+
+MIN_OPSET = 17
+"""The oldest default-domain opset handed to IREE's importer: torch-mlir converts each ONNX
+operator from some version on (BatchNormalization from 15, ...), so older models are
+converted to this one first (`onnx.version_converter`); the onnx package's opset-9 light
+models all convert and lower."""
+
+IMPORT_SCRIPT = """
+import sys
+import onnx
+from iree.compiler.extras import onnx_importer
+from iree.compiler.ir import Context
+
+source, target = sys.argv[1], sys.argv[2]
+try:
+    model = onnx.shape_inference.infer_shapes(onnx.load(source), data_prop=True)
+except ValueError:  # beyond protobuf's 2 GB: inference through files
+    onnx.shape_inference.infer_shapes_path(source, target + ".inferred.onnx", data_prop=True)
+    model = onnx.load(target + ".inferred.onnx")
+info = onnx_importer.ModelInfo(model)
+module = info.create_module(context=Context()).operation
+onnx_importer.NodeImporter.define_function(info.main_graph, module).import_all()
+module.verify()
+with open(target, "w") as stream:
+    stream.write(module.get_asm(enable_debug_info=True, assume_verified=True))
+"""
+"""Step 1 in a subprocess: torch-mlir's ONNX importer (as `iree-import-onnx` runs it), with
+each op's location, the name of its ONNX node, kept in the text so that iree-opt's errors
+name the node."""
+
+
+_UNLOCATED = re.compile(r'^<unknown>:0: error: (loc\("(?:[^"\\]|\\.)*"\): )?')
+_EXCEPTION = re.compile(r"^[\w.]*(?:Error|Exception): (.*)$")
 
 
 def _first_error(stderr: str) -> str:
-    """The first error line of a tool, without its position in our temporary files."""
+    """The first error line of a tool, without its position in our temporary files; for a
+    Python traceback (IREE's importer), the exception's message."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    if any(line.startswith("Traceback") for line in lines):
+        raised = [match.group(1) for line in lines if (match := _EXCEPTION.match(line))]
+        if raised:
+            return " ".join(raised[-1].rstrip(" {").split())
     errors = [line for line in lines if "error" in line.lower()]
-    return _TOOL_LOCATION.sub("", " ".join((errors or lines or ["no message"])[0].split()))
+    first = " ".join((errors or lines or ["no message"])[0].split())
+    return _UNLOCATED.sub("", _TOOL_LOCATION.sub("", first))
 
 
-def onnx_to_linalg(path: str | os.PathLike) -> str:
-    """Steps 1-2: the model as linalg on tensors (MLIR text), by IREE's tools."""
+def _lowering_error(path: str, stderr: str) -> OnnxImportError:
+    """iree-opt's first error, located at the ONNX node it is about when it names one."""
+    lines = [line.strip() for line in stderr.splitlines() if "error" in line.lower()]
+    first = lines[0] if lines else ""
+    node = _NODE_LOCATION.match(first)
+    operator = _OPERATOR.search(first)
+    if node is None or operator is None:
+        return OnnxImportError(f"{path}: iree-opt cannot lower the model to linalg: {_first_error(stderr)}")
+    name = _unescaped(node.group(1))
+    label = f"node '{name}' ({operator.group(1)})" if name else f"a '{operator.group(1)}' node"
+    reason = " ".join(first[node.end():].split(":")[0].split())
+    return OnnxImportError(
+        f"{path}: {label}: iree-opt cannot lower it to linalg ({reason}): torch-mlir has no conversion for this "
+        "operator with these attributes; export the model without it, or use --frontend=telamalloc"
+    )
+
+
+def _unescaped(text: str) -> str:
+    """A string of MLIR's printed form with its escapes (`\\"`, `\\\\`, `\\XX` a byte in hex) undone."""
+
+    def byte(match: re.Match[bytes]) -> bytes:
+        return bytes([int(match.group(1), 16)]) if match.group(1) else match.group(2)
+
+    return re.sub(rb'\\(?:([0-9A-Fa-f]{2})|(["\\]))', byte, text.encode()).decode("utf-8", "replace")
+
+
+def _prepared(path: str, dims: Mapping[str, int], folder: str) -> tuple[str, list[str]]:
+    """The model file for IREE's importer, and remarks on what was done to it: the file
+    itself, or a copy in `folder` converted to `MIN_OPSET` and with `dims` bound."""
+    model = load_model(path)  # our one-line messages for files that are no model
+    remarks: list[str] = []
+    unbound = [name for name in symbolic_dims(model) if name not in dims]
+    if unbound and not set(dims) - set(symbolic_dims(model)):
+        names = ", ".join(f"'{name}'" for name in unbound)
+        raise OnnxImportError(
+            f"{path}: the model's inputs have symbolic dimensions without a value ({names}); bind each with "
+            "--dim NAME=VALUE: planning needs static shapes"
+        )
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), MIN_OPSET)
+    if opset >= MIN_OPSET and not dims:
+        return path, remarks
+    import onnx
+
+    onnx.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    if opset < MIN_OPSET:
+        model = _converted(path, model, opset)
+        remarks.append(f"{path}: converted from opset {opset} to {MIN_OPSET} by onnx.version_converter "
+                       "(torch-mlir lowers the operators of recent opsets)")
+    try:
+        bind_dims(model, dims)
+    except OnnxImportError as error:
+        raise OnnxImportError(f"{path}: {error}") from None
+    converted = os.path.join(folder, "model.onnx")
+    onnx.save(model, converted, save_as_external_data=model.ByteSize() >= 2**31)  # protobuf's limit
+    return converted, remarks
+
+
+_CPP_ASSERTION = re.compile(r"^\S+\.(?:cc|h):\d+: [\w:()]+: (Assertion `.*` failed: )?")
+
+
+def _converted(path: str, model, opset: int):
+    """`model` converted to `MIN_OPSET` by `onnx.version_converter` (an OnnxImportError,
+    naming the node, for an operator ONNX no longer defines)."""
+    from onnx import defs, version_converter
+
+    for node in model.graph.node:
+        if node.domain in ("", "ai.onnx") and not defs.has(node.op_type):
+            raise OnnxImportError(
+                f"{path}: {node_label(node)}: cannot convert opset {opset} to {MIN_OPSET} for IREE's importer: ONNX "
+                "no longer defines this operator; export the model without it, or use --frontend=telamalloc"
+            )
+    try:
+        return version_converter.convert_version(model, MIN_OPSET)
+    except Exception as error:  # the converter raises RuntimeError and ValueError with C++ text
+        raise OnnxImportError(
+            f"{path}: cannot convert opset {opset} to {MIN_OPSET} for IREE's importer: "
+            f"{_CPP_ASSERTION.sub('', _one_line(error))}; export the model at opset {MIN_OPSET} or later, "
+            "or use --frontend=telamalloc"
+        ) from None
+
+
+def _to_linalg(path: str | os.PathLike, dims: Mapping[str, int]) -> tuple[str, list[str]]:
     binary = _require()
     path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise OnnxImportError(f"{path}: cannot read: No such file or directory")
     with tempfile.TemporaryDirectory(prefix="tela-iree-") as folder:
         torch_file = os.path.join(folder, "model.torch.mlir")
         linalg_file = os.path.join(folder, "model.linalg.mlir")
+        model_file, remarks = _prepared(path, dims, folder)
         imported = subprocess.run(
-            [sys.executable, "-m", "iree.compiler.tools.import_onnx", path, "-o", torch_file],
-            capture_output=True, text=True,
+            [sys.executable, "-c", IMPORT_SCRIPT, model_file, torch_file], capture_output=True, text=True
         )
         if imported.returncode != 0:
-            raise OnnxImportError(f"{path}: iree-import-onnx failed: {_first_error(imported.stderr)}")
+            raise OnnxImportError(f"{path}: IREE's ONNX importer failed: {_first_error(imported.stderr)}")
         lowered = subprocess.run(
             [str(binary), *TORCH_TO_LINALG, torch_file, "-o", linalg_file], capture_output=True, text=True
         )
         if lowered.returncode != 0:
-            raise OnnxImportError(
-                f"{path}: iree-opt cannot lower the model to linalg: {_first_error(lowered.stderr)}"
-            )
-        return Path(linalg_file).read_text()
+            raise _lowering_error(path, lowered.stderr)
+        return Path(linalg_file).read_text(), remarks
+
+
+def onnx_to_linalg(path: str | os.PathLike, dims: Mapping[str, int] | None = None) -> str:
+    """Steps 1-2: the model as linalg on tensors (MLIR text), by IREE's tools; a model of an
+    opset below `MIN_OPSET` is converted first, `dims` bind symbolic input dimensions."""
+    return _to_linalg(path, dims or {})[0]
 
 
 def plan_onnx_with_iree(
@@ -126,18 +256,21 @@ def plan_onnx_with_iree(
     verify: bool = True,
     seed: int = 0,
     time_limit: float | None = None,
+    dims: Mapping[str, int] | None = None,
 ) -> IreeResult:
     """Steps 1-5 (see the module doc): `path` to a planned, verified program.
 
-    Minimize mode without `capacity`, else fit mode in `capacity` bytes. Raises
-    `OnnxImportError` (one line, naming the file) when a step fails, and `PassFailedAtOp`
-    when planning does (e.g. the capacity is below LOAD).
+    Minimize mode without `capacity`, else fit mode in `capacity` bytes; `dims` binds
+    symbolic input dimensions (as `ImportOptions.dims`); a model of an opset below
+    `MIN_OPSET` is converted first (`IreeResult.remarks` says so). Raises
+    `OnnxImportError` (one line, naming the file, and the node where one is to blame) when
+    a step fails, and `PassFailedAtOp` when planning does (e.g. the capacity is below LOAD).
     """
     from mlir import ir
 
     from telamalloc.interop import LOOPS_PIPELINE, InteropError, plan_mlir_module, run_pipeline
 
-    linalg = onnx_to_linalg(path)
+    linalg, remarks = _to_linalg(path, dims or {})
     path = os.fspath(path)
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
@@ -157,7 +290,7 @@ def plan_onnx_with_iree(
         verified, how = (False, "not verified (verification not asked for)")
         if verify:
             verified, how = _verify(module, planned, seed)
-        return IreeResult(loops, str(planned), functions, verified, how)
+        return IreeResult(loops, str(planned), functions, verified, how, tuple(remarks))
 
 
 def _plan_figures(module) -> dict[str, dict[str, int]]:
@@ -253,4 +386,4 @@ def _one_line(error: Exception) -> str:
     return lines[0] if lines else type(error).__name__
 
 
-__all__ = ["TORCH_TO_LINALG", "IreeResult", "iree_opt", "onnx_to_linalg", "plan_onnx_with_iree"]
+__all__ = ["MIN_OPSET", "TORCH_TO_LINALG", "IreeResult", "iree_opt", "onnx_to_linalg", "plan_onnx_with_iree"]

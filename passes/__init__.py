@@ -2,6 +2,8 @@
 
 Passes (flags of `tela-opt` / `xdsl-opt`):
 - `test-print-liveness`: prints program points and lifetimes (`passes/test_print_liveness.py`);
+- `test-print-dependences`: prints what each op of a block must follow (`passes/test_print_dependences.py`);
+- `tela-schedule`: reorders each block's ops to lower LOAD (`passes/tela_schedule.py`);
 - `tela-plan`: gives each buffer an offset with TelaMalloc (`passes/tela_plan.py`);
 - `tela-lower`: rewrites planned buffers into views of one arena (`passes/tela_lower.py`);
 - `tela-pipeline`: `tela-plan` then `tela-lower` (`passes/tela_pipeline.py`).

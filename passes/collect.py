@@ -19,6 +19,11 @@ Which allocations are planned:
 Sizes and alignments:
 - a static shape takes `memref_byte_size` bytes; a dynamic one its declared bound: the
   `bound` of a `scratchpad.alloc`, the `scratchpad.bound` attribute of a `memref.alloc`;
+- a dynamic `memref.alloc` / `memref.alloca` without a bound has a symbolic size, an
+  expression of the function's dynamic dimensions (`passes/symbolic.py`), each with a range
+  (the `dims` option, else the argument's `scratchpad.dim(s)` attribute); the function is
+  then planned parametrically (`passes/parametric_plan.py`), and `size` holds the size at
+  the ranges' upper ends (the most it ever takes);
 - the alignment is the op's declared one, else the larger of the element width and the
   default alignment (the `alignment` option, else the target's);
 - an offset already recorded (a `scratchpad.alloc` with `offset`, a `memref.alloc` with
@@ -28,8 +33,8 @@ Sizes and alignments:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from xdsl.dialects.builtin import (
@@ -44,6 +49,7 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
+from telamalloc.dialects.dims import DimsError
 from telamalloc.dialects.scratchpad import (
     AllocOp,
     PassFailedAtOp,
@@ -55,7 +61,10 @@ from telamalloc.dialects.scratchpad import (
 )
 from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, resolve_ranges
+from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.alloc.symbolic import Expr, evaluate, symbols
 
 ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
 
@@ -153,6 +162,7 @@ class PlannedBuffer:
     size: int  # bytes reserved (the bound for a dynamic shape)
     alignment: int  # bytes, a power of two
     pinned: int | None  # an offset recorded earlier, kept as is
+    symbolic: Expr | None = None  # the size as an expression of the function's symbols (`size`: at the upper ends)
 
     @property
     def op(self) -> Operation:
@@ -173,6 +183,13 @@ class FunctionProblem:
     memory_space: Attribute | None  # the memory space all buffers share (None: no buffer)
     memory: str | None = None  # the memory's name when the function has several (`scratchpad.targets`)
     selection: Selection | None = None  # which allocations it covers
+    ranges: Mapping[str, SymbolRange] | None = None  # the symbols' ranges when some size is symbolic
+    symbols: FunctionSymbols | None = None  # ... and where each symbol comes from
+
+    @property
+    def parametric(self) -> bool:
+        """Some buffer's size is symbolic: planned with `passes/parametric_plan.py`."""
+        return self.ranges is not None
 
     @property
     def name(self) -> str:
@@ -195,9 +212,11 @@ def collect_function(
     capacity: int | None,
     default_alignment: int | None,
     rule: str = FIRST_WRITE,
+    dims: Mapping[str, SymbolRange] | None = None,
 ) -> FunctionProblem:
     """The problem of `func`; `capacity` / `default_alignment` None: the target's; `rule`:
-    where lifetimes start (`passes/liveness.py`)."""
+    where lifetimes start (`passes/liveness.py`); `dims`: symbol ranges that override the
+    argument attributes'."""
     target = selection.target
     if capacity is None and target is not None:
         capacity = target.capacity.data
@@ -208,13 +227,43 @@ def collect_function(
         func, selection.covers, rule=rule, view=view, call_writes=None if view is XDSL else view.call_writes
     )
     ids = buffer_ids(liveness)
+    function_symbols = _LazySymbols(func)
     buffers = tuple(
-        _planned_buffer(lifetime, buffer_id, default_alignment, target, view)
+        _planned_buffer(lifetime, buffer_id, default_alignment, target, view, function_symbols)
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
     )
     memory_space = _shared_memory_space(func, buffers, view)
     memory = selection.space_name if selection.space_name is not None else None
-    return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection)
+    ranges = None
+    if any(buffer.symbolic is not None for buffer in buffers):
+        used = symbols(buffer.symbolic for buffer in buffers if buffer.symbolic is not None)
+        try:
+            ranges = resolve_ranges(function_symbols.get(), used, dims)
+        except DimsError as error:
+            raise PassFailedAtOp(func, str(error)) from None
+        upper = {name: symbol_range.hi for name, symbol_range in ranges.items()}
+        buffers = tuple(
+            buffer if buffer.symbolic is None else replace(buffer, size=evaluate(buffer.symbolic, upper))
+            for buffer in buffers
+        )
+    return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
+                           function_symbols.found)
+
+
+class _LazySymbols:
+    """A function's symbols, read from its argument attributes on first use only."""
+
+    def __init__(self, func: FuncOp):
+        self.func = func
+        self.found: FunctionSymbols | None = None
+
+    def get(self) -> FunctionSymbols:
+        if self.found is None:
+            try:
+                self.found = FunctionSymbols.of(self.func)
+            except DimsError as error:
+                raise PassFailedAtOp(self.func, str(error)) from None
+        return self.found
 
 
 def buffer_ids(liveness: FunctionLiveness) -> list[str]:
@@ -239,7 +288,12 @@ def buffer_ids(liveness: FunctionLiveness) -> list[str]:
 
 
 def _planned_buffer(
-    lifetime: Lifetime, buffer_id: str, default_alignment: int, target: TargetAttr | None, view: IRView
+    lifetime: Lifetime,
+    buffer_id: str,
+    default_alignment: int,
+    target: TargetAttr | None,
+    view: IRView,
+    function_symbols: _LazySymbols,
 ) -> PlannedBuffer:
     op = lifetime.op
     memref_type = view.value_type(view.results(op)[0])
@@ -272,7 +326,7 @@ def _planned_buffer(
             )
         if view.name(op) == "scratchpad.alloc":
             return _scratchpad_buffer(lifetime, buffer_id, memref_type, default_alignment, view)
-        return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment, view)
+        return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment, view, function_symbols)
     except VerifyException as error:
         raise PassFailedAtOp(op, f"buffer '{buffer_id}': {error}") from None
 
@@ -300,7 +354,12 @@ def _scratchpad_buffer(
 
 
 def _memref_buffer(
-    lifetime: Lifetime, buffer_id: str, memref_type: MemRefType[Attribute], default_alignment: int, view: IRView
+    lifetime: Lifetime,
+    buffer_id: str,
+    memref_type: MemRefType[Attribute],
+    default_alignment: int,
+    view: IRView,
+    function_symbols: _LazySymbols,
 ) -> PlannedBuffer:
     op = lifetime.op
     if not isinstance(memref_type.layout, NoneAttr):
@@ -310,15 +369,32 @@ def _memref_buffer(
             "places contiguous buffers only: allocate it with the identity layout",
         )
     width = element_byte_width(memref_type.element_type)
+    symbolic = None
     if DYNAMIC_INDEX in memref_type.get_shape():
         bound = view.attribute(op, BOUND_ATTR)
-        if not isinstance(bound, IntegerAttr) or bound.value.data < 0:
+        if isinstance(bound, IntegerAttr) and bound.value.data >= 0:
+            size = bound.value.data
+        elif bound is not None:
+            raise PassFailedAtOp(op, f"buffer '{buffer_id}': '{BOUND_ATTR}' must be a number of bytes >= 0, not '{bound}'")
+        elif view is not XDSL:  # symbolic sizes are followed on xDSL's IR only
             raise PassFailedAtOp(
                 op,
                 f"buffer '{buffer_id}' of dynamic type '{memref_type}' needs a declared "
-                f"upper bound; add the attribute '{BOUND_ATTR} = <bytes> : i64'",
+                f"upper bound here (symbolic sizes are planned by tela-plan on xDSL's IR); add the "
+                f"attribute '{BOUND_ATTR} = <bytes> : i64'",
             )
-        size = bound.value.data
+        else:
+            try:
+                symbolic = function_symbols.get().byte_size(op)
+            except SizeNotFollowed as error:
+                raise PassFailedAtOp(
+                    op,
+                    f"the size of buffer '{buffer_id}' of dynamic type '{memref_type}' is not an expression "
+                    f"of the function's dimensions: {error.reason}; compute it from index arguments and "
+                    f"'memref.dim' of arguments, or declare an upper bound with the attribute "
+                    f"'{BOUND_ATTR} = <bytes> : i64'",
+                ) from None
+            size = 0  # replaced by the size at the ranges' upper ends (`collect_function`)
     else:
         size = memref_byte_size(memref_type)
     declared = view.attribute(op, "alignment")
@@ -333,6 +409,7 @@ def _memref_buffer(
         size,
         alignment,
         pinned.value.data if isinstance(pinned, IntegerAttr) else None,
+        symbolic,
     )
 
 

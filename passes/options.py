@@ -28,6 +28,7 @@ from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
+from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.problem import Mode
 
 MODES = tuple(mode.value for mode in Mode)
@@ -50,6 +51,9 @@ _EXPECTED = {
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
     "lifetimes": "'first-write' or 'alloc'",
+    "schedule": "'none', 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
+    "method": "'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
+    "dims": "ranges of the symbolic dimensions, 'NAME=LO..HI[@HINT]' separated by spaces, e.g. 'dims=\"seq=1..2048@512 batch=1..8\"'",
 }
 ON_OVERFLOW = ("error", "spill")
 LAYOUT_FORMATS = (".csv", ".json")
@@ -71,8 +75,16 @@ def check_options(
     on_overflow: object = None,
     layout: object = None,
     lifetimes: object = FIRST_WRITE,
+    dims: object = None,
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
+    if dims is not None:
+        if not isinstance(dims, str):
+            raise ValueError(f"invalid dims '{dims}'; expected {_accepted('dims')}")
+        try:
+            parse_ranges(dims)
+        except ValueError as error:
+            raise ValueError(f"invalid dims: {error}") from None
     if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
         raise ValueError(f"invalid capacity '{capacity}'; expected {_EXPECTED['capacity']}")
     if alignment is not None and (
@@ -187,8 +199,14 @@ class PlanningOptions(ModulePass):
     DMA into it, a kernel's or linalg op's outs; allocations hoisted to the entry cost
     nothing until used) or 'alloc' (its allocation, the rule before first-write)."""
 
+    dims: str | None = None
+    """Ranges of the symbolic dimensions that sizes depend on, 'NAME=LO..HI[@HINT]' separated
+    by spaces or commas (the hint: the size to optimize for, default the upper end); they
+    override the arguments' `scratchpad.dim(s)` attributes (`passes/symbolic.py`)."""
+
     def __post_init__(self) -> None:
         check_options(
+            dims=self.dims,
             capacity=self.capacity,
             alignment=self.alignment,
             mode=self.mode,

@@ -150,7 +150,8 @@ def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
 
 def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
     """`{"functions": [{"name", "peak", "load", "capacity", "lifetimes", "buffers": [...]}]}`,
-    keys sorted; `lifetimes` is where the lifetimes start ('first-write' or 'alloc')."""
+    keys sorted; `lifetimes` is where the lifetimes start ('first-write' or 'alloc'), and
+    `load_before_schedule` (bytes) is LOAD in the order before `tela-schedule`, when it ran."""
     functions_json = [
         {
             "name": plan.name,
@@ -159,7 +160,8 @@ def format_layout_json(plans: Sequence[FunctionPlan]) -> str:
             "capacity": plan.problem.capacity,
             "lifetimes": plan.problem.rule,
             "buffers": layout_rows(plan),
-        }
+        } | ({} if getattr(plan, "load_before_schedule", None) is None
+             else {"load_before_schedule": plan.load_before_schedule})
         for plan in plans
     ]
     return json.dumps({"functions": functions_json}, indent=2, sort_keys=True) + "\n"

@@ -29,6 +29,9 @@ func.return
   time, or a diagnostic on lowered IR, names the source lines (`tela-opt
   --print-debuginfo` prints them).
 
+A function planned parametrically (symbolic sizes, `scratchpad.order`) computes its offsets
+and its arena's size at run time instead (`passes/parametric_lower.py`).
+
 An allocation in the planned memory without an offset, or a function with offsets but no
 `scratchpad.peak`, fails the pass ("run tela-plan first"); nothing is changed unless every
 function can be lowered.
@@ -77,6 +80,7 @@ from telamalloc.passes.collect import (
     is_spill_slot,
 )
 from telamalloc.passes.liveness import trace_buffer
+from telamalloc.passes.parametric_lower import is_parametric, lower_parametric
 
 ARENA_ATTR = "scratchpad.arena"  # unit attribute marking the arena's memref.alloc
 _INDEX = IndexType()
@@ -286,11 +290,17 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
 
 def lower_module(module: ModuleOp) -> None:
     """Lowers every planned function of `module` (see module doc); all or nothing."""
+    parametric = [func for func in functions(module) if is_parametric(func)]
     lowerings = [
-        lowering for func in functions(module) for lowering in (_collect_function(func) or ())
+        lowering
+        for func in functions(module)
+        if not is_parametric(func)
+        for lowering in (_collect_function(func) or ())
     ]
     for lowering in lowerings:
         _lower_function(lowering)
+    for func in parametric:  # symbolic sizes: offsets computed at run time
+        lower_parametric(func)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""`tela-pipeline`: `tela-plan` then `tela-lower`, with the options of `tela-plan`.
+"""`tela-pipeline`: `tela-plan` then `tela-lower`, with the options of `tela-plan`
+(and `schedule=<method>`: `tela-schedule` first).
 
 ```
 tela-opt prog.mlir -p 'tela-pipeline{capacity=1048576}'
@@ -21,6 +22,7 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.passes.options import PlanningOptions
 from telamalloc.passes.tela_lower import lower_module
 from telamalloc.passes.tela_plan import FunctionPlan, TelaPlanPass
+from telamalloc.passes.tela_schedule import SCHEDULE_METHODS, TelaSchedulePass, block_orders, restore_orders
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,16 @@ class TelaPipelinePass(PlanningOptions):
 
     name = "tela-pipeline"
 
+    schedule: str = "none"
+    """Reorder the ops first to lower LOAD (`tela-schedule`): 'none' (keep the order),
+    'auto' (every method), or one method: 'lpmf', 'bfs', 'dfs', 'lookahead', 'exact'."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.schedule not in ("none",) + SCHEDULE_METHODS:
+            raise ValueError(f"unknown schedule '{self.schedule}'; expected 'none' or one of "
+                             + ", ".join(f"'{name}'" for name in SCHEDULE_METHODS))
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         self.run(op)
 
@@ -36,6 +48,14 @@ class TelaPipelinePass(PlanningOptions):
         """Plans and lowers `module`; returns the plans (one per function with buffers)."""
         options = {field.name: getattr(self, field.name) for field in dataclasses.fields(PlanningOptions)}
         plan_pass = TelaPlanPass(**options)
-        plans = plan_pass.plan(module)
+        orders = block_orders(module) if self.schedule != "none" else []
+        try:
+            if self.schedule != "none":
+                space = self.memory_space if isinstance(self.memory_space, int) else None
+                TelaSchedulePass(method=self.schedule, lifetimes=self.lifetimes, memory_space=space).run(module)
+            plans = plan_pass.plan(module)
+        except Exception:
+            restore_orders(orders)  # a failing pipeline leaves the IR as it was
+            raise
         lower_module(module)
         return plans

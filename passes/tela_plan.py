@@ -59,8 +59,11 @@ from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
+from telamalloc.passes.parametric_plan import describe_ranges, plan_parametric_function, record_parametric
 from telamalloc.passes.spill import ON_OVERFLOW, SpillSummary, spill_function
+from telamalloc.passes.tela_schedule import SCHEDULE_ATTR
 from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.parametric import ParametricPlan, parse_ranges
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
 
@@ -74,10 +77,21 @@ class FunctionPlan:
     problem: FunctionProblem
     solution: Solution
     spill: SpillSummary | None = None  # what spilling did (`on-overflow=spill`), if it ran
+    parametric: ParametricPlan | None = None  # symbolic sizes: the plan for every size (`solution`: at the upper ends)
+    fits: str | None = None  # with a capacity the upper ends exceed: which sizes fit, in words
 
     @property
     def name(self) -> str:
         return self.problem.name
+
+    @property
+    def load_before_schedule(self) -> int | None:
+        """LOAD in the order before `tela-schedule` ran (bytes), None when it did not run."""
+        record = self.problem.func.attributes.get(SCHEDULE_ATTR)
+        if not isinstance(record, DictionaryAttr) or self.problem.memory is not None:
+            return None  # with several memories the record sums them: no per-memory figure
+        before = record.data.get("load_before")
+        return before.value.data if isinstance(before, IntegerAttr) else None
 
 
 def plan_module(
@@ -94,8 +108,13 @@ def plan_module(
     on_overflow: str | None = None,
     assign_memory: bool = False,
     lifetimes: str = FIRST_WRITE,
+    dims: str | None = None,
 ) -> tuple[FunctionPlan, ...]:
     """Plans every function of `module` and records the plans in the IR (see module doc).
+
+    `dims`: ranges of symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces; a
+    function with symbolic sizes is planned for every size at once
+    (`passes/parametric_plan.py`).
 
     `lifetimes`: where buffer lifetimes start, 'first-write' or 'alloc' (`passes/liveness.py`).
     `on_overflow`: 'error' or 'spill'; None: each function's `scratchpad.on_overflow`
@@ -118,6 +137,7 @@ def plan_module(
         memory_space=memory_space,
         on_overflow=on_overflow,
         lifetimes=lifetimes,
+        dims=dims,
     )
     assignments = []
     if assign_memory:
@@ -133,7 +153,7 @@ def plan_module(
                 report.write(f"tela-plan: assign-memory: {count} buffers to '{memory}'\n")
     try:
         return _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem,
-                               report, memory_space, on_overflow, lifetimes)
+                               report, memory_space, on_overflow, lifetimes, dims)
     except BaseException:
         for assignment in reversed(assignments):
             assignment.undo()
@@ -141,8 +161,9 @@ def plan_module(
 
 
 def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, dump_problem, report,
-                    memory_space, on_overflow, lifetimes) -> tuple[FunctionPlan, ...]:
-    problems = collect_module(module, capacity, alignment, memory_space, lifetimes)
+                    memory_space, on_overflow, lifetimes, dims=None) -> tuple[FunctionPlan, ...]:
+    ranges = None if dims is None else parse_ranges(dims)
+    problems = collect_module(module, capacity, alignment, memory_space, lifetimes, ranges)
     if not problems and memory_space is not None:
         message = (
             f"no function has buffers in memory space '{memory_space}'; nothing was planned "
@@ -161,8 +182,12 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
             if dump_path != dump_problem:
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         policy = overflow_policy(function_problem.func, on_overflow)
-        plan = solve_function(function_problem, mode, time_limit, algorithm)
-        if policy == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
+        if function_problem.parametric:
+            solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
+            plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
+        else:
+            plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if plan.parametric is None and policy == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
             selection = function_problem.selection
             assert selection is not None
             if function_problem.memory is not None and not isinstance(memory_space, str):
@@ -228,6 +253,7 @@ def collect_module(
     alignment: int | None = None,
     memory_space: int | str | None = None,
     lifetimes: str = FIRST_WRITE,
+    dims=None,
 ) -> list[FunctionProblem]:
     """The problems of every function with at least one buffer, in program order.
 
@@ -249,7 +275,7 @@ def collect_module(
         else:
             selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
         for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes, dims)
             if function_problem.buffers:
                 problems.append(function_problem)
     return problems
@@ -465,6 +491,9 @@ def record_plan(plan: FunctionPlan) -> None:
     """Writes the offsets, ids, lifetimes, peak and LOAD of a successful plan into the IR."""
     solution = plan.solution
     assert solution.offsets is not None and solution.peak is not None
+    if plan.parametric is not None:
+        record_parametric(plan.problem, solution, plan.parametric, plan.fits)
+        return
     arena_alignment = 1
     for buffer, offset in zip(plan.problem.buffers, solution.offsets):
         op = buffer.op
@@ -498,11 +527,23 @@ def format_report_line(plan: FunctionPlan) -> str:
     capacity = plan.problem.capacity
     capacity_text = "none" if capacity is None else f"{capacity} B"
     optimal = ", optimal" if solution.optimal else ""
+    if plan.parametric is not None:
+        ranges = plan.parametric.ranges
+        upper = ", ".join(f"{name}={r.hi}" for name, r in sorted(ranges.items()))
+        fits = "" if plan.fits is None else f", fits for {plan.fits}"
+        return (
+            f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, parametric over "
+            f"{describe_ranges(ranges)} (order from {plan.parametric.source}, "
+            f"{plan.parametric.operations()} run-time operations), at {upper}: LOAD {solution.load} B, "
+            f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}{fits}, "
+            f"lifetimes={plan.problem.rule}"
+        )
     return (
         f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, LOAD {solution.load} B, "
         f"peak {peak}, fragmentation {fragmentation_text}, capacity {capacity_text}, "
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
         f"solve {solution.stats.seconds:.3f} s, lifetimes={plan.problem.rule}"
+        + ("" if plan.load_before_schedule is None else f", scheduled from LOAD {plan.load_before_schedule} B")
     )
 
 
@@ -533,6 +574,7 @@ class TelaPlanPass(PlanningOptions):
                 on_overflow=self.on_overflow,
                 assign_memory=self.assign_memory,
                 lifetimes=self.lifetimes,
+                dims=self.dims,
             )
         requests.write(plans)
         return plans

@@ -5,6 +5,7 @@
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
                [--html=plan.html [--compare=other.csv]]
     tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
+    tela-alloc --schedule=GRAPH.json [--schedule-method=METHOD] [--output=order.json|lifetimes.csv] [--timeout=10s]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
                [--algorithm=ALGORITHM] [--jobs=N | --scheduler=ADDRESS]
 
@@ -42,6 +43,11 @@ beyond), and lays out the pieces that stay. Prints one `spill:` line per interva
 moved and the new LOAD; `--output` gets one row per piece (piece 0 keeps the buffer's id,
 piece k is `<id>.k`) with its offset; `--validate` checks it with
 `telamalloc.runtime.alloc.validate.validate_spilled`.
+
+`--schedule GRAPH.json` orders the ops of a graph (the buffers each op reads and writes,
+docs/schedule-format.md) to lower LOAD, keeping every dependence, never above the given
+order's LOAD (`tools/schedule_text.py`); `--timeout` bounds its exact search (default: its
+work budget alone, so the answer is the same on every machine).
 
 `--batch DIR` plans every `*.csv` of DIR (sorted) with `telamalloc.batch`: on a
 local process pool of `--jobs` workers (default: the number of CPUs), or on a Dask cluster
@@ -149,6 +155,9 @@ def _parser() -> _Parser:
     parser.add_argument("--minimize", action="store_true", help="find the smallest peak instead of any layout that fits")
     parser.add_argument("--algorithm", default="telamalloc", choices=list(ALGORITHMS))
     parser.add_argument("--spill", action="store_true", help="when the buffers do not fit, keep values in main memory between their use points (the 'uses' column) and lay out what stays")
+    parser.add_argument("--schedule", metavar="GRAPH", help="order the ops of this graph (.json, docs/schedule-format.md) to lower LOAD")
+    parser.add_argument("--schedule-method", default="auto", choices=["auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"],
+                        help="--schedule: the method (auto: every method, the lowest LOAD wins)")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
@@ -433,6 +442,8 @@ def _run(argv: Sequence[str] | None) -> int:
     arguments = _parser().parse_args(argv)
     if arguments.batch:
         return _run_batch(arguments)
+    if arguments.schedule:
+        return _run_schedule(arguments)
     if not arguments.input:
         raise UsageError("the following arguments are required: --input FILE, or --batch DIR with --output-dir OUT")
     for flag, value in (("--output-dir", arguments.output_dir), ("--scheduler", arguments.scheduler)):
@@ -564,6 +575,26 @@ def _run_spill(arguments, table) -> int:
                 print(f"{PROG}: error: the written solution is invalid: {violations[0]}", file=sys.stderr)
                 return ExitStatus.INVALID_SOLUTION
             print(f"validated: {arguments.output} ({len(written.buffers)} pieces, capacity {arguments.capacity}, no violations)")
+    return ExitStatus.OK
+
+
+def _run_schedule(arguments) -> int:
+    """`--schedule`: the op order with the lowest LOAD found (`tools/schedule_text.py`)."""
+    from telamalloc.tools.schedule_text import run_schedule
+
+    for flag in ("input", "capacity", "minimize", "spill", "validate", "plot", "html", "report", "jobs"):
+        if getattr(arguments, flag):
+            raise UsageError(f"--{flag} does not apply to --schedule")
+    try:
+        lines = run_schedule(arguments.schedule, arguments.schedule_method, arguments.output,
+                             arguments.timeout)
+    except ValueError as error:
+        if isinstance(error, ProblemError):
+            raise
+        raise UsageError(str(error)) from None
+    except OSError as error:
+        raise UsageError(f"cannot write '{arguments.output}': {error.strerror or error}") from None
+    print("\n".join(lines), flush=True)
     return ExitStatus.OK
 
 

@@ -25,10 +25,13 @@ torch-mlir's conversions to linalg and MLIR's bufferization to loops, then plans
 lowers it with telamalloc and writes MLIR's program (`telamalloc.importers.iree_frontend`):
 
     tela-import --frontend=iree model.onnx -o planned.mlir [--capacity BYTES] [--verify]
+                [--dim NAME=VALUE ...] [--time-limit SECONDS]
 
-A note per planned function gives its LOAD and peak; `--verify` runs the program before
-and after planning with MLIR's JIT and requires bit-identical outputs (exit 1 when they
-differ, 2 when the JIT cannot run the program).
+A model of an opset below 17 is converted to opset 17 first (a remark on stderr says so):
+torch-mlir lowers the operators of recent opsets only. A note per planned function gives
+its LOAD and peak; `--verify` runs the program before and after planning with MLIR's JIT
+and requires bit-identical outputs (exit 1 when they differ, 2 when the JIT cannot run the
+program). An operator torch-mlir cannot lower is an error naming its ONNX node.
 """
 
 from __future__ import annotations
@@ -100,9 +103,22 @@ def _parser() -> _Parser:
                         help="(--frontend=iree) run the program before and after planning with MLIR's JIT "
                         "and require bit-identical outputs")
     parser.add_argument("--seed", type=int, default=0, help="(--frontend=iree) seed of the --verify inputs (default 0)")
+    parser.add_argument("--time-limit", type=_seconds, metavar="SECONDS",
+                        help="(--frontend=iree) seconds per function for planning (default: none; minimize mode "
+                        "then searches until the optimum is proved)")
     parser.add_argument("--emit", choices=("planned", "loops"), default="planned",
                         help="(--frontend=iree) write the planned program (default) or the loops before planning")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"time limit '{text}' must be a positive number of seconds")
+    return value
 
 
 def _bytes_or_zero(text: str) -> int:
@@ -121,8 +137,9 @@ def render(imported: ImportedModel, source: str) -> str:
     Printer(stream=stream).print_op(imported.module)
     runnable = ", ".join(f"{op} -> {kernel}" for op, kernel in imported.runnable.items()) or "none"
     planned = ", ".join(f"{op} ({count})" for op, count in imported.planned_only.items()) or "none"
+    views = f" ({_count(imported.views, 'view')})" if imported.views else ""
     header = [
-        f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes, "
+        f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes{views}, "
         f"{imported.buffers} scratchpad buffers, {_count(imported.loads, 'load')}, {_count(imported.stores, 'store')}.",
         f"// Interpreter kernels: {runnable}.",
         f"// Planned only (no interpreter kernel): {planned}.",
@@ -152,7 +169,7 @@ def _run_iree(arguments) -> int:
     """`--frontend=iree`: the model through IREE and MLIR, planned (and verified) by telamalloc."""
     from telamalloc.importers.iree_frontend import plan_onnx_with_iree
 
-    for flag, value in (("--dim", arguments.dim), ("--function", arguments.function),
+    for flag, value in (("--function", arguments.function),
                         ("--alignment", arguments.alignment), ("--target", arguments.target),
                         ("--max-global-bytes", arguments.max_global_bytes != 65536)):
         if value:
@@ -162,10 +179,12 @@ def _run_iree(arguments) -> int:
 
     try:
         result = plan_onnx_with_iree(arguments.model, capacity=arguments.capacity, verify=arguments.verify,
-                                     seed=arguments.seed)
+                                     seed=arguments.seed, time_limit=arguments.time_limit, dims=dict(arguments.dim))
     except PassFailedException as error:
         print(f"{PROG}: error: {arguments.model}: planning failed: {' '.join(str(error).split())}", file=sys.stderr)
         return ExitStatus.NO
+    for remark in result.remarks:
+        print(f"{PROG}: remark: {remark}", file=sys.stderr)
     mode = "minimize" if arguments.capacity is None else f"fit in {arguments.capacity} B"
     for function, figures in result.functions.items():
         print(f"{PROG}: note: @{function} planned: LOAD {figures['load']} B, peak {figures['peak']} B ({mode})",
@@ -194,7 +213,7 @@ def _run(argv: Sequence[str] | None) -> int:
     if arguments.frontend == "iree":
         return _run_iree(arguments)
     for flag, value in (("--verify", arguments.verify), ("--emit", arguments.emit != "planned"),
-                        ("--seed", arguments.seed != 0)):
+                        ("--seed", arguments.seed != 0), ("--time-limit", arguments.time_limit is not None)):
         if value:
             raise UsageError(f"{flag} applies to --frontend=iree only; plan and verify the imported "
                              "program with tela-opt and 'tela-run --verify'")

@@ -103,7 +103,7 @@ FUNCTION_ANCHOR = "func.func"
 # telamalloc's passes plan (lower, print) each function on its own: anchored at
 # `func.func` they do exactly what they do at `builtin.module`.
 PER_FUNCTION_PASSES = frozenset(TELAMALLOC_UNIVERSE.all_passes)
-_HELP_ORDER = ("tela-plan", "tela-lower", "tela-pipeline", "test-print-liveness")
+_HELP_ORDER = ("tela-schedule", "tela-plan", "tela-lower", "tela-pipeline", "test-print-liveness", "test-print-dependences")
 
 
 def _our_passes() -> list[str]:
@@ -655,6 +655,12 @@ def passes_help(available: dict[str, Callable[[], type[ModulePass]]]) -> str:
         infos = option_infos(pass_class)
         if infos and infos in shown:
             sections.append(f"{name}: {_summary(pass_class)}\n  options: those of '{shown[infos]}'")
+            continue
+        base = next((known for known in shown if known and infos[:len(known)] == known), None)
+        if base is not None:  # another pass's options and a few more (tela-pipeline's schedule)
+            extra = [line for info in infos[len(base):] for line in _format_option(info)]
+            sections.append(f"{name}: {_summary(pass_class)}\n  options: those of '{shown[base]}', and:\n"
+                            + "\n".join(extra))
             continue
         shown.setdefault(infos, name)
         sections.append(pass_help(name, pass_class))

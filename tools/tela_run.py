@@ -1,7 +1,8 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc] [--schedule auto]
+    tela-run --verify prog.mlir --dim seq=128 [--dim batch=4]    (a program with dynamic shapes)
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
 its outputs: every result, then every argument the function writes, each as
@@ -17,7 +18,10 @@ repeat; commas separate files): the outputs then start zero-filled. One file per
 outputs included, is accepted as well. Without `--inputs`, every argument gets
 deterministic pseudo-random values from `numpy.random.default_rng([seed, index])` with
 `--seed` (default 0): floats uniform in [-1, 1), signed integers in [-8, 8), unsigned
-integers and `index` in [0, 8), `i1` coin flips.
+integers and `index` in [0, 8), `i1` coin flips. `--dim NAME=VALUE` sets a symbolic
+dimension (`telamalloc.dialects.dims`): an `index` argument so named takes the value, a
+memref argument's `?` of that name that size, so a program with dynamic shapes runs at
+the sizes given (several runs at several sizes prove a parametric plan by execution).
 
 `--verify` plans and lowers the program with the telamalloc pipeline (for `--capacity`,
 else the target's capacity, else in minimize mode), runs it before and after planning,
@@ -88,6 +92,13 @@ def _seed(text: str) -> int:
     return value
 
 
+def _dim(text: str) -> tuple[str, int]:
+    name, separator, value = text.partition("=")
+    if not separator or not name.strip() or not value.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"invalid --dim '{text}'; expected NAME=VALUE with a size >= 0, e.g. 'seq=128'")
+    return name.strip(), int(value)
+
+
 def _argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=TOOL_NAME,
@@ -140,6 +151,23 @@ def _argument_parser() -> argparse.ArgumentParser:
         default="first-write",
         help="with --verify, where buffer lifetimes start: at the first write (the default) or "
         "at the allocation",
+    )
+    parser.add_argument(
+        "--schedule",
+        choices=("none", "auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"),
+        default="none",
+        help="with --verify, reorder the ops to lower LOAD before planning (tela-schedule): the "
+        "program runs in its own order and in the scheduled, planned order, bit for bit",
+    )
+    parser.add_argument(
+        "--dim",
+        metavar="NAME=VALUE",
+        action="append",
+        default=[],
+        type=_dim,
+        help="the value of a symbolic dimension for the random inputs: an 'index' argument so "
+        "named, or a '?' of a memref argument (names: the 'scratchpad.dim(s)' argument "
+        "attributes, else '<argument>' / '<argument>_dim<axis>'); may repeat",
     )
     parser.add_argument(
         "--no-shadow", action="store_true", help="do not check reads against shadow memory"
@@ -289,6 +317,8 @@ def run(argv: Sequence[str] | None) -> int:
                     shadow=not args.no_shadow,
                     on_overflow=args.on_overflow,
                     lifetimes=args.lifetimes,
+                    schedule=args.schedule,
+                    dims=dict(args.dim),
                 )
             else:
                 result = run_program(
@@ -298,6 +328,7 @@ def run(argv: Sequence[str] | None) -> int:
                     seed=args.seed,
                     capacity=args.capacity,
                     shadow=not args.no_shadow,
+                    dims=dict(args.dim),
                 )
     except InterpreterError as error:
         raise Diagnostic(op_location(error.op, name), error.message, error.kind) from None

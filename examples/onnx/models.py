@@ -2,12 +2,13 @@
 
     python examples/onnx/models.py [OUTPUT_DIR]   # writes mlp.onnx, cnn.onnx, transformer_block.onnx
 
-- `mlp`: a 3-layer perceptron (32 -> 64 -> 64 -> 10, relu, softmax) on a batch of 8; every
-  node maps to an interpreter kernel, so `tela-run` executes the imported model.
-- `cnn`: two conv-relu-maxpool stages on a 1x3x16x16 image, then Flatten, a dense layer and
-  softmax; Flatten has no interpreter kernel (planned only).
-- `transformer_block`: one single-head self-attention block with residuals and a feed-forward
-  layer on a 16 x 32 sequence; LayerNormalization has no interpreter kernel (planned only).
+- `mlp`: a 3-layer perceptron (32 -> 64 -> 64 -> 10, relu, softmax) on a batch of 8.
+- `cnn`: two conv-relu-maxpool stages on a 1x3x16x16 image, then Flatten (imported as a
+  view of the pool's buffer), a dense layer and softmax.
+- `transformer_block`: one single-head self-attention block with residuals, layer
+  normalization and a feed-forward layer on a 16 x 32 sequence.
+Every node of the three maps to an interpreter kernel or a view, so `tela-run` executes
+the imported models.
 
 Weights are initializers drawn from a fixed seed, so the files are identical on every run.
 """

@@ -187,7 +187,8 @@ def check_params(params: Params | None) -> Params:
     from telamalloc.runtime.alloc.large.orderings import check_names  # the kernel's names, loaded with it
 
     large = params.large
-    for where, names in (("schedule", large.schedule), ("huge_schedule", large.huge_schedule),
+    for where, names in (("floor", large.floor), ("huge_floor", large.huge_floor),
+                         ("schedule", large.schedule), ("huge_schedule", large.huge_schedule),
                          ("second_lane", large.second_lane), ("huge_lane", large.huge_lane),
                          ("reswept", large.reswept), ("replacement.orderings", large.replacement.orderings)):
         check_names(names, f"params.large.{where}")

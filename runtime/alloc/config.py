@@ -67,7 +67,8 @@ class ExactConfig:
 @dataclass(frozen=True)
 class PlacementConfig:
     """What the large planner's kernel (``large/_large.pyx``) reads: how orderings are built
-    and how each buffer's gap is chosen. The index heights change speed, never layouts."""
+    and how each buffer's gap is chosen. The index heights and ``start_sweep`` change speed,
+    never layouts."""
 
     contention_bucket: float = 0.001
     """Contention orderings sort by buckets of this fraction of LOAD, then by lifetime."""
@@ -96,6 +97,12 @@ class PlacementConfig:
     flat_adds_per_buffer: int = 1
     """Index: time-tree nodes hold nothing above the lowest height at which pushing long
     buffers down costs at most this many union insertions per buffer."""
+    start_sweep: bool = True
+    """The orderings in start order ("start", "start-first-fit") place their buffers in one
+    sweep over time, into an index of the free gaps: O(log m) per placement (m: the buffers
+    live at once) however fragmented the layout, where the neighbour queries of the other
+    orderings read every byte range between a buffer's placed neighbours. The same layouts
+    either way; False: the neighbour queries (for the tests and benchmarks comparing the two)."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,11 @@ class ReplacementConfig:
     ranges (fewer buffers for the planner; False: every crossing buffer pinned)."""
 
 
+FLOOR = ("start", "contention-end", "class-2-start-first-fit", "first-fit")
+"""Chosen on the tuning suite (docs/decisions.md, "The floor"): "start" is placed by the start
+sweep in O(log m) per placement whatever the fragmentation, so a layout exists early on every
+shape; the others are the cheap orderings whose best covers the most files."""
+
 SCHEDULE = (
     "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
     "class-1.4-start", "class-8-start-first-fit", "class-4-start", "class-4-lifetime", "class-2-start-first-fit",
@@ -174,8 +186,15 @@ class LargeConfig:
     """Buffers (of positive size): above, minimize mode with algorithm "telamalloc" plans with
     the large planner alone, fit mode tries it before the search, and the greedy algorithms
     run as its orderings (no lists of overlapping pairs)."""
+    floor: tuple[str, ...] = FLOOR
+    """The floor: plain orderings placed first, each a whole layout with no step after it,
+    the best kept; the schedule and the improvement steps start from it, so the answer is
+    never worse than its best member. Orderings of the floor are not run again in the
+    schedule."""
+    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit")
+    """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit there)."""
     schedule: tuple[str, ...] = SCHEDULE
-    """The orderings in the order tried; seeded random ones ("random-1", ...) follow."""
+    """The orderings in the order tried after the floor; seeded random ones ("random-1", ...) follow."""
     huge_schedule: tuple[str, ...] = ("sweep-medium-8", "sweep-32") + tuple(
         name for name in SCHEDULE if name not in ("sweep-medium-8", "sweep-32"))
     """The schedule above ``huge_buffers`` buffers."""

@@ -10,8 +10,9 @@ casts, each one numpy ufunc call (so no fused multiply-add can form), applied in
 fixed by the code, never by the library.
 
 The rules, for floating-point operands:
-- Reductions (`ordered_sum`, `ordered_matmul`, `ordered_conv2d`) accumulate in float64,
-  strictly in index order, and round to the output type once at the end. For float32 and
+- Reductions (`ordered_sum` over one axis or several, `ordered_matmul`, `ordered_conv2d`,
+  the pools' `ordered_window_sum`) accumulate in float64, strictly in index order, and
+  round to the output type once at the end. For float32 and
   float16 operands every product is exact in float64, so the result is the exact dot
   product correctly rounded to float64 step by step, then rounded once: within 1 ulp of the
   exactly rounded answer for well-conditioned sums, and within numpy's own float32 error
@@ -32,7 +33,10 @@ The rules, for floating-point operands:
   error grows with `|y * log(m)|` only, and powers of two are exact). Rounded to float32,
   every one of them gave the correctly rounded result on every sample tested.
   `sqrt` is IEEE's, correctly rounded in the input's dtype; `rsqrt` is `1 / sqrt` in
-  float64, rounded once more.
+  float64, rounded once more; `sigmoid` is `1 / (1 + exp(-x))` in float64.
+- The normalizations (`normalized` for layer normalization, `local_response` for LRN)
+  are float64 compositions of the above in a fixed order; the kernels round their
+  results once.
 - Integer (and boolean) operands compute in the output's dtype, wrapping on overflow as
   numpy does; integer arithmetic is exact, so its order never shows.
 The tests (`test/runtime/interp/test_detmath.py`) hold these tolerances against plain numpy.
@@ -94,10 +98,14 @@ def _operand(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return np.asarray(values).astype(dtype).astype(_accumulator_dtype(dtype))
 
 
-def ordered_sum(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """The sum of `values` along `axis`, added in index order, rounded to `dtype` once."""
+def ordered_sum(values: np.ndarray, axis: int | tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The sum of `values` over `axis` (one axis, or several: their elements taken in
+    row-major order), added in that order, rounded to `dtype` once."""
     dtype = np.dtype(dtype)
-    moved = np.moveaxis(_operand(values, dtype), axis, 0)
+    wide = _operand(values, dtype)
+    axes = tuple(sorted(a % wide.ndim for a in axis)) if isinstance(axis, tuple) else (axis % wide.ndim,)
+    moved = np.moveaxis(wide, axes, tuple(range(len(axes))))
+    moved = moved.reshape((-1,) + moved.shape[len(axes) :])
     total = np.zeros(moved.shape[1:], dtype=moved.dtype)
     with np.errstate(all="ignore"):
         for row in moved:
@@ -106,38 +114,92 @@ def ordered_sum(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
 
 
 def ordered_matmul(lhs: np.ndarray, rhs: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """`lhs @ rhs` for 2-D operands, summing over k = 0, 1, ... in order (no BLAS)."""
+    """`lhs @ rhs` with numpy's matmul shapes (2-D; stacks of matrices, their leading axes
+    broadcast; a 1-D operand promoted to a row or a column, that axis dropped again),
+    summing over k = 0, 1, ... in order (no BLAS)."""
     dtype = np.dtype(dtype)
-    left, right = _operand(lhs, dtype), _operand(rhs, dtype)
-    total = np.zeros((left.shape[0], right.shape[1]), dtype=left.dtype)
+    wide = _accumulator_dtype(dtype)
+    # Rounded to the output type (no copy when they are of it already); each product widens
+    # its two factors itself, so a large operand is never copied whole to float64.
+    left, right = np.asarray(lhs).astype(dtype, copy=False), np.asarray(rhs).astype(dtype, copy=False)
+    row, column = left.ndim == 1, right.ndim == 1
+    left = left[None, :] if row else left
+    right = right[:, None] if column else right
+    shape = np.broadcast_shapes(left.shape[:-2], right.shape[:-2]) + (left.shape[-2], right.shape[-1])
+    total = np.zeros(shape, dtype=wide)
+    product = np.empty(shape, dtype=wide)
     with np.errstate(all="ignore"):
-        for k in range(left.shape[1]):
-            total += left[:, k, None] * right[None, k, :]
-        return total.astype(dtype)
+        for k in range(left.shape[-1]):
+            np.multiply(left[..., :, k, None], right[..., None, k, :], out=product, dtype=wide)
+            total += product
+    total = total[..., 0, :] if row else total
+    total = total[..., 0] if column else total
+    return total.astype(dtype)
+
+
+def tap_slice(start: int, step: int, count: int) -> slice:
+    """The `count` positions `start, start + step, ...` of one axis of a window's tap."""
+    return slice(start, start + step * (count - 1) + 1, step)
 
 
 def ordered_conv2d(
-    windows: np.ndarray, weights: np.ndarray, bias: np.ndarray | None, dtype: np.dtype
+    padded: np.ndarray,
+    weights: np.ndarray,
+    bias: np.ndarray | None,
+    dtype: np.dtype,
+    strides: tuple[int, int] = (1, 1),
+    dilations: tuple[int, int] = (1, 1),
+    groups: int = 1,
 ) -> np.ndarray:
-    """Cross-correlation from `windows[N, C, OH, OW, KH, KW]` and `weights[F, C, KH, KW]`.
+    """Cross-correlation of an already padded `padded[N, C, Hp, Wp]` with `weights[F, C/groups, KH, KW]`.
 
-    Returns `[N, F, OH, OW]`: the optional `bias[F]` first, then the products over
-    (c, i, j) in lexicographic order (no einsum), rounded to `dtype` once.
+    Returns `[N, F, OH, OW]`, `OH = (Hp - (KH - 1) * dilation - 1) // stride + 1` (same for
+    W). Filter f reads the channels of its group `f // (F / groups)`. Each output element
+    is the optional `bias[f]` first, then the products over (c, i, j) of its group in
+    lexicographic order (no einsum), rounded to `dtype` once.
     """
     dtype = np.dtype(dtype)
-    patches, kernel = _operand(windows, dtype), _operand(weights, dtype)
-    batch, channels, out_height, out_width, kernel_height, kernel_width = patches.shape
-    filters = kernel.shape[0]
-    total = np.zeros((batch, filters, out_height, out_width), dtype=patches.dtype)
+    image, kernel = _operand(padded, dtype), _operand(weights, dtype)
+    batch, _, padded_height, padded_width = image.shape
+    filters, group_channels, kernel_height, kernel_width = kernel.shape
+    (stride_h, stride_w), (dilation_h, dilation_w) = strides, dilations
+    out_height = (padded_height - (kernel_height - 1) * dilation_h - 1) // stride_h + 1
+    out_width = (padded_width - (kernel_width - 1) * dilation_w - 1) // stride_w + 1
+    total = np.zeros((batch, filters, out_height, out_width), dtype=image.dtype)
     if bias is not None:
         total += _operand(bias, dtype).reshape(1, filters, 1, 1)
+    product = np.empty_like(total)
+    first_channel = (np.arange(filters) // (filters // groups)) * group_channels
     with np.errstate(all="ignore"):
-        for c in range(channels):
+        for c in range(group_channels):
+            # one channel for every filter (broadcast), or with groups each filter's own
+            source = image[:, c : c + 1] if groups == 1 else image[:, first_channel + c]
             for i in range(kernel_height):
+                rows = tap_slice(i * dilation_h, stride_h, out_height)
                 for j in range(kernel_width):
-                    tap = patches[:, c, :, :, i, j][:, None, :, :]
-                    total += tap * kernel[None, :, c, i, j, None, None]
+                    columns = tap_slice(j * dilation_w, stride_w, out_width)
+                    np.multiply(source[:, :, rows, columns], kernel[None, :, c, i, j, None, None], out=product)
+                    total += product
         return total.astype(dtype)
+
+
+def ordered_window_sum(
+    padded: np.ndarray,
+    window: tuple[int, int],
+    strides: tuple[int, int],
+    dilations: tuple[int, int],
+    out_size: tuple[int, int],
+) -> np.ndarray:
+    """The sums of the window patches of `padded[N, C, Hp, Wp]`, `out_size` of them per
+    axis, in float64 (not rounded): the taps (i, j) added in lexicographic order."""
+    wide = np.asarray(padded).astype(np.float64)
+    total = np.zeros(wide.shape[:2] + tuple(out_size))
+    with np.errstate(all="ignore"):
+        for i in range(window[0]):
+            rows = tap_slice(i * dilations[0], strides[0], out_size[0])
+            for j in range(window[1]):
+                total += wide[:, :, rows, tap_slice(j * dilations[1], strides[1], out_size[1])]
+    return total
 
 
 def softmax(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
@@ -147,6 +209,39 @@ def softmax(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
         shifted = exp(wide - wide.max(axis=axis, keepdims=True))
         total = np.expand_dims(ordered_sum(shifted, axis, np.float64), axis)
         return (shifted / total).astype(dtype)
+
+
+def normalized(values: np.ndarray, axis: int, epsilon: float) -> np.ndarray:
+    """`(x - mean) / sqrt(variance + epsilon)` over the axes from `axis` to the last taken
+    together (layer normalization), in float64 (not rounded). The mean, and the variance
+    of the differences, are sums in row-major order divided by the count."""
+    wide = np.asarray(values).astype(np.float64)
+    rows = wide.reshape(wide.shape[:axis] + (-1,))
+    count = rows.shape[-1]
+    with np.errstate(all="ignore"):
+        mean = ordered_sum(rows, -1, np.float64)[..., None] / count
+        difference = rows - mean
+        variance = ordered_sum(difference * difference, -1, np.float64)[..., None] / count
+        return (difference / np.sqrt(variance + epsilon)).reshape(wide.shape)
+
+
+def local_response(values: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    """ONNX's LRN across axis 1 of `values[N, C, ...]`, in float64 (not rounded):
+    `x / (bias + alpha / size * square_sum) ** beta`, where `square_sum` of channel c adds
+    the squares of channels `c - (size - 1) // 2` to `c + ceil((size - 1) / 2)` (those that
+    exist), lowest first, and the power is `powf`."""
+    wide = np.asarray(values).astype(np.float64)
+    squares = wide * wide  # exact for float32 and float16 values
+    channels = wide.shape[1]
+    below = (size - 1) // 2
+    total = np.zeros_like(wide)
+    with np.errstate(all="ignore"):
+        for shift in range(-below, size - below):  # the neighbour c + shift
+            low, high = max(0, -shift), min(channels, channels - shift)
+            if low < high:
+                total[:, low:high] += squares[:, low + shift : high + shift]
+        base = bias + (alpha / size) * total
+        return wide / powf(base, np.full_like(base, beta))
 
 
 # --------------------------------------------------------------------------------------
@@ -300,6 +395,13 @@ def tanh(values: np.ndarray) -> np.ndarray:
     result = np.where(magnitude >= _TANH_ONE, 1.0, t / (t + 2.0))
     result = np.copysign(result, wide)
     return _rounded(np.where(np.isnan(wide), wide, result), values.dtype)
+
+
+def sigmoid(values: np.ndarray) -> np.ndarray:
+    """`1 / (1 + exp(-x))`: 0 below x = -745, 1 above x = 37 in float64."""
+    values = _float_input(values, "sigmoid")
+    with np.errstate(over="ignore"):
+        return _rounded(1.0 / (1.0 + _exp64(-values.astype(np.float64))), values.dtype)
 
 
 def erf(values: np.ndarray) -> np.ndarray:

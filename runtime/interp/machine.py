@@ -202,6 +202,19 @@ class Storage:
     def size(self) -> int:
         return int(self.data.shape[0])
 
+    def grow(self, size: int) -> None:
+        """Enlarges the block to `size` bytes, keeping its bytes and shadow (an arena whose
+        size is computed at run time, `memref.alloc(%n) {scratchpad.arena}`, may need more
+        than the program's static arenas; values hold the `Storage`, not its arrays)."""
+        if size <= self.size:
+            return
+        check_storage_size(self.name, size)
+        data = _aligned_bytes(size)
+        data[: self.size] = self.data
+        shadow = np.full(size, UNWRITTEN, dtype=np.int32)
+        shadow[: self.size] = self.shadow
+        self.data, self.shadow = data, shadow
+
 
 @dataclass(frozen=True, eq=False)
 class MemRef:
@@ -307,6 +320,12 @@ class Machine:
             if storage is memory and key in self.capacities:
                 return self.capacities[key]
         return memory.size if self.capacity is None else self.capacity
+
+    def bounded(self, memory: Storage) -> bool:
+        """`memory` has a capacity (else it holds whatever the program places)."""
+        return self.capacity is not None or any(
+            storage is memory and key in self.capacities for key, storage in self.memories.items()
+        )
 
     def memory(self, key: str | None) -> Storage:
         """The memory planned buffers of a memory space live in (None: main memory)."""
@@ -532,8 +551,7 @@ def place_arena(
     if op not in machine.arena_bases:
         top = machine.arena_top.get(key, 0)
         base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        limit = machine.limit(memory)
-        assert base + size <= memory.size or base + size > limit, "memory sized too small"
+        limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
         if base + size > limit:
             raise InterpreterError(
                 f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
@@ -541,6 +559,7 @@ def place_arena(
                 f"'{limit}' bytes",
                 op,
             )
+        memory.grow(base + size)  # a dynamic arena (a parametric plan) sizes itself at run time
         machine.arena_bases[op] = base
         machine.arena_top[key] = base + size
         machine.arena_bytes += size

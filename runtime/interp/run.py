@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,9 +51,11 @@ from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.dialects import make_context as dialects_make_context
 from telamalloc.dialects import scratchpad
+from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols, argument_values
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
 )
+from telamalloc.runtime.interp.cf import CfExtraFunctions
 from telamalloc.runtime.interp.compiled import CompiledLoopFunctions
 from telamalloc.runtime.interp.machine import (
     ARENA_ALIGNMENT,
@@ -170,16 +172,30 @@ def argument_name(function: func.FuncOp, index: int) -> str:
     return f"%{hint}" if hint else f"arg{index}"
 
 
-def random_inputs(function: func.FuncOp, seed: int = DEFAULT_SEED) -> list[np.ndarray]:
+def random_inputs(
+    function: func.FuncOp, seed: int = DEFAULT_SEED, dims: Mapping[str, int] | None = None
+) -> list[np.ndarray]:
     """Deterministic pseudo-random inputs, one per argument of `function`.
 
     Argument `i` draws from `numpy.random.default_rng([seed, i])`: floats uniform in
     [-1, 1) (rounded to the element type), signed integers uniform in [-8, 8), unsigned
     integers and `index` in [0, 8), `i1` fair coin flips. Scalars are 0-d arrays.
+    `dims` gives the symbolic dimensions their values (`dialects/dims.py`: an `index`
+    argument so named takes the value, a memref argument's `?` that size); a dimension
+    `dims` leaves out takes its declared range's hint (else its upper end).
     """
+    try:
+        _, declared = argument_symbols(function)
+        values = {name: symbol_range.target for name, symbol_range in declared.items()} | dict(dims or {})
+        given = argument_values(function, values)
+    except DimsError as error:
+        raise InterpreterError(str(error), function) from None
     inputs = []
     for index, type_ in enumerate(function.function_type.inputs.data):
-        shape, element_type = _argument_shape(function, index, type_)
+        if Source(index) in given:
+            inputs.append(np.asarray(given[Source(index)], dtype=np.int64))
+            continue
+        shape, element_type = _argument_shape(function, index, type_, given)
         dtype = numpy_dtype(element_type)
         try:
             check_storage_size(f"argument {argument_name(function, index)} '{type_}'", math.prod(shape) * dtype.itemsize)
@@ -198,13 +214,20 @@ def random_inputs(function: func.FuncOp, seed: int = DEFAULT_SEED) -> list[np.nd
     return inputs
 
 
-def _argument_shape(function: func.FuncOp, index: int, type_: Attribute) -> tuple[tuple[int, ...], Attribute]:
+def _argument_shape(
+    function: func.FuncOp, index: int, type_: Attribute, given: Mapping[Source, int]
+) -> tuple[tuple[int, ...], Attribute]:
     if isinstance(type_, MemRefType):
-        shape = tuple(type_.get_shape())
+        shape = tuple(
+            given.get(Source(index, axis), size) if size == DYNAMIC_INDEX else size
+            for axis, size in enumerate(type_.get_shape())
+        )
         if DYNAMIC_INDEX in shape:
+            names = [name for name, source in argument_sizes(function) if source.argument == index and source.axis is not None]
             raise InterpreterError(
                 f"argument #{index} '{type_}' of '@{function.sym_name.data}' has a dynamic "
-                "shape; pass its value with --inputs",
+                f"shape; pass its value with --inputs, or its sizes with --dim "
+                f"({', '.join(f'{name}=<size>' for name in names)})",
                 function,
             )
         return shape, type_.element_type
@@ -286,8 +309,9 @@ def run_program(
     shadow: bool = True,
     collect_violations: bool = False,
     compiled: bool = True,
+    dims: Mapping[str, int] | None = None,
 ) -> RunResult:
-    """Runs function `entry` of `module` on `inputs` (default: `random_inputs(seed)`).
+    """Runs function `entry` of `module` on `inputs` (default: `random_inputs(seed, dims)`).
 
     An input must have its argument's shape; its dtype must cast safely to the element
     type (`numpy.can_cast(..., "safe")`), except that any float dtype is accepted for a
@@ -307,7 +331,7 @@ def run_program(
     name = function.sym_name.data
     argument_types = function.function_type.inputs.data
     if inputs is None:
-        inputs = random_inputs(function, seed)
+        inputs = random_inputs(function, seed, dims)
     if len(inputs) != len(argument_types):
         raise InterpreterError(
             f"'@{name}' takes {len(argument_types)} arguments but {len(inputs)} inputs are given",
@@ -338,6 +362,7 @@ def run_program(
     interpreter.register_implementations(ArithFunctions())
     interpreter.register_implementations(ArithExtraFunctions(), override=True)
     interpreter.register_implementations(ScfExtraFunctions())
+    interpreter.register_implementations(CfExtraFunctions())
     interpreter.register_implementations(MathFunctions())
     if compiled:
         interpreter.register_implementations(CompiledLoopFunctions(machine), override=True)
@@ -456,7 +481,7 @@ def _argument_shape_for_input(
                 function,
             )
         return tuple(array.shape), type_.element_type
-    return _argument_shape(function, index, type_)
+    return _argument_shape(function, index, type_, {})
 
 
 def _output_array(value: Any, type_: Attribute) -> np.ndarray:

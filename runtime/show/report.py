@@ -82,10 +82,12 @@ class Report:
     message: str | None  # the solver's one-line summary; None when built without timing
     optimum: int | None = None  # minimize mode: the proved minimal peak in bytes, None when not proved
     lifetimes: str | None = None  # a function's plan: where its lifetimes start ('first-write' or 'alloc')
+    load_before_schedule: int | None = None  # bytes: LOAD in the order before tela-schedule; None when it did not run
 
 
 def build_report(
-    name: str, problem: Problem, solution: Solution, *, timing: bool = True, lifetimes: str | None = None
+    name: str, problem: Problem, solution: Solution, *, timing: bool = True, lifetimes: str | None = None,
+    load_before_schedule: int | None = None,
 ) -> Report:
     """The report of `solution` for `problem`; `timing=False` drops the solve time and message;
     `lifetimes` names the liveness rule of a function's problem (None for a CSV problem)."""
@@ -110,6 +112,7 @@ def build_report(
         message=solution.message if timing else None,
         optimum=solution.optimum,
         lifetimes=lifetimes,
+        load_before_schedule=load_before_schedule,
     )
 
 
@@ -134,7 +137,8 @@ def reports_for_plans(plans, *, timing: bool = True) -> list[Report]:
     duck-typed, so no xDSL import here)."""
     return [
         build_report(plan.name, plan.problem.problem(), plan.solution, timing=timing,
-                     lifetimes=getattr(plan.problem, "rule", None))
+                     lifetimes=getattr(plan.problem, "rule", None),
+                     load_before_schedule=getattr(plan, "load_before_schedule", None))
         for plan in plans
     ]
 
@@ -185,6 +189,8 @@ def report_to_dict(report: Report) -> dict:
     }
     if report.lifetimes is not None:
         data["lifetimes"] = report.lifetimes
+    if report.load_before_schedule is not None:
+        data["load_before_schedule"] = report.load_before_schedule
     if report.seconds is None:
         del data["seconds"]
     if report.message is None:
@@ -232,7 +238,10 @@ def _text_block(report: Report) -> str:
         f"  status:        {status}, {report.mode}, {report.algorithm}",
         f"  buffers:       {report.buffers}" + ("" if report.lifetimes is None else f", lifetimes={report.lifetimes}"),
         f"  capacity:      {_bytes(report.capacity, 'none')}",
-        f"  LOAD:          {_bytes(report.load)}",
+        f"  LOAD:          {_bytes(report.load)}" + (
+            "" if report.load_before_schedule is None
+            else f" (scheduled; {_bytes(report.load_before_schedule)} in the given order)"
+        ),
         f"  peak:          {_bytes(report.peak)}",
     ]
     if report.mode == "minimize":

@@ -148,6 +148,8 @@ def test_bench_large_overhead_measures_each_phase(tmp_path):
     (["--others-max", "omni=x"], "[ALLOCATOR=]BUFFERS"),
     (["--suite", "--quick"], "not allowed with"),
     (["--runs", "0", "--no-shared", "--no-onnx", "--families", "unet", "--buffers", "10"], "--runs '0' must be at least 1"),
+    (["/nonexistent/missing.csv"], "missing.csv"),
+    (["--overhead", "/nonexistent/missing.csv"], "missing.csv"),
 ])
 def test_bench_large_rejects_bad_usage(arguments, message, tmp_path):
     result = run_large(*arguments, "--cache", str(tmp_path))
@@ -184,3 +186,20 @@ def test_bench_embed_plans_alike_in_both_embeddings_and_keeps_locations():
     rows = [line.split() for line in result.stdout.splitlines()[1:]]
     assert [row[0] for row in rows] == ["40", "120"]
     assert all(row[-2:] == ["yes", "yes"] for row in rows)  # same offsets; every lowered op located
+
+
+@pytest.mark.slow
+def test_bench_onnx_verifies_a_light_model_through_the_tools():
+    pytest.importorskip("onnx")
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "onnx"), "--models", "squeezenet",
+                             "--frontends", "telamalloc"], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (row,) = [line.split() for line in result.stdout.splitlines()[1:]]
+    assert row[:2] == ["squeezenet", "telamalloc"] and row[-2:] == ["verified", "(interpreter)"]
+    assert int(row[5]) == int(row[6]) == 6308352  # planned at LOAD
+
+
+def test_bench_onnx_names_the_light_models_for_an_unknown_one():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "onnx"), "--models", "lenet"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith("bench/onnx: error: unknown model 'lenet'; the light")

@@ -93,9 +93,34 @@ def kernel_cases() -> list[tuple[str, str]]:
             ("scale", [operand(100)], (100,), {"factor": 0.3}),
             ("maxpool2d", [operand(1, 3, 8, 8)], (1, 3, 4, 4), {}),
         ]
+        calls += [
+            ("matmul", [operand(3, 17, 40), operand(40, 9)], (3, 17, 9), {}),
+            ("gemm", [operand(40, 17), operand(9, 40), operand(9)], (17, 9), {"trans_a": 1, "trans_b": 1}),
+            ("conv2d", [operand(1, 6, 12, 11), operand(4, 3, 3, 2), operand(4)], (1, 4, 7, 11),
+             {"stride": [2, 1], "padding": [1, 0, 2, 1], "dilation": [1, 1], "groups": 2}),
+            ("maxpool2d", [operand(1, 3, 9, 9)], (1, 3, 5, 5), {"window": 3, "stride": 2, "padding": 1, "ceil_mode": 1}),
+            ("add", [operand(16, 31), operand(31), operand(16, 1)], (16, 31), {}),
+            ("concat", [operand(2, 3), operand(2, 5)], (2, 8), {"axis": 1}),
+            ("reduce-sum", [operand(9, 33, 17)], (33,), {"axes": [0, 2]}),
+        ]
         if np.dtype(dtype).kind == "f":
             calls.append(("softmax", [operand(19, 130) * 8], (19, 130), {"axis": 1}))
             calls.append(("softmax", [operand(130, 19)], (130, 19), {"axis": 0}))
+            calls += [
+                ("softmax", [operand(4, 7, 9) * 8], (4, 7, 9), {"axis": 1, "trailing": 1}),
+                ("avgpool2d", [operand(2, 3, 9, 9)], (2, 3, 5, 5), {"window": 3, "stride": 2, "padding": 1}),
+                ("reduce-mean", [operand(2, 3, 13, 13)], (2, 3, 1, 1), {"axes": [2, 3]}),
+                ("batch-norm", [operand(2, 5, 4, 4), operand(5), operand(5), operand(5), operand(5) ** 2 + 0.1],
+                 (2, 5, 4, 4), {"epsilon": 1e-3}),
+                ("lrn", [operand(2, 7, 5, 5)], (2, 7, 5, 5), {"size": 5, "alpha": 0.3, "beta": 0.75, "bias": 2.0}),
+                ("layer-norm", [operand(6, 65), operand(65), operand(65)], (6, 65), {"epsilon": 1e-5}),
+                ("div", [operand(16, 31), operand(16, 31) ** 2 + 0.5], (16, 31), {}),
+                ("pow", [np.abs(operand(16, 31)) + 0.1, operand(16, 31)], (16, 31), {}),
+                ("sigmoid", [operand(300) * 4], (300,), {}),
+                ("tanh", [operand(300)], (300,), {}),
+                ("erf", [operand(300)], (300,), {}),
+                ("leaky-relu", [operand(300)], (300,), {"alpha": 0.1}),
+            ]
         for name, ins, shape, params in calls:
             out = np.zeros(shape, dtype=dtype)
             run_kernel(name, ins, [out], params)

@@ -119,6 +119,30 @@ MLIR_CASES = [
      _func("  %a = scratchpad.alloc(%n) : memref<?xf32, #scratchpad.space>\n", "%n: index"), [], 2,
      "bad.mlir:2:3: error: 'scratchpad.alloc' op dynamic result type 'memref<?xf32, #scratchpad.space>' needs a "
      "declared upper bound; add 'bound <bytes>'"),
+    ("dynamic-size-without-range", "tela-opt",
+     _func("  %a = memref.alloc(%n) : memref<?xf32>\n  \"test.op\"(%a) : (memref<?xf32>) -> ()\n", "%n: index"),
+     ["-p", "tela-plan{capacity=64}"], 2,
+     "bad.mlir:1:1: error: pass 'tela-plan' failed: 'func.func' op '@f' has sizes that depend on 'n', which has no "
+     "range; declare it with 'dims=n=LO..HI[@HINT]' or the argument attribute 'scratchpad.dim = \"n=LO..HI\"' "
+     "(memref dimensions: 'scratchpad.dims')"),
+    ("dynamic-size-not-followed", "tela-opt",
+     _func("  %c0 = arith.constant 0 : index\n  %n = memref.load %m[%c0] : memref<1xindex>\n"
+           "  %a = memref.alloc(%n) : memref<?xf32>\n", "%m: memref<1xindex>"),
+     ["-p", "tela-plan{capacity=64}"], 2,
+     "bad.mlir:4:3: error: pass 'tela-plan' failed: 'memref.alloc' op the size of buffer 'a' of dynamic type "
+     "'memref<?xf32>' is not an expression of the function's dimensions: '%n' comes from 'memref.load'; compute it "
+     "from index arguments and 'memref.dim' of arguments, or declare an upper bound with the attribute "
+     "'scratchpad.bound = <bytes> : i64'"),
+    ("pass-option-dims-invalid", "tela-opt", SMALL, ["-p", "tela-plan{dims=seq=8..2}"], 2,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{dims=seq=8..2}': invalid dims: invalid dimension 'seq=8..2': "
+     "the range '8..2' is empty: its lower end is above its upper end"),
+    ("run-dynamic-capacity-exceeded", "tela-run",
+     _func("  %a = memref.alloc(%n) : memref<?xf32>\n  %c0 = arith.constant 0 : index\n"
+           "  %v = arith.constant 1.0 : f32\n  memref.store %v, %a[%c0] : memref<?xf32>\n",
+           '%n: index {scratchpad.dim = "n=1..64"}').replace("@f", "@main"),
+     ["--verify", "--capacity", "64", "--dim", "n=17"], 1,
+     "bad.mlir:2:3: error: 'cf.assert' failed: scratchpad overflow in '@main': the arena at these sizes exceeds the "
+     "capacity '64' B; it fits for n <= 16"),
     ("size-beyond-64-bit", "tela-opt", _func(ALLOC.replace("4xf32", "4611686018427387904xf32")), [], 2,
      "bad.mlir:2:3: error: 'scratchpad.alloc' op result type 'memref<4611686018427387904xf32, #scratchpad.space>' "
      "needs '18446744073709551616' bytes, which does not fit in 64 bits"),
@@ -141,7 +165,7 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', "
-     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes'"),
+     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'dims'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
      "'error' or 'spill'"),
@@ -161,8 +185,9 @@ MLIR_CASES = [
     ("run-empty-file", "tela-run", "", [], 2,
      "bad.mlir: error: no entry function: found 0 functions with a body (none) and none is '@main'; pass --entry NAME"),
     ("run-unknown-kernel", "tela-run", SMALL.replace('"relu"', '"nope"'), [], 2,
-     "bad.mlir:6:5: error: unknown kernel 'nope'; the library has: add, conv2d, copy, fill, matmul, max, maxpool2d, "
-     "mul, reduce-sum, relu, scale, softmax, sub, transpose"),
+     "bad.mlir:6:5: error: unknown kernel 'nope'; the library has: abs, add, avgpool2d, batch-norm, clip, concat, conv2d, "
+     "copy, div, erf, exp, fill, gemm, layer-norm, leaky-relu, log, lrn, matmul, "
+     "max, maxpool2d, min, mul, neg, pow, reduce-mean, reduce-sum, relu, scale, sigmoid, softmax, sqrt, sub, tanh, transpose"),
     ("run-huge-argument", "tela-run", SMALL.replace("%x: memref<4x4xf32>", "%x: memref<4x100000000000xf32>")
      .replace("scratchpad.dma %x -> %a : memref<4x4xf32>", "scratchpad.dma %x -> %a : memref<4x100000000000xf32>")
      .replace("#scratchpad.space> -> memref<4x4xf32>", "#scratchpad.space> -> memref<4x4xf32>"), [], 2,

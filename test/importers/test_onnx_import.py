@@ -34,25 +34,27 @@ def _lifetimes(module: ModuleOp) -> dict[str, tuple[int, int, int]]:
 
 
 @pytest.mark.parametrize(
-    "name, nodes, buffers, loads, planned_only",
+    "name, nodes, views, buffers, loads",
     [
         # 3 x (MatMul, Add) + 2 Relu + Softmax = 9 nodes; x and 6 weights loaded; 9 results.
-        ("mlp", 9, 16, 7, {}),
-        # 2 x (Conv, Relu, MaxPool) + Flatten, MatMul, Add, Softmax = 10 nodes, 7 loads.
-        ("cnn", 10, 17, 7, {"Flatten": 1}),
+        ("mlp", 9, 0, 16, 7),
+        # 2 x (Conv, Relu, MaxPool) + Flatten, MatMul, Add, Softmax = 10 nodes, 7 loads; the
+        # Flatten is a view of the second pool's buffer: 9 results.
+        ("cnn", 10, 1, 16, 7),
         # 18 nodes; x, 4 projections, scale, 2 x (gamma, beta), w1, b1, w2, b2 = 14 loads.
-        ("transformer_block", 18, 32, 14, {"LayerNormalization": 2}),
+        ("transformer_block", 18, 0, 32, 14),
     ],
 )
-def test_example_models_import_with_expected_counts(model_files, name, nodes, buffers, loads, planned_only):
+def test_example_models_import_with_expected_counts(model_files, name, nodes, views, buffers, loads):
     imported = import_onnx(model_files[name])
     module = imported.module
     module.verify()
-    assert (imported.nodes, imported.buffers, imported.loads, imported.stores) == (nodes, buffers, loads, 1)
-    assert imported.planned_only == planned_only
-    assert len(_ops(module, KernelOp)) == nodes
+    assert (imported.nodes, imported.views, imported.buffers, imported.loads, imported.stores) == (
+        nodes, views, buffers, loads, 1)
+    assert imported.planned_only == {}
+    assert len(_ops(module, KernelOp)) == nodes - views
     assert len(_ops(module, AllocOp)) == buffers == len(_ops(module, DeallocOp))
-    assert buffers == nodes + loads  # every node writes one tensor; every load fills one buffer
+    assert buffers == nodes - views + loads  # every kernel writes one tensor; every load fills one buffer
     assert len(_ops(module, DmaOp)) == loads + 1
 
 
@@ -113,11 +115,19 @@ def test_imported_mlp_runs_like_the_onnx_reference(model_files, builders):
     assert report.ok
 
 
-def test_imported_cnn_is_planned_but_not_run(model_files):
-    module = import_onnx(model_files["cnn"]).module
-    flatten = [op for op in _ops(module, KernelOp) if op.kernel_name == "onnx.Flatten"]
-    assert len(flatten) == 1
-    assert dict(flatten[0].params.data)["axis"].value.data == 1
+@pytest.mark.parametrize("name, shape", [("cnn", (1, 3, 16, 16)), ("transformer_block", (16, 32))])
+def test_imported_cnn_and_transformer_run_like_the_onnx_reference(model_files, builders, name, shape):
+    """The cnn's Flatten (a view) and the transformer's LayerNormalization run too."""
+    from onnx.reference import ReferenceEvaluator
+
+    model = getattr(builders, name)()
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    (expected,) = ReferenceEvaluator(model).run(None, {model.graph.input[0].name: x})
+    imported = import_onnx(model_files[name])
+    inputs = [x, np.zeros(expected.shape, np.float32)]
+    result = run_program(imported.module, inputs=inputs)
+    np.testing.assert_allclose(result.outputs[-1].value, expected, rtol=1e-5, atol=1e-5)
+    assert verify_program(imported.module, inputs=inputs).ok
 
 
 # --------------------------------------------------------------------------------------
@@ -138,24 +148,40 @@ def _tensor(name, shape, element=TensorProto.FLOAT):
 def test_unmapped_attributes_and_unknown_ops_are_planned_as_opaque_kernels():
     model = _model(
         [
-            helper.make_node("MatMul", ["a", "b"], ["c"]),  # 3-D: not the 2-D matmul kernel
-            helper.make_node("Gemm", ["c2", "w"], ["d"], transB=1),
-            helper.make_node("Reshape", ["c", "shape"], ["c2"]),
+            helper.make_node("Conv", ["a", "w"], ["c"]),  # 1-D: not the 2-D conv2d kernel
+            helper.make_node("MaxPool", ["c"], ["p", "indices"], kernel_shape=[2]),
+            helper.make_node("Reshape", ["p", "shape"], ["r"]),  # the shape is no constant
+            helper.make_node("Cast", ["indices"], ["d"], to=TensorProto.FLOAT),
         ],
-        [_tensor("a", [2, 3, 4]), _tensor("b", [2, 4, 5]), _tensor("w", [6, 15])],
-        [_tensor("d", [2, 6])],
-        [numpy_helper.from_array(np.array([2, 15], dtype=np.int64), "shape")],
+        [_tensor("a", [1, 3, 8]), _tensor("w", [4, 3, 3]), _tensor("shape", [2], TensorProto.INT64)],
+        [_tensor("r", [4, 5]), _tensor("d", [1, 4, 5])],
     )
     imported = import_onnx(model)
     imported.module.verify()
-    assert imported.planned_only == {"Gemm": 1, "MatMul": 1, "Reshape": 1}
-    assert imported.reasons == {"MatMul": "'matmul' multiplies 2-D matrices only"}
+    assert imported.planned_only == {"Cast": 1, "Conv": 1, "MaxPool": 1, "Reshape": 1}
+    assert imported.reasons == {
+        "Conv": "'conv2d' takes 4-D NCHW images (2-D windows) only",
+        "MaxPool": "its output 'indices' is read, and the kernel computes the first output only",
+        "Reshape": "its shape input is not a constant",
+    }
     kernels = [op.kernel_name for op in _ops(imported.module, KernelOp)]
-    assert kernels == ["onnx.MatMul", "onnx.Reshape", "onnx.Gemm"]  # producers first
-    gemm = _ops(imported.module, KernelOp)[2]
-    assert dict(gemm.params.data)["transB"].value.data == 1
+    assert kernels == ["onnx.Conv", "onnx.MaxPool", "onnx.Reshape", "onnx.Cast"]
+    maxpool = _ops(imported.module, KernelOp)[1]
+    assert dict(maxpool.params.data)["kernel_shape"].get_values() == (2,)
+    assert len(maxpool.outs) == 2  # an opaque kernel writes every output that is used
     shape_buffer = [op for op in _ops(imported.module, AllocOp) if op.memref.name_hint == "shape"]
     assert shape_buffer and shape_buffer[0].memref.type.element_type.width.data == 64
+
+
+def test_a_node_whose_attributes_the_importer_cannot_read_is_named():
+    model = _model([helper.make_node("LRN", ["x"], ["y"], name="norm1")], [_tensor("x", [1, 3, 4, 4])],
+                   [_tensor("y", [1, 3, 4, 4])])  # LRN's size is required
+    with pytest.raises(OnnxImportError) as error:
+        import_onnx(model)
+    assert str(error.value) == (
+        "node 'norm1' (LRN): the importer cannot read its attributes and inputs ('size'); "
+        "check the node against the ONNX operator's specification"
+    )
 
 
 def test_mapped_kernels_carry_their_params():
@@ -173,8 +199,9 @@ def test_mapped_kernels_carry_their_params():
     imported = import_onnx(model)
     kernels = {op.kernel_name: {k: v for k, v in op.params.data.items()} for op in _ops(imported.module, KernelOp)}
     assert kernels["conv2d"]["stride"].value.data == 2 and kernels["conv2d"]["padding"].value.data == 1
+    assert "dilation" not in kernels["conv2d"] and "groups" not in kernels["conv2d"]  # the defaults are left out
     assert kernels["maxpool2d"]["window"].value.data == 2 and kernels["maxpool2d"]["stride"].value.data == 1
-    assert kernels["reduce-sum"]["axis"].value.data == 3
+    assert kernels["reduce-sum"]["axes"].get_values() == (3,)
     assert kernels["transpose"]["permutation"].get_values() == (2, 1, 0)
     assert imported.planned_only == {}
     # the axes initializer is read as a constant, never moved into the scratchpad

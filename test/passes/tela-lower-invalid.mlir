@@ -32,3 +32,28 @@ func.func @past_peak() attributes {scratchpad.peak = 16 : i64} {
   %a = scratchpad.alloc() offset 8 : memref<4xf32, #scratchpad.space>
   func.return
 }
+
+// -----
+// A parametric plan whose order names a buffer the function does not have.
+// expected-error @+1 {{pass 'tela-lower' failed: 'func.func' op '@stale_order' does not match its 'scratchpad.order'; run tela-plan again}}
+func.func @stale_order(%n : index {scratchpad.dim = "n=1..4"}) attributes {scratchpad.order = ["a", "gone"], scratchpad.peak_tops = ["a"], scratchpad.peak = 16 : i64} {
+  %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.above = [], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"} : memref<?xf32>
+  func.return
+}
+
+// -----
+// A recorded symbolic size that no longer matches the IR (the program changed after planning).
+func.func @stale_size(%n : index {scratchpad.dim = "n=1..4"}) attributes {scratchpad.order = ["a"], scratchpad.peak_tops = ["a"], scratchpad.peak = 16 : i64} {
+  // expected-error @+1 {{pass 'tela-lower' failed: 'memref.alloc' op the size '4*n' differs from the planned 'scratchpad.size'; run tela-plan again}}
+  %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.above = [], scratchpad.alignment = 4 : i64, scratchpad.size = "8*n"} : memref<?xf32>
+  func.return
+}
+
+// -----
+// A predecessor placed later than the buffer it bounds.
+func.func @later_predecessor(%n : index {scratchpad.dim = "n=1..4"}) attributes {scratchpad.order = ["a", "b"], scratchpad.peak_tops = ["b"], scratchpad.peak = 32 : i64} {
+  // expected-error @+1 {{pass 'tela-lower' failed: 'memref.alloc' op 'scratchpad.above' names a buffer placed later; run tela-plan again}}
+  %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.above = ["b"], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"} : memref<?xf32>
+  %b = memref.alloc(%n) {scratchpad.buffer = "b", scratchpad.above = [], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"} : memref<?xf32>
+  func.return
+}

@@ -51,10 +51,66 @@ func.func @no_capacity() {
 }
 
 // -----
-// A dynamic memref.alloc needs a declared bound.
-// expected-error @+3 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 'd' of dynamic type 'memref<?xf32, #scratchpad.space>' needs a declared upper bound; add the attribute 'scratchpad.bound = <bytes> : i64'}}
+// A dynamic memref.alloc without a bound has a symbolic size (4*n bytes); the symbol n
+// needs a range, and the error names it.
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@unbounded' has sizes that depend on 'n', which has no range; declare it with 'dims=n=LO..HI[@HINT]' or the argument attribute 'scratchpad.dim = "n=LO..HI"' (memref dimensions: 'scratchpad.dims')}}
   func.func @unbounded(%n : index) {
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    func.return
+  }
+}
+
+// -----
+// A size that is not an expression of the function's dimensions (a loaded value) needs a
+// declared bound; the error names the value it could not follow.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
+  func.func @loaded(%m : memref<1xindex>) {
+    %c0 = arith.constant 0 : index
+    %n = memref.load %m[%c0] : memref<1xindex>
+    // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op the size of buffer 'd' of dynamic type 'memref<?xf32, #scratchpad.space>' is not an expression of the function's dimensions: '%n' comes from 'memref.load'; compute it from index arguments and 'memref.dim' of arguments, or declare an upper bound with the attribute 'scratchpad.bound = <bytes> : i64'}}
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    func.return
+  }
+}
+
+// -----
+// Division by a value that is not a constant cannot be followed either.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 64>} {
+  func.func @divided(%n : index, %k : index) {
+    %q = arith.divui %n, %k : index
+    // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op the size of buffer 'd' of dynamic type 'memref<?xf32, #scratchpad.space>' is not an expression of the function's dimensions: '%q' divides by '%k', not by a constant >= 1; compute it from index arguments and 'memref.dim' of arguments, or declare an upper bound with the attribute 'scratchpad.bound = <bytes> : i64'}}
+    %d = memref.alloc(%q) : memref<?xf32, #scratchpad.space>
+    func.return
+  }
+}
+
+// -----
+// Symbolic sizes that do not fit the capacity even at the lower ends of the ranges: at
+// n=8 the buffer takes 4*8 = 32 B > 16 B.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op cannot plan '@too_big' for any size in its ranges: at n=8 its plan needs '32' B but capacity is '16' B; raise the capacity or narrow the ranges}}
+  func.func @too_big(%n : index {scratchpad.dim = "n=8..64"}) {
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    func.return
+  }
+}
+
+// -----
+// A malformed range on an argument.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@bad_range' %n 'scratchpad.dim': invalid dimension 'n=64..8': the range '64..8' is empty: its lower end is above its upper end}}
+  func.func @bad_range(%n : index {scratchpad.dim = "n=64..8"}) {
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    func.return
+  }
+}
+
+// -----
+// One symbol, two different ranges.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@two_ranges' declares two ranges for 'seq': '1..8' and '1..16'; declare one}}
+  func.func @two_ranges(%n : index {scratchpad.dim = "seq=1..8"}, %x : memref<?xf32> {scratchpad.dims = ["seq=1..16"]}) {
     %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
     func.return
   }
@@ -119,4 +175,28 @@ func.func @opaque() {
 func.func @bad_target() attributes {scratchpad.target = 5} {
   %a = memref.alloc() : memref<4xf32>
   func.return
+}
+
+// -----
+// A recorded offset cannot be kept when the function is planned for every size.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 1024>} {
+  func.func @pinned(%n : index {scratchpad.dim = "n=1..8"}) {
+    // expected-error @+1 {{pass 'tela-plan' failed: 'memref.alloc' op buffer 'p' has a recorded offset, but '@pinned' has symbolic sizes and is planned for every size at once; remove the offset}}
+    %p = memref.alloc() {scratchpad.offset = 0 : i64} : memref<4xf32, #scratchpad.space>
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space>
+    "test.op"(%p, %d) : (memref<4xf32, #scratchpad.space>, memref<?xf32, #scratchpad.space>) -> ()
+    func.return
+  }
+}
+
+// -----
+// Symbolic sizes in a function with several memories are not planned parametrically.
+builtin.module attributes {scratchpad.targets = [#scratchpad.target<"l1", capacity = 512>, #scratchpad.target<"l2", capacity = 4096>]} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@two_memories' has several memories and symbolic sizes, which are planned in functions with one memory only; give its dynamic buffers a declared bound ('scratchpad.bound = <bytes> : i64')}}
+  func.func @two_memories(%n : index {scratchpad.dim = "n=1..8"}) {
+    %d = memref.alloc(%n) : memref<?xf32, #scratchpad.space<"l2">>
+    %e = memref.alloc() : memref<4xf32, #scratchpad.space<"l1">>
+    "test.op"(%d, %e) : (memref<?xf32, #scratchpad.space<"l2">>, memref<4xf32, #scratchpad.space<"l1">>) -> ()
+    func.return
+  }
 }

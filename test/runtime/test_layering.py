@@ -6,7 +6,8 @@ them) and checked in a fresh process for what actually gets loaded:
   interpreter, presentation, verification, interop, importers, batch or tools;
 - presentation (`runtime/show/`) imports the allocator only;
 - the interpreter (`runtime/interp/`) never imports passes, tools or verification, and its
-  kernel library (`kernels.py`, `detmath.py`) imports nothing but numpy;
+  kernel library (`kernels.py`, `image_kernels.py`, `kernel_args.py`, `detmath.py`) imports
+  nothing but numpy;
 - dialects import nothing of passes or tools; no library imports a driver (`tools/`), so
   exit statuses are mapped by the drivers alone (libraries raise errors with a kind);
 - passes import presentation only inside functions (the output layer, `passes/outputs.py`),
@@ -178,11 +179,14 @@ def test_benchmarks_import_no_driver():
 
 
 def test_the_kernel_library_imports_only_numpy():
-    for name in ("kernels.py", "detmath.py"):
-        modules = imported_modules(ROOT / "runtime" / "interp" / name)
+    library = ("kernels", "detmath", "image_kernels", "kernel_args")
+    for name in library:
+        modules = imported_modules(ROOT / "runtime" / "interp" / f"{name}.py")
         outside = {m for m in modules if m.split(".")[0] not in ("numpy", "__future__", "collections", "dataclasses",
                                                                    "fractions", "math", "typing")
-                   and m not in ("telamalloc.runtime.interp", "telamalloc.runtime.interp.detmath")}
+                   and m != "telamalloc.runtime.interp"
+                   and not any(m == own or m.startswith(f"{own}.")
+                               for own in (f"telamalloc.runtime.interp.{module}" for module in library))}
         assert outside == set(), name
 
 

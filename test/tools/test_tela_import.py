@@ -37,15 +37,28 @@ def test_writes_the_program_and_notes_ops_the_interpreter_cannot_run(models, tmp
     out = tmp_path / "tb.mlir"
     assert main([str(models["transformer_block"]), "-o", str(out)]) == 0
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err.splitlines() == [
-        "tela-import: note: 2 'LayerNormalization' nodes planned as 'onnx.LayerNormalization' "
-        "(no interpreter kernel); tela-run cannot execute them"
-    ]
+    assert captured.out == "" and captured.err == ""  # every node runs on the interpreter
     text = out.read_text()
     assert text.startswith("// Imported from 'transformer_block.onnx' by tela-import: 18 nodes, 32 scratchpad buffers, 14 loads, 1 store.\n")
-    assert "// Planned only (no interpreter kernel): LayerNormalization (2).\n" in text
-    assert 'scratchpad.kernel "onnx.LayerNormalization"' in text
+    assert "// Planned only (no interpreter kernel): none.\n" in text
+    assert 'scratchpad.kernel "layer-norm"' in text
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.INT32), helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
+        "casts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "casts.onnx")
+    assert main([str(tmp_path / "casts.onnx"), "-o", str(tmp_path / "casts.mlir")]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "tela-import: note: 2 'Cast' nodes planned as 'onnx.Cast' (no interpreter kernel); tela-run cannot execute them"
+    ]
+    assert "// Planned only (no interpreter kernel): Cast (2).\n" in (tmp_path / "casts.mlir").read_text()
+
+
+def test_views_are_counted_in_the_header(models, capsys):
+    assert main([str(models["cnn"])]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("// Imported from 'cnn.onnx' by tela-import: 10 nodes (1 view), 16 scratchpad buffers, 7 loads, 1 store.\n")
+    assert "Flatten -> view" in out and "memref.collapse_shape" in out
 
 
 def test_output_to_stdout_is_deterministic_and_silent_for_runnable_models(models, capsys):
@@ -160,6 +173,10 @@ IMPORT_CASES = [
      _save([helper.make_node("Foo", ["x"], ["t"], domain="com.example"), helper.make_node("Relu", ["x"], ["y"])],
            [_value("x")], [_value("y")], domains=["com.example"]),
      [], "bad.onnx: a 'Foo' node has no output with a static shape; give its outputs shapes in value_info"),
+    ("unreadable-node-attributes",
+     _save([helper.make_node("LRN", ["x"], ["y"], name="norm1")], [_value("x", shape=(1, 3, 4, 4))], [_value("y", shape=(1, 3, 4, 4))]),
+     [], "bad.onnx: node 'norm1' (LRN): the importer cannot read its attributes and inputs ('size'); "
+         "check the node against the ONNX operator's specification"),
     ("output-not-computed", _save([helper.make_node("Relu", ["x"], ["y"])], [_value("x")], [_value("y"), _value("z")]), [],
      "bad.onnx: output 'z' is neither computed by a node nor an input of the model; "
      "compute it by a node or drop it from the graph's outputs"),

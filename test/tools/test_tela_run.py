@@ -398,3 +398,83 @@ def test_lifetimes_choose_where_the_verified_plan_starts_its_buffers(tmp_path, c
     status, out, _ = run(["--verify", "--lifetimes", "alloc", path], capsys)
     assert status == 0 and out.splitlines()[0] == "verify: '@main' planned into 32 bytes (minimize)"
     assert out.splitlines()[-1].startswith("verify: ok: 1 of 1 outputs bit-identical")
+
+
+DYNAMIC = (
+    "func.func @main(%x: memref<?x4xf32> {scratchpad.dims = [\"seq=1..64@8\"]}, %n: index {scratchpad.dim = \"seq\"},\n"
+    "                %out: memref<?x4xf32> {scratchpad.dims = [\"seq\"]}) {\n"
+    "  %c0 = arith.constant 0 : index\n"
+    "  %c1 = arith.constant 1 : index\n"
+    "  %c4 = arith.constant 4 : index\n"
+    "  %two = arith.constant 2.0 : f32\n"
+    "  %t = memref.alloc(%n) : memref<?x4xf32>\n"
+    "  scf.for %i = %c0 to %n step %c1 {\n"
+    "    scf.for %k = %c0 to %c4 step %c1 {\n"
+    "      %v = memref.load %x[%i, %k] : memref<?x4xf32>\n"
+    "      %w = arith.mulf %v, %two : f32\n"
+    "      memref.store %w, %t[%i, %k] : memref<?x4xf32>\n"
+    "    }\n"
+    "  }\n"
+    "  \"memref.copy\"(%t, %out) : (memref<?x4xf32>, memref<?x4xf32>) -> ()\n"
+    "  memref.dealloc %t : memref<?x4xf32>\n"
+    "  func.return\n}\n"
+)
+
+
+@pytest.mark.parametrize("seq", [1, 5, 64])
+def test_dim_sets_the_sizes_of_random_inputs_and_verify_runs_the_parametric_plan(seq, tmp_path, capsys):
+    # %x, %n and %out share the symbol seq: --dim gives each its size (the index argument
+    # its value); the plan's arena at these sizes is t = 16*seq bytes.
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run(["--verify", path, "--dim", f"seq={seq}"], capsys)
+    assert status == 0, err
+    assert out.splitlines() == [
+        f"verify: '@main' planned into {16 * seq} bytes at these sizes (parametric, minimize)",
+        "verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations",
+    ]
+    status, out, _ = run([path, "--dim", f"seq={seq}"], capsys)
+    assert status == 0 and out.startswith("%out: memref<?x4xf32>\n") and out.count("\n") == seq + 1
+
+
+def test_without_dim_a_dimension_takes_its_hint(tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run(["--verify", path], capsys)
+    assert status == 0, err
+    assert out.splitlines()[0] == "verify: '@main' planned into 128 bytes at these sizes (parametric, minimize)"
+
+
+def test_a_dimension_without_a_value_or_range_is_named(tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC.replace('{scratchpad.dims = [\\"seq=1..64@8\\"]}', "").replace('seq=1..64@8', 'seq'))
+    path.write_text(path.read_text().replace(' {scratchpad.dims = ["seq"]}', "", 1))
+    status, out, err = run([path], capsys)
+    assert status == 2 and out == ""
+    assert err == (f"{path}:1:1: error: argument #0 'memref<?x4xf32>' of '@main' has a dynamic shape; pass its "
+                   "value with --inputs, or its sizes with --dim (x_dim0=<size>)\n")
+
+
+@pytest.mark.parametrize("value", ["seq", "seq=", "=3", "seq=-1", "seq=1..4"])
+def test_a_malformed_dim_is_a_usage_error(value, tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run([path, "--dim", value], capsys)
+    assert status == 2 and out == ""
+    assert f"invalid --dim '{value}'; expected NAME=VALUE with a size >= 0, e.g. 'seq=128'" in err
+
+
+def test_verify_runs_a_dynamic_program_at_the_sizes_of_its_inputs(tmp_path, capsys):
+    # --inputs of 7 rows: the parametric plan's arena at seq = 7 is t = 16*7 = 112 bytes.
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    np.save(tmp_path / "x.npy", np.arange(28, dtype=np.float32).reshape(7, 4))
+    np.save(tmp_path / "n.npy", np.asarray(7))
+    np.save(tmp_path / "out.npy", np.zeros((7, 4), np.float32))
+    inputs = ",".join(str(tmp_path / name) for name in ("x.npy", "n.npy", "out.npy"))
+    status, out, err = run(["--verify", path, "--inputs", inputs], capsys)
+    assert status == 0, err
+    assert out.splitlines() == [
+        "verify: '@main' planned into 112 bytes at these sizes (parametric, minimize)",
+        "verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations",
+    ]

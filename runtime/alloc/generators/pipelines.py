@@ -6,7 +6,7 @@ training (``crossing``), caches reallocated larger while the old copy is live
   L layers (4..24) with their widths, M micro-batches per step (4..32) and the schedule:
   1F1B (a warm-up of W = 2..8 forwards, then one forward and one backward in turn), GPipe
   with first-in first-out backwards (all forwards, then the backwards in the same order)
-  or zero-bubble (1F1B whose weight-gradient halves run one forward later than the
+  or zero-bubble (1F1B whose weight-gradient halves run after the next micro-batch's
   backward). Each forward saves one to three activations per layer that live until that
   micro-batch's backward (or weight-gradient) operator: micro-batch i's activations are
   born before i+1's and die before them, so lifetimes *cross* instead of nesting (inside
@@ -21,8 +21,8 @@ training (``crossing``), caches reallocated larger while the old copy is live
   once per trace. The new copy is allocated while the old one is still live (the copy
   reads the old one at the new one's first point), so the two overlap for one point and
   the old space cannot hold the new copy. Prompts and outputs are lognormal (medians
-  32..2,048 and 16..1,024 tokens); a finished request is replaced by a new one with a small
-  cache; each step writes 0..4 short temporaries per request.
+  32..2,048 and 16..1,024 tokens); a finished request is replaced by a new one whose cache
+  holds its prompt; each step writes 0..4 short temporaries per request.
 - ``routing``: mixture-of-experts transformer layers: E = 8..64 experts, top-1 or top-2
   routing of 512..8192 tokens per batch over a Dirichlet-skewed split (a few hot experts,
   many cold ones, some with no tokens), so the per-expert buffers (dispatched tokens,

@@ -39,6 +39,11 @@ Long-lived buffers would put one union per height on every leaf's path (each wit
 holes between them); above ``_flat_height`` the time tree holds nothing and such a buffer
 is added to the unions of all its descendants at that height instead, so a query meets
 them merged in one union, for about one more insertion per buffer in all.
+The orderings in start order ("start", "start-first-fit") need no queries: a buffer's
+placed neighbours are then the ones live at its start (and the pins), so one sweep over time
+places each buffer into an index of the free gaps of the live byte ranges
+(``_start_construct``, ``_gaps.pxi``): the same layouts in O(log m) per placement for m
+live buffers, however fragmented the layout (``PlacementConfig.start_sweep``).
 
 Gravity (``_Planner.gravity``, ``settle``) improves a layout afterwards: buffers re-placed
 first-fit in the order of their offsets never move up (each one's old place still fits),
@@ -72,6 +77,7 @@ cdef int64_t INT64_MAX_C = 0x7FFFFFFFFFFFFFFF
 
 include "../_spans.pxi"
 include "../_ranges.pxi"
+include "_gaps.pxi"
 
 
 # The union of some byte ranges: disjoint, sorted, touching ranges merged.
@@ -206,8 +212,10 @@ cdef class _Planner:
         ordering cut short gives no layout (offsets None) instead of the rest placed
         quickly (``_scan_rest``, else ``_slot_rest``).
         ``info``: the peak, the ordering that won, the orderings completed, the byte ranges
-        read (work), whether time or cancel cut the first ordering short (``stopped``) and
-        then how its rest was placed (``rest``: "scanned" or "slots"; "" when not cut).
+        read (work; the start sweep's tree nodes visited), whether time or cancel cut the
+        first ordering short (``stopped``) and then how its rest was placed (``rest``:
+        "scanned" or "slots"; "" when not cut), the orderings placed by the start sweep
+        (``swept``, see ``_start_construct``; ``PlacementConfig.start_sweep``).
         Raises ValueError on an ordering that is not a permutation.
         """
         if swept is not None:
@@ -936,7 +944,7 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_lim
         orderings = orders.shape[0]
     if orderings < 1:
         raise ValueError(f"orderings '{orderings}' must be at least 1")
-    info = {"peak": 0, "ordering": 0, "orderings": 0, "work": 0, "stopped": False, "rest": "", "tail": 0}
+    info = {"peak": 0, "ordering": 0, "orderings": 0, "work": 0, "stopped": False, "rest": "", "tail": 0, "swept": 0}
     if count == 0:
         return np.zeros(0, dtype=np.int64), info
     pinned = planner.pinned
@@ -971,11 +979,17 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_lim
                 and FIXED_ORDERINGS[index][2] == "sweep-medium"):
             high = np.flatnonzero(planner.load[sequence] >= config.short_tail_share * planner.load.max())
             tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
+        swept_start = (orders is None and config.start_sweep and index < len(FIXED_ORDERINGS)
+                       and FIXED_ORDERINGS[index][2] == "by-start")
+        placed_count = -1
         if out_of_time:
             placed_count = 0
         elif tail:
             placed_count = _construct_tail(planner, sequence, tail, deadline, cancel, info)
-        else:
+        elif swept_start:  # -1 when the sweep does not apply (pins meeting each other)
+            placed_count = _start_construct(planner, sequence, len(pinned), deadline, cancel)
+            info["swept"] += placed_count >= 0
+        if placed_count < 0:
             placed_count = _construct(planner, sequence, deadline, cancel)
         if placed_count < len(sequence):
             if row_index > 0:
@@ -1041,6 +1055,137 @@ cdef int64_t _construct_tail(_Planner planner, sequence, int64_t tail, object de
         info["tail"] = tail
         return sequence.shape[0]
     return head + _place_all(planner, sequence[head:], deadline, cancel)
+
+
+ctypedef struct SweepCursor:
+    int64_t ended  # events taken: end_order positions
+    int64_t pinned  # ... and pin_order positions
+
+
+cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, object deadline, object cancel) except -2:
+    """``_construct`` for the orderings in start order ("start", "start-first-fit"), in one
+    sweep over time: the same layout in O(log m) per placement (m: the byte ranges live at
+    once) however fragmented the layout, where the neighbour queries read every range
+    between a buffer's placed neighbours.
+
+    Why it is the same layout: in start order every buffer placed before i started at or
+    before i, so its placed neighbours are the free buffers live at i's start and the pins
+    meeting its lifetime. The sweep takes the events in time order (ends before starts at
+    the same point: lifetimes are half-open), frees a buffer's bytes when it ends, occupies
+    a pin's from its start, and places each starting buffer into the free gaps of the live
+    byte ranges (``_gaps.pxi``) by ``_choose_offset``'s rule: the gaps are exactly the ones
+    that scan meets, and the query takes them in its order of preference. A pin starting
+    inside a buffer's lifetime is not live yet at its start: such a buffer (rare: the
+    lifted buffers start first) is placed by ``_choose_offset`` itself over the live ranges
+    and those pins, in O(m). The buffers are placed in ``sequence`` order (the pins
+    ``sequence[:pin_count]`` first, at their pins), so a cut leaves sequence[:placed] placed
+    as ``_construct`` does. Returns how many of ``sequence`` were placed (fewer than all when
+    the time limit or the cancel flag stopped it, checked every 1,024 placements), or -1
+    when the sweep does not apply: the free buffers out of start order, or two pins live
+    together sharing bytes (``_construct`` then places the sequence; the pins are the
+    caller's to check). ``planner.work`` counts the tree nodes visited and the ranges read."""
+    cdef Py_ssize_t count = sequence.shape[0] - pin_count, placed = 0, chunk_end
+    cdef Gaps gaps
+    cdef SweepCursor cursor
+    cdef int status = 0
+    starts, ends, sizes = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes)
+    row = np.ascontiguousarray(sequence[pin_count:], dtype=np.int64)
+    if count > 1 and np.any(starts[row[1:]] < starts[row[:count - 1]]):
+        return -1
+    pins = np.asarray(sequence[:pin_count], dtype=np.int64)
+    np.asarray(planner.offsets)[pins] = np.asarray(planner.fixed)[pins]
+    pins = pins[sizes[pins] > 0]
+    pin_order = np.ascontiguousarray(pins[np.argsort(starts[pins], kind="stable")], dtype=np.int64)
+    pin_starts = starts[pin_order]
+    ending = np.flatnonzero(sizes > 0)
+    end_order = np.ascontiguousarray(ending[np.argsort(ends[ending], kind="stable")], dtype=np.int64)
+    # the pins starting strictly inside each free buffer's lifetime: pin_order[future_lo:future_hi]
+    future_lo = np.searchsorted(pin_starts, starts[row], "right").astype(np.int64)
+    future_hi = np.searchsorted(pin_starts, ends[row], "left").astype(np.int64)
+    cdef const int64_t[::1] row_view = row
+    cdef const int64_t[::1] lows = future_lo
+    cdef const int64_t[::1] highs = future_hi
+    cdef const int64_t[::1] ending_view = end_order
+    cdef const int64_t[::1] pin_view = pin_order
+    cursor.ended = 0
+    cursor.pinned = 0
+    _gaps_init(&gaps, 1024)
+    try:
+        while placed < count:
+            if placed > 0 and _should_stop(deadline, cancel):
+                break
+            chunk_end = min(count, (placed + 1) | 1023)
+            with nogil:
+                status = _sweep_places(planner, &gaps, row_view, lows, highs, ending_view, pin_view, placed, chunk_end,
+                                       &cursor)
+            if status:
+                return -1
+            placed = chunk_end
+    finally:
+        planner.work += gaps.steps
+        free(gaps.nodes)
+    return pin_count + placed
+
+
+cdef int _sweep_places(_Planner planner, Gaps* gaps, const int64_t[::1] row, const int64_t[::1] future_lo,
+                       const int64_t[::1] future_hi, const int64_t[::1] end_order, const int64_t[::1] pin_order,
+                       int64_t first, int64_t last, SweepCursor* cursor) except -1 nogil:
+    """Place row[first:last] (in start order) after the events before each one's start: the
+    ends (of every buffer of positive size, sorted by end) up to and at its start, and the
+    pins' starts up to it, an end first when both fall on one point. Return 1 when a pin
+    meets bytes occupied already (nothing more is placed), else 0."""
+    cdef int64_t r, i, j, t, size, offset, ended_count = end_order.shape[0], pin_count = pin_order.shape[0]
+    for r in range(first, last):
+        i = row[r]
+        t = planner.starts[i]
+        while True:
+            if cursor.ended < ended_count and planner.ends[end_order[cursor.ended]] <= t and (
+                    cursor.pinned == pin_count
+                    or planner.ends[end_order[cursor.ended]] <= planner.starts[pin_order[cursor.pinned]]):
+                j = end_order[cursor.ended]
+                _gaps_release(gaps, planner.offsets[j], planner.offsets[j] + planner.sizes[j])
+                cursor.ended += 1
+            elif cursor.pinned < pin_count and planner.starts[pin_order[cursor.pinned]] <= t:
+                j = pin_order[cursor.pinned]
+                if _gaps_occupy(gaps, planner.offsets[j], planner.offsets[j] + planner.sizes[j]):
+                    return 1
+                cursor.pinned += 1
+            else:
+                break
+        size = planner.sizes[i]
+        if size == 0:  # conflicts with none, occupies nothing
+            planner.offsets[i] = 0
+            continue
+        gaps.steps += 1
+        if future_hi[r] > future_lo[r]:
+            offset = _offset_past_pins(planner, gaps, pin_order, future_lo[r], future_hi[r], size, planner.aligns[i])
+        else:
+            offset = _gaps_offset(gaps, size, planner.aligns[i], planner.first_fit)
+        planner.offsets[i] = offset
+        _gaps_occupy(gaps, offset, offset + size)
+    return 0
+
+
+cdef int64_t _offset_past_pins(_Planner planner, Gaps* gaps, const int64_t[::1] pin_order, int64_t low, int64_t high,
+                               int64_t size, int64_t alignment) except -1 nogil:
+    """``_choose_offset`` over the live byte ranges (read off the gaps) and the pins
+    pin_order[low:high], which start inside the buffer's lifetime after its start: O(m)."""
+    cdef int64_t count = 0, floor, f, j
+    if gaps.count + 1 + high - low > planner.span_capacity:
+        with gil:
+            planner._reserve(gaps.count + 1 + high - low)
+    floor = _gaps_spans(gaps, gaps.root[0], 0, planner.spans, &count)
+    if gaps.top > floor:
+        planner.spans[count].lo = floor
+        planner.spans[count].hi = gaps.top
+        count += 1
+    for f in range(low, high):
+        j = pin_order[f]
+        planner.spans[count].lo = planner.offsets[j]
+        planner.spans[count].hi = planner.offsets[j] + planner.sizes[j]
+        count += 1
+    gaps.steps += count
+    return _choose_offset(planner.spans, count, size, alignment, planner.first_fit)
 
 
 cdef int64_t _place_all(_Planner planner, const int64_t[::1] sequence, object deadline, object cancel) except -1:

@@ -29,9 +29,10 @@ class Planning:
 
 
 class Lane:
-    """The orderings of ``schedule`` (then, with ``extend`` under a limit, the further ones
-    of ``orderings.ordering_at``) on the planner ``made``, leaving out ``skipped`` (what the
-    other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
+    """The orderings of ``floor`` (placed first, each a whole layout with no step after it,
+    the best kept: ``_run_floor``), then those of ``schedule`` not in the floor (then, with
+    ``extend`` under a limit, the further ones of ``orderings.ordering_at``) on the planner
+    ``made``, leaving out ``skipped`` (what the other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
     the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a planner
     with the user's pins instead, so that they give exactly the greedy baselines' layouts;
     a layout keeps the planner and pins it was made with for its later steps.
@@ -45,11 +46,13 @@ class Lane:
     a limit at once, under one only if its layout is still the best when the search
     becomes due (the re-sweep's time would delay the winner's search)."""
 
-    def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, skipped=(),
+    def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, floor=(), skipped=(),
                  extend: bool = True, slots: bool = True, done=None, missed=None):
         instance = planning.instance
         config = instance.params.large
-        self.planning, self.made, self.fixed, self.schedule = planning, made, fixed, list(schedule)
+        self.floor = tuple(floor)
+        self.planning, self.made, self.fixed = planning, made, fixed
+        self.schedule = [name for name in schedule if name not in self.floor]
         self.skipped, self.extend, self.slots, self.done, self.missed = skipped, extend, slots, done, missed
         self.config = config
         self.count = instance.count
@@ -59,7 +62,8 @@ class Lane:
         self.best_peak: int | None = None
         self.best_made, self.best_fixed = made, fixed  # the planner and pins of the best layout
         self.best_rounds = 0  # gravity rounds run on the best layout
-        self.info = LargeInfo(ordering=self.schedule[0] if self.schedule else "")
+        first = self.floor or self.schedule
+        self.info = LargeInfo(ordering=first[0] if first else "")
         self.step = 0
         self.searching = False  # the improvement is due on the best layout
         self.resweep: str | None = None  # the first ordering, a sweep: re-swept before the search if still the best
@@ -70,7 +74,9 @@ class Lane:
     def plan(self) -> tuple[np.ndarray | None, int | None, LargeInfo]:
         """Run the lane; return the best live layout, its peak and the info."""
         planning = self.planning
-        names = lane_orderings(self.schedule, self.skipped, self.count, self.config)
+        if self.floor and not self._run_floor():
+            return self.best, self.best_peak, self.info
+        names = lane_orderings(self.schedule, self.skipped, self.count, self.config, ran=self.floor)
         while True:
             if self._search_due() and not self._improve_best():
                 break
@@ -78,11 +84,42 @@ class Lane:
                 break
             name = next(names)  # past the budget: the next fixed ones, then seeded random ones
             left = None if planning.stop is None else planning.stop - time.monotonic()
-            if self.step > 0 and self._should_stop(left):
+            if (self.step > 0 or self.best is not None) and self._should_stop(left):
                 break
             if not self._run_ordering(name, left):
                 break
         return self.best, self.best_peak, self.info
+
+    def _run_floor(self) -> bool:
+        """The floor: each of its orderings placed whole, with no step after it, the lowest
+        kept as the best layout (ties: the first). A floor ordering cut short by the limit is
+        dropped, unless it is the first (then its rest is completed, as the first ordering's
+        always is). False: the lane ends (the goal reached, the time out or cancelled)."""
+        planning, info = self.planning, self.info
+        budget, goal = planning.budget, planning.goal
+        for name in self.floor:
+            left = None if planning.stop is None else planning.stop - time.monotonic()
+            if self.best is not None and self._should_stop(left):
+                return False
+            runner, runner_fixed = self._runner(name)
+            offsets, result = runner.run(
+                orderings=1, first=index_of(name), time_limit=0.0 if left is None else max(left, 1e-6),
+                seed=planning.instance.params.seed, cancel=budget.cancel, slots=self.slots and self.best is None)
+            if offsets is None or (result["stopped"] and self.best is not None):
+                info.stopped = self.best is None
+                return False
+            info.orderings += 1
+            if self.best is None or result["peak"] < self.best_peak:
+                self.best, self.best_peak, info.ordering = offsets, int(result["peak"]), name
+                self.best_made, self.best_fixed = runner, runner_fixed
+                budget.publish_best(self.best_peak)
+            if result["stopped"]:
+                info.stopped, info.rest = True, result["rest"]
+                return False
+            if self.best_peak <= goal:
+                return False
+        self.searching = planning.anytime  # the improvement steps may start from the floor's best
+        return True
 
     def _search_due(self) -> bool:
         if self.huge:  # the eager orderings the other lane runs are not waited for (read once the lanes are settled)
@@ -144,7 +181,7 @@ class Lane:
                 return False
             info.stopped = True
             info.rest = result["rest"]  # how its unplaced buffers were placed: "scanned" or "slots"
-        info.orderings = self.step
+        info.orderings += 1
         live_offsets, peak, rounds, reswept = self._first_steps(name, runner, runner_fixed, live_offsets, result)
         if self.best is None or peak < self.best_peak:
             self.best, self.best_peak, info.ordering, self.best_rounds = live_offsets, int(peak), name, rounds

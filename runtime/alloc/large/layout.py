@@ -27,7 +27,7 @@ from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, validat
 from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.lanes import RUNNING, SecondLane, lane_count, second_schedule
-from telamalloc.runtime.alloc.large.orderings import orderings_without_limit
+from telamalloc.runtime.alloc.large.orderings import floor_for, orderings_without_limit
 from telamalloc.runtime.alloc.problem import Status
 
 
@@ -71,7 +71,7 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         elif second is not None:
             missed = second.begin  # once the first ordering misses the goal
         made = planner(*arrays, config=config.placement)  # indexed once for all of this lane's orderings
-        lane = Lane(planning, made, fixed, orderings_without_limit(count, config),
+        lane = Lane(planning, made, fixed, orderings_without_limit(count, config), floor=floor_for(count, config),
                     skipped=second if second is not None else (),  # its orderings while it runs them
                     done=None if second is None else (lambda: second.at_goal), missed=missed)
         best, best_peak, info = lane.plan()

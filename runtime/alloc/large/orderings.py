@@ -52,6 +52,11 @@ def schedule_for(count: int, config: LargeConfig) -> tuple[str, ...]:
     return config.huge_schedule if count > config.huge_buffers else config.schedule
 
 
+def floor_for(count: int, config: LargeConfig) -> tuple[str, ...]:
+    """The floor for ``count`` buffers (``huge_floor`` above ``huge_buffers``)."""
+    return config.huge_floor if count > config.huge_buffers else config.floor
+
+
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:
     """The ordering tried at ``step`` for ``count`` buffers: the schedule's, then random ones."""
     schedule = schedule_for(count, config)
@@ -67,12 +72,16 @@ def orderings_without_limit(count: int, config: LargeConfig) -> list[str]:
     return [ordering_at(step, count, config) for step in range(orderings)]
 
 
-def lane_orderings(schedule: list[str], skipped, count: int, config: LargeConfig) -> Iterator[str]:
-    """``schedule``, then the further orderings of ``ordering_at`` for ``count`` buffers,
-    without those in ``skipped`` (what another lane runs)."""
+def lane_orderings(schedule: list[str], skipped, count: int, config: LargeConfig, ran: Iterable[str] = ()) -> Iterator[str]:
+    """``schedule``, then the further orderings of ``ordering_at`` for ``count`` buffers, each
+    name once, without those in ``ran`` (run already: the floor) and those in ``skipped``
+    when their turn comes (what another lane runs)."""
+    seen = set(ran)
     position = 0
     while True:
-        name = schedule[position] if position < len(schedule) else ordering_at(position, count, config)
-        if name not in skipped:
-            yield name
+        name = schedule[position] if position < len(schedule) else ordering_at(position - len(schedule), count, config)
         position += 1
+        if name in seen or name in skipped:
+            continue
+        seen.add(name)
+        yield name

@@ -279,12 +279,13 @@ def _orderings_of(solution):
 
 def test_more_orderings_never_give_a_worse_layout():
     """The schedule is fixed; a larger budget only runs more of it (no time involved). No
-    rounds or windows after the orderings: from a lower start they may end higher."""
+    rounds or windows after the orderings: from a lower start they may end higher. (The
+    schedule alone: no floor.)"""
     problem = generate(6000, 5).problem()
     for sweeps in (0, 1):  # re-swept, the first ordering is already the lowest here
         peaks = []
         for orderings in range(1, 8):
-            config = LargeConfig.orderings_only(min_orderings=1, resweeps=sweeps, placements=orderings * 6000)
+            config = LargeConfig.orderings_only(floor=(), min_orderings=1, resweeps=sweeps, placements=orderings * 6000)
             solution = solve(problem, mode="minimize", algorithm="large", params=Params(large=config))
             assert solution.ok and validate(problem, solution.offsets) == [] and _orderings_of(solution) <= orderings
             peaks.append(solution.peak)
@@ -299,7 +300,7 @@ def test_more_window_searches_never_give_a_worse_layout():
     problem = unet(5000, 2).problem()
     peaks = []
     for rounds in (0, 1, 2, 4, 8, 200):
-        params = large_params(placements=5000, min_orderings=1, gravity_rounds=0,
+        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
                               replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(rounds=rounds))
         solution = solve(problem, mode="minimize", algorithm="large", params=params)
         assert solution.ok and validate(problem, solution.offsets) == []
@@ -807,7 +808,8 @@ def test_the_sweep_is_re_swept_at_once_without_a_limit_and_if_still_the_best_und
     for sweeps in (1, 0):
         for seed in (1, 3):
             problem = deepnet(20000, seed).problem()
-            solution = solve(problem, mode="minimize", algorithm="large", params=large_params(placements=0, resweeps=sweeps))
+            solution = solve(problem, mode="minimize", algorithm="large",
+                             params=large_params(floor=(), placements=0, resweeps=sweeps))
             assert solution.ok and validate(problem, solution.offsets) == []
             assert ("best of 4 orderings and 1 re-sweep (sweep-8 re-swept won)" in solution.message) == (sweeps == 1)
             peaks[sweeps, seed] = solution.peak
@@ -820,7 +822,7 @@ def test_the_sweep_is_re_swept_at_once_without_a_limit_and_if_still_the_best_und
         cancel[0] = 0
         problem = deepnet(20000, seed).problem()
         solution = solve(problem, mode="minimize", algorithm="large", time_limit=120, cancel=cancel,
-                         params=large_params(placements=0, lanes=1))
+                         params=large_params(floor=(), placements=0, lanes=1))
         assert solution.ok and validate(problem, solution.offsets) == []
         assert steps == expected, (seed, steps)
 
@@ -939,13 +941,13 @@ def test_the_contention_end_ordering_comes_second():
     """Contention with the later end first inside a bucket is the second ordering tried,
     after the sweep from 1/8 of the span: on deepnet(20000, 0) it wins among the four that
     every solve runs (before the gravity rounds, without the re-sweep, which makes the
-    sweep win)."""
+    sweep win; the schedule alone, no floor)."""
     from telamalloc.runtime.alloc.generators.families import deepnet
 
     assert orderings_without_limit(500_000, DEFAULT) == ["sweep-8", "contention-end", "first-fit", "best-fit"]
     problem = deepnet(20000, 0).problem()
     solution = solve(problem, mode="minimize", algorithm="large",
-                     params=large_params(placements=0, gravity_first=0, resweeps=0))
+                     params=large_params(floor=(), placements=0, gravity_first=0, resweeps=0))
     assert solution.ok and validate(problem, solution.offsets) == []
     assert "best of 4 orderings (contention-end won)" in solution.message
 
@@ -971,7 +973,7 @@ def test_a_larger_search_work_budget_never_gives_a_worse_layout():
     problem = unet(5000, 2).problem()
     peaks = []
     for work in (0, 1, 10, 100, 10_000):
-        params = large_params(placements=5000, min_orderings=1, gravity_rounds=0,
+        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
                               replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(work_per_buffer=work))
         solution = solve(problem, mode="minimize", algorithm="large", params=params)
         assert solution.ok and validate(problem, solution.offsets) == []
@@ -1025,7 +1027,7 @@ def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
         steps.clear()
         cancel[0] = 0
         solution = solve(problem, mode="minimize", algorithm="large", time_limit=120, cancel=cancel,
-                         params=large_params(lanes=1, eager_buffers=eager_buffers))
+                         params=large_params(floor=(), lanes=1, eager_buffers=eager_buffers))
         assert solution.ok and validate(problem, solution.offsets) == []
         assert steps == expected, (eager_buffers, steps)
 
@@ -1068,7 +1070,8 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     monkeypatch.setattr(_large, "planner", lambda *arrays, **options: (planners.append(threading.current_thread().name),
                                                                        Recorded(real_planner(*arrays, **options)))[1])
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
-    solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0)
+    params = large_params(floor=())  # the schedule alone (the floor reaches LOAD here)
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0, params=params)
     assert solution.ok and validate(problem, solution.offsets) == []
     assert "telamalloc-large-lane" in planners  # the second lane started
     second = [name for thread, name in runs if thread == "telamalloc-large-lane"]
@@ -1079,12 +1082,12 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     assert set(sweeps) <= {("MainThread", DEFAULT.schedule[0])}  # the first lane's sweep only
     runs.clear()
     planners.clear()
-    unlimited_solution = solve(problem, mode="minimize", algorithm="large")
+    unlimited_solution = solve(problem, mode="minimize", algorithm="large", params=params)
     assert planners == ["MainThread"] and all(thread == "MainThread" for thread, _ in runs)
     assert f"best of {len(runs)} orderings" in unlimited_solution.message
     assert [name for _, name in runs] == orderings_without_limit(6000, DEFAULT)[: len(runs)]
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 1)
-    assert solve(problem, mode="minimize", algorithm="large").offsets == unlimited_solution.offsets
+    assert solve(problem, mode="minimize", algorithm="large", params=params).offsets == unlimited_solution.offsets
 
 
 def second_lane(problem: Problem, goal: int, stop: float, schedule=DEFAULT.second_lane, params: Params | None = None):
@@ -1545,7 +1548,8 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
     monkeypatch.setattr(SecondLane, "govern", (lambda self, first: self.drop()) if drop else (lambda self, first: None))
     params = large_params(replacement=ReplacementConfig(rounds=0),  # (their windows' planners would be recorded too)
-                          huge_buffers=1000, eager_buffers=1000)  # (every huge size is past the eager size)
+                          huge_buffers=1000, eager_buffers=1000,  # (every huge size is past the eager size)
+                          huge_floor=())  # the lanes' schedules alone
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0, params=params)
     assert solution.ok and validate(problem, solution.offsets) == []
     return solution, runs

@@ -95,10 +95,33 @@ def test_ordered_conv2d_matches_einsum():
     weights = rng.uniform(-1, 1, (4, 3, 3, 3)).astype(np.float32)
     bias = rng.uniform(-1, 1, 4).astype(np.float32)
     windows = np.lib.stride_tricks.sliding_window_view(image, (3, 3), axis=(2, 3))
-    ours = detmath.ordered_conv2d(windows, weights, bias, np.float32)
+    ours = detmath.ordered_conv2d(image, weights, bias, np.float32)
     reference = np.einsum("nchwij,fcij->nfhw", windows.astype(np.float64), weights.astype(np.float64))
     reference += bias.reshape(1, 4, 1, 1)
     assert ulps(ours, reference.astype(np.float32)).max() <= 1
+
+
+def test_ordered_conv2d_with_groups_strides_and_dilations_matches_einsum():
+    rng = np.random.default_rng(8)
+    image = rng.uniform(-1, 1, (1, 6, 11, 10)).astype(np.float32)
+    weights = rng.uniform(-1, 1, (4, 3, 3, 2)).astype(np.float32)  # 2 groups of 3 channels, 2 filters each
+    ours = detmath.ordered_conv2d(image, weights, None, np.float32, strides=(2, 3), dilations=(2, 1), groups=2)
+    windows = np.lib.stride_tricks.sliding_window_view(image.astype(np.float64), (5, 2), axis=(2, 3))
+    windows = windows[:, :, ::2, ::3, ::2, :]  # dilation 2 along H: every second row of a 5-row span
+    reference = np.concatenate([
+        np.einsum("nchwij,fcij->nfhw", windows[:, 3 * g : 3 * g + 3], weights[2 * g : 2 * g + 2].astype(np.float64))
+        for g in range(2)
+    ], axis=1)
+    assert ours.shape == (1, 4, 4, 3)
+    assert ulps(ours, reference.astype(np.float32)).max() <= 1
+
+
+def test_ordered_window_sum_adds_the_taps_in_order():
+    image = np.arange(2 * 3 * 5 * 5, dtype=np.float32).reshape(2, 3, 5, 5)
+    ours = detmath.ordered_window_sum(image, (2, 3), (2, 1), (1, 1), (2, 3))
+    windows = np.lib.stride_tricks.sliding_window_view(image.astype(np.float64), (2, 3), axis=(2, 3))[:, :, ::2]
+    assert ours.dtype == np.float64
+    np.testing.assert_array_equal(ours, windows[:, :, :2, :3].sum(axis=(4, 5)))
 
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
@@ -246,3 +269,45 @@ def test_an_elements_value_does_not_depend_on_its_neighbours():
         together = getattr(detmath, name)(values)
         alone = np.array([getattr(detmath, name)(np.array([v]))[0] for v in values])
         assert together.tobytes() == alone.tobytes(), name
+
+
+def test_sigmoid_float32_is_within_one_ulp_of_the_float64_formula():
+    x = np.linspace(-40, 40, 20_001).astype(np.float32)
+    reference = np.array([1.0 / (1.0 + math.exp(-float(v))) for v in x]).astype(np.float32)
+    ours = detmath.sigmoid(x)
+    assert ours.dtype == np.float32 and ulps(ours, reference).max() <= 1
+    assert detmath.sigmoid(np.array([-800.0, 800.0])).tolist() == [0.0, 1.0]
+
+
+def test_ordered_sum_over_several_axes_takes_them_in_row_major_order():
+    values = np.zeros((2, 3, 2))
+    values[0, 0, 0], values[0, 0, 1], values[1, 2, 0] = 1.0, 2.0**-53, 2.0**-53
+    # rows of axes (0, 2) in order: 1, 2**-53, ..., 2**-53 -> 1 (each tiny term rounds away)
+    assert detmath.ordered_sum(values, (0, 2), np.float64)[0] == 1.0
+    rng = np.random.default_rng(9)
+    values = rng.uniform(-1, 1, (5, 6, 7)).astype(np.float32)
+    ours = detmath.ordered_sum(values, (2, 0), np.float32)
+    assert ulps(ours, values.astype(np.float64).sum(axis=(0, 2)).astype(np.float32)).max() <= 1
+
+
+def test_ordered_matmul_on_stacks_matches_the_float64_product():
+    rng = np.random.default_rng(10)
+    lhs, rhs = rng.uniform(-1, 1, (3, 1, 5, 40)).astype(np.float32), rng.uniform(-1, 1, (4, 40, 6)).astype(np.float32)
+    ours = detmath.ordered_matmul(lhs, rhs, np.float32)
+    assert ours.shape == (3, 4, 5, 6)
+    assert ulps(ours, (lhs.astype(np.float64) @ rhs.astype(np.float64)).astype(np.float32)).max() <= 1
+
+
+def test_local_response_normalization_and_layer_normalization():
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-2, 2, (2, 6, 3, 3))
+    squares = np.zeros_like(x)
+    for c in range(6):  # ONNX's LRN with size 4: channels c - 1 .. c + 2
+        squares[:, c] = (x[:, max(0, c - 1) : min(6, c + 3)] ** 2).sum(axis=1)
+    expected = x / (1.5 + 0.25 / 4 * squares) ** 0.75
+    np.testing.assert_allclose(detmath.local_response(x, 4, 0.25, 0.75, 1.5), expected, rtol=1e-13)
+    rows = rng.uniform(-2, 2, (3, 4, 5))
+    normal = detmath.normalized(rows, 1, 1e-5)
+    flat = rows.reshape(3, -1)
+    expected = (flat - flat.mean(axis=1, keepdims=True)) / np.sqrt(flat.var(axis=1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(normal, expected.reshape(rows.shape), rtol=1e-12, atol=1e-14)

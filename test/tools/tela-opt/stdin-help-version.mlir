@@ -19,7 +19,8 @@ func.func @f() {
 }
 // HELP: tela-lower: Rewrites planned buffers
 // HELP: tela-pipeline: {{.*}}
-// HELP-NEXT: options: those of 'tela-plan'
+// HELP-NEXT: options: those of 'tela-plan', and:
+// HELP-NEXT: schedule=<string>  (default: none)
 // HELP: exit status: 0 success
 
 // RUN: tela-opt --help-pass tela-lower | filecheck %s --check-prefix=ONE
@@ -33,6 +34,7 @@ func.func @f() {
 // UNKNOWN: tela-opt: error: unknown pass 'no-such-pass'; run 'tela-opt --list-passes' to list the available passes
 // RUN: tela-opt --list-passes | filecheck %s --check-prefix=LIST
 // LIST: telamalloc passes:
+// LIST-NEXT: tela-schedule
 // LIST-NEXT: tela-plan
 // LIST: xDSL passes (anchor at 'builtin.module'):
 // LIST: canonicalize

@@ -1,0 +1,157 @@
+"""The ONNX graph as the importer sees it: its error, element types, static tensor types,
+and the facts the op table maps nodes with (`Graph`).
+
+The `onnx` package is imported inside functions only, so that importing the importer
+costs nothing until a model is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects.builtin import (
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    Signedness,
+    bf16,
+    f16,
+    f32,
+    f64,
+)
+from xdsl.ir import Attribute
+
+from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
+
+
+class OnnxImportError(ValueError):
+    """A model that cannot be imported; the message is one line that says what to do.
+
+    Errors about a model file start with its path, as given: `model.onnx: <message>`; errors
+    about one node name it next: `model.onnx: node 'conv1' (Conv): <message>`.
+    """
+
+
+def node_label(node) -> str:
+    """`node 'conv1' (Conv)`, or `a 'Conv' node` for a node without a name."""
+    return f"node '{node.name}' ({node.op_type})" if node.name else f"a '{node.op_type}' node"
+
+
+def element_types() -> dict[int, Attribute]:
+    from onnx import TensorProto as T
+
+    return {
+        T.FLOAT: f32,
+        T.DOUBLE: f64,
+        T.FLOAT16: f16,
+        T.BFLOAT16: bf16,
+        T.INT8: IntegerType(8),
+        T.INT16: IntegerType(16),
+        T.INT32: IntegerType(32),
+        T.INT64: IntegerType(64),
+        T.UINT8: IntegerType(8, Signedness.UNSIGNED),
+        T.UINT16: IntegerType(16, Signedness.UNSIGNED),
+        T.UINT32: IntegerType(32, Signedness.UNSIGNED),
+        T.UINT64: IntegerType(64, Signedness.UNSIGNED),
+        T.BOOL: IntegerType(1),
+    }
+
+
+def _type_name(element_type: int) -> str:
+    """The ONNX name of an element type (`STRING` for 8), or its number if it has none."""
+    from onnx import TensorProto
+
+    try:
+        return TensorProto.DataType.Name(element_type)
+    except ValueError:
+        return str(element_type)
+
+
+def _unsupported_type(what: str, element_type: int, types: Mapping[int, Attribute]) -> OnnxImportError:
+    supported = ", ".join(f"'{_type_name(number)}'" for number in types)
+    return OnnxImportError(
+        f"{what} has unsupported element type '{_type_name(element_type)}'; "
+        f"the supported element types are {supported}: export the model with one of them"
+    )
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    shape: tuple[int, ...]
+    element_type: Attribute
+
+    def memref(self, scratchpad: bool) -> MemRefType:
+        space = ScratchpadSpaceAttr() if scratchpad else NoneAttr()
+        return MemRefType(self.element_type, self.shape, NoneAttr(), space)
+
+    @property
+    def is_float(self) -> bool:
+        return self.element_type in (f16, bf16, f32, f64)
+
+    def bytes(self) -> int:
+        count = 1
+        for dim in self.shape:
+            count *= dim
+        return count * max(1, (int(getattr(self.element_type, "bitwidth", 8)) + 7) // 8)
+
+
+def tensor_types(model) -> dict[str, Tensor | None]:
+    """Every typed tensor of the graph (inputs, outputs, value_info, initializers); None for
+    one whose shape inference left open (checked where it is used)."""
+    graph = model.graph
+    types = element_types()
+    tensors: dict[str, Tensor | None] = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        tensors[value.name] = _typed(value, types)
+    for initializer in graph.initializer:
+        element_type = types.get(initializer.data_type)
+        if element_type is None:
+            raise _unsupported_type(f"initializer '{initializer.name}'", initializer.data_type, types)
+        tensors[initializer.name] = Tensor(initializer.name, tuple(int(d) for d in initializer.dims), element_type)
+    return tensors
+
+
+def _typed(value, types) -> Tensor | None:
+    """The tensor's static type, or None when inference left it unknown (checked on use)."""
+    kind = value.type.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind != "tensor_type":
+        type_name = kind.removesuffix("_type").replace("_", " ")
+        raise OnnxImportError(
+            f"value '{value.name}' is of type '{type_name}', not a dense tensor; the importer plans dense tensors only: "
+            "export the model without sequence, map, optional or sparse values"
+        )
+    tensor_type = value.type.tensor_type
+    element_type = types.get(tensor_type.elem_type)
+    if element_type is None:
+        raise _unsupported_type(f"tensor '{value.name}'", tensor_type.elem_type, types)
+    if not tensor_type.HasField("shape"):
+        return None
+    shape = []
+    for dim in tensor_type.shape.dim:
+        if not dim.HasField("dim_value"):
+            return None
+        shape.append(int(dim.dim_value))
+    return Tensor(value.name, tuple(shape), element_type)
+
+
+@dataclass
+class Graph:
+    """What the op table maps a node with: types, known values, the opset, who reads what."""
+
+    tensors: dict[str, Tensor | None]
+    constants: dict[str, Any]  # initializer, Constant and small folded values, as numpy arrays
+    opset: int
+    used: set[str] = field(default_factory=set)  # tensors some node reads, and the graph's outputs
+
+    def tensor(self, name: str) -> Tensor:
+        tensor = self.tensors.get(name)
+        assert tensor is not None, name  # the importer checks every operand's shape first
+        return tensor
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.tensor(name).shape

@@ -1,0 +1,215 @@
+"""`tela-plan` for functions with symbolic sizes: one plan for every size in the ranges.
+
+A function some of whose buffers have symbolic sizes (`passes/symbolic.py`) gets a
+parametric plan (`runtime/alloc/parametric.py`): a placement order fixed now, the offsets
+computed at run time (`passes/parametric_lower.py`). What the IR records:
+
+- on the function: `scratchpad.order` (the buffer ids in placement order),
+  `scratchpad.peak_tops` (the ids whose tops bound the arena's size), with several
+  placements `scratchpad.alternatives` (`[{order = [...], peak_tops = [...]}]` of the
+  others: the lowered code uses the one with the smallest peak), `scratchpad.ranges`
+  (`{seq = "1..2048@512"}`), and, as for a static plan, `scratchpad.peak`,
+  `scratchpad.load` (both at the ranges' upper ends: the most the plan ever takes) and
+  `scratchpad.alignment`; with a capacity, `scratchpad.capacity` (what the lowered code
+  checks the arena against) and `scratchpad.fits` (the sizes that fit, in words);
+- on each planned alloc: `scratchpad.buffer`, `scratchpad.lifetime`, `scratchpad.above`
+  (the ids whose tops its offset is the aligned maximum of; empty: offset 0),
+  `scratchpad.alignment` (the alignment the plan used) and, for a
+  symbolic size, `scratchpad.size` (the expression, for readers and tests); with several
+  placements `scratchpad.above_alternatives` (the kept predecessors in each other one).
+
+Before anything is recorded, the validator checks the plan's layout at sampled sizes (the
+ranges' ends, the hint, points between). With a capacity, a plan that does not fit even at
+the lower ends fails the pass; one that fits part of the ranges reports the largest sizes
+that fit ("fits for seq <= 1536 at batch=8"), and the lowered code checks at run time.
+Pinned offsets and spilling are not combined with symbolic sizes (a diagnostic says so).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
+
+from telamalloc.dialects.scratchpad import PassFailedAtOp
+from telamalloc.errors import ErrorKind
+from telamalloc.passes.collect import (
+    ARENA_ALIGNMENT_ATTR,
+    BUFFER_ATTR,
+    LIFETIME_ATTR,
+    LOAD_ATTR,
+    PEAK_ATTR,
+    FunctionProblem,
+)
+from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.runtime.alloc.parametric import (
+    ORDER_NODE_LIMIT,
+    ParametricPlan,
+    SymbolicBuffer,
+    largest_fitting,
+    plan_parametric,
+    sample_sizes,
+)
+from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Stats, Status
+from telamalloc.runtime.alloc.symbolic import const
+from telamalloc.runtime.alloc.validate import compute_load, validate
+
+ORDER_ATTR = "scratchpad.order"  # on a parametric func: buffer ids in placement order
+PEAK_TOPS_ATTR = "scratchpad.peak_tops"  # on a parametric func: the ids whose tops bound the peak
+RANGES_ATTR = "scratchpad.ranges"  # on a parametric func: {NAME = "LO..HI[@HINT]"}
+CAPACITY_ATTR = "scratchpad.capacity"  # on a parametric func: the capacity checked at run time
+FITS_ATTR = "scratchpad.fits"  # on a parametric func: which sizes fit the capacity, in words
+ABOVE_ATTR = "scratchpad.above"  # on a parametric alloc: the ids whose tops bound its offset
+SIZE_ATTR = "scratchpad.size"  # on an alloc with a symbolic size: its byte size expression
+ALTERNATIVES_ATTR = "scratchpad.alternatives"  # on a parametric func: [{order = [...], peak_tops = [...]}] of the other placements
+ABOVE_ALTERNATIVES_ATTR = "scratchpad.above_alternatives"  # on its allocs: the kept predecessors in each other placement
+ALIGNMENT_ATTR = "scratchpad.alignment"  # on a parametric alloc: the alignment the plan used (i64)
+
+
+def plan_parametric_function(
+    function_problem: FunctionProblem, mode: str | Mode, node_limit: int = ORDER_NODE_LIMIT, policy: str = "error"
+) -> tuple[Solution, ParametricPlan, str | None]:
+    """The parametric plan of `function_problem`, its layout at the ranges' upper ends as a
+    `Solution`, and what fits the capacity in words (None: no capacity, or all fits).
+    `node_limit`: the work budget of each static plan that proposes an order; `policy`: the
+    overflow policy (spilling does not apply to symbolic sizes: a remark says so)."""
+    func = function_problem.func
+    name = function_problem.name
+    ranges = function_problem.ranges
+    assert ranges is not None
+    if function_problem.memory is not None:
+        raise PassFailedAtOp(
+            func,
+            f"'@{func.sym_name.data}' has several memories and symbolic sizes, which are planned in "
+            "functions with one memory only; give its dynamic buffers a declared bound "
+            "('scratchpad.bound = <bytes> : i64')",
+        )
+    for buffer in function_problem.buffers:
+        if buffer.pinned is not None:
+            raise PassFailedAtOp(
+                buffer.op,
+                f"buffer '{buffer.id}' has a recorded offset, but '@{name}' has symbolic sizes and is "
+                "planned for every size at once; remove the offset",
+            )
+    buffers = [
+        SymbolicBuffer(b.id, b.lifetime.start, b.lifetime.end, b.symbolic if b.symbolic is not None else const(b.size),
+                       b.alignment)
+        for b in function_problem.buffers
+    ]
+    try:
+        plan = plan_parametric(buffers, ranges, node_limit=node_limit)
+    except ProblemError as error:
+        raise PassFailedAtOp(func, f"cannot plan '@{name}': {error}") from None
+    for env in sample_sizes(ranges):
+        errors = validate(plan.problem_at(env), plan.offsets_at(env))
+        if errors:
+            raise PassFailedAtOp(
+                func, f"internal error: the parametric plan of '@{name}' is invalid at {_sizes(env)}: {errors[0]}"
+            )
+    upper = {symbol: symbol_range.hi for symbol, symbol_range in ranges.items()}
+    problem = plan.problem_at(upper)
+    offsets = tuple(plan.offsets_at(upper))
+    peak = max((o + b.size for o, b in zip(offsets, problem.buffers)), default=0)
+    capacity = function_problem.capacity
+    fits = None
+    if capacity is not None and Mode(mode) is Mode.FIT:
+        fits = _fitting(function_problem, plan, capacity, peak, policy)
+    solution = Solution(
+        status=Status.OK,
+        offsets=offsets,
+        peak=peak,
+        load=compute_load(problem)[0],
+        capacity=capacity,
+        algorithm="parametric",
+        mode=Mode(mode),
+        stats=Stats(),
+        message=f"OK: parametric over {describe_ranges(ranges)}, order from {plan.source}",
+        ids=tuple(b.id for b in problem.buffers),
+    )
+    return solution, plan, fits
+
+
+def _fitting(function_problem: FunctionProblem, plan: ParametricPlan, capacity: int, peak: int, policy: str) -> str | None:
+    """What fits `capacity` in words, None when the upper ends do (their `peak` fits); fails
+    the pass when not even the lower ends fit."""
+    func, name = function_problem.func, function_problem.name
+    lower = {symbol: symbol_range.lo for symbol, symbol_range in plan.ranges.items()}
+    upper = {symbol: symbol_range.hi for symbol, symbol_range in plan.ranges.items()}
+    lowest = plan.peak_at(lower)
+    if lowest > capacity:
+        raise PassFailedAtOp(
+            func,
+            f"cannot plan '@{name}' for any size in its ranges: at {_sizes(lower)} its plan needs "
+            f"'{lowest}' B but capacity is '{capacity}' B; raise the capacity or narrow the ranges",
+            ErrorKind.NO,
+        )
+    if peak <= capacity:
+        return None
+    fits = fitting_sizes(plan, capacity)
+    emit_remark(
+        func,
+        f"'@{name}' fits its capacity '{capacity}' B only for {fits} (at {_sizes(upper)} it needs "
+        f"'{peak}' B); the lowered code checks the sizes at run time"
+        + ("; spilling ('on-overflow=spill') does not apply to symbolic sizes" if policy == "spill" else ""),
+    )
+    return fits
+
+
+def _sizes(env: dict[str, int]) -> str:
+    return ", ".join(f"{symbol}={value}" for symbol, value in sorted(env.items()))
+
+
+def describe_ranges(ranges) -> str:
+    return ", ".join(f"{symbol}={symbol_range}" for symbol, symbol_range in sorted(ranges.items()))
+
+
+def fitting_sizes(plan: ParametricPlan, capacity: int) -> str:
+    """`seq <= 1536 at batch=8; batch <= 2 at seq=2048`: for each symbol, the largest value that
+    fits with the others at their upper ends (exact: sizes never shrink as a symbol grows)."""
+    parts = []
+    for symbol in sorted(plan.ranges):
+        others = {name: r.hi for name, r in plan.ranges.items() if name != symbol}
+        largest = largest_fitting(plan, capacity, symbol, others)
+        at = f" at {_sizes(others)}" if others else ""
+        if largest is None:
+            parts.append(f"no value of {symbol}{at}")
+        elif largest < plan.ranges[symbol].hi:
+            parts.append(f"{symbol} <= {largest}{at}")
+    return "; ".join(parts) if parts else "the whole range"
+
+
+def record_parametric(function_problem: FunctionProblem, solution: Solution, plan: ParametricPlan, fits: str | None) -> None:
+    """Writes a parametric plan into the IR (see the module doc)."""
+    ids = [buffer.id for buffer in function_problem.buffers]
+    arena_alignment = 1
+    for index, buffer in enumerate(function_problem.buffers):
+        op = buffer.op
+        op.attributes[BUFFER_ATTR] = StringAttr(buffer.id)
+        op.attributes[LIFETIME_ATTR] = DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end))
+        op.attributes[ABOVE_ATTR] = ArrayAttr([StringAttr(ids[j]) for j in plan.above[index]])
+        op.attributes[ALIGNMENT_ATTR] = IntegerAttr(buffer.alignment, i64)
+        if buffer.symbolic is not None:
+            op.attributes[SIZE_ATTR] = StringAttr(str(buffer.symbolic))
+        arena_alignment = max(arena_alignment, buffer.alignment)
+    func = function_problem.func
+    assert solution.peak is not None
+    func.attributes[ORDER_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.order])
+    func.attributes[PEAK_TOPS_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.peak_tops])
+    others = plan.placements[1:]
+    if others:
+        func.attributes[ALTERNATIVES_ATTR] = ArrayAttr([
+            DictionaryAttr({
+                "order": ArrayAttr([StringAttr(ids[i]) for i in other.order]),
+                "peak_tops": ArrayAttr([StringAttr(ids[i]) for i in other.peak_tops]),
+            })
+            for other in others
+        ])
+        for index, buffer in enumerate(function_problem.buffers):
+            buffer.op.attributes[ABOVE_ALTERNATIVES_ATTR] = ArrayAttr(
+                [ArrayAttr([StringAttr(ids[j]) for j in other.above[index]]) for other in others]
+            )
+    func.attributes[RANGES_ATTR] = DictionaryAttr({s: StringAttr(str(r)) for s, r in sorted(plan.ranges.items())})
+    func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
+    func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)
+    func.attributes[ARENA_ALIGNMENT_ATTR] = IntegerAttr(arena_alignment, i64)
+    if solution.capacity is not None and solution.mode is Mode.FIT:
+        func.attributes[CAPACITY_ATTR] = IntegerAttr(solution.capacity, i64)
+        func.attributes[FITS_ATTR] = StringAttr(fits or "the whole range")

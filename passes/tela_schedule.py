@@ -1,0 +1,261 @@
+"""`tela-schedule`: reorders the ops of each block to lower LOAD, before `tela-plan`.
+
+```
+tela-opt prog.mlir -p 'tela-schedule,tela-pipeline{capacity=65536}'
+tela-opt prog.mlir -p 'tela-pipeline{capacity=65536 schedule=auto}'
+```
+
+Collect, solve, apply, block by block (every block that is its region's only block;
+an op with regions moves as one unit, and its own blocks are scheduled on their own):
+1. collect: the block's dependence graph (`passes/dependences.py`: SSA def-use, and on each
+   buffer, through views and aliases, the order of reads and writes; unknown effects are
+   barriers) with the sizes of the function's planned buffers (`passes/collect.py`);
+2. solve: `telamalloc.runtime.alloc.schedule` on the plain graph (the methods of `method`);
+3. apply: the ops are moved into the new order; ops that touch no memory (allocations,
+   constants) move to just before their first user. The function's LOAD is then measured
+   with the liveness core (`passes/liveness.py`) and `telamalloc.compute_load`: if it rose,
+   the block's order is put back, so no function leaves with a LOAD above its input's (an
+   order that keeps it, lower on the block's own graph, stays).
+
+The function gets `scratchpad.schedule = {load_before, load_after}` (bytes), which
+`tela-plan`'s report shows, and a remark says how much scheduling saved.
+
+Limits: LOAD is measured on the buffers of the plan's selection with the default options
+(the `lifetimes` and `memory-space` options choose them as in `tela-plan`); a function with
+several memories (`scratchpad.targets`) is scheduled for the sum over its memories; ops in
+regions with several blocks keep their order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
+from telamalloc.passes.collect import (
+    FunctionProblem,
+    Selection,
+    collect_function,
+    functions,
+    module_has_scratchpad_memrefs,
+    selection_for,
+)
+from telamalloc.passes.dependences import Roots, block_graph, schedulable_blocks
+from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.runtime.alloc.schedule import METHODS, ScheduleConfig, build_model, schedule
+from telamalloc.runtime.alloc.validate import compute_load
+
+SCHEDULE_ATTR = "scratchpad.schedule"  # on a scheduled func: {load_before, load_after} in bytes
+SCHEDULE_METHODS = ("auto",) + METHODS
+"""`auto`: every method, the lowest LOAD wins; a name: the given order and that method."""
+
+
+@dataclass(frozen=True)
+class FunctionSchedule:
+    """What scheduling did to one function."""
+
+    func: FuncOp
+    load_before: int  # bytes
+    load_after: int  # bytes
+    moved: int  # blocks whose order changed
+    proved: bool  # every changed or kept block's order is proved to have the least LOAD
+
+    @property
+    def saved(self) -> float:
+        """The fraction of LOAD saved (0 when nothing was)."""
+        return 0.0 if self.load_before == 0 else (self.load_before - self.load_after) / self.load_before
+
+
+@dataclass(frozen=True)
+class TelaSchedulePass(ModulePass):
+    """Reorders the ops of each block to lower LOAD, keeping every dependence (see module doc)."""
+
+    name = "tela-schedule"
+
+    method: str = "auto"
+    """'auto' (every method; the lowest LOAD wins), or one of 'given', 'lpmf', 'bfs', 'dfs',
+    'lookahead', 'exact' (the given order stays the floor)."""
+
+    time_limit: float | None = None
+    """Seconds the exact search may spend on each block (`2.5`, `10s`, `500ms`); default:
+    no limit but its work budget, so the order is the same on every machine."""
+
+    lifetimes: str = FIRST_WRITE
+    """Where lifetimes start, as in `tela-plan`: 'first-write' or 'alloc'."""
+
+    memory_space: int | None = None
+    """Measure LOAD on memrefs in this integer memory space, as in `tela-plan`."""
+
+    def __post_init__(self) -> None:
+        if self.method not in SCHEDULE_METHODS:
+            raise ValueError(f"unknown method '{self.method}'; expected one of "
+                             + ", ".join(f"'{name}'" for name in SCHEDULE_METHODS))
+        if self.time_limit is not None and self.time_limit < 0:
+            raise ValueError(f"invalid time-limit '{self.time_limit}'; expected a duration >= 0")
+        if self.lifetimes not in LIFETIME_RULES:
+            raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
+        if self.memory_space is not None and self.memory_space < 0:
+            raise ValueError(f"invalid memory-space '{self.memory_space}'; expected a non-negative integer")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        self.run(op)
+
+    def run(self, module: ModuleOp) -> tuple[FunctionSchedule, ...]:
+        methods = METHODS if self.method == "auto" else ("given", self.method)
+        return schedule_module(module, ScheduleConfig(methods=methods), self.time_limit, self.lifetimes,
+                               self.memory_space)
+
+
+def schedule_module(
+    module: ModuleOp,
+    config: ScheduleConfig | None = None,
+    time_limit: float | None = None,
+    lifetimes: str = FIRST_WRITE,
+    memory_space: int | None = None,
+) -> tuple[FunctionSchedule, ...]:
+    """Schedules every function of `module` with planned buffers (see the module doc);
+    returns what it did."""
+    config = config or ScheduleConfig()
+    has_scratchpad = module_has_scratchpad_memrefs(module)
+    measures = []
+    for func in list(functions(module)):  # first every check: a failure leaves the IR unchanged
+        selections = _selections(func, has_scratchpad, memory_space)
+        measures.append((func, selections, _load(func, selections, lifetimes)))
+    results = []
+    for func, selections, before in measures:
+        if before == 0:
+            continue  # no planned buffer: no order can save anything
+        results.append(_schedule_function(func, selections, before, config, time_limit, lifetimes))
+    return tuple(results)
+
+
+def _selections(func: FuncOp, has_scratchpad: bool, memory_space: int | None) -> list[Selection]:
+    """The memories whose buffers count: one, or each of `scratchpad.targets`."""
+    try:
+        targets = find_targets(func)
+    except VerifyException as error:
+        raise PassFailedAtOp(func, str(error)) from None
+    if len(targets) <= 1 or memory_space is not None:
+        return [selection_for(func, has_scratchpad, memory_space)]
+    return [
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0)
+        for index, target in enumerate(targets)
+    ]
+
+
+def _problems(func: FuncOp, selections: list[Selection], lifetimes: str) -> list[FunctionProblem]:
+    return [collect_function(func, selection, None, None, lifetimes) for selection in selections]
+
+
+def _load(func: FuncOp, selections: list[Selection], lifetimes: str) -> int:
+    """LOAD of `func`: with several memories, the sum of each memory's."""
+    return sum(compute_load(problem.problem())[0] for problem in _problems(func, selections, lifetimes))
+
+
+def _schedule_function(func: FuncOp, selections: list[Selection], before: int, config: ScheduleConfig,
+                       time_limit: float | None, lifetimes: str) -> FunctionSchedule:
+    current = before
+    moved = 0
+    proved = True
+    for block in list(schedulable_blocks(func)):
+        buffers = tuple(b for problem in _problems(func, selections, lifetimes) for b in problem.buffers)
+        graph = block_graph(block, buffers, lifetimes, Roots(func))
+        if len(graph.ops) < 2:
+            continue
+        result = schedule(graph.graph, config, time_limit)
+        proved &= result.proved
+        if result.method == "given":
+            continue
+        order = sink_free_ops(graph.graph, list(result.order))
+        _reorder(block, [graph.ops[index] for index in order])
+        after = _load(func, selections, lifetimes)
+        if after > current:  # the liveness core measures a rise: keep the input's order
+            _reorder(block, list(graph.ops))
+            continue
+        current = after
+        moved += 1
+    outcome = FunctionSchedule(func, before, current, moved, proved)
+    func.attributes[SCHEDULE_ATTR] = DictionaryAttr(
+        {"load_before": IntegerAttr(before, i64), "load_after": IntegerAttr(current, i64)}
+    )
+    emit_remark(func, _remark(outcome))
+    return outcome
+
+
+def _remark(outcome: FunctionSchedule) -> str:
+    name = outcome.func.sym_name.data
+    if outcome.load_after < outcome.load_before:
+        return (f"scheduling lowered LOAD of '@{name}' from '{outcome.load_before}' to '{outcome.load_after}' "
+                f"bytes ({outcome.saved:.1%} less)")
+    proof = "no order has a lower LOAD" if outcome.proved else "no order found with a lower LOAD"
+    return f"scheduling kept the order of '@{name}': {proof} than '{outcome.load_before}' bytes"
+
+
+def sink_free_ops(graph, order: list[int]) -> list[int]:
+    """Moves each op that touches no buffer (and is no barrier) to just before its first
+    successor in `order`: allocations and constants sit next to their users."""
+    model = build_model(graph)
+    free = [not model.accesses[op] and not graph.ops[op].barrier for op in range(model.count)]
+    position = {op: point for point, op in enumerate(order)}
+    placed: list[int] = []
+    waiting: dict[int, list[int]] = {}
+    anchor: dict[int, int] = {}  # the op placed right after a free op's group (itself if not free)
+    for op in reversed(order):  # from the end: a free op's successors are decided first
+        if free[op] and model.succs[op]:
+            # before the earliest anchor of its successors (a successor that moves itself
+            # takes this op along: waiting ops are placed before the ops they wait for)
+            first = min((anchor[succ] for succ in model.succs[op]), key=position.__getitem__)
+            anchor[op] = first
+            waiting.setdefault(first, []).append(op)
+            continue
+        anchor[op] = op
+        placed.append(op)
+    result: list[int] = []
+    for op in reversed(placed):
+        result.extend(_before(op, waiting))
+        result.append(op)
+    return result
+
+
+def _before(op: int, waiting: dict[int, list[int]]) -> list[int]:
+    """The free ops waiting for `op`, each preceded by the free ops waiting for it, in order."""
+    out: list[int] = []
+    for free in sorted(waiting.pop(op, ())):
+        out.extend(_before(free, waiting))
+        out.append(free)
+    return out
+
+
+def block_orders(module: ModuleOp) -> list[tuple[Block, list[Operation]]]:
+    """Every block's ops in their order, for `restore_orders` when a later pass fails."""
+    return [(block, list(block.ops)) for func in functions(module) for block in schedulable_blocks(func)]
+
+
+def restore_orders(orders: list[tuple[Block, list[Operation]]]) -> None:
+    """Puts every block back in the order `block_orders` saw, without the schedule attributes."""
+    for block, ops in orders:
+        if list(block.ops) != ops:
+            _reorder(block, [op for op in ops if not op.has_trait(IsTerminator)] if ops else [])
+    for func in {block.parent_op() for block, _ in orders}:
+        if isinstance(func, FuncOp):
+            func.attributes.pop(SCHEDULE_ATTR, None)
+
+
+def _reorder(block: Block, ops: list[Operation]) -> None:
+    """Puts `ops` (every op of `block` but its terminator) in this order before the terminator."""
+    terminator = block.last_op if block.last_op not in ops else None
+    for op in ops:
+        block.detach_op(op)
+    for op in ops:
+        if terminator is None:
+            block.add_op(op)
+        else:
+            block.insert_op_before(op, terminator)

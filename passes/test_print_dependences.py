@@ -1,0 +1,84 @@
+"""`test-print-dependences`: prints each block's scheduling graph, for FileCheck.
+
+The test pass of `passes/dependences.py` (what `tela-schedule` may not reorder). It
+leaves the IR unchanged. For each block that may be scheduled it prints, before the module:
+
+```
+// dependences of @f, block of func.func: 4 ops
+//   #0 scratchpad.alloc
+//   #1 scratchpad.dma reads <arguments> writes %in after #0
+//   #2 func.call barrier after #0, #1
+//   buffer %in 256 B
+```
+
+`after` lists every op the op must follow (SSA values, reads and writes on each buffer,
+barriers); buffers are the roots the ops access, with their sizes, `input` / `output`
+when they live across the whole block.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import TextIO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from telamalloc.passes.collect import collect_function, functions, module_has_scratchpad_memrefs, selection_for
+from telamalloc.passes.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
+from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.runtime.alloc.schedule import build_model
+
+
+def format_block(graph: BlockGraph) -> str:
+    """The text `test-print-dependences` prints for one block."""
+    owner = graph.block.parent_op()
+    func = owner
+    while func is not None and func.name != "func.func":
+        func = func.parent_op()
+    name = func.sym_name.data if func is not None else "?"  # type: ignore[attr-defined]
+    lines = [f"// dependences of @{name}, block of {owner.name if owner else '?'}: {len(graph.ops)} ops"]
+    model = build_model(graph.graph)
+    for index, (op, node) in enumerate(zip(graph.ops, graph.graph.ops)):
+        text = f"//   #{index} {op.name}"
+        if node.reads:
+            text += " reads " + ", ".join(str(r) for r in node.reads)
+        if node.writes:
+            text += " writes " + ", ".join(str(w) for w in node.writes)
+        if node.barrier:
+            text += " barrier"
+        if model.preds[index]:
+            text += " after " + ", ".join(f"#{p}" for p in model.preds[index])
+        lines.append(text)
+    for buffer in graph.graph.buffers:
+        flags = "".join(f", {flag}" for flag, on in (("input", buffer.input), ("output", buffer.output)) if on)
+        lines.append(f"//   buffer {buffer.id} {buffer.size} B{flags}")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class TestPrintDependencesPass(ModulePass):
+    """Prints the scheduling graph of every block that `tela-schedule` may reorder."""
+
+    name = "test-print-dependences"
+
+    lifetimes: str = FIRST_WRITE
+    """Where lifetimes start: 'first-write' or 'alloc' (with 'alloc', an allocation counts as a write)."""
+
+    def __post_init__(self) -> None:
+        if self.lifetimes not in LIFETIME_RULES:
+            raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        print_dependences(op, sys.stdout, self.lifetimes)
+
+
+def print_dependences(module: ModuleOp, stream: TextIO, rule: str = FIRST_WRITE) -> None:
+    has_scratchpad = module_has_scratchpad_memrefs(module)
+    for func in functions(module):
+        problem = collect_function(func, selection_for(func, has_scratchpad), None, None, rule)
+        roots = Roots(func)
+        for block in schedulable_blocks(func):
+            stream.write(format_block(block_graph(block, problem.buffers, rule, roots)))

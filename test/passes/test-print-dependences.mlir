@@ -1,0 +1,80 @@
+// The dependences tela-schedule keeps, through test-print-dependences.
+// RUN: tela-opt %s --split-input-file -p test-print-dependences | filecheck %s
+
+// Views: a write through a subview of %buf is a write of %buf, so it follows the read of
+// %buf before it (WAR) and the read after it follows it (RAW); the function's arguments
+// share one root (they may alias): the copy out follows every read of an argument.
+// (tela-opt names memref.alloc buffers by position: %t is %alloc, %buf is %alloc#2.)
+// CHECK-LABEL: dependences of @views, block of func.func: 7 ops
+// CHECK-NEXT: #0 memref.alloc
+// CHECK-NEXT: #1 memref.alloc
+// CHECK-NEXT: #2 memref.copy reads <arguments> writes %alloc#2 after #1
+// CHECK-NEXT: #3 memref.copy reads %alloc#2 writes %alloc after #0, #1, #2
+// CHECK-NEXT: #4 memref.subview after #1
+// CHECK-NEXT: #5 memref.copy reads <arguments> writes %alloc#2 after #2, #3, #4
+// CHECK-NEXT: #6 memref.copy reads %alloc writes <arguments> after #0, #2, #3, #5
+// CHECK-NEXT: buffer %alloc 64 B
+// CHECK-NEXT: buffer %alloc#2 64 B
+// CHECK-NEXT: buffer <arguments> 0 B, input, output
+func.func @views(%x: memref<16xf32>, %y: memref<8xf32>, %out: memref<16xf32>) {
+  %t = memref.alloc() : memref<16xf32>
+  %buf = memref.alloc() : memref<16xf32>
+  memref.copy %x, %buf : memref<16xf32> to memref<16xf32>
+  memref.copy %buf, %t : memref<16xf32> to memref<16xf32>
+  %half = memref.subview %buf[0] [8] [1] : memref<16xf32> to memref<8xf32, strided<[1]>>
+  memref.copy %y, %half : memref<8xf32> to memref<8xf32, strided<[1]>>
+  memref.copy %t, %out : memref<16xf32> to memref<16xf32>
+  func.return
+}
+
+// -----
+// An op with unknown effects and a call are barriers: every op before them comes first,
+// every op after them comes later. A dealloc writes: it follows every read of its buffer.
+// CHECK-LABEL: dependences of @barriers, block of func.func: 6 ops
+// CHECK-NEXT: #0 scratchpad.alloc
+// CHECK-NEXT: #1 scratchpad.dma reads <arguments> writes %a after #0
+// CHECK-NEXT: #2 test.op barrier after #0, #1
+// CHECK-NEXT: #3 scratchpad.dma reads %a writes <arguments> after #0, #1, #2
+// CHECK-NEXT: #4 func.call barrier after #3
+// CHECK-NEXT: #5 scratchpad.dealloc writes %a after #0, #1, #3, #4
+!f = memref<4xf32, #scratchpad.space>
+func.func private @g()
+func.func @barriers(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %a = scratchpad.alloc() : !f
+  scratchpad.dma %x -> %a : memref<4xf32> -> !f
+  "test.op"() : () -> ()
+  scratchpad.dma %a -> %y : !f -> memref<4xf32>
+  func.call @g() : () -> ()
+  scratchpad.dealloc %a : !f
+  func.return
+}
+
+// -----
+// A loop is one op of its block, with every access of its body; its iteration argument
+// aliases %acc. Its body is a block of its own, scheduled on its own (%acc and %tmp,
+// allocated outside, live across it).
+// CHECK-LABEL: dependences of @loop, block of func.func: 7 ops
+// CHECK: #5 scf.for reads %acc, %tmp writes %acc, %tmp after #0, #1, #2, #3, #4
+// CHECK-NEXT: #6 scratchpad.dma reads %acc writes <arguments> after #5
+// CHECK-NEXT: buffer %acc 16 B, output
+// CHECK-NEXT: buffer %tmp 16 B
+// CHECK-LABEL: dependences of @loop, block of scf.for: 2 ops
+// CHECK-NEXT: #0 scratchpad.kernel reads %acc writes %tmp
+// CHECK-NEXT: #1 scratchpad.kernel reads %tmp writes %acc after #0
+// CHECK-NEXT: buffer %acc 16 B, input, output
+// CHECK-NEXT: buffer %tmp 16 B, input, output
+!f = memref<4xf32, #scratchpad.space>
+func.func @loop(%y: memref<4xf32>) {
+  %acc = scratchpad.alloc() : !f
+  %tmp = scratchpad.alloc() : !f
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%it = %acc) -> (!f) {
+    scratchpad.kernel "relu" ins(%it : !f) outs(%tmp : !f)
+    scratchpad.kernel "copy" ins(%tmp : !f) outs(%it : !f)
+    scf.yield %it : !f
+  }
+  scratchpad.dma %r -> %y : !f -> memref<4xf32>
+  func.return
+}

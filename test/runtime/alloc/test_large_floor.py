@@ -1,0 +1,110 @@
+"""The large planner's floor (``LargeConfig.floor``): plain orderings placed first, the best
+kept, the schedule and the improvement steps after them, so that the answer is never worse
+than the floor's best member."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from telamalloc import Params, ProblemError, solve, validate
+from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.generators.families import generate
+from telamalloc.runtime.alloc.large import _large, improve
+from telamalloc.runtime.alloc.large.orderings import name_of, orderings_without_limit
+
+DEFAULT = LargeConfig()
+FAMILIES = ("crossing", "growing", "dynamic-storage", "routing", "huge-and-tiny", "deepnet")
+
+
+def _recorded_orderings(monkeypatch) -> list[str]:
+    """The list gets the name of each ordering the planner places, in order (not re-sweeps)."""
+    names: list[str] = []
+    real_planner = _large.planner
+
+    class Recorded:
+        def __init__(self, made):
+            self.made = made
+
+        def run(self, **options):
+            if options.get("swept") is None:
+                names.append(name_of(options["first"]))
+            return self.made.run(**options)
+
+        def settle(self, *arguments, **options):
+            return self.made.settle(*arguments, **options)
+
+    monkeypatch.setattr(_large, "planner", lambda *arrays, **options: Recorded(real_planner(*arrays, **options)))
+    monkeypatch.setattr(improve, "window_search", lambda instance, budget, offsets, *rest: offsets)
+    return names
+
+
+def test_the_default_floor_is_cheap_orderings_headed_by_the_start_sweep():
+    """"start" is placed by the start sweep, O(log m) per placement: a layout exists early on
+    every shape. No floor ordering repeats, and each is a known name."""
+    assert DEFAULT.floor[0] == "start" and len(set(DEFAULT.floor)) == len(DEFAULT.floor)
+    solve(generate("deepnet", 50, 0).problem(), mode="minimize", algorithm="large")  # the names are checked
+
+
+def test_the_floor_runs_first_then_the_schedule_without_its_orderings(monkeypatch):
+    """Without a limit: the floor's orderings, then the schedule's of
+    ``orderings_without_limit`` that the floor did not run, each once."""
+    names = _recorded_orderings(monkeypatch)
+    problem = generate("dynamic-storage", 3000, 1).problem()
+    solution = solve(problem, mode="minimize", algorithm="large", params=Params(large=replace(DEFAULT, lanes=1)))
+    assert solution.ok and validate(problem, solution.offsets) == []
+    schedule = [name for name in orderings_without_limit(3000, DEFAULT) if name not in DEFAULT.floor]
+    assert names[: len(DEFAULT.floor) + len(schedule)] == list(DEFAULT.floor) + schedule
+
+
+def _floor_members(problem) -> list[int]:
+    """Each floor member's peak alone, as the lane places it (the same pins, nothing after it)."""
+    peaks = []
+    for name in DEFAULT.floor:
+        alone = LargeConfig.orderings_only(floor=(name,), schedule=(), huge_schedule=())
+        member = solve(problem, mode="minimize", algorithm="large", params=Params(large=alone))
+        assert member.ok and f"({name} won)" in member.message
+        peaks.append(member.peak)
+    return peaks
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_the_answer_is_never_worse_than_the_floors_best_member(family: str, seed: int):
+    problem = generate(family, 2500, seed).problem()
+    solution = solve(problem, mode="minimize", algorithm="large")
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak <= min(_floor_members(problem)), solution.message
+
+
+@pytest.mark.parametrize("family", ["crossing", "dynamic-storage"])
+def test_under_a_time_limit_too(family: str):
+    """Under a limit the planner goes on until it (unless at LOAD): 0.3 s, far more than the
+    floor needs at 2,500 buffers."""
+    problem = generate(family, 2500, 0).problem()
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=0.3)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert solution.peak <= min(_floor_members(problem)), solution.message
+
+
+def test_the_message_counts_the_floors_orderings():
+    """deepnet(6000, 1): "contention-end", the floor's second ordering, reaches LOAD, so the
+    planner stops there."""
+    problem = generate("deepnet", 6000, 1).problem()
+    solution = solve(problem, mode="minimize", algorithm="large")
+    assert solution.peak == solution.load
+    assert "best of 2 orderings (contention-end won)" in solution.message
+
+
+def test_an_empty_floor_runs_the_schedule_alone(monkeypatch):
+    names = _recorded_orderings(monkeypatch)
+    problem = generate("crossing", 3000, 0).problem()
+    solve(problem, mode="minimize", algorithm="large", params=Params(large=replace(DEFAULT, floor=(), lanes=1)))
+    assert names[: len(orderings_without_limit(3000, DEFAULT))] == orderings_without_limit(3000, DEFAULT)
+
+
+def test_a_floor_naming_an_unknown_ordering_is_an_error():
+    problem = generate("deepnet", 50, 0).problem()
+    with pytest.raises(ProblemError, match="params.large.floor names an unknown ordering 'nope'"):
+        solve(problem, mode="minimize", algorithm="large", params=Params(large=replace(DEFAULT, floor=("start", "nope"))))
