@@ -56,6 +56,7 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
@@ -87,7 +88,9 @@ class FunctionPlan:
     @property
     def load_before_schedule(self) -> int | None:
         """LOAD in the order before `tela-schedule` ran (bytes), None when it did not run."""
-        record = self.problem.func.attributes.get(SCHEDULE_ATTR)
+        selection = self.problem.selection
+        view = XDSL if selection is None else selection.view
+        record = view.attribute(self.problem.func, SCHEDULE_ATTR)  # (the func of either front end)
         if not isinstance(record, DictionaryAttr) or self.problem.memory is not None:
             return None  # with several memories the record sums them: no per-memory figure
         before = record.data.get("load_before")

@@ -11,9 +11,9 @@
 // TIME: tela-opt: error: invalid pass pipeline 'tela-schedule{time-limit=soon}': invalid time-limit 'soon'; expected a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'
 // PIPELINE: tela-opt: error: invalid pass pipeline 'tela-pipeline{schedule=fastest}': unknown schedule 'fastest'; expected 'none' or one of 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead', 'exact'
 
-// A dynamic shape without a bound has no size to measure LOAD with.
+// A dynamic shape whose symbol has no range has no size to measure LOAD with.
+// expected-error @+1 {{'func.func' op '@dynamic' has sizes that depend on 'n', which has no range; declare it with 'dims=n=LO..HI[@HINT]' or the argument attribute 'scratchpad.dim = "n=LO..HI"' (memref dimensions: 'scratchpad.dims')}}
 func.func @dynamic(%n: index) {
-  // expected-error @+1 {{buffer 'a' of dynamic type 'memref<?xf32>' needs a declared upper bound; add the attribute 'scratchpad.bound = <bytes> : i64'}}
   %a = memref.alloc(%n) : memref<?xf32>
   "test.op"(%a) : (memref<?xf32>) -> ()
   func.return

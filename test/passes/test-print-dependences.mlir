@@ -4,17 +4,16 @@
 // Views: a write through a subview of %buf is a write of %buf, so it follows the read of
 // %buf before it (WAR) and the read after it follows it (RAW); the function's arguments
 // share one root (they may alias): the copy out follows every read of an argument.
-// (tela-opt names memref.alloc buffers by position: %t is %alloc, %buf is %alloc#2.)
 // CHECK-LABEL: dependences of @views, block of func.func: 7 ops
 // CHECK-NEXT: #0 memref.alloc
 // CHECK-NEXT: #1 memref.alloc
-// CHECK-NEXT: #2 memref.copy reads <arguments> writes %alloc#2 after #1
-// CHECK-NEXT: #3 memref.copy reads %alloc#2 writes %alloc after #0, #1, #2
+// CHECK-NEXT: #2 memref.copy reads <arguments> writes %buf after #1
+// CHECK-NEXT: #3 memref.copy reads %buf writes %t after #0, #1, #2
 // CHECK-NEXT: #4 memref.subview after #1
-// CHECK-NEXT: #5 memref.copy reads <arguments> writes %alloc#2 after #2, #3, #4
-// CHECK-NEXT: #6 memref.copy reads %alloc writes <arguments> after #0, #2, #3, #5
-// CHECK-NEXT: buffer %alloc 64 B
-// CHECK-NEXT: buffer %alloc#2 64 B
+// CHECK-NEXT: #5 memref.copy reads <arguments> writes %buf after #2, #3, #4
+// CHECK-NEXT: #6 memref.copy reads %t writes <arguments> after #0, #2, #3, #5
+// CHECK-NEXT: buffer %buf 64 B
+// CHECK-NEXT: buffer %t 64 B
 // CHECK-NEXT: buffer <arguments> 0 B, input, output
 func.func @views(%x: memref<16xf32>, %y: memref<8xf32>, %out: memref<16xf32>) {
   %t = memref.alloc() : memref<16xf32>
