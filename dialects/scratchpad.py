@@ -22,7 +22,8 @@ Byte sizes follow one rule shared by the verifiers and the passes, see
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -152,36 +153,46 @@ def is_main_memory_memref(type_: Attribute) -> bool:
     return isinstance(type_, MemRefType) and isinstance(type_.memory_space, NoneAttr)
 
 
-def find_target(op: Operation) -> TargetAttr | None:
+def _own_attribute(op: Operation, name: str) -> Attribute | None:
+    return op.attributes.get(name)
+
+
+def _parent_op(op: Operation) -> Operation | None:
+    return op.parent_op()
+
+
+def find_target(op: Any, attribute: Callable = _own_attribute, parent: Callable = _parent_op) -> TargetAttr | None:
     """The `scratchpad.target` of the closest enclosing op that carries one (`op` included).
 
     Returns None when no enclosing op carries a target. Raises `VerifyException` when the
     attribute under the `scratchpad.target` key is not a `#scratchpad.target<...>`.
+    `attribute(op, name)` and `parent(op)` read another IR front end's ops (default: xDSL's).
     """
-    current: Operation | None = op
+    current = op
     while current is not None:
-        attribute = current.attributes.get(TARGET_ATTR_KEY)
-        if attribute is not None:
-            if not isinstance(attribute, TargetAttr):
+        attribute_value = attribute(current, TARGET_ATTR_KEY)
+        if attribute_value is not None:
+            if not isinstance(attribute_value, TargetAttr):
                 raise VerifyException(
                     f"'{TARGET_ATTR_KEY}' on '{current.name}' must be a "
-                    f"'#scratchpad.target<...>' attribute, got '{attribute}'"
+                    f"'#scratchpad.target<...>' attribute, got '{attribute_value}'"
                 )
-            return attribute
-        current = current.parent_op()
+            return attribute_value
+        current = parent(current)
     return None
 
 
-def find_targets(op: Operation) -> tuple[TargetAttr, ...]:
+def find_targets(op: Any, attribute: Callable = _own_attribute, parent: Callable = _parent_op) -> tuple[TargetAttr, ...]:
     """The target memories of the closest enclosing op that carries `scratchpad.targets`
-    (an array of targets) or `scratchpad.target` (one); `()` when none does.
+    (an array of targets) or `scratchpad.target` (one); `()` when none does (`attribute`,
+    `parent`: as for `find_target`).
 
     Raises `VerifyException` when the array holds anything but targets, or two targets
     share a name.
     """
-    current: Operation | None = op
+    current = op
     while current is not None:
-        several = current.attributes.get(TARGETS_ATTR_KEY)
+        several = attribute(current, TARGETS_ATTR_KEY)
         if several is not None:
             if not isinstance(several, ArrayAttr) or not several.data or not all(
                 isinstance(t, TargetAttr) for t in several.data
@@ -198,11 +209,11 @@ def find_targets(op: Operation) -> tuple[TargetAttr, ...]:
                         "give each memory its own name"
                     )
             return tuple(several.data)  # type: ignore[arg-type]
-        single = current.attributes.get(TARGET_ATTR_KEY)
+        single = attribute(current, TARGET_ATTR_KEY)
         if single is not None:
-            target = find_target(current)
+            target = find_target(current, attribute, parent)
             return () if target is None else (target,)
-        current = current.parent_op()
+        current = parent(current)
     return ()
 
 

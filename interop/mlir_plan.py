@@ -37,7 +37,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import StringAttr
 from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
@@ -53,17 +52,17 @@ from telamalloc.passes.collect import (
     OFFSET_ATTR,
     PEAK_ATTR,
     FunctionProblem,
-    Selection,
     collect_function,
     selection_for,
 )
 from telamalloc.passes.diagnostics import diagnostic_handler
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
-from telamalloc.passes.spill import ON_OVERFLOW
 from telamalloc.passes.tela_plan import (
     FunctionPlan,
     format_report_line,
+    memory_selections,
+    overflow_policy,
     require_success,
     solve_function,
 )
@@ -213,7 +212,7 @@ def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, 
         if dump_paths:
             outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
         plan = solve_function(function_problem, mode, time_limit, algorithm)
-        spill = Mode(mode) is Mode.FIT and _policy(view, function_problem.func, on_overflow) == "spill"
+        spill = Mode(mode) is Mode.FIT and overflow_policy(function_problem.func, on_overflow, view) == "spill"
         if not plan.solution.ok and spill:
             raise PassFailedAtOp(
                 function_problem.func,
@@ -224,24 +223,6 @@ def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, 
         require_success(plan, time_limit)
         plans.append(plan)
     return plans
-
-
-def _policy(view: MlirView, func: MOp, option: str | None) -> str:
-    if option is not None:
-        return option
-    current: MOp | None = func
-    while current is not None:
-        recorded = view.attribute(current, "scratchpad.on_overflow")
-        if recorded is not None:
-            if not isinstance(recorded, StringAttr) or recorded.data not in ON_OVERFLOW:
-                raise PassFailedAtOp(
-                    current,
-                    f"'scratchpad.on_overflow' is '{recorded}'; write \"error\" or \"spill\" (or pass "
-                    "'on-overflow=<error|spill>')",
-                )
-            return recorded.data
-        current = current.parent
-    return "error"
 
 
 def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> Iterator[FunctionProblem]:
@@ -257,37 +238,11 @@ def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> It
         if isinstance(memory_space, int):
             selections = [selection_for(func, has_scratchpad, memory_space, view)]
         else:
-            selections = _memory_selections(view, func, has_scratchpad, memory_space, capacity)
+            selections = memory_selections(func, has_scratchpad, memory_space, capacity, view)
         for selection in selections:
             function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
             if function_problem.buffers:
                 yield function_problem
-
-
-def _memory_selections(view: MlirView, func: MOp, has_scratchpad: bool, memory_space, capacity) -> list[Selection]:
-    targets = view.targets(func)
-    names = [target.target_name.data for target in targets]
-    function_name = view.symbol_name(func)
-    if memory_space is not None and memory_space not in names:
-        known = ", ".join(f"'{name}'" for name in names) or "none"
-        raise PassFailedAtOp(
-            func,
-            f"'@{function_name}' has no memory named '{memory_space}' (its memories: {known}); "
-            "name one of its targets in 'memory-space'",
-        )
-    if len(targets) <= 1:
-        return [selection_for(func, has_scratchpad, None, view)]
-    if capacity is not None and memory_space is None:
-        raise PassFailedAtOp(
-            func,
-            f"'@{function_name}' has several memories ({', '.join(repr(n) for n in names)}); "
-            "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
-        )
-    return [
-        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0, view=view)
-        for index, target in enumerate(targets)
-        if memory_space is None or target.target_name.data == memory_space
-    ]
 
 
 def _record(view: MlirView, plan: FunctionPlan) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, IntAttr, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
 from xdsl.ir import Attribute
 from xdsl.parser import Parser
 from xdsl.traits import (
@@ -44,7 +44,6 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from telamalloc.dialects.scratchpad import TARGET_ATTR_KEY, TARGETS_ATTR_KEY, PassFailedAtOp, TargetAttr
 from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, xdsl_context
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.written import WrittenArguments
@@ -374,42 +373,6 @@ class MlirView(IRView):
             self._classes[name] = self._definitions.get_optional_op(name)
         return self._classes[name]
 
-    # -- targets -----------------------------------------------------------------------
-    def target(self, op: MOp) -> TargetAttr | None:
-        """`telamalloc.dialects.scratchpad.find_target` over the mirror."""
-        current: MOp | None = op
-        while current is not None:
-            attribute = self.attribute(current, TARGET_ATTR_KEY)
-            if attribute is not None:
-                if not isinstance(attribute, TargetAttr):
-                    raise PassFailedAtOp(
-                        op,  # type: ignore[arg-type]
-                        f"'{TARGET_ATTR_KEY}' on '{current.name}' must be a "
-                        f"'#scratchpad.target<...>' attribute, got '{attribute}'",
-                    )
-                return attribute
-            current = current.parent
-        return None
-
-    def targets(self, op: MOp) -> tuple[TargetAttr, ...]:
-        """`telamalloc.dialects.scratchpad.find_targets` over the mirror."""
-        current: MOp | None = op
-        while current is not None:
-            several = self.attribute(current, TARGETS_ATTR_KEY)
-            if several is not None:
-                if not isinstance(several, ArrayAttr) or not several.data or not all(
-                    isinstance(t, TargetAttr) for t in several.data
-                ):
-                    raise VerifyException(
-                        f"'{TARGETS_ATTR_KEY}' on '{current.name}' must be a non-empty array of "
-                        f"'#scratchpad.target<...>' attributes, got '{several}'"
-                    )
-                return tuple(several.data)  # type: ignore[arg-type]
-            if self.attribute(current, TARGET_ATTR_KEY) is not None:
-                target = self.target(current)
-                return () if target is None else (target,)
-            current = current.parent
-        return ()
 
     # -- text of types and attributes ----------------------------------------------------
     def _parse(self, text: str, *, type_: bool) -> Attribute:

@@ -134,9 +134,10 @@ def functions(module: ModuleOp) -> Iterator[FuncOp]:
             yield op
 
 
-def function_target(func: FuncOp) -> TargetAttr | None:
+def function_target(func: FuncOp, view: IRView = XDSL) -> TargetAttr | None:
+    """`find_target` of `func` (of the front end `view`), its error a failure at `func`."""
     try:
-        return find_target(func)
+        return find_target(func) if view is XDSL else find_target(func, view.attribute, view.parent_op)
     except VerifyException as error:
         raise PassFailedAtOp(func, str(error)) from None
 
@@ -144,7 +145,7 @@ def function_target(func: FuncOp) -> TargetAttr | None:
 def selection_for(
     func: FuncOp, module_has_scratchpad: bool, memory_space: int | None = None, view: IRView = XDSL
 ) -> Selection:
-    target = function_target(func) if view is XDSL else view.target(func)
+    target = function_target(func, view)
     return Selection(
         target,
         main_memory=target is None and not module_has_scratchpad,

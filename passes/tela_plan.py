@@ -56,7 +56,7 @@ from telamalloc.passes.collect import (
     selection_for,
 )
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
-from telamalloc.passes.irview import XDSL
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
@@ -227,16 +227,16 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
 ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
 
 
-def overflow_policy(func: Operation, option: str | None) -> str:
+def overflow_policy(func: Operation, option: str | None, view: IRView = XDSL) -> str:
     """What to do when `func`'s buffers do not fit: the `on-overflow` option when given, else
     the `scratchpad.on_overflow` attribute of the function or the nearest enclosing op that
     has one (a program written for spilling says so itself, as it names its target), else
-    'error'."""
+    'error'. `view`: the IR front end `func` belongs to."""
     if option is not None:
         return option
-    current: Operation | None = func
+    current = func
     while current is not None:
-        recorded = current.attributes.get(ON_OVERFLOW_ATTR)
+        recorded = view.attribute(current, ON_OVERFLOW_ATTR)
         if recorded is not None:
             if not isinstance(recorded, StringAttr) or recorded.data not in ON_OVERFLOW:
                 shown = recorded.data if isinstance(recorded, StringAttr) else str(recorded)
@@ -246,7 +246,7 @@ def overflow_policy(func: Operation, option: str | None) -> str:
                     "'on-overflow=<error|spill>')",
                 )
             return recorded.data
-        current = current.parent_op()
+        current = view.parent_op(current)
     return "error"
 
 
@@ -276,7 +276,7 @@ def collect_module(
         if isinstance(memory_space, int):
             selections = [selection_for(func, has_scratchpad, memory_space)]
         else:
-            selections = _memory_selections(func, has_scratchpad, memory_space, capacity)
+            selections = memory_selections(func, has_scratchpad, memory_space, capacity)
         for selection in selections:
             function_problem = collect_function(func, selection, capacity, alignment, lifetimes, dims)
             if function_problem.buffers:
@@ -284,29 +284,34 @@ def collect_module(
     return problems
 
 
-def _memory_selections(func, has_scratchpad: bool, memory_space: str | None, capacity: int | None) -> list[Selection]:
+def memory_selections(
+    func, has_scratchpad: bool, memory_space: str | None, capacity: int | None, view: IRView = XDSL
+) -> list[Selection]:
+    """What to plan of `func` (of the front end `view`): one selection, or one per memory
+    of its `scratchpad.targets` (only the memory named `memory_space`, when given)."""
     try:
-        targets = find_targets(func)
+        targets = find_targets(func) if view is XDSL else find_targets(func, view.attribute, view.parent_op)
     except VerifyException as error:
         raise PassFailedAtOp(func, str(error)) from None
     names = [target.target_name.data for target in targets]
+    function_name = view.symbol_name(func)
     if memory_space is not None and memory_space not in names:
         known = ", ".join(f"'{name}'" for name in names) or "none"
         raise PassFailedAtOp(
             func,
-            f"'@{func.sym_name.data}' has no memory named '{memory_space}' (its memories: {known}); "
+            f"'@{function_name}' has no memory named '{memory_space}' (its memories: {known}); "
             "name one of its targets in 'memory-space'",
         )
     if len(targets) <= 1:
-        return [selection_for(func, has_scratchpad)]
+        return [selection_for(func, has_scratchpad, None, view)]
     if capacity is not None and memory_space is None:
         raise PassFailedAtOp(
             func,
-            f"'@{func.sym_name.data}' has several memories ({', '.join(repr(n) for n in names)}); "
+            f"'@{function_name}' has several memories ({', '.join(repr(n) for n in names)}); "
             "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
         )
     return [
-        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0)
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0, view=view)
         for index, target in enumerate(targets)
         if memory_space is None or target.target_name.data == memory_space
     ]
