@@ -53,6 +53,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
 from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, memref_byte_size
 from telamalloc.locations import fused_location
+from telamalloc.passes.arena import free_arena_at_returns
 from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
 from telamalloc.passes.liveness import trace_buffer
 from telamalloc.passes.parametric_plan import (
@@ -260,7 +261,7 @@ def lower_parametric(func: FuncOp) -> None:
     entry.insert_op_before(arena, emitter.before)
     for buffer_id in order:
         _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
-    _free_at_returns(func, arena, space)
+    free_arena_at_returns(func, arena, space)
 
 
 def _check_same_symbols(func: FuncOp, symbols: FunctionSymbols, emitter: _Emitter, entry: Block, location) -> None:
@@ -391,16 +392,3 @@ def _replace(op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str) -
         dealloc_block = dealloc.parent_block()
         assert dealloc_block is not None
         dealloc_block.erase_op(dealloc)
-
-
-def _free_at_returns(func: FuncOp, arena: memref.AllocOp, space: Attribute) -> None:
-    for op in list(func.walk()):
-        if op.name != "func.return" or op.parent_op() is not func:
-            continue
-        if any(isinstance(v.type, MemRefType) and v.type.memory_space == space for v in op.operands):
-            continue
-        block = op.parent_block()
-        assert block is not None
-        free = memref.DeallocOp.get(arena.results[0])
-        free.location = arena.location
-        block.insert_op_before(free, op)

@@ -68,6 +68,7 @@ from telamalloc.dialects.scratchpad import (
     memref_byte_size,
 )
 from telamalloc.locations import fused_location
+from telamalloc.passes.arena import free_arena_at_returns
 from telamalloc.passes.collect import (
     ALLOCATION_OPS,
     ARENA_ALIGNMENT_ATTR,
@@ -240,20 +241,7 @@ def _lower_function(lowering: _FunctionLowering) -> None:
     for planned in lowering.allocs:
         _replace_with_view(planned, arena.results[0])
 
-    for op in list(func.walk()):
-        if op.name != "func.return" or op.parent_op() is not func:
-            continue
-        if any(
-            isinstance(operand.type, MemRefType)
-            and operand.type.memory_space == lowering.memory_space
-            for operand in op.operands
-        ):
-            continue
-        block = op.parent_block()
-        assert block is not None
-        free = memref.DeallocOp.get(arena.results[0])
-        free.location = arena.location
-        block.insert_op_before(free, op)
+    free_arena_at_returns(func, arena, lowering.memory_space)
 
 
 def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
