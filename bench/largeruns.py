@@ -63,6 +63,14 @@ def timeout_for(count: int, timeouts) -> float:
     return timeouts[-1][1]
 
 
+def _read_manifest(path: Path) -> dict:
+    """The digests recorded beside generated files (empty when missing or unreadable)."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def write_generated(problems: list[Problem]) -> None:
     """Write every generated trace whose file is missing or was made by other generator
     sources (a manifest beside the traces records each file's digest)."""
@@ -73,10 +81,7 @@ def write_generated(problems: list[Problem]) -> None:
     folder = wanted[0].path.parent
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
-        manifest = {}
+    manifest = _read_manifest(manifest_path)
     for problem in wanted:
         if manifest.get(problem.path.name) == digest and problem.path.exists():
             continue
@@ -106,10 +111,7 @@ def onnx_problems(folder: Path) -> tuple[list[Problem], list[str]]:
     code = largesuite.sources_digest(sources)
     folder.mkdir(parents=True, exist_ok=True)
     manifest_path = folder / "manifest.json"
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError):
-        manifest = {}
+    manifest = _read_manifest(manifest_path)
     problems, notes = [], []
     for model in models:
         name = "onnx-" + model.stem.removeprefix("light_")

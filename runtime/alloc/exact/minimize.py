@@ -203,14 +203,21 @@ def _join_member(run: ExactRun, member: _Member, attempt: int, status: Status, b
         if run.budget.interrupted():
             member.halt()
     _record(run, member)
+    improved = _bounds_from_groups(run, bounds)
+    if status is Status.OK:
+        status = Status.TIMEOUT if peak_of(run.instance.problem, improved) > attempt else Status.OK
+    return status
+
+
+def _bounds_from_groups(run: ExactRun, bounds: _Bounds):
+    """Raise the lower bound to the groups' proved infeasible peaks and take the groups'
+    assembled layout when it is lower than the best; return that layout."""
     problem = run.instance.problem
     bounds.low = max([bounds.low] + [group.infeasible_at + 1 for group in run.groups])
     improved = run.groups.assemble(None)
     if peak_of(problem, improved) < bounds.high:
         bounds.best, bounds.high = improved, peak_of(problem, improved)
-    if status is Status.OK:
-        status = Status.TIMEOUT if peak_of(problem, improved) > attempt else Status.OK
-    return status
+    return improved
 
 
 def _record(run: ExactRun, member: _Member) -> None:
@@ -264,9 +271,5 @@ def _merge_members(run: ExactRun, finished: list[_Member], bounds: _Bounds) -> N
     at its end: the better of the kernel's and CP-SAT's layouts)."""
     for member in finished:
         _record(run, member)
-    problem = run.instance.problem
-    bounds.low = max([bounds.low] + [group.infeasible_at + 1 for group in run.groups])
-    improved = run.groups.assemble(None)
-    if peak_of(problem, improved) < bounds.high:
-        bounds.best, bounds.high = improved, peak_of(problem, improved)
+    _bounds_from_groups(run, bounds)
     run.budget.publish_bounds(bounds.high, bounds.low)
