@@ -16,14 +16,6 @@ from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from .conftest import CONTENTION, SWEEP, FlagAfter, columns, instance_of, peak_of, random_problem, trace_arrays
 
 
-def test_a_time_limit_shorter_than_one_ordering_still_gives_a_valid_layout():
-    trace = generate(60000, 4)
-    arrays = trace_arrays(trace)
-    offsets, info = plan(*arrays, orderings=5, time_limit=0.002)
-    assert info["stopped"] and info["orderings"] == 1
-    assert validate(trace.problem(), offsets.tolist()) == []
-
-
 @pytest.mark.parametrize("seed", range(30))
 def test_slots_after_a_cut_are_valid_with_pins_alignment_and_zero_sizes(seed):
     """Cut short by the flag (looked at after every 1024 placements), the rest go into
@@ -111,12 +103,55 @@ def test_a_cut_after_the_first_placements_scans_the_rest_in():
     assert not uncut["stopped"] and uncut["rest"] == ""
 
 
+def test_a_first_ordering_cut_short_gives_slots_or_with_slots_false_nothing():
+    """The second lane runs with slots=False: a first ordering cut short (here by a cancel
+    flag raised before it starts) gives no layout instead of the rest in size-class slots."""
+    trace = deepnet(3000, 0)
+    made = planner(*trace_arrays(trace))
+    raised = np.ones(1, dtype=np.uint8)
+    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised)
+    assert info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
+    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised, slots=False)
+    assert offsets is None and info["stopped"]
+    offsets, info = made.run(orderings=1, first=SWEEP, slots=False)  # not cut: a layout as ever
+    assert not info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
+
+
 def test_the_note_says_how_the_rest_of_a_cut_ordering_was_placed():
     info = LargeInfo(ordering="sweep-8", orderings=1, stopped=True, rest="scanned")
     assert note(info).endswith("cut the first ordering short (the rest stacked above the placed buffers "
                                "where each one lives)")
     info.rest = "slots"
     assert note(info).endswith("(the rest in size-class slots on top)")
+
+
+def test_a_time_limit_shorter_than_one_ordering_still_gives_a_valid_layout():
+    trace = generate(60000, 4)
+    arrays = trace_arrays(trace)
+    offsets, info = plan(*arrays, orderings=5, time_limit=0.002)
+    assert info["stopped"] and info["orderings"] == 1
+    assert validate(trace.problem(), offsets.tolist()) == []
+
+
+def test_no_time_left_puts_every_buffer_into_slots():
+    """A limit already over when the first ordering begins skips the ordering (its
+    contention alone takes 0.5 s at 10^6 buffers): every buffer goes into a slot."""
+    problem = random_problem(4, 3000)
+    arrays = columns(problem)
+    for orders in (None, np.arange(3000, dtype=np.int64)[None, :]):
+        offsets, info = plan(*arrays, orderings=3, first=CONTENTION, orders=orders, time_limit=1e-9)
+        assert info["stopped"] and info["orderings"] == 1 and validate(problem, offsets.tolist()) == []
+
+
+def test_a_tight_time_limit_cuts_the_first_ordering_short_into_slots():
+    """The time limit is the user's, also when it is shorter than one ordering: the first
+    one stops there and the rest go into size-class slots on top: a valid layout, far
+    below the rest stacked."""
+    problem = deepnet(20000, 3).problem()
+    solution = solve(problem, mode="minimize", time_limit=0.001)
+    assert solution.ok and validate(problem, solution.offsets) == []
+    assert "cut the first ordering short (the rest in size-class slots on top)" in solution.message
+    assert solution.peak < 3 * solution.load < sum(b.size for b in problem.buffers)
 
 
 def test_cancel_stops_after_a_valid_layout():
@@ -142,31 +177,6 @@ def test_buffers_live_everywhere_are_stacked_at_the_bottom():
     assert layout.lifted(instance).tolist() == [0, -1, -1]  # the user's pins only
 
 
-def test_a_tight_time_limit_cuts_the_first_ordering_short_into_slots():
-    """The time limit is the user's, also when it is shorter than one ordering: the first
-    one stops there and the rest go into size-class slots on top: a valid layout, far
-    below the rest stacked."""
-    problem = deepnet(20000, 3).problem()
-    solution = solve(problem, mode="minimize", time_limit=0.001)
-    assert solution.ok and validate(problem, solution.offsets) == []
-    assert "cut the first ordering short (the rest in size-class slots on top)" in solution.message
-    assert solution.peak < 3 * solution.load < sum(b.size for b in problem.buffers)
-
-
-def test_a_first_ordering_cut_short_gives_slots_or_with_slots_false_nothing():
-    """The second lane runs with slots=False: a first ordering cut short (here by a cancel
-    flag raised before it starts) gives no layout instead of the rest in size-class slots."""
-    trace = deepnet(3000, 0)
-    made = planner(*trace_arrays(trace))
-    raised = np.ones(1, dtype=np.uint8)
-    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised)
-    assert info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
-    offsets, info = made.run(orderings=1, first=SWEEP, cancel=raised, slots=False)
-    assert offsets is None and info["stopped"]
-    offsets, info = made.run(orderings=1, first=SWEEP, slots=False)  # not cut: a layout as ever
-    assert not info["stopped"] and validate(trace.problem(), offsets.tolist()) == []
-
-
 def test_lifted_buffers_stack_aligned_without_needless_padding():
     """The buffers live at every point are stacked at the bottom, each offset aligned and
     none overlapping, with less padding than stacking by size alone."""
@@ -187,13 +197,3 @@ def test_lifted_buffers_stack_aligned_without_needless_padding():
     spread = np.array([256, 256, 64, 64, 64, 1], dtype=np.int64)
     top = max(offset + int(weights[index]) for index, offset in layout.stacked(np.arange(6), weights, spread))
     assert top == int(weights.sum())  # enough smaller alignments to fill every gap: none left
-
-
-def test_no_time_left_puts_every_buffer_into_slots():
-    """A limit already over when the first ordering begins skips the ordering (its
-    contention alone takes 0.5 s at 10^6 buffers): every buffer goes into a slot."""
-    problem = random_problem(4, 3000)
-    arrays = columns(problem)
-    for orders in (None, np.arange(3000, dtype=np.int64)[None, :]):
-        offsets, info = plan(*arrays, orderings=3, first=CONTENTION, orders=orders, time_limit=1e-9)
-        assert info["stopped"] and info["orderings"] == 1 and validate(problem, offsets.tolist()) == []

@@ -39,165 +39,6 @@ from .conftest import (
 )
 
 
-def test_more_window_searches_never_give_a_worse_layout():
-    """The large-neighbourhood search lowers the peak window by window, towards LOAD (one
-    ordering; no rounds or re-placements after the search: they start from its layout)."""
-    problem = unet(5000, 2).problem()
-    peaks = []
-    for rounds in (0, 1, 2, 4, 8, 200):
-        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
-                              replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(rounds=rounds))
-        solution = solve(problem, mode="minimize", algorithm="large", params=params)
-        assert solution.ok and validate(problem, solution.offsets) == []
-        peaks.append(solution.peak)
-    assert peaks == sorted(peaks, reverse=True)
-    assert peaks[0] > solution.load and peaks[-1] < peaks[0]
-
-
-def window_of(seed: int):
-    """A deepnet layout from the planner and a window around a buffer near its peak, as
-    _lns makes them: (arrays, offsets, freed buffers, pinned buffers)."""
-    trace = deepnet(3000, seed)
-    starts, ends, sizes, aligns = trace.starts, trace.ends, trace.sizes, trace.alignments
-    offsets, _ = plan(starts, ends, sizes, aligns, np.full(len(starts), -1, dtype=np.int64), orderings=1, first=SWEEP)
-    rng = np.random.default_rng(seed)
-    high_ones = np.flatnonzero(offsets + sizes > 0.9 * peak_of(offsets, sizes))
-    chosen = int(rng.choice(high_ones))
-    low, high = int(starts[chosen]) - int(rng.integers(0, 12)), int(ends[chosen]) + int(rng.integers(0, 12))
-    inside = (starts >= low) & (ends <= high)
-    crossing = (starts < high) & (ends > low) & ~inside
-    return (starts, ends, sizes, aligns), offsets, np.flatnonzero(inside), np.flatnonzero(crossing)
-
-
-def covered(lows, highs) -> list[tuple[int, int]]:
-    """The union of byte ranges [low, high), as sorted disjoint ranges (touching ones merged)."""
-    union = []
-    for low, high in sorted(zip(lows.tolist(), highs.tolist())):
-        if union and low <= union[-1][1]:
-            union[-1][1] = max(union[-1][1], high)
-        else:
-            union.append([low, high])
-    return [tuple(r) for r in union]
-
-
-def merged_pins(seed: int) -> tuple[int, int]:
-    """Check window_pins on window_of(seed) (see the test below); return how many pins the
-    kernel gets and how many buffers crossed the window."""
-    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
-    s, e, z, a, f = window_pins(freed, pinned, starts, ends, sizes, aligns, offsets)
-    k = len(freed)
-    assert np.array_equal(s[:k], starts[freed]) and np.array_equal(z[:k], sizes[freed]) and (f[:k] == -1).all()
-    assert (f[k:] >= 0).all() and (z[k:] > 0).all() and (s[k:] < e[k:]).all()
-    first, last = int(starts[freed].min()), int(ends[freed].max())
-    assert (s[k:] >= first).all() and (e[k:] <= last).all()
-    for time_point in range(first, last):
-        before = pinned[(starts[pinned] <= time_point) & (ends[pinned] > time_point)]
-        after = np.flatnonzero((s[k:] <= time_point) & (e[k:] > time_point)) + k
-        assert covered(offsets[before], offsets[before] + sizes[before]) == covered(f[after], f[after] + z[after])
-        assert int(z[after].sum()) == sum(high - low for low, high in covered(f[after], f[after] + z[after]))
-    assert len(s) - k <= len(pinned)
-    return len(s) - k, len(pinned)
-
-
-@pytest.mark.parametrize("seed", range(12))
-def test_window_pins_merge_into_the_same_obstacles(seed):
-    """The exact kernel gets a window's pins cut to the freed buffers' span, the ones
-    covering all of it merged into one pin per run of touching byte ranges: at every point
-    of the span they cover the same bytes as the crossing buffers did, they never overlap,
-    and there are no more of them."""
-    merged_pins(seed)
-
-
-def test_window_pins_merge_under_deepnets_long_lived_buffers():
-    """Over those windows the kernel gets about a quarter of the pins (163 for 608)."""
-    merged, crossing = np.sum([merged_pins(seed) for seed in range(12)], axis=0)
-    assert merged < 0.5 * crossing
-
-
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])  # seed 4's proofs take 4 million nodes (6 s)
-def test_the_kernel_answers_the_same_with_merged_pins(seed):
-    """At capacities around the lowest the window allows, the kernel proves the same
-    capacities infeasible with the merged pins as with the crossing buffers themselves,
-    and its layouts for the freed buffers are clear of every crossing buffer."""
-    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
-    members = np.concatenate((freed, pinned))
-    plain = (starts[members], ends[members], sizes[members], aligns[members],
-             np.concatenate((np.full(len(freed), -1, dtype=np.int64), offsets[pinned])))
-    merged = window_pins(freed, pinned, starts, ends, sizes, aligns, offsets)
-    top = int((offsets[members] + sizes[members]).max())
-    answers = set()
-    for capacity in np.linspace(int((offsets[pinned] + sizes[pinned]).max()), top, 6).astype(np.int64).tolist():
-        one = search(*plain, capacity, Params())
-        other = search(*merged, capacity, Params())
-        assert one.status == other.status and one.status in (STATUS_OK, STATUS_INFEASIBLE)
-        answers.add(one.status)
-        if other.status == STATUS_OK:
-            placed = offsets.copy()
-            placed[freed] = other.offsets[:len(freed)]
-            problem = Problem([Buffer(f"b{i}", int(starts[i]), int(ends[i]), int(sizes[i]), int(aligns[i]))
-                               for i in members.tolist()])
-            assert validate(problem, placed[members].tolist()) == []
-            assert int((placed[members] + sizes[members]).max()) <= capacity
-    assert answers == {STATUS_OK, STATUS_INFEASIBLE}
-
-
-@pytest.mark.parametrize("seed", [3, 4])
-def test_window_search_tries_looser_capacities_and_windows_clear_of_high_pins(seed):
-    """tracegen's nested lifetimes around its LOAD point: the windows around the peak whose
-    ends cut through buffers high in the layout stay infeasible or run out of nodes; asking
-    for less after a search runs out of nodes, and windows widened until the crossing
-    buffers are low, reach (near) LOAD. No time limit: the same peaks on every machine."""
-    problem = generate(10000, seed).problem()
-    peaks = {}
-    for looser, step in ((False, 0.0), (True, WindowSearchConfig().level_step)):
-        # no re-sweep (the layouts the windows were made for) and no re-placements: the window searches alone
-        params = large_params(resweeps=0, replacement=ReplacementConfig(rounds=0),
-                              windows=WindowSearchConfig(looser=looser, level_step=step))
-        solution = solve(problem, mode="minimize", algorithm="large", params=params)
-        assert solution.ok and validate(problem, solution.offsets) == []
-        peaks[looser] = solution.peak
-    load = solution.load
-    assert peaks[False] > 1.01 * load  # the plain windows leave it high
-    assert peaks[True] <= 1.003 * load
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_a_re_sweep_never_raises_the_sweeps_peak_and_lowers_deepnet(seed):
-    """resweeps keeps the lower of the sweep's layout and the re-swept one (the buffers
-    crossing the layout's first highest point swept too, then the same gravity rounds):
-    valid, deterministic; on deepnet(20000) it is lower for seeds 0, 1 and 3, the same for
-    seed 2."""
-    problem = deepnet(20000, seed).problem()
-    instance = instance_of(problem)
-    made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
-    first, _ = made.run(orderings=1, first=SWEEP)
-    info = LargeInfo(ordering="sweep-8")
-    offsets, peak, rounds = gravity_rounds(made, DEFAULT, first, DEFAULT.gravity_first, 0, 0, None, None, info)
-    answers = [resweeps(instance, unlimited(), made, "sweep-8", offsets, int(peak), rounds, 0, None, info)
-               for _ in range(2)]
-    (reswept, reswept_peak, _, won), (again, _, _, _) = answers
-    assert np.array_equal(reswept, again) and info.resweeps == 2
-    assert validate(problem, reswept.tolist()) == []
-    assert reswept_peak == peak_of(reswept, instance.sizes) <= peak
-    assert won == (reswept_peak < peak) == (seed != 2)
-    at_goal = resweeps(instance, unlimited(), made, "sweep-8", offsets, int(peak), rounds, int(peak), None, info)
-    assert at_goal[1] == peak and not at_goal[3] and info.resweeps == 2  # at the goal: none
-
-
-def test_a_larger_search_work_budget_never_gives_a_worse_layout():
-    """The window searches stop at work_per_buffer x buffers of nodes x window buffers: a
-    work budget, not seconds, so a larger one only runs more of the same schedule."""
-    problem = unet(5000, 2).problem()
-    peaks = []
-    for work in (0, 1, 10, 100, 10_000):
-        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
-                              replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(work_per_buffer=work))
-        solution = solve(problem, mode="minimize", algorithm="large", params=params)
-        assert solution.ok and validate(problem, solution.offsets) == []
-        peaks.append(solution.peak)
-    assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
-
-
 def _moved(problem: Problem, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).random(len(problem.buffers)) < 0.7
 
@@ -343,6 +184,186 @@ def test_solve_reports_the_gravity_rounds():
     assert "gravity rounds lowered it" in solution.message and re.search(r"\d+ re-placed windows? lowered it", solution.message)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_a_re_sweep_never_raises_the_sweeps_peak_and_lowers_deepnet(seed):
+    """resweeps keeps the lower of the sweep's layout and the re-swept one (the buffers
+    crossing the layout's first highest point swept too, then the same gravity rounds):
+    valid, deterministic; on deepnet(20000) it is lower for seeds 0, 1 and 3, the same for
+    seed 2."""
+    problem = deepnet(20000, seed).problem()
+    instance = instance_of(problem)
+    made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, instance.fixed)
+    first, _ = made.run(orderings=1, first=SWEEP)
+    info = LargeInfo(ordering="sweep-8")
+    offsets, peak, rounds = gravity_rounds(made, DEFAULT, first, DEFAULT.gravity_first, 0, 0, None, None, info)
+    answers = [resweeps(instance, unlimited(), made, "sweep-8", offsets, int(peak), rounds, 0, None, info)
+               for _ in range(2)]
+    (reswept, reswept_peak, _, won), (again, _, _, _) = answers
+    assert np.array_equal(reswept, again) and info.resweeps == 2
+    assert validate(problem, reswept.tolist()) == []
+    assert reswept_peak == peak_of(reswept, instance.sizes) <= peak
+    assert won == (reswept_peak < peak) == (seed != 2)
+    at_goal = resweeps(instance, unlimited(), made, "sweep-8", offsets, int(peak), rounds, int(peak), None, info)
+    assert at_goal[1] == peak and not at_goal[3] and info.resweeps == 2  # at the goal: none
+
+
+def window_of(seed: int):
+    """A deepnet layout from the planner and a window around a buffer near its peak, as
+    _lns makes them: (arrays, offsets, freed buffers, pinned buffers)."""
+    trace = deepnet(3000, seed)
+    starts, ends, sizes, aligns = trace.starts, trace.ends, trace.sizes, trace.alignments
+    offsets, _ = plan(starts, ends, sizes, aligns, np.full(len(starts), -1, dtype=np.int64), orderings=1, first=SWEEP)
+    rng = np.random.default_rng(seed)
+    high_ones = np.flatnonzero(offsets + sizes > 0.9 * peak_of(offsets, sizes))
+    chosen = int(rng.choice(high_ones))
+    low, high = int(starts[chosen]) - int(rng.integers(0, 12)), int(ends[chosen]) + int(rng.integers(0, 12))
+    inside = (starts >= low) & (ends <= high)
+    crossing = (starts < high) & (ends > low) & ~inside
+    return (starts, ends, sizes, aligns), offsets, np.flatnonzero(inside), np.flatnonzero(crossing)
+
+
+def covered(lows, highs) -> list[tuple[int, int]]:
+    """The union of byte ranges [low, high), as sorted disjoint ranges (touching ones merged)."""
+    union = []
+    for low, high in sorted(zip(lows.tolist(), highs.tolist())):
+        if union and low <= union[-1][1]:
+            union[-1][1] = max(union[-1][1], high)
+        else:
+            union.append([low, high])
+    return [tuple(r) for r in union]
+
+
+def merged_pins(seed: int) -> tuple[int, int]:
+    """Check window_pins on window_of(seed) (see the test below); return how many pins the
+    kernel gets and how many buffers crossed the window."""
+    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
+    s, e, z, a, f = window_pins(freed, pinned, starts, ends, sizes, aligns, offsets)
+    k = len(freed)
+    assert np.array_equal(s[:k], starts[freed]) and np.array_equal(z[:k], sizes[freed]) and (f[:k] == -1).all()
+    assert (f[k:] >= 0).all() and (z[k:] > 0).all() and (s[k:] < e[k:]).all()
+    first, last = int(starts[freed].min()), int(ends[freed].max())
+    assert (s[k:] >= first).all() and (e[k:] <= last).all()
+    for time_point in range(first, last):
+        before = pinned[(starts[pinned] <= time_point) & (ends[pinned] > time_point)]
+        after = np.flatnonzero((s[k:] <= time_point) & (e[k:] > time_point)) + k
+        assert covered(offsets[before], offsets[before] + sizes[before]) == covered(f[after], f[after] + z[after])
+        assert int(z[after].sum()) == sum(high - low for low, high in covered(f[after], f[after] + z[after]))
+    assert len(s) - k <= len(pinned)
+    return len(s) - k, len(pinned)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_window_pins_merge_into_the_same_obstacles(seed):
+    """The exact kernel gets a window's pins cut to the freed buffers' span, the ones
+    covering all of it merged into one pin per run of touching byte ranges: at every point
+    of the span they cover the same bytes as the crossing buffers did, they never overlap,
+    and there are no more of them."""
+    merged_pins(seed)
+
+
+def test_window_pins_merge_under_deepnets_long_lived_buffers():
+    """Over those windows the kernel gets about a quarter of the pins (163 for 608)."""
+    merged, crossing = np.sum([merged_pins(seed) for seed in range(12)], axis=0)
+    assert merged < 0.5 * crossing
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5])  # seed 4's proofs take 4 million nodes (6 s)
+def test_the_kernel_answers_the_same_with_merged_pins(seed):
+    """At capacities around the lowest the window allows, the kernel proves the same
+    capacities infeasible with the merged pins as with the crossing buffers themselves,
+    and its layouts for the freed buffers are clear of every crossing buffer."""
+    (starts, ends, sizes, aligns), offsets, freed, pinned = window_of(seed)
+    members = np.concatenate((freed, pinned))
+    plain = (starts[members], ends[members], sizes[members], aligns[members],
+             np.concatenate((np.full(len(freed), -1, dtype=np.int64), offsets[pinned])))
+    merged = window_pins(freed, pinned, starts, ends, sizes, aligns, offsets)
+    top = int((offsets[members] + sizes[members]).max())
+    answers = set()
+    for capacity in np.linspace(int((offsets[pinned] + sizes[pinned]).max()), top, 6).astype(np.int64).tolist():
+        one = search(*plain, capacity, Params())
+        other = search(*merged, capacity, Params())
+        assert one.status == other.status and one.status in (STATUS_OK, STATUS_INFEASIBLE)
+        answers.add(one.status)
+        if other.status == STATUS_OK:
+            placed = offsets.copy()
+            placed[freed] = other.offsets[:len(freed)]
+            problem = Problem([Buffer(f"b{i}", int(starts[i]), int(ends[i]), int(sizes[i]), int(aligns[i]))
+                               for i in members.tolist()])
+            assert validate(problem, placed[members].tolist()) == []
+            assert int((placed[members] + sizes[members]).max()) <= capacity
+    assert answers == {STATUS_OK, STATUS_INFEASIBLE}
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_window_search_tries_looser_capacities_and_windows_clear_of_high_pins(seed):
+    """tracegen's nested lifetimes around its LOAD point: the windows around the peak whose
+    ends cut through buffers high in the layout stay infeasible or run out of nodes; asking
+    for less after a search runs out of nodes, and windows widened until the crossing
+    buffers are low, reach (near) LOAD. No time limit: the same peaks on every machine."""
+    problem = generate(10000, seed).problem()
+    peaks = {}
+    for looser, step in ((False, 0.0), (True, WindowSearchConfig().level_step)):
+        # no re-sweep (the layouts the windows were made for) and no re-placements: the window searches alone
+        params = large_params(resweeps=0, replacement=ReplacementConfig(rounds=0),
+                              windows=WindowSearchConfig(looser=looser, level_step=step))
+        solution = solve(problem, mode="minimize", algorithm="large", params=params)
+        assert solution.ok and validate(problem, solution.offsets) == []
+        peaks[looser] = solution.peak
+    load = solution.load
+    assert peaks[False] > 1.01 * load  # the plain windows leave it high
+    assert peaks[True] <= 1.003 * load
+
+
+def test_more_window_searches_never_give_a_worse_layout():
+    """The large-neighbourhood search lowers the peak window by window, towards LOAD (one
+    ordering; no rounds or re-placements after the search: they start from its layout)."""
+    problem = unet(5000, 2).problem()
+    peaks = []
+    for rounds in (0, 1, 2, 4, 8, 200):
+        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
+                              replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(rounds=rounds))
+        solution = solve(problem, mode="minimize", algorithm="large", params=params)
+        assert solution.ok and validate(problem, solution.offsets) == []
+        peaks.append(solution.peak)
+    assert peaks == sorted(peaks, reverse=True)
+    assert peaks[0] > solution.load and peaks[-1] < peaks[0]
+
+
+def test_a_larger_search_work_budget_never_gives_a_worse_layout():
+    """The window searches stop at work_per_buffer x buffers of nodes x window buffers: a
+    work budget, not seconds, so a larger one only runs more of the same schedule."""
+    problem = unet(5000, 2).problem()
+    peaks = []
+    for work in (0, 1, 10, 100, 10_000):
+        params = large_params(floor=(), placements=5000, min_orderings=1, gravity_rounds=0,
+                              replacement=ReplacementConfig(rounds=0), windows=WindowSearchConfig(work_per_buffer=work))
+        solution = solve(problem, mode="minimize", algorithm="large", params=params)
+        assert solution.ok and validate(problem, solution.offsets) == []
+        peaks.append(solution.peak)
+    assert peaks == sorted(peaks, reverse=True) and peaks[-1] < peaks[0]
+
+
+def in_turn(*pins: Buffer) -> Problem:
+    """a on [0, 2) and b on [2, 4), 10 bytes each (they may share offset 0), and ``pins``."""
+    return Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10), *pins])
+
+
+def test_window_search_and_replacement_return_at_once_past_their_stop():
+    """With the time up (a stop in the past) or the cancel flag raised, neither the window
+    search nor the window re-placement runs anything: the layout comes back as it was."""
+    problem = in_turn()
+    instance = instance_of(problem)
+    for cancel, stop in ((None, time.monotonic() - 1), (np.ones(1, dtype=np.uint8), None)):
+        budget = Budget(None, cancel)
+        stats = ReplacementStats()
+        offsets = np.array([0, 50], dtype=np.int64)
+        assert replace_windows(instance, budget, offsets, instance.fixed, -1, stop, stats).tolist() == [0, 50]
+        assert stats == ReplacementStats()
+        searched = WindowStats()
+        assert window_search(instance, budget, offsets, instance.fixed, 10, stop, searched).tolist() == [0, 50]
+        assert searched == WindowStats()
+
+
 @pytest.mark.parametrize("merged", [True, False])
 @pytest.mark.parametrize("seed", range(30))
 def test_window_replacement_keeps_layouts_valid_pins_in_place_and_never_raises_the_peak(seed, merged):
@@ -369,14 +390,14 @@ def test_window_replacement_lowers_a_buffer_stacked_needlessly_and_passes_over_a
     """Hand-checked: b lives after a and sits above it; the window around b's start holds
     both, and re-placed they share offset 0 (peak 10, one window taken). With a pin
     reaching higher than both, every window's pinned buffers hold the peak: nothing is run."""
-    problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10)])
+    problem = in_turn()
     instance = instance_of(problem)
     stats = ReplacementStats()
     replaced = replace_windows(instance, unlimited(), np.array([0, 50], dtype=np.int64), instance.fixed, -1, None, stats)
     assert replaced.tolist() == [0, 0]
     # the first window holds the whole program: taken, then tried again at LOAD (the wider ones are the same)
     assert stats.taken == 1 and stats.runs == 2 * len(DEFAULT.replacement.orderings)
-    pinned = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10), Buffer("p", 3, 5, 10, offset=100)])
+    pinned = in_turn(Buffer("p", 3, 5, 10, offset=100))
     instance = instance_of(pinned)
     stats = ReplacementStats()
     replaced = replace_windows(instance, unlimited(), np.array([0, 50, 100], dtype=np.int64), instance.fixed, -1, None,
@@ -386,7 +407,7 @@ def test_window_replacement_lowers_a_buffer_stacked_needlessly_and_passes_over_a
 
 def test_window_replacement_stops_at_its_work_budget_and_at_the_goal():
     """No work budget: no ordering runs; a goal at or above the peak: nothing to lower."""
-    problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10)])
+    problem = in_turn()
     broke = instance_of(problem, large_params(replacement=ReplacementConfig(work_per_buffer=0)))
     stats = ReplacementStats()
     layout_offsets = replace_windows(broke, unlimited(), np.array([0, 50], dtype=np.int64), broke.fixed, -1, None, stats)
@@ -398,22 +419,6 @@ def test_window_replacement_stops_at_its_work_budget_and_at_the_goal():
     layout_offsets = replace_windows(instance, unlimited(), np.array([0, 50], dtype=np.int64), instance.fixed, -1, None,
                                      stats)
     assert layout_offsets.tolist() == [0, 0]
-
-
-def test_window_search_and_replacement_return_at_once_past_their_stop():
-    """With the time up (a stop in the past) or the cancel flag raised, neither the window
-    search nor the window re-placement runs anything: the layout comes back as it was."""
-    problem = Problem([Buffer("a", 0, 2, 10), Buffer("b", 2, 4, 10)])
-    instance = instance_of(problem)
-    for cancel, stop in ((None, time.monotonic() - 1), (np.ones(1, dtype=np.uint8), None)):
-        budget = Budget(None, cancel)
-        stats = ReplacementStats()
-        offsets = np.array([0, 50], dtype=np.int64)
-        assert replace_windows(instance, budget, offsets, instance.fixed, -1, stop, stats).tolist() == [0, 50]
-        assert stats == ReplacementStats()
-        searched = WindowStats()
-        assert window_search(instance, budget, offsets, instance.fixed, 10, stop, searched).tolist() == [0, 50]
-        assert searched == WindowStats()
 
 
 def test_window_replacement_lowers_deepnets_settled_sweep():

@@ -54,6 +54,35 @@ def test_unions_of_blocks_match_best_fit_on_long_runs(seed):
     assert offsets.tolist() == greedy(*arrays, "best-fit").tolist()
 
 
+def test_union_heights_change_speed_not_layouts():
+    trace = generate(8000, 9)
+    arrays = trace_arrays(trace)
+    reference, _ = plan(*arrays, orderings=3)
+    for block_levels, low_levels, level_step in ((1, 1, 1), (4, 2, 1), (13, 6, 2), (30, 1, 1), (10, 2, 4), (9, 3, 3)):
+        heights = PlacementConfig(block_levels=block_levels, low_levels=low_levels, level_step=level_step)
+        offsets, _ = plan(*arrays, orderings=3, config=heights)
+        assert np.array_equal(offsets, reference), (block_levels, low_levels, level_step)
+    for flat_height in (0, 1, 3, 7, 40):  # time unions pushed down to this height: the same unions read
+        offsets, _ = plan(*arrays, orderings=3, flat_height=flat_height)
+        assert np.array_equal(offsets, reference), flat_height
+
+
+def test_one_planner_runs_every_ordering_as_a_fresh_plan_does():
+    """A planner indexed once (the solver's path) gives each ordering exactly the layout and
+    info a fresh plan() gives, whatever ran on it before (pins included)."""
+    trace = generate(6000, 4)
+    fixed = np.full(6000, -1, dtype=np.int64)
+    fixed[:3] = (0, 4096, 8192)  # a few pins, placed first by every ordering
+    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, fixed)
+    reused = planner(*arrays)
+    for name in ("contention", "best-fit", "first-fit", "contention-first-fit", "class-8-start-first-fit",
+                 "contention", "random-2"):
+        offsets, info = reused.run(orderings=1, first=index_of(name), seed=2)
+        fresh, fresh_info = plan(*arrays, orderings=1, first=index_of(name), seed=2)
+        assert np.array_equal(offsets, fresh), name
+        assert info == fresh_info, name
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_every_ordering_gives_a_valid_layout(seed):
     problem = random_problem(1000 + seed)
@@ -81,17 +110,40 @@ def test_orderings_are_permutations_and_deterministic():
     assert not np.array_equal(ordering(random, trace.starts, trace.ends, trace.sizes, seed=3)[0], ordering(random, trace.starts, trace.ends, trace.sizes, seed=4)[0])
 
 
-def test_union_heights_change_speed_not_layouts():
-    trace = generate(8000, 9)
-    arrays = trace_arrays(trace)
-    reference, _ = plan(*arrays, orderings=3)
-    for block_levels, low_levels, level_step in ((1, 1, 1), (4, 2, 1), (13, 6, 2), (30, 1, 1), (10, 2, 4), (9, 3, 3)):
-        heights = PlacementConfig(block_levels=block_levels, low_levels=low_levels, level_step=level_step)
-        offsets, _ = plan(*arrays, orderings=3, config=heights)
-        assert np.array_equal(offsets, reference), (block_levels, low_levels, level_step)
-    for flat_height in (0, 1, 3, 7, 40):  # time unions pushed down to this height: the same unions read
-        offsets, _ = plan(*arrays, orderings=3, flat_height=flat_height)
-        assert np.array_equal(offsets, reference), flat_height
+def test_the_classic_orderings_sort_by_one_key_then_size():
+    """start: earlier first; duration: longer first; area: larger size x lifetime first;
+    degree: more overlapping buffers first; ties by larger size, then index."""
+    #                   0   1   2   3   4
+    starts = np.array([0, 5, 0, 2, 8], dtype=np.int64)
+    ends = np.array([10, 6, 4, 3, 9], dtype=np.int64)
+    sizes = np.array([1, 50, 8, 8, 20], dtype=np.int64)
+    # degrees: 0 meets 1, 2, 3, 4 (4); 1 meets 0 (1); 2 meets 0, 3 (2); 3 meets 0, 2 (2); 4 meets 0 (1)
+    # start: 2 and 0 start together (2 is larger); duration: 10, 4, then 1, 4 and 3 live one
+    # point (by size); area: 50, 32, 20, 10, 8
+    expected = {"start": [2, 0, 3, 1, 4], "duration": [0, 2, 1, 4, 3], "area": [1, 2, 4, 0, 3],
+                "degree": [0, 2, 3, 1, 4]}
+    for name, row in expected.items():
+        for variant, first_fit in ((name, False), (f"{name}-first-fit", True)):
+            order, rule = ordering(index_of(variant), starts, ends, sizes)
+            assert order.tolist() == row and rule == first_fit, variant
+
+
+def test_random_orderings_keep_their_draws_when_fixed_orderings_are_added():
+    """"random-N" draws from (seed, RANDOM_BASE + N), not from its position after the fixed
+    orderings: the same permutation for the same name whatever the fixed list holds."""
+    trace = generate(2000, 3)
+    first = ordering(index_of("random-1"), trace.starts, trace.ends, trace.sizes, seed=5)[0]
+    rng = np.random.default_rng([5, RANDOM_BASE + 1])
+    base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)
+    assert base > 1.0 and first.shape == (2000,)
+    again = ordering(index_of("random-1"), trace.starts, trace.ends, trace.sizes, seed=5)[0]
+    assert np.array_equal(first, again)
+
+
+def test_distinct_times_are_numpys_unique():
+    rng = np.random.default_rng(5)
+    for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64), rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 1000)):
+        assert np.array_equal(_distinct(values), np.unique(values))
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -118,6 +170,21 @@ def test_contention_orderings_place_the_most_contended_buffers_first():
     assert ordering(CONTENTION, starts, ends, sizes)[0].tolist() == [0, 3, 2, 1, 4]
     row, first_fit = ordering(index_of("contention-end"), starts, ends, sizes)
     assert row.tolist() == [0, 2, 3, 1, 4] and not first_fit
+
+
+def test_contention_looks_at_the_first_gaps_that_fit():
+    """Contention with best-fit takes the smallest of the first contention_gaps gaps that
+    fit: with no bound it is exactly best-fit over the contention ordering, with any bound
+    the layout stays valid."""
+    problem = generate(5000, 6).problem()
+    arrays = columns(problem)
+    contention_row, first_fit = ordering(CONTENTION, *arrays[:3])
+    assert not first_fit
+    exact, _ = plan(*arrays, orderings=1, first=CONTENTION, config=PlacementConfig(contention_gaps=0))
+    assert np.array_equal(exact, plan(*arrays, orders=contention_row[None, :])[0])
+    for gaps in (1, 2, 16):
+        bounded, _ = plan(*arrays, orderings=1, first=CONTENTION, config=PlacementConfig(contention_gaps=gaps))
+        assert validate(problem, bounded.tolist()) == [], gaps
 
 
 def test_the_sweep_places_the_long_lived_buffers_first_from_the_end_nearer_the_load_point():
@@ -269,70 +336,3 @@ def test_the_short_tail_of_the_medium_tier_sweep_is_scanned_in_only_when_the_pea
         assert np.array_equal(offsets, whole) and info["peak"] == whole_info["peak"]
         assert validate(problem_of(arrays), offsets.tolist()) == []
     assert set(results[0][0][1:2001].tolist()) == {0, 10} and results[1][0][-1] == 0
-
-
-def test_one_planner_runs_every_ordering_as_a_fresh_plan_does():
-    """A planner indexed once (the solver's path) gives each ordering exactly the layout and
-    info a fresh plan() gives, whatever ran on it before (pins included)."""
-    trace = generate(6000, 4)
-    fixed = np.full(6000, -1, dtype=np.int64)
-    fixed[:3] = (0, 4096, 8192)  # a few pins, placed first by every ordering
-    arrays = (trace.starts, trace.ends, trace.sizes, trace.alignments, fixed)
-    reused = planner(*arrays)
-    for name in ("contention", "best-fit", "first-fit", "contention-first-fit", "class-8-start-first-fit",
-                 "contention", "random-2"):
-        offsets, info = reused.run(orderings=1, first=index_of(name), seed=2)
-        fresh, fresh_info = plan(*arrays, orderings=1, first=index_of(name), seed=2)
-        assert np.array_equal(offsets, fresh), name
-        assert info == fresh_info, name
-
-
-def test_distinct_times_are_numpys_unique():
-    rng = np.random.default_rng(5)
-    for values in (np.zeros(0, dtype=np.int64), np.array([7], dtype=np.int64), rng.integers(-50, 50, 1000), rng.integers(0, 2**62, 1000)):
-        assert np.array_equal(_distinct(values), np.unique(values))
-
-
-def test_contention_looks_at_the_first_gaps_that_fit():
-    """Contention with best-fit takes the smallest of the first contention_gaps gaps that
-    fit: with no bound it is exactly best-fit over the contention ordering, with any bound
-    the layout stays valid."""
-    problem = generate(5000, 6).problem()
-    arrays = columns(problem)
-    contention_row, first_fit = ordering(CONTENTION, *arrays[:3])
-    assert not first_fit
-    exact, _ = plan(*arrays, orderings=1, first=CONTENTION, config=PlacementConfig(contention_gaps=0))
-    assert np.array_equal(exact, plan(*arrays, orders=contention_row[None, :])[0])
-    for gaps in (1, 2, 16):
-        bounded, _ = plan(*arrays, orderings=1, first=CONTENTION, config=PlacementConfig(contention_gaps=gaps))
-        assert validate(problem, bounded.tolist()) == [], gaps
-
-
-def test_the_classic_orderings_sort_by_one_key_then_size():
-    """start: earlier first; duration: longer first; area: larger size x lifetime first;
-    degree: more overlapping buffers first; ties by larger size, then index."""
-    #                   0   1   2   3   4
-    starts = np.array([0, 5, 0, 2, 8], dtype=np.int64)
-    ends = np.array([10, 6, 4, 3, 9], dtype=np.int64)
-    sizes = np.array([1, 50, 8, 8, 20], dtype=np.int64)
-    # degrees: 0 meets 1, 2, 3, 4 (4); 1 meets 0 (1); 2 meets 0, 3 (2); 3 meets 0, 2 (2); 4 meets 0 (1)
-    # start: 2 and 0 start together (2 is larger); duration: 10, 4, then 1, 4 and 3 live one
-    # point (by size); area: 50, 32, 20, 10, 8
-    expected = {"start": [2, 0, 3, 1, 4], "duration": [0, 2, 1, 4, 3], "area": [1, 2, 4, 0, 3],
-                "degree": [0, 2, 3, 1, 4]}
-    for name, row in expected.items():
-        for variant, first_fit in ((name, False), (f"{name}-first-fit", True)):
-            order, rule = ordering(index_of(variant), starts, ends, sizes)
-            assert order.tolist() == row and rule == first_fit, variant
-
-
-def test_random_orderings_keep_their_draws_when_fixed_orderings_are_added():
-    """"random-N" draws from (seed, RANDOM_BASE + N), not from its position after the fixed
-    orderings: the same permutation for the same name whatever the fixed list holds."""
-    trace = generate(2000, 3)
-    first = ordering(index_of("random-1"), trace.starts, trace.ends, trace.sizes, seed=5)[0]
-    rng = np.random.default_rng([5, RANDOM_BASE + 1])
-    base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)
-    assert base > 1.0 and first.shape == (2000,)
-    again = ordering(index_of("random-1"), trace.starts, trace.ends, trace.sizes, seed=5)[0]
-    assert np.array_equal(first, again)
