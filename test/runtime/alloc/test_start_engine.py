@@ -8,20 +8,16 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from telamalloc import Buffer, Params, Problem, solve, validate
+from telamalloc import Params, solve, validate
 from telamalloc.runtime.alloc.config import LargeConfig, PlacementConfig
 from telamalloc.runtime.alloc.large._large import ordering, planner, slot_rest
 from telamalloc.runtime.alloc.large.layout import stacked
 from telamalloc.runtime.alloc.large.orderings import index_of
 
+from .conftest import FlagAfter, problem_of
+
 START_ORDERINGS = ("start", "start-first-fit")
 QUERIES = PlacementConfig(start_sweep=False)
-
-
-def problem_of(arrays) -> Problem:
-    starts, ends, sizes, aligns, fixed = (a.tolist() for a in arrays)
-    return Problem([Buffer(index, start, end, size, align, offset=None if pin < 0 else pin)
-                    for index, (start, end, size, align, pin) in enumerate(zip(starts, ends, sizes, aligns, fixed))])
 
 
 def random_arrays(seed: int, count: int, pins: str):
@@ -163,17 +159,6 @@ def test_the_same_work_and_layout_on_every_run():
         first, info = made.run(orderings=1, first=index_of(name))
         again, again_info = made.run(orderings=1, first=index_of(name))
         assert np.array_equal(first, again) and info["work"] == again_info["work"]
-
-
-class FlagAfter:
-    """A cancel flag that turns on after ``reads`` reads."""
-
-    def __init__(self, reads: int):
-        self.reads = reads
-
-    def __getitem__(self, index):
-        self.reads -= 1
-        return 1 if self.reads < 0 else 0
 
 
 @pytest.mark.parametrize("pins", ["none", "both"])

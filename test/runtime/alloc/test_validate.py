@@ -1,12 +1,17 @@
-"""The validator: every violation kind on broken layouts, and LOAD."""
+"""The validator: every violation kind on broken layouts, LOAD, and the numpy fast path that
+accepts only what the reporting sweep accepts."""
 
 import itertools
 import random
 
 import pytest
 
+from telamalloc.runtime.alloc import validate as checker
+from telamalloc.runtime.alloc._greedy import greedy
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.alloc.validate import compute_load, validate
+
+from .conftest import columns, random_problem
 
 # input.12.csv (MiniMalloc): LOAD 12 at t in [0, 3): b1, b3, b5 are live there.
 EXAMPLE = Problem(
@@ -127,3 +132,23 @@ def test_numpy_integers_are_integers_and_booleans_are_not():
     problem = Problem([Buffer("a", np.int64(0), np.int32(3), np.int64(4)), Buffer("b", 0, 3, 4, alignment=np.int64(4))], capacity=8)
     assert validate(problem, [np.int64(0), 4]) == []
     assert validate(problem, [True, 4]) == ["buffer 'a' has a non-integer offset 'True'"]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_validator_fast_path_agrees_with_the_reporting_sweep(seed):
+    """validate() accepts through its numpy fast path only layouts its reporting sweep
+    accepts: greedy layouts (valid) and the same layouts with one buffer moved (often not)."""
+    problem = random_problem(500 + seed, count=40)
+    arrays = columns(problem)
+    offsets = greedy(*arrays, "best-fit").tolist()
+    rng = random.Random(seed)
+    moved = list(offsets)
+    victim = rng.randrange(len(moved))
+    if problem.buffers[victim].offset is None:
+        moved[victim] = rng.randrange(0, 64) * problem.buffers[victim].alignment
+    for placed in (offsets, moved):
+        fast = checker.certainly_valid(problem, placed, None)
+        checker._last_columns = None
+        reported = checker._check_buffers(problem) + list(checker._overlaps(problem.buffers, placed, list(range(len(placed)))))
+        assert fast == (not reported)
+        assert fast == (validate(problem, placed) == [])
