@@ -203,3 +203,24 @@ def test_bench_onnx_names_the_light_models_for_an_unknown_one():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "onnx"), "--models", "lenet"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.startswith("bench/onnx: error: unknown model 'lenet'; the light")
+
+
+def test_bench_ablation_prints_a_row_per_trace_and_a_summary_per_variant():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "ablation"), "--families", "unet", "training",
+                             "--buffers", "5000", "--seeds", "0", "--variants", "no-gravity", "orderings-only",
+                             "--skip", "training-5000-s0"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    table, summary = result.stdout.split("\n\n")
+    header, *rows = table.splitlines()
+    assert header.split()[:4] == ["trace", "default", "no-gravity", "orderings-only"]
+    assert [row.split()[0] for row in rows] == ["unet-5000-s0"]  # training skipped
+    assert all(float(value) >= 1.0 for value in rows[0].split()[1:4])
+    lines = {line.split()[0]: line.split() for line in summary.splitlines()[1:]}
+    assert set(lines) == {"default", "no-gravity", "orderings-only"}
+    assert lines["default"][1] == rows[0].split()[1]  # one trace: its geometric mean is its ratio
+
+
+def test_bench_ablation_refuses_an_unknown_variant():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "ablation"), "--variants", "no-such"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "no-such" in result.stderr and "Traceback" not in result.stderr
