@@ -12,9 +12,12 @@ round-trip:
   (`scratchpad.memories` for one of several memories), exactly as `tela-plan`;
 - lowered (`lower=True`): per function one `memref.alloc` arena of the peak's bytes at
   the top of the entry block (its location: the allocations' fused), each planned
-  `memref.alloc` / `memref.alloca` replaced by an offset constant and a `memref.view`
-  with the allocation's own location, its deallocs removed, the arena freed before each
-  `func.return` that hands out no memref of its memory space, as `tela-lower`.
+  `scratchpad.alloc` / `memref.alloc` / `memref.alloca` replaced by an offset constant
+  and a `memref.view` (its dynamic sizes passed on) with the allocation's own location,
+  its deallocs removed (`scratchpad.dealloc` too), the arena freed before each
+  `func.return` that hands out no memref of its memory space: the ops `tela-lower` makes,
+  in the same places (a function with several memories gets its arenas in the same
+  order).
 
 The result is plain data: per function (or function and memory) its name, the problem
 (`telamalloc.Problem`), the solution and the `tela-plan` report line; the remarks a
@@ -25,8 +28,8 @@ unchanged: nothing is written unless every function has a plan.
 
 Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
 `plan_generic` or `tela-plan` for a module that must spill); memory assignment
-(`assign_memory`) likewise; lowering covers `memref.alloc` / `memref.alloca` (a
-`scratchpad.alloc`, unregistered in MLIR, keeps its `offset` for `tela-lower` to lower).
+(`assign_memory`) likewise. A function planned before (`scratchpad.peak`) is left as it
+is, lowered or not.
 """
 
 from __future__ import annotations
@@ -183,10 +186,12 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
         raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
     except PassFailedException as error:
         raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+    if lower:
+        _check_lowerable(view, plans)
     for plan in plans:
         _record(view, plan)
     if lower:
-        for plan in _memory_groups(plans):
+        for plan in _lowering_order(view, plans):
             _lower(view, plan)
     return MlirPlanResult(
         tuple(
@@ -275,8 +280,36 @@ def _record(view: MlirView, plan: FunctionPlan) -> None:
         attributes[ARENA_ALIGNMENT_ATTR] = ir.IntegerAttr.get(i64, arena_alignment)
 
 
-def _memory_groups(plans: list[FunctionPlan]) -> list[FunctionPlan]:
-    return [plan for plan in plans if all(b.op.name != "scratchpad.alloc" for b in plan.problem.buffers)]
+def _check_lowerable(view: MlirView, plans: list[FunctionPlan]) -> None:
+    """`tela-lower`'s check, before anything is written: a `scratchpad.alloc` left without
+    a plan (the `memory_space` option chose another space) cannot become a view."""
+    planned = {id(buffer.op) for plan in plans for buffer in plan.problem.buffers}
+    for op in view.walk():
+        if op.name != "scratchpad.alloc" or id(op) in planned:
+            continue
+        func = op.parent
+        while func is not None and func.name != "func.func":
+            func = func.parent
+        if func is not None and PEAK_ATTR in func.handle.attributes:
+            continue  # planned before: left unchanged
+        raise MlirPlanError(
+            _where(view, op),
+            "scratchpad buffer has no planned offset and cannot be lowered; plan its memory "
+            "(check the 'memory_space' option) or pass lower=False",
+            ErrorKind.BAD_INPUT,
+        )
+
+
+def _lowering_order(view: MlirView, plans: list[FunctionPlan]) -> list[FunctionPlan]:
+    """The plans in `tela-lower`'s order: per function, its memories in the order of their
+    first buffer in the function (each arena goes to the top of the entry block, so the
+    arenas end up in the reverse order, as `tela-lower` leaves them)."""
+    position = {id(op): index for index, op in enumerate(view.walk())}
+    functions = {id(func): index for index, func in enumerate(view.functions)}
+    return sorted(
+        plans,
+        key=lambda plan: (functions[id(plan.problem.func)], min(position[id(b.op)] for b in plan.problem.buffers)),
+    )
 
 
 def _lower(view: MlirView, plan: FunctionPlan) -> None:
@@ -312,8 +345,7 @@ def _lower(view: MlirView, plan: FunctionPlan) -> None:
             deallocs = buffer.lifetime.deallocs  # the liveness analysis found them (aliases too)
             with ir.InsertionPoint(handle), handle.location:
                 shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset))
-                sizes = view.segment_sizes(buffer.op)
-                dynamic = list(handle.operands)[: sizes[0] if sizes else 0]
+                dynamic = _dynamic_sizes(view, buffer.op)
                 lowered = memref.ViewOp(handle.results[0].type, arena.result, shift.result, dynamic)
                 lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
             handle.results[0].replace_all_uses_with(lowered.result)
@@ -321,6 +353,16 @@ def _lower(view: MlirView, plan: FunctionPlan) -> None:
                 dealloc.handle.erase()
             handle.erase()
         _free_arena(view, func, arena, memref_type.memory_space, arena_location)
+
+
+def _dynamic_sizes(view: MlirView, op: MOp) -> list[Any]:
+    """The `index` operands of an allocation's `?` dimensions: a `scratchpad.alloc` takes
+    nothing else; a `memref.alloc` / `memref.alloca` takes its symbols after them."""
+    operands = list(op.handle.operands)
+    if op.name == "scratchpad.alloc":
+        return operands
+    sizes = view.segment_sizes(op)
+    return operands[: sizes[0] if sizes else 0]
 
 
 def _free_arena(view: MlirView, func: MOp, arena: Any, space: Any, location: Any) -> None:
