@@ -17,7 +17,11 @@ round-trip:
   its deallocs removed (`scratchpad.dealloc` too), the arena freed before each
   `func.return` that hands out no memref of its memory space: the ops `tela-lower` makes,
   in the same places (a function with several memories gets its arenas in the same
-  order).
+  order; `telamalloc.interop.mlir_lower`);
+- symbolic sizes (dynamic allocations without a declared bound, `passes/symbolic.py`
+  through the view): planned for every size at once as `tela-plan` does (the parametric
+  attributes, the `dims` option), and lowered by `passes/parametric_lower.py` through
+  `MlirBuilder`: the run-time `arith` offsets, the capacity check and the arena.
 
 The result is plain data: per function (or function and memory) its name, the problem
 (`telamalloc.Problem`), the solution and the `tela-plan` report line; the remarks a
@@ -44,7 +48,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.interop.mlir_view import MlirView, MOp, mlir_location_text
+from telamalloc.interop.mlir_lower import MlirBuilder, lower_static
+from telamalloc.interop.mlir_view import MlirView, mlir_location_text
 from telamalloc.passes import outputs
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -61,6 +66,8 @@ from telamalloc.passes.collect import (
 from telamalloc.passes.diagnostics import diagnostic_handler
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
+from telamalloc.passes.parametric_lower import lower_parametric
+from telamalloc.passes.parametric_plan import plan_parametric_function, record_parametric
 from telamalloc.passes.tela_plan import (
     FunctionPlan,
     format_report_line,
@@ -69,6 +76,7 @@ from telamalloc.passes.tela_plan import (
     require_success,
     solve_function,
 )
+from telamalloc.runtime.alloc.parametric import ParametricPlan, parse_ranges
 from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 
 
@@ -95,6 +103,7 @@ class MlirFunctionPlan:
     solution: Solution  # status, offsets (in the problem's buffer order), peak, LOAD
     report: str  # the `tela-plan` report line
     location: str  # the function's location (`file:line:col`)
+    parametric: ParametricPlan | None = None  # symbolic sizes: the plan for every size (`solution`: at the upper ends)
 
 
 @dataclass(frozen=True)
@@ -124,6 +133,7 @@ def plan_mlir_ops(
     lifetimes: str = FIRST_WRITE,
     on_overflow: str | None = None,
     lower: bool = True,
+    dims: str | None = None,
     dump_problem: str | None = None,
     report_json: str | None = None,
     layout: str | None = None,
@@ -131,8 +141,10 @@ def plan_mlir_ops(
     plot: str | None = None,
 ) -> MlirPlanResult:
     """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`,
-    in place (see the module doc). The options are `tela-plan`'s; the output paths
-    (`report_json`, `layout`, `html`, `plot`, `dump_problem`) are written as it writes them.
+    in place (see the module doc). The options are `tela-plan`'s (`dims`: the ranges of
+    symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the arguments'
+    `scratchpad.dim(s)` attributes); the output paths (`report_json`, `layout`, `html`,
+    `plot`, `dump_problem`) are written as it writes them.
     """
     check_options(
         capacity=capacity,
@@ -144,11 +156,12 @@ def plan_mlir_ops(
         memory_space=memory_space,
         on_overflow=on_overflow,
         lifetimes=lifetimes,
+        dims=dims,
     )
     requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
     with _collector_paused():
         return _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space,
-                              lifetimes, on_overflow, lower, dump_problem)
+                              lifetimes, on_overflow, lower, dump_problem, dims)
 
 
 @contextlib.contextmanager
@@ -168,7 +181,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                   on_overflow, lower, dump_problem) -> MlirPlanResult:
+                   on_overflow, lower, dump_problem, dims) -> MlirPlanResult:
     view = MlirView(module)
     remarks: list[str] = []
 
@@ -179,7 +192,7 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
         with diagnostic_handler(handler):
             requests.check()
             plans = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                          on_overflow, dump_problem)
+                          on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
             requests.write(plans)
     except PassFailedAtOp as error:
         notes = tuple((_where(view, op), message) for op, message in error.notes)
@@ -192,11 +205,14 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
         _record(view, plan)
     if lower:
         for plan in _lowering_order(view, plans):
-            _lower(view, plan)
+            if plan.parametric is not None:  # offsets computed at run time, as tela-lower does
+                lower_parametric(plan.problem.func, view, MlirBuilder(view))
+            else:
+                lower_static(view, plan)
     return MlirPlanResult(
         tuple(
             MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
-                             _where(view, plan.problem.func))
+                             _where(view, plan.problem.func), plan.parametric)
             for plan in plans
         ),
         tuple(remarks),
@@ -209,16 +225,20 @@ def _where(view: MlirView, op: Any) -> str:
 
 
 def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes, on_overflow,
-          dump_problem) -> list[FunctionPlan]:
-    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes))
+          dump_problem, ranges) -> list[FunctionPlan]:
+    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes, ranges))
     dump_paths = outputs.dump_paths(dump_problem, problems)
     plans = []
     for function_problem in problems:
         if dump_paths:
             outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
-        plan = solve_function(function_problem, mode, time_limit, algorithm)
-        spill = Mode(mode) is Mode.FIT and overflow_policy(function_problem.func, on_overflow, view) == "spill"
-        if not plan.solution.ok and spill:
+        policy = overflow_policy(function_problem.func, on_overflow, view)
+        if function_problem.parametric:  # symbolic sizes: one plan for every size in the ranges
+            solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
+            plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
+        else:
+            plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":
             raise PassFailedAtOp(
                 function_problem.func,
                 f"'@{function_problem.name}' does not fit and asks to spill; spilling rewrites the "
@@ -230,7 +250,7 @@ def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, 
     return plans
 
 
-def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> Iterator[FunctionProblem]:
+def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes, ranges) -> Iterator[FunctionProblem]:
     has_scratchpad = any(
         view.name(op) in ("scratchpad.alloc", "memref.alloc", "memref.alloca")
         and op.results
@@ -245,13 +265,16 @@ def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> It
         else:
             selections = memory_selections(func, has_scratchpad, memory_space, capacity, view)
         for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes, ranges)
             if function_problem.buffers:
                 yield function_problem
 
 
 def _record(view: MlirView, plan: FunctionPlan) -> None:
     """`tela_plan.record_plan` through the bindings."""
+    if plan.parametric is not None:
+        record_parametric(plan.problem, plan.solution, plan.parametric, plan.fits)
+        return
     ir = view._ir
     solution = plan.solution
     assert solution.offsets is not None and solution.peak is not None
@@ -310,77 +333,6 @@ def _lowering_order(view: MlirView, plans: list[FunctionPlan]) -> list[FunctionP
         plans,
         key=lambda plan: (functions[id(plan.problem.func)], min(position[id(b.op)] for b in plan.problem.buffers)),
     )
-
-
-def _lower(view: MlirView, plan: FunctionPlan) -> None:
-    """`tela-lower` of one function's (or memory's) plan, through the bindings."""
-    ir = view._ir
-    from mlir.dialects import arith, memref
-
-    func = plan.problem.func
-    buffers = plan.problem.buffers
-    assert plan.solution.offsets is not None and plan.solution.peak is not None
-    peak = plan.solution.peak
-    alignment = max([1, *(buffer.alignment for buffer in buffers)])
-    first_type = buffers[0].op.handle.results[0].type
-    with func.handle.context:
-        memref_type = ir.MemRefType(first_type)
-        distinct: dict[Any, Any] = {}  # each location once, in order (as `fused_location`)
-        for buffer in buffers:
-            location = buffer.op.handle.location
-            distinct.setdefault(location.attr, location)
-        locations = list(distinct.values())
-        arena_location = locations[0] if len(locations) == 1 else ir.Location.fused(locations)
-        entry = func.handle.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(entry), arena_location:
-            arena_type = ir.MemRefType.get(
-                [peak], ir.IntegerType.get_signless(8), memory_space=memref_type.memory_space
-            )
-            arena = memref.AllocOp(arena_type, [], [], alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                                    alignment))
-            arena.operation.attributes["scratchpad.arena"] = ir.UnitAttr.get()
-        index = ir.IndexType.get()
-        for buffer, offset in zip(buffers, plan.solution.offsets):
-            handle = buffer.op.handle
-            deallocs = buffer.lifetime.deallocs  # the liveness analysis found them (aliases too)
-            with ir.InsertionPoint(handle), handle.location:
-                shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset))
-                dynamic = _dynamic_sizes(view, buffer.op)
-                lowered = memref.ViewOp(handle.results[0].type, arena.result, shift.result, dynamic)
-                lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
-            handle.results[0].replace_all_uses_with(lowered.result)
-            for dealloc in {id(d): d for d in deallocs}.values():
-                dealloc.handle.erase()
-            handle.erase()
-        _free_arena(view, func, arena, memref_type.memory_space, arena_location)
-
-
-def _dynamic_sizes(view: MlirView, op: MOp) -> list[Any]:
-    """The `index` operands of an allocation's `?` dimensions: a `scratchpad.alloc` takes
-    nothing else; a `memref.alloc` / `memref.alloca` takes its symbols after them."""
-    operands = list(op.handle.operands)
-    if op.name == "scratchpad.alloc":
-        return operands
-    sizes = view.segment_sizes(op)
-    return operands[: sizes[0] if sizes else 0]
-
-
-def _free_arena(view: MlirView, func: MOp, arena: Any, space: Any, location: Any) -> None:
-    ir = view._ir
-    from mlir.dialects import memref
-
-    for block in func.handle.regions[0].blocks:
-        for op_view in block.operations:
-            op = op_view.operation
-            if op.name != "func.return":
-                continue
-            if any(
-                isinstance(operand.type, ir.MemRefType) and str(ir.MemRefType(operand.type).memory_space) == str(space)
-                for operand in op.operands
-            ):
-                continue
-            with ir.InsertionPoint(op), location:
-                memref.DeallocOp(arena.result)
 
 
 def unknown_ops(module: Any) -> list[str]:

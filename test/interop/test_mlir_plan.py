@@ -67,8 +67,6 @@ def test_examples_plan_alike_in_both_embeddings(path, mode):
     text = path.read_text()
     if path.name == "spill.mlir" and mode == "fit":
         pytest.skip("spilling rewrites the module in xDSL (a documented limit of plan_mlir_ops)")
-    if "scratchpad.dim" in path.read_text():
-        pytest.skip("symbolic sizes are planned on xDSL's IR only (a documented limit of plan_mlir_ops)")
     options = {"mode": mode, "lifetimes": "first-write"}
     xdsl_plans, mlir_plans = _both(text, path.name, **options)
     assert mlir_plans == xdsl_plans
@@ -109,6 +107,7 @@ def _lowered_alike(text: str, name: str, **options) -> tuple[str, str]:
 
 
 LOWERED_EXAMPLES = [path for path in OUR_EXAMPLES if path.name not in ("spill.mlir", "dynamic_attention.mlir")]
+# (dynamic_attention.mlir: test_mlir_symbolic.py compares its run-time lowering)
 
 
 @pytest.mark.parametrize("path", LOWERED_EXAMPLES, ids=lambda path: path.name)
@@ -260,16 +259,3 @@ def test_options_and_outputs(tmp_path):
     assert [row["alignment"] for row in rows] == [64, 64]
     with pytest.raises(ValueError):
         plan_mlir_ops(ir.Module.parse(LOCATED, context), mode="sideways")
-
-
-def test_symbolic_sizes_need_a_declared_bound_on_the_mlir_path():
-    """Symbolic sizes (dynamic shapes planned for every size) are followed on xDSL's IR only: on
-    an `mlir.ir.Module` a dynamic allocation without `scratchpad.bound` is a located error
-    saying what to do, the module unchanged."""
-    text = (REPO / "examples" / "dynamic_attention.mlir").read_text()
-    module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "dynamic_attention.mlir")))
-    before = str(module)
-    with pytest.raises(MlirPlanError) as raised:
-        plan_mlir_ops(module, lower=False)
-    assert str(module) == before
-    assert "needs a declared upper bound here (symbolic sizes are planned by tela-plan on xDSL's IR)" in str(raised.value)
