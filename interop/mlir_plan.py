@@ -30,9 +30,11 @@ located at the op's MLIR location (`model.onnx:42:7: error: ...`; a fused or nam
 location points at its first file position) with its notes, and leaves the module
 unchanged: nothing is written unless every function has a plan.
 
+Memory assignment (`assign_memory`, `passes/memories.py`) reads the module through the
+view and moves a buffer to another memory by setting its result type in place.
+
 Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
-`plan_generic` or `tela-plan` for a module that must spill); memory assignment
-(`assign_memory`) likewise. A function planned before (`scratchpad.peak`) is left as it
+`plan_generic` or `tela-plan` for a module that must spill). A function planned before (`scratchpad.peak`) is left as it
 is, lowered or not.
 """
 
@@ -44,7 +46,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
@@ -65,6 +67,7 @@ from telamalloc.passes.collect import (
 )
 from telamalloc.passes.diagnostics import diagnostic_handler
 from telamalloc.passes.liveness import FIRST_WRITE
+from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import check_options
 from telamalloc.passes.parametric_lower import lower_parametric
 from telamalloc.passes.parametric_plan import plan_parametric_function, record_parametric
@@ -132,6 +135,7 @@ def plan_mlir_ops(
     memory_space: int | str | None = None,
     lifetimes: str = FIRST_WRITE,
     on_overflow: str | None = None,
+    assign_memory: bool = False,
     lower: bool = True,
     dims: str | None = None,
     dump_problem: str | None = None,
@@ -143,7 +147,9 @@ def plan_mlir_ops(
     """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`,
     in place (see the module doc). The options are `tela-plan`'s (`dims`: the ranges of
     symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the arguments'
-    `scratchpad.dim(s)` attributes); the output paths (`report_json`, `layout`, `html`,
+    `scratchpad.dim(s)` attributes; `assign_memory`: first choose the memory of the
+    unassigned buffers of functions with several memories, `passes/memories.py`, undone
+    when planning fails); the output paths (`report_json`, `layout`, `html`,
     `plot`, `dump_problem`) are written as it writes them.
     """
     check_options(
@@ -161,7 +167,7 @@ def plan_mlir_ops(
     requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
     with _collector_paused():
         return _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space,
-                              lifetimes, on_overflow, lower, dump_problem, dims)
+                              lifetimes, on_overflow, assign_memory, lower, dump_problem, dims)
 
 
 @contextlib.contextmanager
@@ -181,24 +187,31 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                   on_overflow, lower, dump_problem, dims) -> MlirPlanResult:
+                   on_overflow, assign_memory, lower, dump_problem, dims) -> MlirPlanResult:
     view = MlirView(module)
     remarks: list[str] = []
 
     def handler(kind: str, op: Any, message: str) -> None:
         remarks.append(f"{_where(view, op)}: {kind}: {message}")
 
+    assignments: list[Any] = []
     try:
         with diagnostic_handler(handler):
             requests.check()
+            if assign_memory:
+                assignments = assign_memories(view.module, lifetimes, view)
             plans = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
                           on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
             requests.write(plans)
-    except PassFailedAtOp as error:
-        notes = tuple((_where(view, op), message) for op, message in error.notes)
-        raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
-    except PassFailedException as error:
-        raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+    except BaseException as error:
+        for assignment in reversed(assignments):  # the module unchanged
+            assignment.undo()
+        if isinstance(error, PassFailedAtOp):
+            notes = tuple((_where(view, op), message) for op, message in error.notes)
+            raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
+        if isinstance(error, PassFailedException | VerifyException):
+            raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+        raise
     if lower:
         _check_lowerable(view, plans)
     for plan in plans:

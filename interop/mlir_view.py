@@ -45,7 +45,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, xdsl_context
+from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, encode_memory_space, xdsl_context
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.written import WrittenArguments
 
@@ -365,6 +365,14 @@ class MlirView(IRView):
         if parsed is None:
             parsed = self._written[text] = self._ir.Attribute.parse(text, context=op.handle.context)
         op.handle.attributes[name] = parsed
+
+    def set_result_type(self, op: MOp, index: int, type_: Attribute) -> None:
+        """Through the bindings (`Value.set_type`), our memory spaces spelled as MLIR reads
+        them; the mirror's value takes the new type too."""
+        handle = op.handle
+        text = str(encode_memory_space(type_))
+        handle.results[index].set_type(self._ir.Type.parse(text, context=handle.context))
+        op.results[index].type = type_
 
     # -- memory effects ----------------------------------------------------------------
     def segment_sizes(self, op: MOp) -> Sequence[int] | None:

@@ -133,6 +133,11 @@ class IRView:
         """Sets the discardable attribute `name` of `op` to `value` (an xDSL attribute)."""
         raise NotImplementedError
 
+    def set_result_type(self, op: Op, index: int, type_: Attribute) -> None:
+        """Gives result `index` of `op` the type `type_` (an xDSL type) in place; its uses
+        see the new type. (xDSL's memory assignment rebuilds the op instead.)"""
+        raise NotImplementedError
+
     # -- what an op does to memory (`passes/effects.py` decides from these) -----------
     def segment_sizes(self, op: Op) -> Sequence[int] | None:
         """`op`'s `operandSegmentSizes` (ins/outs of a kernel or linalg op), if any."""

@@ -259,3 +259,29 @@ def test_options_and_outputs(tmp_path):
     assert [row["alignment"] for row in rows] == [64, 64]
     with pytest.raises(ValueError):
         plan_mlir_ops(ir.Module.parse(LOCATED, context), mode="sideways")
+
+
+sys.path.insert(0, str(REPO / "test" / "passes"))
+from test_memories import ASSIGN, ASSIGN_MEMREF  # noqa: E402
+
+
+@pytest.mark.parametrize("text", [ASSIGN, ASSIGN_MEMREF], ids=["scratchpad", "upstream"])
+def test_assign_memory_chooses_alike_in_both_embeddings(text):
+    """`assign_memory` on an `mlir.ir.Module`: the same buffers move to L2 (four 256-byte
+    buffers, L1 holds 512 B: two go), so the same plans (peaks 512 and 512) and the same
+    lowered module, which MLIR verifies."""
+    xdsl_plans, mlir_plans = _both(text, "memories.mlir", assign_memory=True)
+    assert mlir_plans == xdsl_plans
+    assert [plan[3] for plan in xdsl_plans] == [512, 512]
+    xdsl_lowered, mlir_lowered = _lowered_alike(text, "memories.mlir", assign_memory=True)
+    assert mlir_lowered == xdsl_lowered
+    assert mlir_lowered.count("scratchpad.arena") == 2
+
+
+def test_assign_memory_is_undone_on_the_mlir_path_when_planning_fails():
+    text = ASSIGN.replace("capacity = 4096", "capacity = 256")
+    module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "memories.mlir")))
+    before = str(module)
+    with pytest.raises(MlirPlanError, match="cannot plan '@main.l"):
+        plan_mlir_ops(module, assign_memory=True)
+    assert str(module) == before
