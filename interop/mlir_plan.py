@@ -31,11 +31,12 @@ location points at its first file position) with its notes, and leaves the modul
 unchanged: nothing is written unless every function has a plan.
 
 Memory assignment (`assign_memory`, `passes/memories.py`) reads the module through the
-view and moves a buffer to another memory by setting its result type in place.
+view and moves a buffer to another memory by setting its result type in place. Spilling
+(`on_overflow="spill"`, `passes/spill.py`) rewrites a copy of a function that does not fit
+through `telamalloc.interop.mlir_spill`, and the copy takes the function's place once
+every function has a plan.
 
-Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
-`plan_generic` or `tela-plan` for a module that must spill). A function planned before (`scratchpad.peak`) is left as it
-is, lowered or not.
+Limits: a function planned before (`scratchpad.peak`) is left as it is, lowered or not.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.interop.mlir_lower import MlirBuilder, lower_static
+from telamalloc.interop.mlir_spill import MlirSpillRewriter
 from telamalloc.interop.mlir_view import MlirView, mlir_location_text
 from telamalloc.passes import outputs
 from telamalloc.passes.collect import (
@@ -71,6 +73,7 @@ from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import check_options
 from telamalloc.passes.parametric_lower import lower_parametric
 from telamalloc.passes.parametric_plan import plan_parametric_function, record_parametric
+from telamalloc.passes.spill import spill_function
 from telamalloc.passes.tela_plan import (
     FunctionPlan,
     format_report_line,
@@ -107,6 +110,7 @@ class MlirFunctionPlan:
     report: str  # the `tela-plan` report line
     location: str  # the function's location (`file:line:col`)
     parametric: ParametricPlan | None = None  # symbolic sizes: the plan for every size (`solution`: at the upper ends)
+    spill: str | None = None  # spilled: tela-plan's spill line (gaps, bytes moved, LOAD before and after)
 
 
 @dataclass(frozen=True)
@@ -200,8 +204,8 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
             requests.check()
             if assign_memory:
                 assignments = assign_memories(view.module, lifetimes, view)
-            plans = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                          on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
+            plans, replacements = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space,
+                                        lifetimes, on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
             requests.write(plans)
     except BaseException as error:
         for assignment in reversed(assignments):  # the module unchanged
@@ -212,12 +216,17 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
         if isinstance(error, PassFailedException | VerifyException):
             raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
         raise
+    replaced = {id(original) for original, _, _ in replacements}
     if lower:
-        _check_lowerable(view, plans)
+        _check_lowerable(view, plans, replaced)
+    order = _lowering_order(view, plans, replacements)
+    for original, copy, _ in replacements:  # the spilled copies take the functions' places
+        view._ir.InsertionPoint(original.handle).insert(copy)
+        original.handle.erase()
     for plan in plans:
         _record(view, plan)
     if lower:
-        for plan in _lowering_order(view, plans):
+        for plan in order:
             if plan.parametric is not None:  # offsets computed at run time, as tela-lower does
                 lower_parametric(plan.problem.func, view, MlirBuilder(view))
             else:
@@ -225,7 +234,8 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
     return MlirPlanResult(
         tuple(
             MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
-                             _where(view, plan.problem.func), plan.parametric)
+                             _where(view, plan.problem.func), plan.parametric,
+                             None if plan.spill is None else plan.spill.line(plan.name))
             for plan in plans
         ),
         tuple(remarks),
@@ -238,10 +248,13 @@ def _where(view: MlirView, op: Any) -> str:
 
 
 def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes, on_overflow,
-          dump_problem, ranges) -> list[FunctionPlan]:
+          dump_problem, ranges) -> tuple[list[FunctionPlan], list[tuple[Any, Any, Any]]]:
+    """The plans, and the (function, spilled copy, the copy's op in its view) to swap once
+    every function has a plan."""
     problems = list(_collect(view, capacity, alignment, memory_space, lifetimes, ranges))
     dump_paths = outputs.dump_paths(dump_problem, problems)
     plans = []
+    replacements: list[tuple[Any, Any, Any]] = []
     for function_problem in problems:
         if dump_paths:
             outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
@@ -251,16 +264,27 @@ def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, 
             plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
         else:
             plan = solve_function(function_problem, mode, time_limit, algorithm)
-        if not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":
-            raise PassFailedAtOp(
-                function_problem.func,
-                f"'@{function_problem.name}' does not fit and asks to spill; spilling rewrites the "
-                "module in xDSL: plan it with telamalloc.interop.plan_generic or tela-plan",
-                ErrorKind.NO,
+        if plan.parametric is None and not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":
+            if function_problem.memory is not None and not isinstance(memory_space, str):
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill '@{function_problem.name}': spilling rewrites one memory of a "
+                    "function at a time; pass 'memory-space=<name>' to plan that memory alone",
+                )
+            assert function_problem.selection is not None
+            copy, spilled, plan, summary = spill_function(
+                function_problem,
+                function_problem.selection,
+                alignment,
+                lambda problem: solve_function(problem, mode, time_limit, algorithm),
+                time_limit,
+                MlirSpillRewriter(view),
             )
+            plan = FunctionPlan(spilled, plan.solution, summary)
+            replacements.append((function_problem.func, copy, spilled.func))
         require_success(plan, time_limit)
         plans.append(plan)
-    return plans
+    return plans, replacements
 
 
 def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes, ranges) -> Iterator[FunctionProblem]:
@@ -316,7 +340,7 @@ def _record(view: MlirView, plan: FunctionPlan) -> None:
         attributes[ARENA_ALIGNMENT_ATTR] = ir.IntegerAttr.get(i64, arena_alignment)
 
 
-def _check_lowerable(view: MlirView, plans: list[FunctionPlan]) -> None:
+def _check_lowerable(view: MlirView, plans: list[FunctionPlan], replaced: set[int]) -> None:
     """`tela-lower`'s check, before anything is written: a `scratchpad.alloc` left without
     a plan (the `memory_space` option chose another space) cannot become a view."""
     planned = {id(buffer.op) for plan in plans for buffer in plan.problem.buffers}
@@ -326,8 +350,8 @@ def _check_lowerable(view: MlirView, plans: list[FunctionPlan]) -> None:
         func = op.parent
         while func is not None and func.name != "func.func":
             func = func.parent
-        if func is not None and PEAK_ATTR in func.handle.attributes:
-            continue  # planned before: left unchanged
+        if func is not None and (id(func) in replaced or PEAK_ATTR in func.handle.attributes):
+            continue  # spilled (its copy is planned) or planned before (left unchanged)
         raise MlirPlanError(
             _where(view, op),
             "scratchpad buffer has no planned offset and cannot be lowered; plan its memory "
@@ -336,16 +360,24 @@ def _check_lowerable(view: MlirView, plans: list[FunctionPlan]) -> None:
         )
 
 
-def _lowering_order(view: MlirView, plans: list[FunctionPlan]) -> list[FunctionPlan]:
+def _lowering_order(view: MlirView, plans: list[FunctionPlan], replacements: list[tuple[Any, Any, Any]]) -> list[FunctionPlan]:
     """The plans in `tela-lower`'s order: per function, its memories in the order of their
     first buffer in the function (each arena goes to the top of the entry block, so the
-    arenas end up in the reverse order, as `tela-lower` leaves them)."""
-    position = {id(op): index for index, op in enumerate(view.walk())}
+    arenas end up in the reverse order, as `tela-lower` leaves them). A spilled function's
+    plans are read in its copy's view."""
     functions = {id(func): index for index, func in enumerate(view.functions)}
-    return sorted(
-        plans,
-        key=lambda plan: (functions[id(plan.problem.func)], min(position[id(b.op)] for b in plan.problem.buffers)),
-    )
+    for original, _, mirrored in replacements:
+        functions[id(mirrored)] = functions[id(original)]
+    positions: dict[int, dict[int, int]] = {}
+
+    def key(plan: FunctionPlan) -> tuple[int, int]:
+        plan_view = plan.problem.liveness.view
+        position = positions.get(id(plan_view))
+        if position is None:
+            position = positions[id(plan_view)] = {id(op): index for index, op in enumerate(plan_view.walk())}
+        return functions[id(plan.problem.func)], min(position[id(b.op)] for b in plan.problem.buffers)
+
+    return sorted(plans, key=key)
 
 
 def unknown_ops(module: Any) -> list[str]:

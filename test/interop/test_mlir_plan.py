@@ -65,8 +65,6 @@ def _both(text: str, name: str, **options):
 @pytest.mark.parametrize("mode", ["fit", "minimize"])
 def test_examples_plan_alike_in_both_embeddings(path, mode):
     text = path.read_text()
-    if path.name == "spill.mlir" and mode == "fit":
-        pytest.skip("spilling rewrites the module in xDSL (a documented limit of plan_mlir_ops)")
     options = {"mode": mode, "lifetimes": "first-write"}
     xdsl_plans, mlir_plans = _both(text, path.name, **options)
     assert mlir_plans == xdsl_plans
@@ -107,7 +105,7 @@ def _lowered_alike(text: str, name: str, **options) -> tuple[str, str]:
 
 
 LOWERED_EXAMPLES = [path for path in OUR_EXAMPLES if path.name not in ("spill.mlir", "dynamic_attention.mlir")]
-# (dynamic_attention.mlir: test_mlir_symbolic.py compares its run-time lowering)
+# (spill.mlir and dynamic_attention.mlir: test_mlir_spill.py and test_mlir_symbolic.py compare their lowerings)
 
 
 @pytest.mark.parametrize("path", LOWERED_EXAMPLES, ids=lambda path: path.name)
