@@ -219,7 +219,7 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
     replaced = {id(original) for original, _, _ in replacements}
     if lower:
         _check_lowerable(view, plans, replaced)
-    order = _lowering_order(view, plans, replacements)
+    order = _lowering_order(plans)
     for original, copy, _ in replacements:  # the spilled copies take the functions' places
         view._ir.InsertionPoint(original.handle).insert(copy)
         original.handle.erase()
@@ -360,24 +360,36 @@ def _check_lowerable(view: MlirView, plans: list[FunctionPlan], replaced: set[in
         )
 
 
-def _lowering_order(view: MlirView, plans: list[FunctionPlan], replacements: list[tuple[Any, Any, Any]]) -> list[FunctionPlan]:
-    """The plans in `tela-lower`'s order: per function, its memories in the order of their
-    first buffer in the function (each arena goes to the top of the entry block, so the
-    arenas end up in the reverse order, as `tela-lower` leaves them). A spilled function's
-    plans are read in its copy's view."""
-    functions = {id(func): index for index, func in enumerate(view.functions)}
-    for original, _, mirrored in replacements:
-        functions[id(mirrored)] = functions[id(original)]
-    positions: dict[int, dict[int, int]] = {}
+def _lowering_order(plans: list[FunctionPlan]) -> list[FunctionPlan]:
+    """The plans in `tela-lower`'s order: per function (the plans come per function, in
+    program order), its memories in the order of their first buffer in the function (each
+    arena goes to the top of the entry block, so the arenas end up in the reverse order, as
+    `tela-lower` leaves them)."""
+    ordered: list[FunctionPlan] = []
+    start = 0
+    while start < len(plans):
+        end = start + 1
+        while end < len(plans) and plans[end].problem.func is plans[start].problem.func:
+            end += 1
+        group = plans[start:end]
+        if len(group) > 1:
+            position = _positions(group[0].problem.liveness.view, group[0].problem.func)
+            group = sorted(group, key=lambda plan: min(position[id(b.op)] for b in plan.problem.buffers))
+        ordered += group
+        start = end
+    return ordered
 
-    def key(plan: FunctionPlan) -> tuple[int, int]:
-        plan_view = plan.problem.liveness.view
-        position = positions.get(id(plan_view))
-        if position is None:
-            position = positions[id(plan_view)] = {id(op): index for index, op in enumerate(plan_view.walk())}
-        return functions[id(plan.problem.func)], min(position[id(b.op)] for b in plan.problem.buffers)
 
-    return sorted(plans, key=key)
+def _positions(view: Any, func: Any) -> dict[int, int]:
+    """Each op of `func` (by identity) and its pre-order position."""
+    position: dict[int, int] = {}
+    pending = [func]
+    while pending:
+        op = pending.pop()
+        position[id(op)] = len(position)
+        nested = [inner for region in view.regions(op) for block in view.blocks(region) for inner in view.block_ops(block)]
+        pending.extend(reversed(nested))
+    return position
 
 
 def unknown_ops(module: Any) -> list[str]:
