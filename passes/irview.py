@@ -13,7 +13,13 @@ uses of a value) and for what an op does to a memref operand. Two views implemen
 Ops, blocks, regions and values are whatever the front end uses, hashed and compared
 as it defines (xDSL: by identity). A view answers what its front end knows; which ops
 read and write which operands is decided once, in `passes/effects.py`, from the
-questions below (`declared_access`, `effects_access`, `segment_sizes`).
+questions below (`declared_access`, `effects_access`, `segment_sizes`). Symbolic sizes
+(`passes/symbolic.py`) follow values through `defining_op`, `argument_block` and
+`signature`; the parametric plan's attributes go back through `set_attribute`, memory
+assignment's new types through `set_result_type` (another front end's: xDSL's memory
+assignment rebuilds the op). Rewrites that add ops go through their own small interfaces:
+the parametric lowering's `Builder` (`passes/parametric_lower.py`) and spilling's
+`SpillRewriter` (`passes/spill.py`).
 """
 
 from __future__ import annotations
