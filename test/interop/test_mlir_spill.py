@@ -34,7 +34,10 @@ from program_generator import generate  # noqa: E402
 
 
 def _cases(path: Path) -> list[str]:
-    return [case for case in path.read_text().split("// -----") if "func.func" in case]
+    """The programs of a lit file's cases, without their comments (RUN and CHECK lines)."""
+    cases = ["\n".join(line for line in case.splitlines() if not line.lstrip().startswith("//"))
+             for case in path.read_text().split("// -----")]
+    return [case for case in cases if "func.func" in case]
 
 
 def _plain(problem, solution):
