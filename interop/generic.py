@@ -218,6 +218,12 @@ class _DecodeMemorySpace(_MemorySpaceConversion):
         return _parse_attribute(self.context, space.data)
 
 
+def encode_memory_space(attribute: Attribute) -> Attribute:
+    """`attribute` (a type, or an attribute holding types) with each `#scratchpad.space` turned
+    into the string MLIR reads as a memory space (`decode_memory_space` undoes it)."""
+    return _EncodeMemorySpace().convert_type(attribute) or attribute
+
+
 def decode_memory_space(attribute: Attribute, context: Context) -> Attribute:
     """`attribute` (a type, or an attribute holding types) with each string memory space that
     spells a `#scratchpad.space` turned back into the attribute."""
@@ -265,6 +271,7 @@ __all__ = [
     "MEMORY_SPACE_PREFIX",
     "InteropError",
     "decode_memory_space",
+    "encode_memory_space",
     "parse_generic",
     "plan_generic",
     "plan_xdsl_module",

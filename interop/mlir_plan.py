@@ -12,9 +12,16 @@ round-trip:
   (`scratchpad.memories` for one of several memories), exactly as `tela-plan`;
 - lowered (`lower=True`): per function one `memref.alloc` arena of the peak's bytes at
   the top of the entry block (its location: the allocations' fused), each planned
-  `memref.alloc` / `memref.alloca` replaced by an offset constant and a `memref.view`
-  with the allocation's own location, its deallocs removed, the arena freed before each
-  `func.return` that hands out no memref of its memory space, as `tela-lower`.
+  `scratchpad.alloc` / `memref.alloc` / `memref.alloca` replaced by an offset constant
+  and a `memref.view` (its dynamic sizes passed on) with the allocation's own location,
+  its deallocs removed (`scratchpad.dealloc` too), the arena freed before each
+  `func.return` that hands out no memref of its memory space: the ops `tela-lower` makes,
+  in the same places (a function with several memories gets its arenas in the same
+  order; `telamalloc.interop.mlir_lower`);
+- symbolic sizes (dynamic allocations without a declared bound, `passes/symbolic.py`
+  through the view): planned for every size at once as `tela-plan` does (the parametric
+  attributes, the `dims` option), and lowered by `passes/parametric_lower.py` through
+  `MlirBuilder`: the run-time `arith` offsets, the capacity check and the arena.
 
 The result is plain data: per function (or function and memory) its name, the problem
 (`telamalloc.Problem`), the solution and the `tela-plan` report line; the remarks a
@@ -23,10 +30,13 @@ located at the op's MLIR location (`model.onnx:42:7: error: ...`; a fused or nam
 location points at its first file position) with its notes, and leaves the module
 unchanged: nothing is written unless every function has a plan.
 
-Limits: spilling (`on_overflow="spill"`) rewrites ops and runs on xDSL only (use
-`plan_generic` or `tela-plan` for a module that must spill); memory assignment
-(`assign_memory`) likewise; lowering covers `memref.alloc` / `memref.alloca` (a
-`scratchpad.alloc`, unregistered in MLIR, keeps its `offset` for `tela-lower` to lower).
+Memory assignment (`assign_memory`, `passes/memories.py`) reads the module through the
+view and moves a buffer to another memory by setting its result type in place. Spilling
+(`on_overflow="spill"`, `passes/spill.py`) rewrites a copy of a function that does not fit
+through `telamalloc.interop.mlir_spill`, and the copy takes the function's place once
+every function has a plan.
+
+Limits: a function planned before (`scratchpad.peak`) is left as it is, lowered or not.
 """
 
 from __future__ import annotations
@@ -37,11 +47,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.utils.exceptions import PassFailedException
+from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.interop.mlir_view import MlirView, MOp, mlir_location_text
+from telamalloc.interop.mlir_lower import MlirBuilder, lower_static
+from telamalloc.interop.mlir_spill import MlirSpillRewriter
+from telamalloc.interop.mlir_view import MlirView, mlir_location_text
 from telamalloc.passes import outputs
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -57,7 +69,11 @@ from telamalloc.passes.collect import (
 )
 from telamalloc.passes.diagnostics import diagnostic_handler
 from telamalloc.passes.liveness import FIRST_WRITE
+from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import check_options
+from telamalloc.passes.parametric_lower import lower_parametric
+from telamalloc.passes.parametric_plan import plan_parametric_function, record_parametric
+from telamalloc.passes.spill import spill_function
 from telamalloc.passes.tela_plan import (
     FunctionPlan,
     format_report_line,
@@ -66,6 +82,7 @@ from telamalloc.passes.tela_plan import (
     require_success,
     solve_function,
 )
+from telamalloc.runtime.alloc.parametric import ParametricPlan, parse_ranges
 from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
 
 
@@ -92,6 +109,8 @@ class MlirFunctionPlan:
     solution: Solution  # status, offsets (in the problem's buffer order), peak, LOAD
     report: str  # the `tela-plan` report line
     location: str  # the function's location (`file:line:col`)
+    parametric: ParametricPlan | None = None  # symbolic sizes: the plan for every size (`solution`: at the upper ends)
+    spill: str | None = None  # spilled: tela-plan's spill line (gaps, bytes moved, LOAD before and after)
 
 
 @dataclass(frozen=True)
@@ -120,7 +139,9 @@ def plan_mlir_ops(
     memory_space: int | str | None = None,
     lifetimes: str = FIRST_WRITE,
     on_overflow: str | None = None,
+    assign_memory: bool = False,
     lower: bool = True,
+    dims: str | None = None,
     dump_problem: str | None = None,
     report_json: str | None = None,
     layout: str | None = None,
@@ -128,8 +149,12 @@ def plan_mlir_ops(
     plot: str | None = None,
 ) -> MlirPlanResult:
     """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`,
-    in place (see the module doc). The options are `tela-plan`'s; the output paths
-    (`report_json`, `layout`, `html`, `plot`, `dump_problem`) are written as it writes them.
+    in place (see the module doc). The options are `tela-plan`'s (`dims`: the ranges of
+    symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the arguments'
+    `scratchpad.dim(s)` attributes; `assign_memory`: first choose the memory of the
+    unassigned buffers of functions with several memories, `passes/memories.py`, undone
+    when planning fails); the output paths (`report_json`, `layout`, `html`,
+    `plot`, `dump_problem`) are written as it writes them.
     """
     check_options(
         capacity=capacity,
@@ -141,11 +166,12 @@ def plan_mlir_ops(
         memory_space=memory_space,
         on_overflow=on_overflow,
         lifetimes=lifetimes,
+        dims=dims,
     )
     requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
     with _collector_paused():
         return _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space,
-                              lifetimes, on_overflow, lower, dump_problem)
+                              lifetimes, on_overflow, assign_memory, lower, dump_problem, dims)
 
 
 @contextlib.contextmanager
@@ -165,33 +191,51 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                   on_overflow, lower, dump_problem) -> MlirPlanResult:
+                   on_overflow, assign_memory, lower, dump_problem, dims) -> MlirPlanResult:
     view = MlirView(module)
     remarks: list[str] = []
 
     def handler(kind: str, op: Any, message: str) -> None:
         remarks.append(f"{_where(view, op)}: {kind}: {message}")
 
+    assignments: list[Any] = []
     try:
         with diagnostic_handler(handler):
             requests.check()
-            plans = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                          on_overflow, dump_problem)
+            if assign_memory:
+                assignments = assign_memories(view.module, lifetimes, view)
+            plans, replacements = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space,
+                                        lifetimes, on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
             requests.write(plans)
-    except PassFailedAtOp as error:
-        notes = tuple((_where(view, op), message) for op, message in error.notes)
-        raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
-    except PassFailedException as error:
-        raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+    except BaseException as error:
+        for assignment in reversed(assignments):  # the module unchanged
+            assignment.undo()
+        if isinstance(error, PassFailedAtOp):
+            notes = tuple((_where(view, op), message) for op, message in error.notes)
+            raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
+        if isinstance(error, PassFailedException | VerifyException):
+            raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
+        raise
+    replaced = {id(original) for original, _, _ in replacements}
+    if lower:
+        _check_lowerable(view, plans, replaced)
+    order = _lowering_order(plans)
+    for original, copy, _ in replacements:  # the spilled copies take the functions' places
+        view._ir.InsertionPoint(original.handle).insert(copy)
+        original.handle.erase()
     for plan in plans:
         _record(view, plan)
     if lower:
-        for plan in _memory_groups(plans):
-            _lower(view, plan)
+        for plan in order:
+            if plan.parametric is not None:  # offsets computed at run time, as tela-lower does
+                lower_parametric(plan.problem.func, view, MlirBuilder(view))
+            else:
+                lower_static(view, plan)
     return MlirPlanResult(
         tuple(
             MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
-                             _where(view, plan.problem.func))
+                             _where(view, plan.problem.func), plan.parametric,
+                             None if plan.spill is None else plan.spill.line(plan.name))
             for plan in plans
         ),
         tuple(remarks),
@@ -204,28 +248,46 @@ def _where(view: MlirView, op: Any) -> str:
 
 
 def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes, on_overflow,
-          dump_problem) -> list[FunctionPlan]:
-    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes))
+          dump_problem, ranges) -> tuple[list[FunctionPlan], list[tuple[Any, Any, Any]]]:
+    """The plans, and the (function, spilled copy, the copy's op in its view) to swap once
+    every function has a plan."""
+    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes, ranges))
     dump_paths = outputs.dump_paths(dump_problem, problems)
     plans = []
+    replacements: list[tuple[Any, Any, Any]] = []
     for function_problem in problems:
         if dump_paths:
             outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
-        plan = solve_function(function_problem, mode, time_limit, algorithm)
-        spill = Mode(mode) is Mode.FIT and overflow_policy(function_problem.func, on_overflow, view) == "spill"
-        if not plan.solution.ok and spill:
-            raise PassFailedAtOp(
-                function_problem.func,
-                f"'@{function_problem.name}' does not fit and asks to spill; spilling rewrites the "
-                "module in xDSL: plan it with telamalloc.interop.plan_generic or tela-plan",
-                ErrorKind.NO,
+        policy = overflow_policy(function_problem.func, on_overflow, view)
+        if function_problem.parametric:  # symbolic sizes: one plan for every size in the ranges
+            solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
+            plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
+        else:
+            plan = solve_function(function_problem, mode, time_limit, algorithm)
+        if plan.parametric is None and not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":
+            if function_problem.memory is not None and not isinstance(memory_space, str):
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"cannot spill '@{function_problem.name}': spilling rewrites one memory of a "
+                    "function at a time; pass 'memory-space=<name>' to plan that memory alone",
+                )
+            assert function_problem.selection is not None
+            copy, spilled, plan, summary = spill_function(
+                function_problem,
+                function_problem.selection,
+                alignment,
+                lambda problem: solve_function(problem, mode, time_limit, algorithm),
+                time_limit,
+                MlirSpillRewriter(view),
             )
+            plan = FunctionPlan(spilled, plan.solution, summary)
+            replacements.append((function_problem.func, copy, spilled.func))
         require_success(plan, time_limit)
         plans.append(plan)
-    return plans
+    return plans, replacements
 
 
-def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> Iterator[FunctionProblem]:
+def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes, ranges) -> Iterator[FunctionProblem]:
     has_scratchpad = any(
         view.name(op) in ("scratchpad.alloc", "memref.alloc", "memref.alloca")
         and op.results
@@ -240,13 +302,16 @@ def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes) -> It
         else:
             selections = memory_selections(func, has_scratchpad, memory_space, capacity, view)
         for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment, lifetimes)
+            function_problem = collect_function(func, selection, capacity, alignment, lifetimes, ranges)
             if function_problem.buffers:
                 yield function_problem
 
 
 def _record(view: MlirView, plan: FunctionPlan) -> None:
     """`tela_plan.record_plan` through the bindings."""
+    if plan.parametric is not None:
+        record_parametric(plan.problem, plan.solution, plan.parametric, plan.fits)
+        return
     ir = view._ir
     solution = plan.solution
     assert solution.offsets is not None and solution.peak is not None
@@ -275,70 +340,56 @@ def _record(view: MlirView, plan: FunctionPlan) -> None:
         attributes[ARENA_ALIGNMENT_ATTR] = ir.IntegerAttr.get(i64, arena_alignment)
 
 
-def _memory_groups(plans: list[FunctionPlan]) -> list[FunctionPlan]:
-    return [plan for plan in plans if all(b.op.name != "scratchpad.alloc" for b in plan.problem.buffers)]
+def _check_lowerable(view: MlirView, plans: list[FunctionPlan], replaced: set[int]) -> None:
+    """`tela-lower`'s check, before anything is written: a `scratchpad.alloc` left without
+    a plan (the `memory_space` option chose another space) cannot become a view."""
+    planned = {id(buffer.op) for plan in plans for buffer in plan.problem.buffers}
+    for op in view.walk():
+        if op.name != "scratchpad.alloc" or id(op) in planned:
+            continue
+        func = op.parent
+        while func is not None and func.name != "func.func":
+            func = func.parent
+        if func is not None and (id(func) in replaced or PEAK_ATTR in func.handle.attributes):
+            continue  # spilled (its copy is planned) or planned before (left unchanged)
+        raise MlirPlanError(
+            _where(view, op),
+            "scratchpad buffer has no planned offset and cannot be lowered; plan its memory "
+            "(check the 'memory_space' option) or pass lower=False",
+            ErrorKind.BAD_INPUT,
+        )
 
 
-def _lower(view: MlirView, plan: FunctionPlan) -> None:
-    """`tela-lower` of one function's (or memory's) plan, through the bindings."""
-    ir = view._ir
-    from mlir.dialects import arith, memref
-
-    func = plan.problem.func
-    buffers = plan.problem.buffers
-    assert plan.solution.offsets is not None and plan.solution.peak is not None
-    peak = plan.solution.peak
-    alignment = max([1, *(buffer.alignment for buffer in buffers)])
-    first_type = buffers[0].op.handle.results[0].type
-    with func.handle.context:
-        memref_type = ir.MemRefType(first_type)
-        distinct: dict[Any, Any] = {}  # each location once, in order (as `fused_location`)
-        for buffer in buffers:
-            location = buffer.op.handle.location
-            distinct.setdefault(location.attr, location)
-        locations = list(distinct.values())
-        arena_location = locations[0] if len(locations) == 1 else ir.Location.fused(locations)
-        entry = func.handle.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(entry), arena_location:
-            arena_type = ir.MemRefType.get(
-                [peak], ir.IntegerType.get_signless(8), memory_space=memref_type.memory_space
-            )
-            arena = memref.AllocOp(arena_type, [], [], alignment=ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                                                    alignment))
-            arena.operation.attributes["scratchpad.arena"] = ir.UnitAttr.get()
-        index = ir.IndexType.get()
-        for buffer, offset in zip(buffers, plan.solution.offsets):
-            handle = buffer.op.handle
-            deallocs = buffer.lifetime.deallocs  # the liveness analysis found them (aliases too)
-            with ir.InsertionPoint(handle), handle.location:
-                shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset))
-                sizes = view.segment_sizes(buffer.op)
-                dynamic = list(handle.operands)[: sizes[0] if sizes else 0]
-                lowered = memref.ViewOp(handle.results[0].type, arena.result, shift.result, dynamic)
-                lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
-            handle.results[0].replace_all_uses_with(lowered.result)
-            for dealloc in {id(d): d for d in deallocs}.values():
-                dealloc.handle.erase()
-            handle.erase()
-        _free_arena(view, func, arena, memref_type.memory_space, arena_location)
+def _lowering_order(plans: list[FunctionPlan]) -> list[FunctionPlan]:
+    """The plans in `tela-lower`'s order: per function (the plans come per function, in
+    program order), its memories in the order of their first buffer in the function (each
+    arena goes to the top of the entry block, so the arenas end up in the reverse order, as
+    `tela-lower` leaves them)."""
+    ordered: list[FunctionPlan] = []
+    start = 0
+    while start < len(plans):
+        end = start + 1
+        while end < len(plans) and plans[end].problem.func is plans[start].problem.func:
+            end += 1
+        group = plans[start:end]
+        if len(group) > 1:
+            position = _positions(group[0].problem.liveness.view, group[0].problem.func)
+            group = sorted(group, key=lambda plan: min(position[id(b.op)] for b in plan.problem.buffers))
+        ordered += group
+        start = end
+    return ordered
 
 
-def _free_arena(view: MlirView, func: MOp, arena: Any, space: Any, location: Any) -> None:
-    ir = view._ir
-    from mlir.dialects import memref
-
-    for block in func.handle.regions[0].blocks:
-        for op_view in block.operations:
-            op = op_view.operation
-            if op.name != "func.return":
-                continue
-            if any(
-                isinstance(operand.type, ir.MemRefType) and str(ir.MemRefType(operand.type).memory_space) == str(space)
-                for operand in op.operands
-            ):
-                continue
-            with ir.InsertionPoint(op), location:
-                memref.DeallocOp(arena.result)
+def _positions(view: Any, func: Any) -> dict[int, int]:
+    """Each op of `func` (by identity) and its pre-order position."""
+    position: dict[int, int] = {}
+    pending = [func]
+    while pending:
+        op = pending.pop()
+        position[id(op)] = len(position)
+        nested = [inner for region in view.regions(op) for block in view.blocks(region) for inner in view.block_ops(block)]
+        pending.extend(reversed(nested))
+    return position
 
 
 def unknown_ops(module: Any) -> list[str]:

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, StringAttr, UnknownLoc
-from xdsl.ir import Attribute
+from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, FunctionType, IntAttr, StringAttr, UnknownLoc
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, Region
 from xdsl.parser import Parser
 from xdsl.traits import (
     IsTerminator,
@@ -44,7 +45,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, xdsl_context
+from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, encode_memory_space, xdsl_context
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.written import WrittenArguments
 
@@ -56,15 +57,16 @@ KNOWN_BY_NAME = frozenset({"scratchpad.alloc", "scratchpad.dealloc", "scratchpad
 class MValue:
     """An SSA value: an op result or a block argument."""
 
-    __slots__ = ("handle", "memref", "ranked", "uses", "index", "type")
+    __slots__ = ("handle", "memref", "ranked", "uses", "index", "type", "owner")
 
-    def __init__(self, handle: Any, memref: bool, ranked: bool, index: int):
+    def __init__(self, handle: Any, memref: bool, ranked: bool, index: int, owner: MOp | MBlock | None = None):
         self.handle = handle
         self.memref = memref
         self.ranked = ranked
         self.uses: list[tuple[MOp, int]] = []
         self.index = index
         self.type: Attribute | None = None  # the xDSL type, once asked for
+        self.owner = owner  # the op of a result, the block of an argument (None: outside the module)
 
 
 class MOp:
@@ -137,6 +139,8 @@ class MlirView(IRView):
         self._classes: dict[str, Any] = {}
         self._terminators: dict[str, bool] = {}
         self._names: dict[MValue, str] | None = None
+        self._signatures: dict[MOp, FuncOp] = {}
+        self._written: dict[str, Any] = {}
         operation = getattr(module, "operation", module)
         self.module = MOp(operation, operation.name, None, None)
         self.functions: list[MOp] = []
@@ -173,7 +177,7 @@ class MlirView(IRView):
             ops.append(op)
             for index, result in enumerate(handle.results):
                 type_ = result.type
-                value = MValue(result, isinstance(type_, memref_types), isinstance(type_, ranked_type), index)
+                value = MValue(result, isinstance(type_, memref_types), isinstance(type_, ranked_type), index, op)
                 values[result] = value
                 op.results.append(value)
             successors = handle.successors
@@ -189,7 +193,7 @@ class MlirView(IRView):
                     for index, argument in enumerate(block_handle.arguments):
                         type_ = argument.type
                         value = MValue(
-                            argument, isinstance(type_, memref_types), isinstance(type_, ranked_type), index
+                            argument, isinstance(type_, memref_types), isinstance(type_, ranked_type), index, block
                         )
                         values[argument] = value
                         block.args.append(value)
@@ -325,6 +329,50 @@ class MlirView(IRView):
     def declared_memrefs(self, function: MOp) -> frozenset[int]:
         function_type = self._ir.FunctionType(self._ir.TypeAttr(function.handle.attributes["function_type"]).value)
         return frozenset(i for i, type_ in enumerate(function_type.inputs) if isinstance(type_, self._ir.MemRefType))
+
+    # -- values, for following sizes -------------------------------------------------------
+    def defining_op(self, value: MValue) -> MOp | None:
+        return value.owner if isinstance(value.owner, MOp) else None
+
+    def argument_block(self, value: MValue) -> MBlock | None:
+        return value.owner if isinstance(value.owner, MBlock) else None
+
+    def value_index(self, value: MValue) -> int:
+        return value.index
+
+    def signature(self, function: MOp) -> FuncOp:
+        """A body-less xDSL `func.func` with `function`'s name, type and argument attributes,
+        parsed from their text once per function."""
+        found = self._signatures.get(function)
+        if found is None:
+            ir = self._ir
+            attributes = function.handle.attributes
+            function_type = self._parse(str(ir.TypeAttr(attributes["function_type"]).value), type_=True)
+            assert isinstance(function_type, FunctionType)
+            arg_attrs = self.attribute(function, "arg_attrs")
+            found = self._signatures[function] = FuncOp(
+                self.symbol_name(function),
+                function_type,
+                Region(),
+                arg_attrs=arg_attrs if isinstance(arg_attrs, ArrayAttr) else None,  # type: ignore[arg-type]
+            )
+        return found
+
+    def set_attribute(self, op: MOp, name: str, value: Attribute) -> None:
+        """Through the bindings: `value`'s text parsed by MLIR, once per distinct text."""
+        text = str(value)
+        parsed = self._written.get(text)
+        if parsed is None:
+            parsed = self._written[text] = self._ir.Attribute.parse(text, context=op.handle.context)
+        op.handle.attributes[name] = parsed
+
+    def set_result_type(self, op: MOp, index: int, type_: Attribute) -> None:
+        """Through the bindings (`Value.set_type`), our memory spaces spelled as MLIR reads
+        them; the mirror's value takes the new type too."""
+        handle = op.handle
+        text = str(encode_memory_space(type_))
+        handle.results[index].set_type(self._ir.Type.parse(text, context=handle.context))
+        op.results[index].type = type_
 
     # -- memory effects ----------------------------------------------------------------
     def segment_sizes(self, op: MOp) -> Sequence[int] | None:

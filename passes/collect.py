@@ -228,7 +228,7 @@ def collect_function(
         func, selection.covers, rule=rule, view=view, call_writes=None if view is XDSL else view.call_writes
     )
     ids = buffer_ids(liveness)
-    function_symbols = _LazySymbols(func)
+    function_symbols = _LazySymbols(func, view)
     buffers = tuple(
         _planned_buffer(lifetime, buffer_id, default_alignment, target, view, function_symbols)
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
@@ -254,14 +254,15 @@ def collect_function(
 class _LazySymbols:
     """A function's symbols, read from its argument attributes on first use only."""
 
-    def __init__(self, func: FuncOp):
+    def __init__(self, func: FuncOp, view: IRView):
         self.func = func
+        self.view = view
         self.found: FunctionSymbols | None = None
 
     def get(self) -> FunctionSymbols:
         if self.found is None:
             try:
-                self.found = FunctionSymbols.of(self.func)
+                self.found = FunctionSymbols.of(self.func, self.view)
             except DimsError as error:
                 raise PassFailedAtOp(self.func, str(error)) from None
         return self.found
@@ -377,13 +378,6 @@ def _memref_buffer(
             size = bound.value.data
         elif bound is not None:
             raise PassFailedAtOp(op, f"buffer '{buffer_id}': '{BOUND_ATTR}' must be a number of bytes >= 0, not '{bound}'")
-        elif view is not XDSL:  # symbolic sizes are followed on xDSL's IR only
-            raise PassFailedAtOp(
-                op,
-                f"buffer '{buffer_id}' of dynamic type '{memref_type}' needs a declared "
-                f"upper bound here (symbolic sizes are planned by tela-plan on xDSL's IR); add the "
-                f"attribute '{BOUND_ATTR} = <bytes> : i64'",
-            )
         else:
             try:
                 symbolic = function_symbols.get().byte_size(op)

@@ -13,7 +13,13 @@ uses of a value) and for what an op does to a memref operand. Two views implemen
 Ops, blocks, regions and values are whatever the front end uses, hashed and compared
 as it defines (xDSL: by identity). A view answers what its front end knows; which ops
 read and write which operands is decided once, in `passes/effects.py`, from the
-questions below (`declared_access`, `effects_access`, `segment_sizes`).
+questions below (`declared_access`, `effects_access`, `segment_sizes`). Symbolic sizes
+(`passes/symbolic.py`) follow values through `defining_op`, `argument_block` and
+`signature`; the parametric plan's attributes go back through `set_attribute`, memory
+assignment's new types through `set_result_type` (another front end's: xDSL's memory
+assignment rebuilds the op). Rewrites that add ops go through their own small interfaces:
+the parametric lowering's `Builder` (`passes/parametric_lower.py`) and spilling's
+`SpillRewriter` (`passes/spill.py`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
 Op = Any
@@ -106,6 +112,36 @@ class IRView:
 
     def declared_memrefs(self, function: Op) -> frozenset[int]:
         """The indices of the ranked memref arguments in `function`'s type (for a declaration)."""
+        raise NotImplementedError
+
+    # -- values, for following sizes (`passes/symbolic.py`) -----------------------------
+    def defining_op(self, value: Value) -> Op | None:
+        """The op whose result `value` is; None for a block argument."""
+        raise NotImplementedError
+
+    def argument_block(self, value: Value) -> BlockT | None:
+        """The block whose argument `value` is; None for an op result."""
+        raise NotImplementedError
+
+    def value_index(self, value: Value) -> int:
+        """`value`'s position among its op's results or its block's arguments."""
+        raise NotImplementedError
+
+    def signature(self, function: Op) -> func.FuncOp:
+        """`function`'s name, type and argument attributes as an xDSL `func.func` (what
+        `dialects/dims.py` reads: the symbols of its dynamic dimensions). xDSL's is the
+        function itself; another front end's is a declaration, whose arguments have no SSA
+        names (a symbol without a `scratchpad.dim(s)` attribute is then named `arg<i>`)."""
+        raise NotImplementedError
+
+    # -- writing back ----------------------------------------------------------------------
+    def set_attribute(self, op: Op, name: str, value: Attribute) -> None:
+        """Sets the discardable attribute `name` of `op` to `value` (an xDSL attribute)."""
+        raise NotImplementedError
+
+    def set_result_type(self, op: Op, index: int, type_: Attribute) -> None:
+        """Gives result `index` of `op` the type `type_` (an xDSL type) in place; its uses
+        see the new type. (xDSL's memory assignment rebuilds the op instead.)"""
         raise NotImplementedError
 
     # -- what an op does to memory (`passes/effects.py` decides from these) -----------
@@ -222,6 +258,23 @@ class XdslView(IRView):
         assert isinstance(function, func.FuncOp)
         inputs = function.function_type.inputs.data
         return frozenset(i for i, type_ in enumerate(inputs) if isinstance(type_, MemRefType))
+
+    def defining_op(self, value: SSAValue) -> Operation | None:
+        return value.op if isinstance(value, OpResult) else None
+
+    def argument_block(self, value: SSAValue) -> Block | None:
+        return value.block if isinstance(value, BlockArgument) else None
+
+    def value_index(self, value: SSAValue) -> int:
+        assert isinstance(value, OpResult | BlockArgument)
+        return value.index
+
+    def signature(self, function: Operation) -> func.FuncOp:
+        assert isinstance(function, func.FuncOp)
+        return function
+
+    def set_attribute(self, op: Operation, name: str, value: Attribute) -> None:
+        op.attributes[name] = value
 
     def segment_sizes(self, op: Operation) -> Sequence[int] | None:
         sizes = op.properties.get("operandSegmentSizes")

@@ -17,17 +17,21 @@ Only buffers whose memory can change without touching other types are chosen for
 offset, not escaping, used only by ops whose operand types are not part of their result
 types (`scratchpad.kernel`, `scratchpad.dma`, `memref.load`, `memref.store` as the memref
 it stores into, `memref.copy`, `memref.dim`, the deallocs). A moved buffer's alloc is
-rebuilt with the memref type in `#scratchpad.space<"name">`.
+rebuilt with the memref type in `#scratchpad.space<"name">` (on xDSL; another front end,
+such as an `mlir.ir.Module` through `interop/mlir_view.py`, sets its result type in place
+with `IRView.set_result_type`). The choice reads the IR through the view, so both front
+ends choose alike.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation, Use
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import (
@@ -38,6 +42,7 @@ from telamalloc.dialects.scratchpad import (
     memref_byte_size,
 )
 from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR, functions
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import DEALLOC_OPS, FIRST_WRITE, analyze_function
 
 _TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc", "memref.dealloc",
@@ -47,7 +52,7 @@ _MEMREF_ALLOCS = ("memref.alloc", "memref.alloca")
 
 @dataclass(frozen=True)
 class Assignment:
-    """A rebuilt allocation (`new` replaces `old`, which is kept detached for `undo`)."""
+    """A rebuilt allocation (`new` replaces `old`, which is kept detached for `undo`): xDSL."""
 
     old: Operation
     new: Operation
@@ -61,72 +66,91 @@ class Assignment:
         block.erase_op(self.new)
 
 
-def _space_name(op: Operation) -> str | None:
-    type_ = op.results[0].type
+@dataclass(frozen=True)
+class Retyped:
+    """An allocation whose result type another front end changed in place
+    (`IRView.set_result_type`; its users' operand types are its result's)."""
+
+    op: Any
+    old_type: Attribute
+    memory: str
+    view: IRView
+
+    def undo(self) -> None:
+        self.view.set_result_type(self.op, 0, self.old_type)
+
+
+def _space_name(op: Any, view: IRView) -> str | None:
+    type_ = view.value_type(view.results(op)[0])
     if isinstance(type_, MemRefType) and isinstance(type_.memory_space, ScratchpadSpaceAttr):
         return type_.memory_space.space_name.data
     return None
 
 
-def _type_free(use: Use) -> bool:
-    name = use.operation.name
-    return name in _TYPE_FREE_USERS or (name == "memref.store" and use.index == 1)
+def _type_free(user: Any, index: int, view: IRView) -> bool:
+    name = view.name(user)
+    return name in _TYPE_FREE_USERS or (name == "memref.store" and index == 1)
 
 
-def _eligible(op: Operation, pinned: bool, escapes: bool) -> bool:
+def _eligible(op: Any, pinned: bool, escapes: bool, view: IRView) -> bool:
     return (
-        (isinstance(op, AllocOp) or op.name in _MEMREF_ALLOCS)
+        view.name(op) in ("scratchpad.alloc", *_MEMREF_ALLOCS)
         and not pinned
         and not escapes
-        and _space_name(op) == ""
-        and all(_type_free(use) for use in op.results[0].uses)
+        and _space_name(op, view) == ""
+        and all(_type_free(user, index, view) for user, index in view.uses(view.results(op)[0]))
     )
 
 
-def _byte_size(op: Operation) -> int:
+def _byte_size(op: Any, view: IRView) -> int:
     """The bytes the buffer takes: its size, or the declared bound of a dynamic shape (0
     when it has none: planning reports that)."""
     try:
         if isinstance(op, AllocOp):
             return op.byte_size()
-        type_ = op.results[0].type
+        type_ = view.value_type(view.results(op)[0])
         assert isinstance(type_, MemRefType)
         if DYNAMIC_INDEX in type_.get_shape():
-            bound = op.attributes.get(BOUND_ATTR)
+            bound = view.attribute(op, "bound" if view.name(op) == "scratchpad.alloc" else BOUND_ATTR)
             return bound.value.data if isinstance(bound, IntegerAttr) else 0
         return memref_byte_size(type_)
     except VerifyException:
         return 0
 
 
-def _pinned(op: Operation) -> bool:
+def _pinned(op: Any, view: IRView) -> bool:
     if isinstance(op, AllocOp):
         return op.offset is not None
-    return OFFSET_ATTR in op.attributes
+    if view.name(op) == "scratchpad.alloc":
+        return view.attribute(op, "offset") is not None
+    return view.attribute(op, OFFSET_ATTR) is not None
 
 
-def assign_function(func: FuncOp, targets: tuple[TargetAttr, ...], rule: str = FIRST_WRITE) -> list[Assignment]:
-    liveness = analyze_function(func, lambda op: isinstance(op, AllocOp) or (
-        op.name in _MEMREF_ALLOCS and _space_name(op) is not None), rule=rule)
+def assign_function(
+    func: FuncOp, targets: tuple[TargetAttr, ...], rule: str = FIRST_WRITE, view: IRView = XDSL
+) -> list[Assignment | Retyped]:
+    liveness = analyze_function(func, lambda op: view.name(op) == "scratchpad.alloc" or (
+        view.name(op) in _MEMREF_ALLOCS and _space_name(op, view) is not None), rule=rule, view=view,
+        call_writes=None if view is XDSL else view.call_writes)  # type: ignore[attr-defined]
     horizon = liveness.end
     names = [target.target_name.data for target in targets]
     load = {name: np.zeros(horizon + 1, dtype=np.int64) for name in names}
     candidates = []
     for lifetime in liveness.lifetimes:
         op = lifetime.op
-        size = _byte_size(op)
-        space = _space_name(op)
+        size = _byte_size(op, view)
+        space = _space_name(op, view)
         if space is None:
             continue
-        if _eligible(op, _pinned(op), lifetime.escapes):
-            uses = sum(1 for use in op.results[0].uses if use.operation.name not in DEALLOC_OPS)
+        if _eligible(op, _pinned(op, view), lifetime.escapes, view):
+            uses = sum(1 for user, _ in view.uses(view.results(op)[0]) if view.name(user) not in DEALLOC_OPS)
             benefit = uses / max(1, lifetime.end - lifetime.start)
             candidates.append((-benefit, lifetime.point, lifetime, size))
             continue
         memory = space or names[0]
         if memory in load:
             load[memory][lifetime.start : lifetime.end] += size
-    assignments: list[Assignment] = []
+    assignments: list[Assignment | Retyped] = []
     for _, _, lifetime, size in sorted(candidates, key=lambda c: (c[0], c[1])):
         chosen = names[0]
         for name, target in zip(names, targets):
@@ -135,17 +159,20 @@ def assign_function(func: FuncOp, targets: tuple[TargetAttr, ...], rule: str = F
                 break
         load[chosen][lifetime.start : lifetime.end] += size
         if chosen != names[0]:
-            assignments.append(_move(lifetime.op, chosen))
+            assignments.append(_move(lifetime.op, chosen) if view is XDSL else _retype(lifetime.op, chosen, view))
     return assignments
+
+
+def _in_memory(type_: MemRefType[Attribute], memory: str) -> MemRefType[Attribute]:
+    return MemRefType(type_.element_type, type_.shape, type_.layout, ScratchpadSpaceAttr(memory))
 
 
 def _move(op: Operation, memory: str) -> Assignment:
     type_ = op.results[0].type
     assert isinstance(type_, MemRefType)
-    new_type = MemRefType(type_.element_type, type_.shape, type_.layout, ScratchpadSpaceAttr(memory))
     new = type(op).create(
         operands=list(op.operands),
-        result_types=[new_type],
+        result_types=[_in_memory(type_, memory)],
         properties=dict(op.properties),
         attributes=dict(op.attributes),
     )
@@ -158,11 +185,19 @@ def _move(op: Operation, memory: str) -> Assignment:
     return Assignment(op, new, memory)
 
 
-def assign_memories(module, rule: str = FIRST_WRITE) -> list[Assignment]:
-    """Assigns the unassigned buffers of every function with several memories (module doc)."""
-    assignments: list[Assignment] = []
-    for func in list(functions(module)):
-        targets = find_targets(func)
+def _retype(op: Any, memory: str, view: IRView) -> Retyped:
+    type_ = view.value_type(view.results(op)[0])
+    assert isinstance(type_, MemRefType)
+    view.set_result_type(op, 0, _in_memory(type_, memory))
+    return Retyped(op, type_, memory, view)
+
+
+def assign_memories(module, rule: str = FIRST_WRITE, view: IRView = XDSL) -> list[Assignment | Retyped]:
+    """Assigns the unassigned buffers of every function with several memories (module doc);
+    `view`: the front end of `module` (another's holds its functions: `view.functions`)."""
+    assignments: list[Assignment | Retyped] = []
+    for func in list(functions(module)) if view is XDSL else list(view.functions):  # type: ignore[attr-defined]
+        targets = find_targets(func) if view is XDSL else find_targets(func, view.attribute, view.parent_op)
         if len(targets) > 1:
-            assignments += assign_function(func, targets, rule)
+            assignments += assign_function(func, targets, rule, view)
     return assignments

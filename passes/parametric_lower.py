@@ -31,9 +31,15 @@ placement). The symbols are read at the entry (`memref.dim` of the
 argument, or the `index` argument itself), so every offset dominates every view. The
 capacity check (`cf.assert`) fails with the sizes that fit, in words, when the arena
 would exceed the capacity the function was planned for.
+
+The function is read through an IR view and written through a `Builder`: xDSL's
+(`XdslBuilder`, `tela-lower`) or the MLIR bindings' (`telamalloc.interop.mlir_lower`,
+`plan_mlir_ops`), so both front ends get the same code from the same lowering.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from xdsl.dialects import arith, cf, memref
 from xdsl.dialects.builtin import (
@@ -51,10 +57,11 @@ from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
-from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp, memref_byte_size
+from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
 from telamalloc.locations import fused_location
 from telamalloc.passes.arena import free_arena_at_returns
 from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import trace_buffer
 from telamalloc.passes.parametric_plan import (
     ABOVE_ALTERNATIVES_ATTR,
@@ -68,7 +75,7 @@ from telamalloc.passes.parametric_plan import (
     RANGES_ATTR,
     SIZE_ATTR,
 )
-from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed
+from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
 from telamalloc.runtime.alloc.symbolic import (
     AlignUp,
     CeilDiv,
@@ -84,62 +91,180 @@ from telamalloc.runtime.alloc.symbolic import (
 
 ARENA_ATTR = "scratchpad.arena"
 _INDEX = IndexType()
+_COMBINE = {Sum: "arith.addi", Product: "arith.muli", Max: "arith.maxui"}
 
 
-def is_parametric(func: FuncOp) -> bool:
-    return ORDER_ATTR in func.attributes
+def is_parametric(func: Any, view: IRView = XDSL) -> bool:
+    return view.attribute(func, ORDER_ATTR) is not None
 
 
-def _ids(holder: Operation | DictionaryAttr, key: str, at: Operation | None = None) -> list[str]:
+class Builder:
+    """What the lowering writes, one implementation per front end (`XdslBuilder` here, the
+    MLIR bindings' in `telamalloc.interop.mlir_lower`): index arithmetic and checks
+    inserted before one op of the entry block at one location (`start`), the arena, the
+    views that replace the planned allocations and the arena's deallocs at the returns."""
+
+    names = False  # whether values get SSA name hints (`name`)
+
+    def start(self, before: Any, allocs: list[Any]) -> None:
+        """Inserts everything before `before`, at the allocations' fused location."""
+        raise NotImplementedError
+
+    def constant(self, value: int) -> Any:
+        raise NotImplementedError
+
+    def binary(self, name: str, lhs: Any, rhs: Any) -> Any:
+        """`arith.addi`, `muli`, `maxui`, `divui` or `ceildivui` of two index values."""
+        raise NotImplementedError
+
+    def compare(self, predicate: str, lhs: Any, rhs: Any) -> Any:
+        raise NotImplementedError
+
+    def select(self, condition: Any, true_value: Any, false_value: Any) -> Any:
+        raise NotImplementedError
+
+    def dim(self, source: Any, axis: Any) -> Any:
+        raise NotImplementedError
+
+    def check(self, condition: Any, message: str) -> None:
+        """A `cf.assert`."""
+        raise NotImplementedError
+
+    def name(self, value: Any, hint: str) -> None:
+        """Gives `value` the SSA name hint `hint` unless it has one."""
+
+    def arena(self, size: Any, like: Any, alignment: int) -> Any:
+        """A `memref.alloc` of `size` bytes in the memory space of the allocation `like`."""
+        raise NotImplementedError
+
+    def replace(self, op: Any, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
+        """`op` becomes a `memref.view` of `arena` at `offset`; its `deallocs` go."""
+        raise NotImplementedError
+
+    def free(self, func: Any, arena: Any, like: Any) -> None:
+        """The arena's dealloc before each return that hands out no memref of its space."""
+        raise NotImplementedError
+
+
+class XdslBuilder(Builder):
+    """`Builder` over xDSL's IR."""
+
+    names = True
+
+    def start(self, before: Operation, allocs: list[Operation]) -> None:
+        self.before = before
+        block = before.parent_block()
+        assert block is not None
+        self.block: Block = block
+        self.location = fused_location(allocs)
+
+    def _emit(self, op: Operation) -> Operation:
+        op.location = self.location
+        self.block.insert_op_before(op, self.before)
+        return op
+
+    def constant(self, value: int) -> SSAValue:
+        return self._emit(arith.ConstantOp(IntegerAttr(value, _INDEX))).results[0]
+
+    def binary(self, name: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        kind = {"arith.addi": arith.AddiOp, "arith.muli": arith.MuliOp, "arith.maxui": arith.MaxUIOp,
+                "arith.divui": arith.DivUIOp, "arith.ceildivui": arith.CeilDivUIOp}[name]
+        return self._emit(kind(lhs, rhs)).results[0]
+
+    def compare(self, predicate: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self._emit(arith.CmpiOp(lhs, rhs, predicate)).results[0]
+
+    def select(self, condition: SSAValue, true_value: SSAValue, false_value: SSAValue) -> SSAValue:
+        return self._emit(arith.SelectOp(condition, true_value, false_value)).results[0]
+
+    def dim(self, source: SSAValue, axis: SSAValue) -> SSAValue:
+        return self._emit(memref.DimOp(source, axis)).results[0]
+
+    def check(self, condition: SSAValue, message: str) -> None:
+        self._emit(cf.AssertOp(condition, message))
+
+    def name(self, value: SSAValue, hint: str) -> None:
+        if value.name_hint is None:
+            value.name_hint = hint
+
+    def arena(self, size: SSAValue, like: Operation, alignment: int) -> SSAValue:
+        space = _memory_space(like)
+        arena = memref.AllocOp((size,), (), MemRefType(i8, (DYNAMIC_INDEX,), memory_space=space),
+                               IntegerAttr(alignment, 64))
+        arena.attributes[ARENA_ATTR] = UnitAttr()
+        arena.results[0].name_hint = "arena"
+        return self._emit(arena).results[0]
+
+    def replace(self, op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str, deallocs: list[Any]) -> None:
+        block = op.parent_block()
+        assert block is not None
+        view = memref.ViewOp.create(
+            operands=[arena, offset, *dynamic_size_operands(op)],
+            result_types=[op.results[0].type],
+            attributes={BUFFER_ATTR: StringAttr(buffer_id)},
+        )
+        view.result.name_hint = op.results[0].name_hint
+        view.location = op.location
+        block.insert_op_before(view, op)
+        op.results[0].replace_all_uses_with(view.result)
+        block.erase_op(op)
+        for dealloc in deallocs:
+            dealloc_block = dealloc.parent_block()
+            assert dealloc_block is not None
+            dealloc_block.erase_op(dealloc)
+
+    def free(self, func: FuncOp, arena: SSAValue, like: Operation) -> None:
+        assert isinstance(arena.owner, memref.AllocOp)
+        free_arena_at_returns(func, arena.owner, _memory_space(like))
+
+
+def _ids(view: IRView, holder: Any, key: str, at: Any = None) -> list[str]:
     """The buffer ids recorded under `key` (on an op, or in an entry of `scratchpad.alternatives`
     of the function `at`)."""
-    value = holder.data.get(key) if isinstance(holder, DictionaryAttr) else holder.attributes.get(key)
+    value = holder.data.get(key) if isinstance(holder, DictionaryAttr) else view.attribute(holder, key)
     ids = _ids_of(value)
     if ids is None:
-        where = holder if isinstance(holder, Operation) else at
-        assert where is not None
+        where = at if isinstance(holder, DictionaryAttr) else holder
         raise PassFailedAtOp(where, f"'{key}' must be an array of buffer ids; run tela-plan again")
     return ids
 
 
 class _Emitter:
-    """Appends index arithmetic before one op, sharing equal subexpressions."""
+    """Index arithmetic through a `Builder`, sharing equal subexpressions."""
 
-    def __init__(self, block: Block, before: Operation, symbols: dict[str, SSAValue], location):
-        self.block, self.before, self.symbols, self.location = block, before, symbols, location
-        self.values: dict[Expr, SSAValue] = {}
-        self.known: dict[SSAValue, int] = {}  # the values that are constants
-        self.shared: set[SSAValue] = set()  # the values of expressions (sizes, constants): never renamed
+    def __init__(self, builder: Builder, view: IRView):
+        self.builder, self.view = builder, view
+        self.symbols: dict[str, Any] = {}
+        self.values: dict[Expr, Any] = {}
+        self.known: dict[Any, int] = {}  # the values that are constants
+        self.shared: set[Any] = set()  # the values of expressions (sizes, constants): never renamed
 
-    def emit(self, op: Operation, name: str | None = None) -> SSAValue:
-        op.location = self.location
-        self.block.insert_op_before(op, self.before)
-        result = op.results[0]
-        if name:
-            result.name_hint = name
-        return result
-
-    def constant(self, value: int) -> SSAValue:
+    def constant(self, value: int) -> Any:
         return self.expr(Const(value))
 
-    def expr(self, node: Expr) -> SSAValue:
+    def name(self, value: Any, op: Any, suffix: str) -> None:
+        """Names `value` after the buffer `op` (xDSL), unless it is a shared expression's."""
+        if self.builder.names and value not in self.shared:
+            self.builder.name(value, f"{_stem(self.view, op)}{suffix}")
+
+    def expr(self, node: Expr) -> Any:
         if node in self.values:
             return self.values[node]
+        builder = self.builder
         if isinstance(node, Const):
-            value = self.emit(arith.ConstantOp(IntegerAttr(node.value, _INDEX)))
+            value = builder.constant(node.value)
             self.known[value] = node.value
         elif isinstance(node, Sym):
             value = self.symbols[node.name]
         elif isinstance(node, Sum | Product | Max):
             parts = node.terms if isinstance(node, Sum | Max) else node.factors
-            kind = {Sum: arith.AddiOp, Product: arith.MuliOp, Max: arith.MaxUIOp}[type(node)]
             value = self.expr(parts[0])
             for part in parts[1:]:
-                value = self.emit(kind(value, self.expr(part)))
+                value = builder.binary(_COMBINE[type(node)], value, self.expr(part))
         elif isinstance(node, FloorDiv):
-            value = self.emit(arith.DivUIOp(self.expr(node.expr), self.constant(node.divisor)))
+            value = builder.binary("arith.divui", self.expr(node.expr), self.constant(node.divisor))
         elif isinstance(node, CeilDiv):
-            value = self.emit(arith.CeilDivUIOp(self.expr(node.expr), self.constant(node.divisor)))
+            value = builder.binary("arith.ceildivui", self.expr(node.expr), self.constant(node.divisor))
         elif isinstance(node, AlignUp):
             value = self.align(self.expr(node.expr), node.alignment)
         else:
@@ -148,19 +273,20 @@ class _Emitter:
         self.shared.add(value)
         return value
 
-    def align(self, value: SSAValue, alignment: int) -> SSAValue:
+    def align(self, value: Any, alignment: int) -> Any:
         if alignment == 1:
             return value
         if value in self.known:  # folded: a constant offset
             return self.constant(-(-self.known[value] // alignment) * alignment)
         step = self.constant(alignment)
-        return self.emit(arith.MuliOp(self.emit(arith.CeilDivUIOp(value, step)), step))
+        return self.builder.binary("arith.muli", self.builder.binary("arith.ceildivui", value, step), step)
 
 
-def _placements(func: FuncOp, allocs: dict[str, Operation]) -> list[tuple[list[str], list[str], dict[str, list[str]]]]:
+def _placements(view: IRView, func: Any, allocs: dict[str, Any]) -> list[tuple[list[str], list[str], dict[str, list[str]]]]:
     """(order, peak tops, each buffer's kept predecessors) of every recorded placement."""
-    placements = [(_ids(func, ORDER_ATTR), _ids(func, PEAK_TOPS_ATTR), {i: _ids(op, ABOVE_ATTR) for i, op in allocs.items()})]
-    alternatives = func.attributes.get(ALTERNATIVES_ATTR)
+    placements = [(_ids(view, func, ORDER_ATTR), _ids(view, func, PEAK_TOPS_ATTR),
+                   {i: _ids(view, op, ABOVE_ATTR) for i, op in allocs.items()})]
+    alternatives = view.attribute(func, ALTERNATIVES_ATTR)
     if alternatives is None:
         return placements
     if not isinstance(alternatives, ArrayAttr) or not all(isinstance(a, DictionaryAttr) for a in alternatives.data):
@@ -169,14 +295,14 @@ def _placements(func: FuncOp, allocs: dict[str, Operation]) -> list[tuple[list[s
         assert isinstance(alternative, DictionaryAttr)
         above = {}
         for buffer_id, op in allocs.items():
-            lists = op.attributes.get(ABOVE_ALTERNATIVES_ATTR)
+            lists = view.attribute(op, ABOVE_ALTERNATIVES_ATTR)
             if not isinstance(lists, ArrayAttr) or len(lists.data) != len(alternatives.data):
                 raise PassFailedAtOp(op, f"'{ABOVE_ALTERNATIVES_ATTR}' must hold one list per alternative; run tela-plan again")
             item = lists.data[index]
             if not isinstance(item, ArrayAttr) or not all(isinstance(x, StringAttr) for x in item.data):
                 raise PassFailedAtOp(op, f"'{ABOVE_ALTERNATIVES_ATTR}' must hold lists of buffer ids; run tela-plan again")
             above[buffer_id] = [x.data for x in item.data]  # type: ignore[union-attr]
-        placements.append((_ids(alternative, "order", func), _ids(alternative, "peak_tops", func), above))
+        placements.append((_ids(view, alternative, "order", func), _ids(view, alternative, "peak_tops", func), above))
     return placements
 
 
@@ -187,12 +313,13 @@ def _ids_of(value: Attribute | None) -> list[str] | None:
 
 
 def _emit_placement(
-    emitter: _Emitter, allocs: dict[str, Operation], sizes: dict[str, SSAValue],
+    emitter: _Emitter, allocs: dict[str, Any], sizes: dict[str, Any],
     order: list[str], peak_tops: list[str], above: dict[str, list[str]],
-) -> tuple[dict[str, SSAValue], SSAValue]:
+) -> tuple[dict[str, Any], Any]:
     """The offsets of one placement and its peak, as index values."""
-    offsets: dict[str, SSAValue] = {}
-    tops: dict[str, SSAValue] = {}
+    builder, view = emitter.builder, emitter.view
+    offsets: dict[str, Any] = {}
+    tops: dict[str, Any] = {}
     for buffer_id in order:
         op = allocs[buffer_id]
         if any(j not in tops for j in above[buffer_id]):
@@ -200,113 +327,123 @@ def _emit_placement(
         if above[buffer_id]:
             value = tops[above[buffer_id][0]]
             for j in above[buffer_id][1:]:
-                value = emitter.emit(arith.MaxUIOp(value, tops[j]))
-            value = emitter.align(value, _alignment(op))
-            if value.name_hint is None and value not in emitter.shared:
-                value.name_hint = f"{_stem(op)}_offset"
+                value = builder.binary("arith.maxui", value, tops[j])
+            value = emitter.align(value, _alignment(view, op))
+            emitter.name(value, op, "_offset")
             offsets[buffer_id] = value
-            tops[buffer_id] = emitter.emit(arith.AddiOp(value, sizes[buffer_id]), f"{_stem(op)}_top")
+            tops[buffer_id] = builder.binary("arith.addi", value, sizes[buffer_id])
+            emitter.name(tops[buffer_id], op, "_top")
         else:  # at the bottom: offset 0, top = size
             offsets[buffer_id] = emitter.constant(0)
             tops[buffer_id] = sizes[buffer_id]
     peak = emitter.constant(0)
     for index, buffer_id in enumerate(peak_tops):
-        peak = tops[buffer_id] if index == 0 else emitter.emit(arith.MaxUIOp(peak, tops[buffer_id]))
+        peak = tops[buffer_id] if index == 0 else builder.binary("arith.maxui", peak, tops[buffer_id])
     return offsets, peak
 
 
-def lower_parametric(func: FuncOp) -> None:
-    """Lowers one parametrically planned function (see the module doc)."""
-    order = _ids(func, ORDER_ATTR)
-    allocs: dict[str, Operation] = {}
-    for op in func.walk():
-        if op.name in ALLOCATION_OPS and ARENA_ATTR not in op.attributes and not is_spill_slot(op) and ABOVE_ATTR in op.attributes:
-            recorded = op.attributes.get(BUFFER_ATTR)
+def _function_ops(view: IRView, func: Any) -> list[Any]:
+    """Every op nested in `func`, in pre-order."""
+    found: list[Any] = []
+    pending = [func]
+    while pending:
+        op = pending.pop()
+        if op is not func:
+            found.append(op)
+        nested = [inner for region in view.regions(op) for block in view.blocks(region) for inner in view.block_ops(block)]
+        pending.extend(reversed(nested))
+    return found
+
+
+def lower_parametric(func: Any, view: IRView = XDSL, builder: Builder | None = None) -> None:
+    """Lowers one parametrically planned function (see the module doc); `view` reads it,
+    `builder` writes it (xDSL's by default)."""
+    builder = builder if builder is not None else XdslBuilder()
+    order = _ids(view, func, ORDER_ATTR)
+    ops = _function_ops(view, func)
+    allocs: dict[str, Any] = {}
+    for op in ops:
+        if (view.name(op) in ALLOCATION_OPS and view.attribute(op, ARENA_ATTR) is None
+                and not is_spill_slot(op, view) and view.attribute(op, ABOVE_ATTR) is not None):
+            recorded = view.attribute(op, BUFFER_ATTR)
             allocs[recorded.data if isinstance(recorded, StringAttr) else ""] = op
-    if not allocs and any(ARENA_ATTR in op.attributes for op in func.walk()):
+    if not allocs and any(view.attribute(op, ARENA_ATTR) is not None for op in ops):
         return  # lowered already: lowering again leaves it as it is
+    name = view.symbol_name(func)
     if sorted(order) != sorted(allocs):
-        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ORDER_ATTR}'; run tela-plan again")
-    placements = _placements(func, allocs)
+        raise PassFailedAtOp(func, f"'@{name}' does not match its '{ORDER_ATTR}'; run tela-plan again")
+    placements = _placements(view, func, allocs)
     if any(sorted(other) != sorted(order) for other, _, _ in placements):
-        raise PassFailedAtOp(func, f"'@{func.sym_name.data}' does not match its '{ALTERNATIVES_ATTR}'; run tela-plan again")
+        raise PassFailedAtOp(func, f"'@{name}' does not match its '{ALTERNATIVES_ATTR}'; run tela-plan again")
     try:
-        symbols = FunctionSymbols.of(func)
+        symbols = FunctionSymbols.of(func, view)
     except DimsError as error:
         raise PassFailedAtOp(func, str(error)) from None
-    entry = func.body.blocks.first
-    assert entry is not None and entry.first_op is not None
-    location = fused_location(allocs[buffer_id] for buffer_id in order)
-    emitter = _Emitter(entry, entry.first_op, {}, location)
+    entry = symbols.entry()
+    assert entry is not None and view.block_ops(entry)
+    builder.start(view.block_ops(entry)[0], [allocs[buffer_id] for buffer_id in order])
+    emitter = _Emitter(builder, view)
     sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
-    _check_same_symbols(func, symbols, emitter, entry, location)
+    _check_same_symbols(symbols, emitter)
     offsets, peak = _emit_placement(emitter, allocs, sizes, *placements[0])
     for alternative in placements[1:]:  # the placement with the smallest peak at these sizes
         other, other_peak = _emit_placement(emitter, allocs, sizes, *alternative)
-        smaller = emitter.emit(arith.CmpiOp(other_peak, peak, "ult"))
-        peak = emitter.emit(arith.SelectOp(smaller, other_peak, peak))
+        smaller = builder.compare("ult", other_peak, peak)
+        peak = builder.select(smaller, other_peak, peak)
         for buffer_id in order:
             if other[buffer_id] is not offsets[buffer_id]:
-                offsets[buffer_id] = emitter.emit(arith.SelectOp(smaller, other[buffer_id], offsets[buffer_id]))
-    _check_capacity(func, emitter, peak, entry, location)
-    space = _memory_space(allocs[order[0]])
-    alignment = func.attributes.get(ARENA_ALIGNMENT_ATTR)
-    arena = memref.AllocOp(
-        (peak,), (), MemRefType(i8, (DYNAMIC_INDEX,), memory_space=space),
-        IntegerAttr(alignment.value.data if isinstance(alignment, IntegerAttr) else 1, 64),
-    )
-    arena.attributes[ARENA_ATTR] = UnitAttr()
-    arena.location = location
-    arena.results[0].name_hint = "arena"
-    entry.insert_op_before(arena, emitter.before)
+                offsets[buffer_id] = builder.select(smaller, other[buffer_id], offsets[buffer_id])
+    _check_capacity(symbols, emitter, peak)
+    alignment = view.attribute(func, ARENA_ALIGNMENT_ATTR)
+    first = allocs[order[0]]
+    arena = builder.arena(peak, first, alignment.value.data if isinstance(alignment, IntegerAttr) else 1)
     for buffer_id in order:
-        _replace(allocs[buffer_id], arena.results[0], offsets[buffer_id], buffer_id)
-    free_arena_at_returns(func, arena, space)
+        op = allocs[buffer_id]
+        _, deallocs, _ = trace_buffer(view.results(op)[0], view)
+        builder.replace(op, arena, offsets[buffer_id], buffer_id, list({id(d): d for d in deallocs}.values()))
+    builder.free(func, arena, first)
 
 
-def _check_same_symbols(func: FuncOp, symbols: FunctionSymbols, emitter: _Emitter, entry: Block, location) -> None:
+def _check_same_symbols(symbols: FunctionSymbols, emitter: _Emitter) -> None:
     """One name on several dimensions is one symbol: the sizes are computed from its first
     source, so the others must agree at run time (`cf.assert`), or a view could outgrow the
     bytes its plan computed."""
-    for name, source in argument_sizes(func):
+    for name, source in argument_sizes(symbols.signature):
         if name not in emitter.symbols or source == symbols.sources[name]:
             continue
-        ok = emitter.emit(arith.CmpiOp(_read_source(func, emitter, source, None), emitter.symbols[name], "eq"))
-        check = cf.AssertOp(
+        ok = emitter.builder.compare("eq", _read_source(symbols, emitter, source, None), emitter.symbols[name])
+        emitter.builder.check(
             ok,
-            f"the dimensions named '{name}' of '@{func.sym_name.data}' differ at run time "
-            f"({_spelled(func, symbols.sources[name])} and {_spelled(func, source)}); the plan assumes they are equal",
+            f"the dimensions named '{name}' of '@{symbols.name}' differ at run time "
+            f"({_spelled(symbols, symbols.sources[name])} and {_spelled(symbols, source)}); the plan assumes they are equal",
         )
-        check.location = location
-        entry.insert_op_before(check, emitter.before)
 
 
-def _spelled(func: FuncOp, source: Source) -> str:
-    argument = func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
-    name = f"%{argument.name_hint}" if argument.name_hint else f"argument #{source.argument}"
+def _spelled(symbols: FunctionSymbols, source: Source) -> str:
+    argument = symbols.view.block_args(symbols.entry())[source.argument]
+    hint = symbols.view.name_hint(argument)
+    name = f"%{hint}" if hint else f"argument #{source.argument}"
     return name if source.axis is None else f"dimension {source.axis} of {name}"
 
 
-def _check_capacity(func: FuncOp, emitter: _Emitter, peak: SSAValue, entry: Block, location) -> None:
-    capacity = func.attributes.get(CAPACITY_ATTR)
+def _check_capacity(symbols: FunctionSymbols, emitter: _Emitter, peak: Any) -> None:
+    view, func = symbols.view, symbols.func
+    capacity = view.attribute(func, CAPACITY_ATTR)
     if not isinstance(capacity, IntegerAttr):
         return
-    fits = func.attributes.get(FITS_ATTR)
+    fits = view.attribute(func, FITS_ATTR)
     fitting = fits.data if isinstance(fits, StringAttr) else "smaller sizes"
     if fitting == "the whole range":
-        fitting = f"every size in the declared ranges ({_ranges_text(func)})"
-    ok = emitter.emit(arith.CmpiOp(peak, emitter.constant(capacity.value.data), "ule"))
-    check = cf.AssertOp(
+        fitting = f"every size in the declared ranges ({_ranges_text(view.attribute(func, RANGES_ATTR))})"
+    ok = emitter.builder.compare("ule", peak, emitter.constant(capacity.value.data))
+    emitter.builder.check(
         ok,
-        f"scratchpad overflow in '@{func.sym_name.data}': the arena at these sizes exceeds the capacity "
+        f"scratchpad overflow in '@{symbols.name}': the arena at these sizes exceeds the capacity "
         f"'{capacity.value.data}' B; it fits for {fitting}",
     )
-    check.location = location
-    entry.insert_op_before(check, emitter.before)
 
 
-def _ranges_text(func: FuncOp) -> str:
-    ranges = func.attributes.get(RANGES_ATTR)
+def _ranges_text(ranges: Attribute | None) -> str:
     if not isinstance(ranges, DictionaryAttr):
         return "?"
     return ", ".join(
@@ -314,18 +451,17 @@ def _ranges_text(func: FuncOp) -> str:
     )
 
 
-def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Operation) -> SSAValue:
+def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Any) -> Any:
     """The bytes the plan gave the buffer: its symbolic size (recorded as `scratchpad.size`,
     followed again here and checked against the record), else its declared bound, else its
     static size."""
-    memref_type = op.results[0].type
+    view = symbols.view
+    memref_type = view.value_type(view.results(op)[0])
     assert isinstance(memref_type, MemRefType)
-    recorded = op.attributes.get(SIZE_ATTR)
+    recorded = view.attribute(op, SIZE_ATTR)
     if recorded is None:
-        if isinstance(op, AllocOp):
-            return emitter.constant(op.byte_size())
         if not memref_type.has_static_shape():
-            bound = op.attributes.get(BOUND_ATTR)
+            bound = view.attribute(op, "bound" if view.name(op) == "scratchpad.alloc" else BOUND_ATTR)
             if not isinstance(bound, IntegerAttr):
                 raise PassFailedAtOp(op, f"a dynamic buffer without '{SIZE_ATTR}' or '{BOUND_ATTR}'; run tela-plan again")
             return emitter.constant(bound.value.data)
@@ -337,58 +473,36 @@ def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Operation) -> SSAValu
     if not isinstance(recorded, StringAttr) or recorded.data != str(expr):
         raise PassFailedAtOp(op, f"the size '{expr}' differs from the planned '{SIZE_ATTR}'; run tela-plan again")
     # the symbols are read at the entry, before everything else the size needs
-    for name in sorted(set(_symbol_names(expr)) - emitter.symbols.keys()):
-        emitter.symbols[name] = _read_symbol(symbols, emitter, name)
+    for name in sorted(set(symbols_of(expr)) - emitter.symbols.keys()):
+        emitter.symbols[name] = _read_source(symbols, emitter, symbols.sources[name], name)
     return emitter.expr(expr)
 
 
-def _symbol_names(expr: Expr) -> list[str]:
+def symbols_of(expr: Expr) -> list[str]:
     return list(symbols(expr))
 
 
-def _read_symbol(symbols: FunctionSymbols, emitter: _Emitter, name: str) -> SSAValue:
-    return _read_source(symbols.func, emitter, symbols.sources[name], name)
-
-
-def _read_source(func: FuncOp, emitter: _Emitter, source: Source, name: str | None) -> SSAValue:
-    argument = func.body.blocks.first.args[source.argument]  # type: ignore[union-attr]
+def _read_source(symbols: FunctionSymbols, emitter: _Emitter, source: Source, name: str | None) -> Any:
+    argument = symbols.view.block_args(symbols.entry())[source.argument]
     if source.axis is None:
         return argument
-    return emitter.emit(memref.DimOp(argument, emitter.constant(source.axis)), name)
+    value = emitter.builder.dim(argument, emitter.constant(source.axis))
+    if name:
+        emitter.builder.name(value, name)
+    return value
 
 
-def _alignment(op: Operation) -> int:
+def _alignment(view: IRView, op: Any) -> int:
     """The alignment the plan used (`tela-plan` records it: the declared one, else the default)."""
-    recorded = op.attributes.get(ALIGNMENT_ATTR)
+    recorded = view.attribute(op, ALIGNMENT_ATTR)
     return recorded.value.data if isinstance(recorded, IntegerAttr) else 1
 
 
-def _stem(op: Operation) -> str:
-    return op.results[0].name_hint or "buffer"
+def _stem(view: IRView, op: Any) -> str:
+    return view.name_hint(view.results(op)[0]) or "buffer"
 
 
 def _memory_space(op: Operation) -> Attribute:
     memref_type = op.results[0].type
     assert isinstance(memref_type, MemRefType)
     return memref_type.memory_space
-
-
-def _replace(op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str) -> None:
-    block = op.parent_block()
-    assert block is not None
-    _, deallocs, _ = trace_buffer(op.results[0])
-    dynamic_sizes = op.dynamic_sizes if isinstance(op, AllocOp | memref.AllocOp | memref.AllocaOp) else ()
-    view = memref.ViewOp.create(
-        operands=[arena, offset, *dynamic_sizes],
-        result_types=[op.results[0].type],
-        attributes={BUFFER_ATTR: StringAttr(buffer_id)},
-    )
-    view.result.name_hint = op.results[0].name_hint
-    view.location = op.location
-    block.insert_op_before(view, op)
-    op.results[0].replace_all_uses_with(view.result)
-    block.erase_op(op)
-    for dealloc in {id(d): d for d in deallocs}.values():
-        dealloc_block = dealloc.parent_block()
-        assert dealloc_block is not None
-        dealloc_block.erase_op(dealloc)

@@ -78,7 +78,7 @@ def plan_parametric_function(
     if function_problem.memory is not None:
         raise PassFailedAtOp(
             func,
-            f"'@{func.sym_name.data}' has several memories and symbolic sizes, which are planned in "
+            f"'@{function_problem.liveness.view.symbol_name(func)}' has several memories and symbolic sizes, which are planned in "
             "functions with one memory only; give its dynamic buffers a declared bound "
             "('scratchpad.bound = <bytes> : i64')",
         )
@@ -177,39 +177,41 @@ def fitting_sizes(plan: ParametricPlan, capacity: int) -> str:
 
 
 def record_parametric(function_problem: FunctionProblem, solution: Solution, plan: ParametricPlan, fits: str | None) -> None:
-    """Writes a parametric plan into the IR (see the module doc)."""
+    """Writes a parametric plan into the IR (see the module doc), through the function's IR
+    view (`IRView.set_attribute`): xDSL's ops and an `mlir.ir.Module`'s alike."""
+    view = function_problem.liveness.view
     ids = [buffer.id for buffer in function_problem.buffers]
     arena_alignment = 1
     for index, buffer in enumerate(function_problem.buffers):
         op = buffer.op
-        op.attributes[BUFFER_ATTR] = StringAttr(buffer.id)
-        op.attributes[LIFETIME_ATTR] = DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end))
-        op.attributes[ABOVE_ATTR] = ArrayAttr([StringAttr(ids[j]) for j in plan.above[index]])
-        op.attributes[ALIGNMENT_ATTR] = IntegerAttr(buffer.alignment, i64)
+        view.set_attribute(op, BUFFER_ATTR, StringAttr(buffer.id))
+        view.set_attribute(op, LIFETIME_ATTR, DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end)))
+        view.set_attribute(op, ABOVE_ATTR, ArrayAttr([StringAttr(ids[j]) for j in plan.above[index]]))
+        view.set_attribute(op, ALIGNMENT_ATTR, IntegerAttr(buffer.alignment, i64))
         if buffer.symbolic is not None:
-            op.attributes[SIZE_ATTR] = StringAttr(str(buffer.symbolic))
+            view.set_attribute(op, SIZE_ATTR, StringAttr(str(buffer.symbolic)))
         arena_alignment = max(arena_alignment, buffer.alignment)
     func = function_problem.func
     assert solution.peak is not None
-    func.attributes[ORDER_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.order])
-    func.attributes[PEAK_TOPS_ATTR] = ArrayAttr([StringAttr(ids[i]) for i in plan.peak_tops])
+    view.set_attribute(func, ORDER_ATTR, ArrayAttr([StringAttr(ids[i]) for i in plan.order]))
+    view.set_attribute(func, PEAK_TOPS_ATTR, ArrayAttr([StringAttr(ids[i]) for i in plan.peak_tops]))
     others = plan.placements[1:]
     if others:
-        func.attributes[ALTERNATIVES_ATTR] = ArrayAttr([
+        view.set_attribute(func, ALTERNATIVES_ATTR, ArrayAttr([
             DictionaryAttr({
                 "order": ArrayAttr([StringAttr(ids[i]) for i in other.order]),
                 "peak_tops": ArrayAttr([StringAttr(ids[i]) for i in other.peak_tops]),
             })
             for other in others
-        ])
+        ]))
         for index, buffer in enumerate(function_problem.buffers):
-            buffer.op.attributes[ABOVE_ALTERNATIVES_ATTR] = ArrayAttr(
+            view.set_attribute(buffer.op, ABOVE_ALTERNATIVES_ATTR, ArrayAttr(
                 [ArrayAttr([StringAttr(ids[j]) for j in other.above[index]]) for other in others]
-            )
-    func.attributes[RANGES_ATTR] = DictionaryAttr({s: StringAttr(str(r)) for s, r in sorted(plan.ranges.items())})
-    func.attributes[PEAK_ATTR] = IntegerAttr(solution.peak, i64)
-    func.attributes[LOAD_ATTR] = IntegerAttr(solution.load, i64)
-    func.attributes[ARENA_ALIGNMENT_ATTR] = IntegerAttr(arena_alignment, i64)
+            ))
+    view.set_attribute(func, RANGES_ATTR, DictionaryAttr({s: StringAttr(str(r)) for s, r in sorted(plan.ranges.items())}))
+    view.set_attribute(func, PEAK_ATTR, IntegerAttr(solution.peak, i64))
+    view.set_attribute(func, LOAD_ATTR, IntegerAttr(solution.load, i64))
+    view.set_attribute(func, ARENA_ALIGNMENT_ATTR, IntegerAttr(arena_alignment, i64))
     if solution.capacity is not None and solution.mode is Mode.FIT:
-        func.attributes[CAPACITY_ATTR] = IntegerAttr(solution.capacity, i64)
-        func.attributes[FITS_ATTR] = StringAttr(fits or "the whole range")
+        view.set_attribute(func, CAPACITY_ATTR, IntegerAttr(solution.capacity, i64))
+        view.set_attribute(func, FITS_ATTR, StringAttr(fits or "the whole range"))

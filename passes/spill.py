@@ -26,12 +26,18 @@ capacity is a diagnostic on that op: tiling is out of scope.
 
 The pass swaps the copy in only when every function has a plan, so a failing pass leaves
 the IR unchanged. A spilled function fits its capacity: planning it again changes nothing.
+
+The analysis reads the function through its IR view and the rewrite goes through a
+`SpillRewriter` (clone, move, the slot, the reloads, the copies, the uses that take the
+reload): `XdslRewriter` here, the MLIR bindings' in `telamalloc.interop.mlir_spill`, so an
+`mlir.ir.Module` spills exactly as an xDSL module does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import MemRefType, NoneAttr, StringAttr
@@ -50,6 +56,7 @@ from telamalloc.passes.collect import (
     Selection,
     collect_function,
 )
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import number_points
 from telamalloc.passes.uses import BufferUses, analyze_uses
 from telamalloc.runtime.alloc.api import solve
@@ -101,21 +108,25 @@ def spill_function(
     alignment: int | None,
     plan_copy,
     time_limit: float | None = None,
-) -> tuple[FuncOp, FunctionProblem, object, SpillSummary]:
+    rewriter: SpillRewriter | None = None,
+) -> tuple[Any, FunctionProblem, object, SpillSummary]:
     """Spills a copy of the function until `plan_copy(problem)` returns an OK plan.
 
-    `plan_copy` solves a `FunctionProblem` and returns a `FunctionPlan`. Returns the spilled
-    copy (not yet in the module), its problem, its plan and the summary. Raises
-    `PassFailedAtOp` when no choice of gaps fits.
+    `plan_copy` solves a `FunctionProblem` and returns a `FunctionPlan`. `rewriter` makes
+    the copy and rewrites it (xDSL's by default). Returns the spilled copy (not yet in the
+    module), its problem, its plan and the summary. Raises `PassFailedAtOp` when no choice
+    of gaps fits.
     """
+    rewriter = rewriter if rewriter is not None else XdslRewriter()
     func = function_problem.func
     capacity = function_problem.capacity
     assert capacity is not None
     load_before = _load(function_problem)
     last_plan = None
     for padded, target, spill_all in attempts(capacity, MAX_RETRIES):
-        copy = func.clone()
-        problem = collect_function(copy, selection, capacity, alignment, function_problem.rule)
+        copy = rewriter.clone(func)
+        copy_selection = dataclasses.replace(selection, view=rewriter.view_of(copy))
+        problem = collect_function(rewriter.function(copy), copy_selection, capacity, alignment, function_problem.rule)
         uses = analyze_uses(problem)
         spill_buffers = [
             dataclasses.replace(u.spill, footprint=_round_up(u.spill.size, u.buffer.alignment)) if padded else u.spill
@@ -128,8 +139,9 @@ def spill_function(
             if failure is not None:
                 raise failure from None
             continue  # the buffers in use fit with their alignments: try the next attempt
-        apply_spills(uses, choice, problem.memory_space)
-        spilled = collect_function(copy, selection, capacity, alignment, function_problem.rule)
+        apply_spills(uses, choice, problem.memory_space, rewriter)
+        copy_selection = dataclasses.replace(selection, view=rewriter.view_of(copy))  # the rewritten copy
+        spilled = collect_function(rewriter.function(copy), copy_selection, capacity, alignment, function_problem.rule)
         plan = plan_copy(spilled)
         if plan.solution.ok:
             summary = SpillSummary(
@@ -181,7 +193,7 @@ def _impossible(
     last_plan=None,
 ) -> PassFailedAtOp | None:
     """The diagnostic on the op whose buffers need more than the capacity; None if they fit."""
-    points, _, _ = number_points(function_problem.func)
+    points, _, _ = number_points(function_problem.func, function_problem.liveness.view)
     op = points[impossible.point] if 0 <= impossible.point < len(points) else function_problem.func
     by_id = {buffer.id: buffer for buffer in function_problem.buffers}
     needed = [by_id[i] for i in impossible.buffer_ids if i in by_id]
@@ -205,8 +217,142 @@ def _impossible(
 # Apply
 
 
-def apply_spills(uses: list[BufferUses], choice: SpillChoice, memory_space) -> None:
+class SpillRewriter:
+    """The rewrites spilling makes, one implementation per IR front end (`XdslRewriter`
+    here; the MLIR bindings' in `telamalloc.interop.mlir_spill`). `where` is "before" or
+    "after" the op `anchor`; values and ops are the front end's (a view's mirror values are
+    accepted where a value is taken)."""
+
+    def clone(self, func: Any) -> Any:
+        """A detached copy of the function."""
+        raise NotImplementedError
+
+    def view_of(self, func: Any) -> IRView:
+        """The view the analyses read the (rewritten) copy through."""
+        raise NotImplementedError
+
+    def function(self, func: Any) -> Any:
+        """The copy as the latest `view_of` holds it."""
+        raise NotImplementedError
+
+    def move(self, op: Any, where: str, anchor: Any) -> None:
+        raise NotImplementedError
+
+    def slot(self, alloc: Any, where: str, anchor: Any) -> Any:
+        """A main-memory `memref.alloc` of `alloc`'s shape (its dynamic sizes), marked
+        `scratchpad.spill = "slot"`, at `alloc`'s location; returns the op."""
+        raise NotImplementedError
+
+    def result(self, op: Any) -> Any:
+        """The (first) result of an op the rewriter made."""
+        raise NotImplementedError
+
+    def reload(self, alloc: Any, number: int, where: str, anchor: Any) -> Any:
+        """A copy of `alloc` without its plan's attributes; returns its value."""
+        raise NotImplementedError
+
+    def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, where: str, anchor: Any,
+             located: Any) -> Any:
+        """A `scratchpad.dma` or `memref.copy` marked `scratchpad.spill = kind`, at the location
+        of the op `located`; returns the op."""
+        raise NotImplementedError
+
+    def dealloc(self, value: Any, where: str, anchor: Any, located: Any) -> None:
+        raise NotImplementedError
+
+    def replace_later_uses(self, value: Any, fresh: Any, block: Any, later: list[Any]) -> None:
+        """Every use of `value` by an op of `later` (ops of `block`), or nested in one, takes
+        `fresh` instead."""
+        raise NotImplementedError
+
+
+class XdslRewriter(SpillRewriter):
+    """`SpillRewriter` over xDSL's IR."""
+
+    def clone(self, func: FuncOp) -> FuncOp:
+        return func.clone()
+
+    def view_of(self, func: FuncOp) -> IRView:
+        return XDSL
+
+    def function(self, func: FuncOp) -> FuncOp:
+        return func
+
+    def move(self, op: Operation, where: str, anchor: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None
+        if where == "before":
+            if op.next_op is not anchor:
+                op.detach()
+                block.insert_op_before(op, anchor)
+        elif anchor.next_op is not op:
+            op.detach()
+            block.insert_op_after(op, anchor)
+
+    @staticmethod
+    def _insert(op: Operation, where: str, anchor: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None
+        if where == "before":
+            block.insert_op_before(op, anchor)
+        else:
+            block.insert_op_after(op, anchor)
+
+    def result(self, op: Operation) -> SSAValue:
+        return op.results[0]
+
+    def slot(self, alloc: Operation, where: str, anchor: Operation) -> Operation:
+        value = alloc.results[0]
+        memref_type = value.type
+        assert isinstance(memref_type, MemRefType)
+        dynamic_sizes = tuple(getattr(alloc, "dynamic_sizes", ()))
+        slot_type = MemRefType(memref_type.element_type, memref_type.shape, NoneAttr(), NoneAttr())
+        slot_op = memref.AllocOp(dynamic_sizes, (), slot_type)
+        slot_op.attributes[SPILL_ATTR] = StringAttr(SPILL_SLOT)  # main memory, never planned
+        slot_op.location = alloc.location
+        hint = value.name_hint
+        slot_op.results[0].name_hint = f"{hint}_spill" if hint else None
+        self._insert(slot_op, where, anchor)
+        return slot_op
+
+    def reload(self, alloc: Operation, number: int, where: str, anchor: Operation) -> SSAValue:
+        reload = alloc.clone()
+        for key in (BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR):
+            reload.attributes.pop(key, None)
+        hint = alloc.results[0].name_hint
+        reload.results[0].name_hint = f"{hint}_reload{number}" if hint else None
+        reload.location = alloc.location
+        self._insert(reload, where, anchor)
+        return reload.results[0]
+
+    def copy(self, source: SSAValue, destination: SSAValue, use_dma: bool, kind: str, where: str,
+             anchor: Operation, located: Operation) -> Operation:
+        op: Operation = DmaOp(source, destination) if use_dma else memref.CopyOp(source, destination)
+        op.attributes[SPILL_ATTR] = StringAttr(kind)
+        op.location = located.location
+        self._insert(op, where, anchor)
+        return op
+
+    def dealloc(self, value: SSAValue, where: str, anchor: Operation, located: Operation) -> None:
+        free = memref.DeallocOp.get(value)
+        free.location = located.location
+        self._insert(free, where, anchor)
+
+    def replace_later_uses(self, value: SSAValue, fresh: SSAValue, block: Any, later: list[Operation]) -> None:
+        chosen = set(later)
+        for use in list(value.uses):
+            top = use.operation
+            while top is not None and top.parent_block() is not block:
+                top = top.parent_op()
+            if top in chosen:
+                use.operation.operands = tuple(
+                    fresh if i == use.index else operand for i, operand in enumerate(use.operation.operands)
+                )
+
+
+def apply_spills(uses: list[BufferUses], choice: SpillChoice, memory_space, rewriter: SpillRewriter | None = None) -> None:
     """Rewrites the function of `uses` (see module doc): trims, stores, loads."""
+    rewriter = rewriter if rewriter is not None else XdslRewriter()
     by_buffer: dict[int, list[int]] = {}
     for gap in choice.gaps:
         by_buffer.setdefault(gap.buffer, []).append(gap.index)
@@ -214,92 +360,46 @@ def apply_spills(uses: list[BufferUses], choice: SpillChoice, memory_space) -> N
     for index, entry in enumerate(uses):
         if entry.block is None or not entry.spill.spillable:
             continue
-        _trim(entry)
+        _trim(entry, rewriter)
         gaps = by_buffer.get(index)
         if gaps:
             stores = {i for (b, i) in choice.stores_before if b == index}
-            _split(entry, sorted(gaps), stores, use_dma)
+            _split(entry, sorted(gaps), stores, use_dma, rewriter)
 
 
-def _trim(entry: BufferUses) -> None:
-    block = entry.block
-    assert block is not None
+def _trim(entry: BufferUses, rewriter: SpillRewriter) -> None:
     alloc = entry.buffer.op
     if not entry.ops:  # never used: free it right away
-        if entry.dealloc is not None and alloc.next_op is not entry.dealloc:
-            entry.dealloc.detach()
-            block.insert_op_after(entry.dealloc, alloc)
+        if entry.dealloc is not None:
+            rewriter.move(entry.dealloc, "after", alloc)
         return
-    first = entry.ops[0]
-    if alloc.next_op is not first:
-        alloc.detach()
-        block.insert_op_before(alloc, first)
-    if entry.dealloc is not None and entry.ops[-1].next_op is not entry.dealloc:
-        entry.dealloc.detach()
-        block.insert_op_after(entry.dealloc, entry.ops[-1])
+    rewriter.move(alloc, "before", entry.ops[0])
+    if entry.dealloc is not None:
+        rewriter.move(entry.dealloc, "after", entry.ops[-1])
 
 
-def _copy_op(source: SSAValue, destination: SSAValue, use_dma: bool, kind: str) -> Operation:
-    op: Operation = DmaOp(source, destination) if use_dma else memref.CopyOp(source, destination)
-    op.attributes[SPILL_ATTR] = StringAttr(kind)
-    return op
-
-
-def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool) -> None:
-    block = entry.block
-    assert block is not None
+def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool, rewriter: SpillRewriter) -> None:
     alloc = entry.buffer.op
-    value = alloc.results[0]
-    memref_type = value.type
-    assert isinstance(memref_type, MemRefType)
-    dynamic_sizes = tuple(getattr(alloc, "dynamic_sizes", ()))
-    slot_type = MemRefType(memref_type.element_type, memref_type.shape, NoneAttr(), NoneAttr())
-    slot_op = memref.AllocOp(dynamic_sizes, (), slot_type)
-    slot_op.attributes[SPILL_ATTR] = StringAttr(SPILL_SLOT)  # main memory, never planned
-    slot_op.location = alloc.location
-    hint = value.name_hint
-    slot_op.results[0].name_hint = f"{hint}_spill" if hint else None
-    slot = slot_op.results[0]
-    position = {op: i for i, op in enumerate(entry.ops)}
-    current: SSAValue = value
-    first = True
-    last_load: Operation | None = None
+    current: Any = alloc.results[0]
+    slot: Any = None
+    last_load: Any = None
     for number, gap in enumerate(gaps, start=1):
         before, after = entry.ops[gap - 1], entry.ops[gap]
         if gap in stores:
-            store = _copy_op(current, slot, use_dma, "store")
-            store.location = before.location  # after the use that wrote the value
-            block.insert_op_after(store, before)
-            if first:
-                block.insert_op_before(slot_op, store)
-                first = False
-        elif first:
-            block.insert_op_after(slot_op, before)
-            first = False
-        reload = alloc.clone()
-        for key in (BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR):
-            reload.attributes.pop(key, None)
-        reload.results[0].name_hint = f"{hint}_reload{number}" if hint else None
-        reload.location = alloc.location
-        load = _copy_op(slot, reload.results[0], use_dma, "load")
-        load.location = after.location  # for the use that needs the value back
-        block.insert_op_before(reload, after)
-        block.insert_op_before(load, after)
-        last_load = load
-        fresh = reload.results[0]
-        later = {op for op, i in position.items() if i >= gap}
+            if slot is None:  # the slot right before its first store
+                slot_op = rewriter.slot(alloc, "after", before)
+                slot = rewriter.result(slot_op)
+                rewriter.copy(current, slot, use_dma, "store", "after", slot_op, before)
+            else:  # after the use that wrote the value
+                rewriter.copy(current, slot, use_dma, "store", "after", before, before)
+        elif slot is None:
+            slot = rewriter.result(rewriter.slot(alloc, "after", before))
+        fresh = rewriter.reload(alloc, number, "before", after)
+        last_load = rewriter.copy(slot, fresh, use_dma, "load", "before", after, after)  # for the use that needs it back
+        later = list(entry.ops[gap:])
         if entry.dealloc is not None:
-            later.add(entry.dealloc)
-        for use in list(current.uses):
-            top = use.operation
-            while top is not None and top.parent_block() is not block:
-                top = top.parent_op()
-            if top in later:
-                use.operation.operands = tuple(
-                    fresh if i == use.index else operand for i, operand in enumerate(use.operation.operands)
-                )
+            later.append(entry.dealloc)
+        rewriter.replace_later_uses(current, fresh, entry.block, later)
         current = fresh
     assert last_load is not None
-    free = memref.DeallocOp.get(slot)
-    free.location = last_load.location
-    block.insert_op_after(free, last_load)
+    rewriter.dealloc(slot, "after", last_load, last_load)

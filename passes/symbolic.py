@@ -2,7 +2,8 @@
 
 The symbols are the function's dynamic dimensions (`dialects/dims.py`: `index` arguments
 and the `?` of memref arguments, named and ranged by argument attributes). A dynamic size
-operand of a `memref.alloc` / `memref.alloca` is followed back through:
+operand of a `memref.alloc` / `memref.alloca` is followed back, through the IR view
+(`passes/irview.py`: xDSL's ops and an `mlir.ir.Module`'s alike), through:
 
 - a function argument of type `index` (its symbol);
 - `memref.dim %arg, %c` of a function argument with a constant axis (the symbol of a
@@ -22,112 +23,154 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, BlockArgument, Operation, OpResult, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
 from telamalloc.dialects.scratchpad import element_byte_width
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.symbolic import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
+
+_DIVISIONS = frozenset({"arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivui", "arith.ceildivsi"})
+_CEILING = frozenset({"arith.ceildivui", "arith.ceildivsi"})
+_BINARY = {"arith.addi": add, "arith.muli": mul, "arith.maxui": maximum, "arith.maxsi": maximum}
 
 
 class SizeNotFollowed(Exception):
     """A dynamic size that is not an expression of the function's symbols."""
 
-    def __init__(self, value: SSAValue, reason: str):
+    def __init__(self, value: Any, reason: str):
         super().__init__(reason)
         self.value = value
         self.reason = reason
 
 
-def spelled(value: SSAValue) -> str:
-    return f"%{value.name_hint}" if value.name_hint else "a value"
+def spelled(value: Any, view: IRView = XDSL) -> str:
+    name = view.name_hint(value)
+    return f"%{name}" if name else "a value"
+
+
+def dynamic_size_operands(op: Any, view: IRView = XDSL) -> list[Any]:
+    """The `index` operands of an allocation's `?` dimensions, in order: a
+    `scratchpad.alloc` takes nothing else; a `memref.alloc` / `alloca` takes its symbols
+    after them."""
+    operands = list(view.operands(op))
+    if view.name(op) == "scratchpad.alloc":
+        return operands
+    sizes = view.segment_sizes(op)
+    return operands[: sizes[0] if sizes else 0]
 
 
 @dataclass
 class FunctionSymbols:
-    """The symbols of one function: their sources (for lowering) and their declared ranges."""
+    """The symbols of one function: their sources (for lowering) and their declared ranges.
+    `func` is the function as its front end holds it, `signature` its xDSL `func.func`
+    (`IRView.signature`: the function itself on xDSL)."""
 
-    func: FuncOp
+    func: Any
     sources: dict[str, Source]  # each symbol's first source (where the lowered code reads it)
     declared: dict[str, SymbolRange]
     names: dict[Source, str]  # every dynamic dimension's symbol
-    _cache: dict[SSAValue, Expr]
+    _cache: dict[Any, Expr]
+    view: IRView
+    signature: FuncOp
 
     @classmethod
-    def of(cls, func: FuncOp) -> FunctionSymbols:
+    def of(cls, func: Any, view: IRView = XDSL) -> FunctionSymbols:
         """Raises DimsError for malformed `scratchpad.dim(s)` attributes."""
-        sources, declared = argument_symbols(func)
-        names = {source: name for name, source in argument_sizes(func)}
-        return cls(func, sources, declared, names, {})
+        signature = view.signature(func)
+        sources, declared = argument_symbols(signature)
+        names = {source: name for name, source in argument_sizes(signature)}
+        return cls(func, sources, declared, names, {}, view, signature)
+
+    @property
+    def name(self) -> str:
+        return self.signature.sym_name.data
 
     def name_of(self, source: Source) -> str:
         return self.names[source]  # every argument's dimensions are named (`argument_sizes`)
 
-    def byte_size(self, op: Operation) -> Expr:
+    def entry(self) -> Any:
+        regions = self.view.regions(self.func)
+        return self.view.first_block(regions[0]) if regions else None
+
+    def byte_size(self, op: Any) -> Expr:
         """The byte size of a dynamic `memref.alloc` / `alloca` (raises SizeNotFollowed)."""
-        memref_type = op.results[0].type
+        memref_type = self.view.value_type(self.view.results(op)[0])
         assert isinstance(memref_type, MemRefType)
-        dynamic = iter(op.dynamic_sizes)  # type: ignore[attr-defined]
+        dynamic = iter(dynamic_size_operands(op, self.view))
         factors: list[Expr | int] = [element_byte_width(memref_type.element_type)]
         for size in memref_type.get_shape():
             factors.append(self.follow(next(dynamic)) if size == DYNAMIC_INDEX else size)
         return mul(*factors)
 
-    def follow(self, value: SSAValue) -> Expr:
+    def follow(self, value: Any) -> Expr:
         if value not in self._cache:
             self._cache[value] = self._follow(value)
         return self._cache[value]
 
-    def _follow(self, value: SSAValue) -> Expr:
-        if isinstance(value, BlockArgument):
-            owner = value.block.parent_op()
-            if owner is self.func and value.block is self.func.body.blocks.first and isinstance(value.type, IndexType):
-                return sym(self.name_of(Source(value.index)))
-            where = "an argument of the function" if owner is self.func else f"a block argument of '{owner.name if owner else 'a block'}'"
-            raise SizeNotFollowed(value, f"'{spelled(value)}' is {where}")
-        assert isinstance(value, OpResult)
-        op = value.op
-        if isinstance(op, arith.ConstantOp):
-            if isinstance(op.value, IntegerAttr) and op.value.value.data >= 0:
-                return const(op.value.value.data)
-            raise SizeNotFollowed(value, f"'{spelled(value)}' is the constant '{op.value}', not an integer >= 0")
-        if isinstance(op, arith.AddiOp):
-            return add(self.follow(op.lhs), self.follow(op.rhs))
-        if isinstance(op, arith.MuliOp):
-            return mul(self.follow(op.lhs), self.follow(op.rhs))
-        if isinstance(op, arith.MaxUIOp | arith.MaxSIOp):
-            return maximum(self.follow(op.lhs), self.follow(op.rhs))
-        if isinstance(op, arith.DivUIOp | arith.DivSIOp | arith.FloorDivSIOp | arith.CeilDivUIOp | arith.CeilDivSIOp):
-            divisor = self.follow(op.rhs)
+    def _follow(self, value: Any) -> Expr:
+        view = self.view
+        op = view.defining_op(value)
+        if op is None:
+            return self._argument(value)
+        name = view.name(op)
+        operands = view.operands(op)
+        if name == "arith.constant":
+            attribute = view.attribute(op, "value")
+            if isinstance(attribute, IntegerAttr) and attribute.value.data >= 0:
+                return const(attribute.value.data)
+            raise SizeNotFollowed(value, f"'{spelled(value, view)}' is the constant '{attribute}', not an integer >= 0")
+        if name in _BINARY:
+            return _BINARY[name](self.follow(operands[0]), self.follow(operands[1]))
+        if name in _DIVISIONS:
+            divisor = self.follow(operands[1])
             if not (isinstance(divisor, Const) and divisor.value >= 1):
-                raise SizeNotFollowed(value, f"'{spelled(value)}' divides by '{spelled(op.rhs)}', not by a constant >= 1")
-            if isinstance(op, arith.CeilDivUIOp | arith.CeilDivSIOp):
-                return ceildiv(self.follow(op.lhs), divisor.value)
-            return floordiv(self.follow(op.lhs), divisor.value)
-        if isinstance(op, arith.IndexCastOp):
-            return self.follow(op.input)
-        if isinstance(op, memref.DimOp):
-            return self._dim(value, op)
-        raise SizeNotFollowed(value, f"'{spelled(value)}' comes from '{op.name}'")
+                raise SizeNotFollowed(
+                    value, f"'{spelled(value, view)}' divides by '{spelled(operands[1], view)}', not by a constant >= 1"
+                )
+            if name in _CEILING:
+                return ceildiv(self.follow(operands[0]), divisor.value)
+            return floordiv(self.follow(operands[0]), divisor.value)
+        if name == "arith.index_cast":
+            return self.follow(operands[0])
+        if name == "memref.dim":
+            return self._dim(value, operands[0], operands[1])
+        raise SizeNotFollowed(value, f"'{spelled(value, view)}' comes from '{name}'")
 
-    def _dim(self, value: SSAValue, op: memref.DimOp) -> Expr:
-        source, index = op.source, op.index
+    def _argument(self, value: Any) -> Expr:
+        view = self.view
+        block = view.argument_block(value)
+        owner = None if block is None else view.block_owner(block)
+        if owner is self.func and block is self.entry() and isinstance(view.value_type(value), IndexType):
+            return sym(self.name_of(Source(view.value_index(value))))
+        where = (
+            "an argument of the function"
+            if owner is self.func
+            else f"a block argument of '{view.name(owner) if owner is not None else 'a block'}'"
+        )
+        raise SizeNotFollowed(value, f"'{spelled(value, view)}' is {where}")
+
+    def _dim(self, value: Any, source: Any, index: Any) -> Expr:
+        view = self.view
         axis = self.follow(index)
         if not isinstance(axis, Const):
-            raise SizeNotFollowed(value, f"'{spelled(value)}' takes a dimension at a non-constant index")
-        type_ = source.type
+            raise SizeNotFollowed(value, f"'{spelled(value, view)}' takes a dimension at a non-constant index")
+        type_ = view.value_type(source)
         if not isinstance(type_, MemRefType) or axis.value >= len(type_.get_shape()):
-            raise SizeNotFollowed(value, f"'{spelled(value)}' takes dimension '{axis.value}' of '{type_}'")
+            raise SizeNotFollowed(value, f"'{spelled(value, view)}' takes dimension '{axis.value}' of '{type_}'")
         size = type_.get_shape()[axis.value]
         if size != DYNAMIC_INDEX:
             return const(size)
-        if isinstance(source, BlockArgument) and source.block is self.func.body.blocks.first:
-            return sym(self.name_of(Source(source.index, axis.value)))
-        raise SizeNotFollowed(value, f"'{spelled(value)}' is a dimension of '{spelled(source)}', not of a function argument")
+        block = view.argument_block(source)
+        if block is not None and block is self.entry() and view.block_owner(block) is self.func:
+            return sym(self.name_of(Source(view.value_index(source), axis.value)))
+        raise SizeNotFollowed(
+            value, f"'{spelled(value, view)}' is a dimension of '{spelled(source, view)}', not of a function argument"
+        )
 
 
 def resolve_ranges(
@@ -148,15 +191,10 @@ def resolve_ranges(
         listed = ", ".join(f"'{name}'" for name in missing)
         several = len(missing) > 1
         raise DimsError(
-            f"'@{symbols.func.sym_name.data}' has sizes that depend on {listed}, "
+            f"'@{symbols.name}' has sizes that depend on {listed}, "
             f"{'which have' if several else 'which has'} no range; declare {'each' if several else 'it'} with "
             f"'dims={missing[0]}=LO..HI[@HINT]' or the argument attribute "
             f"'scratchpad.dim = \"{missing[0]}=LO..HI\"' (memref dimensions: 'scratchpad.dims')"
         )
     return ranges
 
-
-def memref_type_of(op: Operation) -> MemRefType[Attribute]:
-    type_ = op.results[0].type
-    assert isinstance(type_, MemRefType)
-    return type_

@@ -23,84 +23,85 @@ Other buffers keep their whole lifetime.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import IsTerminator
+from typing import Any
 
 from telamalloc.passes.collect import FunctionProblem, PlannedBuffer
 from telamalloc.passes.effects import Access, operand_access
-from telamalloc.passes.liveness import DEALLOC_OPS, ESCAPING_OPS, is_memref, number_points
+from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.liveness import DEALLOC_OPS, ESCAPING_OPS, number_points
 from telamalloc.runtime.alloc.spill import SpillBuffer, Use
 
 
 @dataclass(frozen=True)
 class BufferUses:
-    """The use points of one planned buffer, tied to the IR."""
+    """The use points of one planned buffer, tied to the IR (the ops and blocks of the
+    function problem's view: xDSL's, or another front end's)."""
 
     buffer: PlannedBuffer
-    block: Block | None  # the block of its allocation (None: not spillable)
-    ops: tuple[Operation, ...]  # the projected use ops in `block`, in order
-    dealloc: Operation | None  # its one dealloc in `block`, if any
+    block: Any  # the block of its allocation (None: not spillable)
+    ops: tuple[Any, ...]  # the projected use ops in `block`, in order
+    dealloc: Any  # its one dealloc in `block`, if any
     spill: SpillBuffer  # the plain-data view `choose_spills` takes
 
 
-def writes_operand(op: Operation, operand_index: int) -> bool:
+def writes_operand(op: Any, operand_index: int, view: IRView = XDSL) -> bool:
     """True when `op` may write the memref it takes as operand `operand_index`
     (`passes/effects.py`; a `func.call` is taken to write what it gets)."""
-    return Access.WRITE in operand_access(op, operand_index)
+    return Access.WRITE in operand_access(op, operand_index, view=view)
 
 
-def _projection(op: Operation, block: Block) -> Operation | None:
-    current: Operation | None = op
-    while current is not None and current.parent_block() is not block:
-        current = current.parent_op()
+def _projection(op: Any, block: Any, view: IRView) -> Any:
+    current = op
+    while current is not None and view.parent_block(current) is not block:
+        current = view.parent_op(current)
     return current
 
 
-def _follows_uses(value: SSAValue) -> bool:
-    for use in value.uses:
-        op = use.operation
-        if op.name in DEALLOC_OPS:
+def _follows_uses(value: Any, view: IRView) -> bool:
+    for op, index in view.uses(value):
+        name = view.name(op)
+        if name in DEALLOC_OPS:
             continue
-        if op.name in ESCAPING_OPS or op.has_trait(IsTerminator) or op.regions:
+        if name in ESCAPING_OPS or view.is_terminator(op) or view.regions(op):
             return False
-        if op.name == "memref.store" and use.index == 0:
+        if name == "memref.store" and index == 0:
             return False
-        if any(is_memref(result.type) for result in op.results):
+        if any(view.is_memref(result) for result in view.results(op)):
             return False
     return True
 
 
 def analyze_uses(function_problem: FunctionProblem) -> list[BufferUses]:
     """The use points of every buffer of `function_problem`, in its buffer order."""
-    _, point_of, last_of = number_points(function_problem.func)
+    view = function_problem.liveness.view
+    _, point_of, last_of = number_points(function_problem.func, view)
     result: list[BufferUses] = []
     for buffer in function_problem.buffers:
         lifetime = buffer.lifetime
         kept = SpillBuffer(buffer.id, lifetime.start, lifetime.end, buffer.size, (), False)
-        block = buffer.op.parent_block()
+        block = view.parent_block(buffer.op)
         value = lifetime.value
-        region = block.parent if block is not None else None
+        region = view.block_region(block) if block is not None else None
         if (
             block is None
             or lifetime.escapes
             or buffer.pinned is not None
-            or (region is not None and len(region.blocks) > 1)
-            or not _follows_uses(value)
+            or (region is not None and len(view.blocks(region)) > 1)
+            or not _follows_uses(value, view)
         ):
             result.append(BufferUses(buffer, None, (), None, kept))
             continue
-        deallocs = [use.operation for use in value.uses if use.operation.name in DEALLOC_OPS]
-        if len(deallocs) > 1 or any(d.parent_block() is not block for d in deallocs):
+        deallocs = [op for op, _ in view.uses(value) if view.name(op) in DEALLOC_OPS]
+        if len(deallocs) > 1 or any(view.parent_block(d) is not block for d in deallocs):
             result.append(BufferUses(buffer, None, (), None, kept))
             continue
-        writes: dict[Operation, bool] = {}
-        for use in value.uses:
-            if use.operation.name in DEALLOC_OPS:
+        writes: dict[Any, bool] = {}
+        for op, index in view.uses(value):
+            if view.name(op) in DEALLOC_OPS:
                 continue
-            top = _projection(use.operation, block)
+            top = _projection(op, block, view)
             assert top is not None
-            writes[top] = writes.get(top, False) or writes_operand(use.operation, use.index)
+            writes[top] = writes.get(top, False) or writes_operand(op, index, view)
         ops = tuple(sorted(writes, key=lambda op: point_of[op]))
         uses = tuple(Use(point_of[op], last_of[op], writes[op]) for op in ops)
         dealloc = deallocs[0] if deallocs else None

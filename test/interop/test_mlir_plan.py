@@ -2,6 +2,7 @@
 the xDSL embedding, MLIR's own locations kept, tela-plan's options and failures."""
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_mlir, p
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
+from telamalloc.passes.tela_lower import lower_module
 
 if not have_mlir_bindings():
     pytest.skip(
@@ -63,10 +65,6 @@ def _both(text: str, name: str, **options):
 @pytest.mark.parametrize("mode", ["fit", "minimize"])
 def test_examples_plan_alike_in_both_embeddings(path, mode):
     text = path.read_text()
-    if path.name == "spill.mlir" and mode == "fit":
-        pytest.skip("spilling rewrites the module in xDSL (a documented limit of plan_mlir_ops)")
-    if "scratchpad.dim" in path.read_text():
-        pytest.skip("symbolic sizes are planned on xDSL's IR only (a documented limit of plan_mlir_ops)")
     options = {"mode": mode, "lifetimes": "first-write"}
     xdsl_plans, mlir_plans = _both(text, path.name, **options)
     assert mlir_plans == xdsl_plans
@@ -91,6 +89,77 @@ def test_generated_programs_plan_alike(seed, upstream, lifetimes):
     options = {"mode": "minimize", "lifetimes": lifetimes}
     xdsl_plans, mlir_plans = _both(text, f"seed{seed}", **options)
     assert mlir_plans == xdsl_plans
+
+
+def _lowered_alike(text: str, name: str, **options) -> tuple[str, str]:
+    """The module `tela-plan` and `tela-lower` leave on xDSL and the module `plan_mlir_ops`
+    lowers in place, both as MLIR prints them; buffer ids aside (MLIR keeps no SSA names)."""
+    xdsl_module = parse_program(xdsl_context(), text, name)
+    mlir_module = parse_mlir(print_generic(xdsl_module))
+    plan_module(xdsl_module, **options)
+    lower_module(xdsl_module)
+    plan_mlir_ops(mlir_module, lower=True, **options)
+    assert mlir_module.operation.verify()
+    lowered = [str(parse_mlir(print_generic(xdsl_module))), str(mlir_module)]
+    return tuple(re.sub(r'scratchpad\.buffer = "[^"]*"', "scratchpad.buffer = _", text) for text in lowered)
+
+
+LOWERED_EXAMPLES = [path for path in OUR_EXAMPLES if path.name not in ("spill.mlir", "dynamic_attention.mlir")]
+# (spill.mlir and dynamic_attention.mlir: test_mlir_spill.py and test_mlir_symbolic.py compare their lowerings)
+
+
+@pytest.mark.parametrize("path", LOWERED_EXAMPLES, ids=lambda path: path.name)
+def test_examples_lower_alike_in_both_embeddings(path):
+    """The same arenas, offset constants, views and deallocs in the same places from
+    `tela-lower` and from `plan_mlir_ops(lower=True)`: `scratchpad.alloc` (two memories
+    included) as `memref.alloc`."""
+    xdsl_lowered, mlir_lowered = _lowered_alike(path.read_text(), path.name, mode="minimize")
+    assert mlir_lowered == xdsl_lowered
+    assert "scratchpad.alloc" not in mlir_lowered and "memref.view" in mlir_lowered
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("upstream", [False, True], ids=["scratchpad", "upstream"])
+def test_generated_programs_lower_alike(seed, upstream):
+    text = generate(seed, hoist=0.5, upstream=upstream)
+    xdsl_lowered, mlir_lowered = _lowered_alike(text, f"seed{seed}", mode="minimize")
+    assert mlir_lowered == xdsl_lowered
+
+
+DYNAMIC_SCRATCHPAD = """
+func.func @f(%n: index, %x: memref<4xf32>) {
+  %d = scratchpad.alloc(%n) bound 64 : memref<?xf32, #scratchpad.space>
+  %e = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
+  scratchpad.kernel "fill" outs(%d : memref<?xf32, #scratchpad.space>) params {value = 1.0 : f32}
+  scratchpad.kernel "fill" outs(%e : memref<4xf32, #scratchpad.space>) params {value = 2.0 : f32}
+  scratchpad.dealloc %d : memref<?xf32, #scratchpad.space>
+  scratchpad.dma %e -> %x : memref<4xf32, #scratchpad.space> -> memref<4xf32>
+  func.return
+}
+"""
+
+
+def test_a_dynamic_scratchpad_alloc_lowers_to_a_view_with_its_size():
+    """A declared bound of 64 B and 16 B: offsets 0 and 64 (peak 80); the view of %d takes
+    %n as its size, and its dealloc goes (the arena owns the bytes)."""
+    xdsl_lowered, mlir_lowered = _lowered_alike(DYNAMIC_SCRATCHPAD, "dynamic", mode="minimize")
+    assert mlir_lowered == xdsl_lowered
+    assert "memref.view %alloc[%c0][%arg0]" in mlir_lowered and "memref<80xi8" in mlir_lowered
+    assert "scratchpad.dealloc" not in mlir_lowered
+
+
+def test_an_unplanned_scratchpad_alloc_is_a_located_error_when_lowering():
+    """A `memory_space` that leaves the scratchpad's buffers unplanned: `tela-lower` fails on
+    them, so does `plan_mlir_ops(lower=True)`, at the alloc, before writing anything."""
+    text = (REPO / "examples" / "attention.mlir").read_text()
+    module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "attention.mlir")))
+    before = str(module)
+    with pytest.raises(MlirPlanError) as raised:
+        plan_mlir_ops(module, memory_space=1)
+    assert str(module) == before
+    assert raised.value.message.startswith("scratchpad buffer has no planned offset and cannot be lowered")
+    assert raised.value.kind.name == "BAD_INPUT"
+    plan_mlir_ops(module, memory_space=1, lower=False)  # nothing to plan in space 1, nothing to lower
 
 
 LOCATED = """
@@ -190,14 +259,27 @@ def test_options_and_outputs(tmp_path):
         plan_mlir_ops(ir.Module.parse(LOCATED, context), mode="sideways")
 
 
-def test_symbolic_sizes_need_a_declared_bound_on_the_mlir_path():
-    """Symbolic sizes (dynamic shapes planned for every size) are followed on xDSL's IR only: on
-    an `mlir.ir.Module` a dynamic allocation without `scratchpad.bound` is a located error
-    saying what to do, the module unchanged."""
-    text = (REPO / "examples" / "dynamic_attention.mlir").read_text()
-    module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "dynamic_attention.mlir")))
+sys.path.insert(0, str(REPO / "test" / "passes"))
+from test_memories import ASSIGN, ASSIGN_MEMREF  # noqa: E402
+
+
+@pytest.mark.parametrize("text", [ASSIGN, ASSIGN_MEMREF], ids=["scratchpad", "upstream"])
+def test_assign_memory_chooses_alike_in_both_embeddings(text):
+    """`assign_memory` on an `mlir.ir.Module`: the same buffers move to L2 (four 256-byte
+    buffers, L1 holds 512 B: two go), so the same plans (peaks 512 and 512) and the same
+    lowered module, which MLIR verifies."""
+    xdsl_plans, mlir_plans = _both(text, "memories.mlir", assign_memory=True)
+    assert mlir_plans == xdsl_plans
+    assert [plan[3] for plan in xdsl_plans] == [512, 512]
+    xdsl_lowered, mlir_lowered = _lowered_alike(text, "memories.mlir", assign_memory=True)
+    assert mlir_lowered == xdsl_lowered
+    assert mlir_lowered.count("scratchpad.arena") == 2
+
+
+def test_assign_memory_is_undone_on_the_mlir_path_when_planning_fails():
+    text = ASSIGN.replace("capacity = 4096", "capacity = 256")
+    module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "memories.mlir")))
     before = str(module)
-    with pytest.raises(MlirPlanError) as raised:
-        plan_mlir_ops(module, lower=False)
+    with pytest.raises(MlirPlanError, match="cannot plan '@main.l"):
+        plan_mlir_ops(module, assign_memory=True)
     assert str(module) == before
-    assert "needs a declared upper bound here (symbolic sizes are planned by tela-plan on xDSL's IR)" in str(raised.value)

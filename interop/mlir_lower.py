@@ -1,0 +1,196 @@
+"""`tela-lower` through upstream MLIR's Python bindings: what `plan_mlir_ops(lower=True)` writes.
+
+- `lower_static(view, plan)`: one function's (or one memory's) fixed plan becomes one
+  `memref.alloc` arena of the peak's bytes at the top of the entry block and a
+  `memref.view` per planned allocation (`scratchpad.alloc`, `memref.alloc`,
+  `memref.alloca`), its deallocs removed, the arena freed before each return that hands
+  out no memref of its memory space: the ops `passes/tela_lower.py` makes, in the same
+  places;
+- `MlirBuilder`: the `Builder` of `passes/parametric_lower.py` over the bindings, so that a
+  parametric plan (symbolic sizes) is lowered by the same code as on xDSL: the run-time
+  `arith` offsets, the capacity `cf.assert`, the arena of the computed size, the views.
+
+Locations: each view and its offset constant take the location of the allocation they
+replace; the arena, the run-time arithmetic, the checks and the arena's deallocs take
+the allocations' locations fused (the one location when all are alike), as on xDSL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from telamalloc.interop.mlir_view import MlirView, MOp, MValue
+from telamalloc.passes.collect import BUFFER_ATTR
+from telamalloc.passes.parametric_lower import ARENA_ATTR, Builder
+from telamalloc.passes.symbolic import dynamic_size_operands
+from telamalloc.passes.tela_plan import FunctionPlan
+
+_PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
+
+
+def fused_location(view: MlirView, ops: list[MOp]) -> Any:
+    """The ops' locations fused, each once and in order (the one location when all are
+    alike), as `telamalloc.locations.fused_location` on xDSL."""
+    distinct: dict[Any, Any] = {}
+    for op in ops:
+        location = op.handle.location
+        distinct.setdefault(location.attr, location)
+    locations = list(distinct.values())
+    return locations[0] if len(locations) == 1 else view._ir.Location.fused(locations)
+
+
+def lower_static(view: MlirView, plan: FunctionPlan) -> None:
+    """`tela-lower` of one function's (or memory's) fixed plan, through the bindings."""
+    ir = view._ir
+    from mlir.dialects import arith, memref
+
+    func = plan.problem.func
+    buffers = plan.problem.buffers
+    assert plan.solution.offsets is not None and plan.solution.peak is not None
+    alignment = max([1, *(buffer.alignment for buffer in buffers)])
+    first_type = buffers[0].op.handle.results[0].type
+    with func.handle.context:
+        memref_type = ir.MemRefType(first_type)
+        arena_location = fused_location(view, [buffer.op for buffer in buffers])
+        entry = func.handle.regions[0].blocks[0]
+        with ir.InsertionPoint.at_block_begin(entry), arena_location:
+            arena_type = ir.MemRefType.get(
+                [plan.solution.peak], ir.IntegerType.get_signless(8), memory_space=memref_type.memory_space
+            )
+            arena = memref.AllocOp(arena_type, [], [], alignment=_i64(ir, alignment))
+            arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
+        index = ir.IndexType.get()
+        for buffer, offset in zip(buffers, plan.solution.offsets):
+            with ir.InsertionPoint(buffer.op.handle), buffer.op.handle.location:
+                shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset)).result
+            # the liveness analysis found the deallocs (through aliases too)
+            _replace(view, buffer.op, arena.result, shift, buffer.id, buffer.lifetime.deallocs)
+        free_arena(view, func, arena.result, arena_location)
+
+
+def _i64(ir: Any, value: int) -> Any:
+    return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+
+
+def _replace(view: MlirView, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
+    """`op` becomes a `memref.view` of `arena` at `offset` (its dynamic sizes passed on, its
+    location kept); its deallocs go."""
+    ir = view._ir
+    from mlir.dialects import memref
+
+    handle = op.handle
+    dynamic = [size.handle for size in dynamic_size_operands(op, view)]
+    with ir.InsertionPoint(handle), handle.location:
+        lowered = memref.ViewOp(handle.results[0].type, arena, offset, dynamic)
+        lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer_id)
+    handle.results[0].replace_all_uses_with(lowered.result)
+    for dealloc in {id(d): d for d in deallocs}.values():
+        dealloc.handle.erase()
+    handle.erase()
+
+
+def free_arena(view: MlirView, func: MOp, arena: Any, location: Any) -> None:
+    """A `memref.dealloc` of `arena` before each of `func`'s own returns that return no
+    memref in the arena's memory space (`passes/arena.py` on xDSL)."""
+    ir = view._ir
+    from mlir.dialects import memref
+
+    space = str(ir.MemRefType(arena.type).memory_space)
+    for block in func.handle.regions[0].blocks:
+        for op_view in block.operations:
+            op = op_view.operation
+            if op.name != "func.return":
+                continue
+            if any(
+                isinstance(operand.type, ir.MemRefType) and str(ir.MemRefType(operand.type).memory_space) == space
+                for operand in op.operands
+            ):
+                continue
+            with ir.InsertionPoint(op), location:
+                memref.DeallocOp(arena)
+
+
+class MlirBuilder(Builder):
+    """`passes/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
+    (a function argument arrives as the view's `MValue` and is unwrapped)."""
+
+    def __init__(self, view: MlirView):
+        from mlir.dialects import arith, cf, memref
+
+        self.view = view
+        self.ir = view._ir
+        self.arith, self.cf, self.memref = arith, cf, memref
+
+    def start(self, before: MOp, allocs: list[MOp]) -> None:
+        self.before = before.handle
+        self.context = before.handle.context
+        with self.context:
+            self.location = fused_location(self.view, allocs)
+            self.index = self.ir.IndexType.get()
+
+    def _at(self):
+        return _At(self.ir.InsertionPoint(self.before), self.location)
+
+    @staticmethod
+    def _value(value: Any) -> Any:
+        return value.handle if isinstance(value, MValue) else value
+
+    def constant(self, value: int) -> Any:
+        with self._at():
+            return self.arith.ConstantOp(self.index, self.ir.IntegerAttr.get(self.index, value)).result
+
+    def binary(self, name: str, lhs: Any, rhs: Any) -> Any:
+        kind = {"arith.addi": self.arith.AddIOp, "arith.muli": self.arith.MulIOp, "arith.maxui": self.arith.MaxUIOp,
+                "arith.divui": self.arith.DivUIOp, "arith.ceildivui": self.arith.CeilDivUIOp}[name]
+        with self._at():
+            return kind(self._value(lhs), self._value(rhs)).result
+
+    def compare(self, predicate: str, lhs: Any, rhs: Any) -> Any:
+        with self._at():
+            code = _i64(self.ir, _PREDICATES[predicate])
+            return self.arith.CmpIOp(code, self._value(lhs), self._value(rhs)).result
+
+    def select(self, condition: Any, true_value: Any, false_value: Any) -> Any:
+        with self._at():
+            return self.arith.SelectOp(condition, self._value(true_value), self._value(false_value)).result
+
+    def dim(self, source: Any, axis: Any) -> Any:
+        with self._at():
+            return self.memref.DimOp(self._value(source), axis).result
+
+    def check(self, condition: Any, message: str) -> None:
+        with self._at():
+            self.cf.AssertOp(condition, message)
+
+    def arena(self, size: Any, like: MOp, alignment: int) -> Any:
+        ir = self.ir
+        with self._at():
+            space = ir.MemRefType(like.handle.results[0].type).memory_space
+            arena_type = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+                                           memory_space=space)
+            arena = self.memref.AllocOp(arena_type, [self._value(size)], [], alignment=_i64(ir, alignment))
+            arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
+            return arena.result
+
+    def replace(self, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
+        with self.context:
+            _replace(self.view, op, arena, self._value(offset), buffer_id, deallocs)
+
+    def free(self, func: MOp, arena: Any, like: MOp) -> None:
+        with self.context:
+            free_arena(self.view, func, arena, self.location)
+
+
+class _At:
+    """The insertion point and the location, entered together."""
+
+    def __init__(self, point: Any, location: Any):
+        self.point, self.location = point, location
+
+    def __enter__(self) -> None:
+        self.point.__enter__()
+        self.location.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self.location.__exit__(*exc)
+        self.point.__exit__(*exc)
