@@ -50,6 +50,8 @@ from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
+from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
+from telamalloc.runtime.alloc.parametric import SymbolRange
 
 
 @contextlib.contextmanager
@@ -61,13 +63,20 @@ def _about(path: str) -> Iterator[None]:
         raise OnnxImportError(f"{path}: {error}") from None
 
 
+DEFAULT_RANGE = SymbolRange(1, 1024)
+"""The range of a symbolic dimension kept without one (`tela-import` without `--dim` for it)."""
+
+
 @dataclass(frozen=True)
 class ImportOptions:
     function: str = "main"  # the name of the generated func.func
     capacity: int | None = None  # bytes: adds a #scratchpad.target to the module when given
     alignment: int = 64  # the target's default alignment (only with a capacity)
     target_name: str = "l1"
-    dims: Mapping[str, int] = field(default_factory=dict)  # values for symbolic input dimensions
+    # symbolic input dimensions: a value fixes one (shapes become static), a range keeps it
+    # symbolic (`--dim seq=1..2048@512`); one given neither takes `default_range`
+    dims: Mapping[str, int | SymbolRange] = field(default_factory=dict)
+    default_range: SymbolRange | None = DEFAULT_RANGE  # None: a kept dimension needs a range in `dims`
     max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
 
 
@@ -125,9 +134,9 @@ def _read(path: str):
     return model
 
 
-def _infer_shapes(model, dims: Mapping[str, int]):
+def infer_bound(model):
+    """ONNX's shape inference (strict) of `model`; OnnxImportError when it fails."""
     onnx = _onnx()
-    bind_dims(model, dims)
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as error:
@@ -149,8 +158,9 @@ def symbolic_dims(model) -> list[str]:
     return list(names)
 
 
-def bind_dims(model, dims: Mapping[str, int]) -> None:
-    """Set every symbolic input dimension named in `dims`; a name that is none is an error."""
+def bind_dims(model, dims: Mapping[str, int | SymbolRange]) -> None:
+    """Set every symbolic input dimension `dims` fixes (a value, or a range of one value);
+    a name that is no symbolic input dimension is an error."""
     known = symbolic_dims(model)
     unknown = [name for name in dims if name not in known]
     if unknown:
@@ -162,12 +172,13 @@ def bind_dims(model, dims: Mapping[str, int]) -> None:
             else "the model has no symbolic dimensions, so drop the option"
         )
         raise OnnxImportError(f"--dim {names} {verb} no symbolic dimension of the model's inputs; {have}")
+    fixed = fixed_values(dims)
     for value in model.graph.input:
         if not value.type.HasField("tensor_type"):
             continue
         for dim in value.type.tensor_type.shape.dim:
-            if dim.HasField("dim_param") and dim.dim_param in dims:
-                dim.dim_value = int(dims[dim.dim_param])
+            if dim.HasField("dim_param") and dim.dim_param in fixed:
+                dim.dim_value = fixed[dim.dim_param]
 
 
 # --------------------------------------------------------------------------------------
@@ -205,7 +216,13 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
-    model = _infer_shapes(copy, options.dims)
+    bind_dims(copy, options.dims)
+    symbolic: SymbolicModel | None = None
+    if symbolic_dims(copy):
+        symbolic = keep_symbols(copy, options.dims, options.default_range, infer_bound)
+        model = symbolic.probe  # element types, static shapes, constants: as at the first probe
+    else:
+        model = infer_bound(copy)
     graph = model.graph
     tensors = tensor_types(model)
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
@@ -220,12 +237,14 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     folded_nodes = _constant_foldable(graph, tensors)
     constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
     folded_ids = {id(node) for node in folded_nodes}
+    if symbolic is not None:
+        tensors.update(symbolic.shapes(graph, tensors, constants, folded_ids))
     nodes = [node for node in graph.node if id(node) not in folded_ids]
     mapped, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
     folded_outputs = [name for node in folded_nodes for name in node.output if name]
     constant_names = [init.name for init in graph.initializer] + folded_outputs
     return _build(model, nodes, mapped, context, options, runnable, planned_only, reasons, constant_names,
-                  len(folded_nodes))
+                  len(folded_nodes), symbolic.ranges if symbolic is not None else {})
 
 
 NONDETERMINISTIC_OPS = frozenset(
@@ -339,8 +358,8 @@ def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]
 
 
 def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOptions, runnable, planned_only,
-           reasons, constant_names, folded: int) -> ImportedModel:
-    emitted = emit(model.graph, mapped, context, options.function, options.max_global_bytes, constant_names)
+           reasons, constant_names, folded: int, ranges: Mapping[str, SymbolRange]) -> ImportedModel:
+    emitted = emit(model.graph, mapped, context, options.function, options.max_global_bytes, constant_names, ranges)
     module = ModuleOp([*emitted.globals, emitted.function])
     if options.capacity is not None:
         module.attributes[TARGET_ATTR_KEY] = TargetAttr(options.target_name, options.capacity, options.alignment)
@@ -403,4 +422,4 @@ def _check_defined(graph) -> None:
                 )
 
 
-__all__ = ["ImportOptions", "ImportedModel", "OnnxImportError", "bind_dims", "import_onnx", "load_model", "symbolic_dims"]
+__all__ = ["DEFAULT_RANGE", "ImportOptions", "ImportedModel", "OnnxImportError", "bind_dims", "import_onnx", "load_model", "symbolic_dims"]
