@@ -105,7 +105,12 @@ def keep_symbols(model, dims: Mapping[str, int | SymbolRange], default: SymbolRa
         copy = ModelProto()
         copy.CopyFrom(model)
         bind_dims(copy, values)
-        inferred = infer(copy)
+        try:
+            inferred = infer(copy)
+        except OnnxImportError as error:  # e.g. a Reshape to a constant shape that holds the batch size
+            at = ", ".join(f"{name}={value}" for name, value in values.items())
+            fix = " ".join(f"--dim {name}=VALUE" for name in values)
+            raise OnnxImportError(f"with the symbolic dimensions kept (checked at {at}): {error}; or fix them with {fix}") from None
         inferred_models.append(inferred)
         probes.append((values, _inferred_shapes(inferred)))
     inputs: dict[str, Shape] = {}
