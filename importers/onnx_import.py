@@ -26,9 +26,17 @@ is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params; the
 interpreter cannot run those, and `ImportedModel.planned_only` lists them per op type.
 
-Limits: shapes must be static after shape inference (symbolic dimensions can be bound with
-`dims`, e.g. `{"batch": 1}`; a name that is no symbolic dimension of an input is an error,
-not ignored); sequence, map, optional and sparse tensors are rejected; subgraphs (If, Loop,
+Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
+(`{"batch": 1}`): with a range from `dims` (`{"seq": SymbolRange(1, 2048, 512)}`), else
+`ImportOptions.default_range` (1..1024), the function's arguments have a `?` there named
+after the `dim_param` (`scratchpad.dims`), every tensor's shape is an expression of them
+(`onnx_shapes`, `onnx_symbolic`) and the buffers are `memref.alloc`s sized with
+`memref.dim` and `arith` (`onnx_sizes`), which `tela-plan` plans parametrically. A name in
+`dims` that is no symbolic dimension of an input is an error, not ignored.
+
+Limits: shapes must be static after shape inference where no kept dimension decides them;
+a graph output's dimension must be an input dimension or a constant (the arguments are
+sized by the input dimensions); sequence, map, optional and sparse tensors are rejected; subgraphs (If, Loop,
 Scan bodies) are not opened: such a node is one opaque kernel whose inner tensors are not
 planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
@@ -95,6 +103,8 @@ class ImportedModel:
     constant_arguments: int = 0  # constants passed as function arguments (larger, or no value known)
     arguments: tuple[tuple[str, str], ...] = ()  # (ONNX tensor, "in" or "out") per function argument
     views: int = 0  # nodes imported as views of their input's buffer (no kernel, no copy)
+    ranges: dict[str, SymbolRange] = field(default_factory=dict)  # kept symbolic dimensions -> their ranges
+    defaulted: tuple[str, ...] = ()  # the kept dimensions that took `ImportOptions.default_range`
 
 
 # --------------------------------------------------------------------------------------
@@ -244,7 +254,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     folded_outputs = [name for node in folded_nodes for name in node.output if name]
     constant_names = [init.name for init in graph.initializer] + folded_outputs
     return _build(model, nodes, mapped, context, options, runnable, planned_only, reasons, constant_names,
-                  len(folded_nodes), symbolic.ranges if symbolic is not None else {})
+                  len(folded_nodes), symbolic)
 
 
 NONDETERMINISTIC_OPS = frozenset(
@@ -358,7 +368,8 @@ def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]
 
 
 def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOptions, runnable, planned_only,
-           reasons, constant_names, folded: int, ranges: Mapping[str, SymbolRange]) -> ImportedModel:
+           reasons, constant_names, folded: int, symbolic: SymbolicModel | None) -> ImportedModel:
+    ranges = symbolic.ranges if symbolic is not None else {}
     emitted = emit(model.graph, mapped, context, options.function, options.max_global_bytes, constant_names, ranges)
     module = ModuleOp([*emitted.globals, emitted.function])
     if options.capacity is not None:
@@ -377,6 +388,8 @@ def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOp
         constant_arguments=emitted.argument_constants,
         arguments=emitted.arguments,
         views=sum(isinstance(item, View) for item in mapped),
+        ranges=dict(ranges),
+        defaulted=tuple(name for name in ranges if not isinstance(options.dims.get(name), SymbolRange)),
     )
 
 

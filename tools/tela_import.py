@@ -1,8 +1,8 @@
 """`tela-import`: an ONNX model in, a scratchpad-dialect program out.
 
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
-                [--target NAME]] [--function NAME] [--dim NAME=VALUE ...]
-                [--max-global-bytes BYTES]
+                [--target NAME]] [--function NAME]
+                [--dim NAME=VALUE | --dim NAME=LO..HI[@HINT] ...] [--max-global-bytes BYTES]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -10,7 +10,10 @@ to stdout; then plan it with the usual pipeline:
     tela-opt model.mlir -p 'tela-pipeline{capacity=65536}'
 
 `--capacity` records a `#scratchpad.target` on the module (so the pipeline needs no
-option); `--dim batch=1` binds a symbolic input dimension before shape inference.
+option); `--dim batch=1` binds a symbolic input dimension before shape inference, and
+`--dim seq=1..2048@512` keeps it symbolic with that range (the syntax of
+`tela-plan{dims=...}`); a symbolic dimension not given is kept with the default range
+1..1024 (a remark on stderr says so) and the program is planned parametrically.
 
 On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
 are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
@@ -254,6 +257,10 @@ def _run(argv: Sequence[str] | None) -> int:
     text = render(imported, arguments.model)
     for line in notes(imported):
         print(line, file=sys.stderr)
+    for name in imported.defaulted:
+        print(f"{PROG}: remark: the symbolic dimension '{name}' is kept with the default range "
+              f"'{imported.ranges[name]}'; give it its own with --dim {name}=LO..HI[@HINT] or fix it with "
+              f"--dim {name}=VALUE", file=sys.stderr)
     if arguments.output:
         write_atomically(arguments.output, text)
     else:
