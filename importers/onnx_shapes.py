@@ -171,7 +171,25 @@ def _reshape(node, shape: Shape, constants: Mapping) -> Shape:
     if None in out:
         position = out.index(None)
         out[position] = _quotient(shape, [dim for dim in out if dim is not None])
-    return tuple(dim for dim in out if dim is not None)
+    result = tuple(dim for dim in out if dim is not None)
+    if not is_static(shape) and not _same_product(shape, result):
+        raise Unexpressible(
+            f"its constant shape {target} holds '{mul(1, *result)}' elements, its input '{mul(1, *shape)}' "
+            "(the shape fixes a dimension the import keeps symbolic)"
+        )
+    return result
+
+
+def _same_product(left: Sequence[Dim], right: Sequence[Dim]) -> bool:
+    constant, factors = _factors(left)
+    other_constant, other_factors = _factors(right)
+    if constant != other_constant or len(factors) != len(other_factors):
+        return False
+    for factor in other_factors:
+        if factor not in factors:
+            return False
+        factors.remove(factor)
+    return True
 
 
 def _axes(node, constants: Mapping, rank: int) -> list[int] | None:
