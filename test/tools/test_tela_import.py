@@ -7,12 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
 
 import onnx  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from telamalloc.tools.tela_import import main  # noqa: E402
 from telamalloc.tools.tela_opt import main as tela_opt_main  # noqa: E402
@@ -179,6 +180,12 @@ IMPORT_CASES = [
            [helper.make_tensor_value_info("y", TensorProto.INT64, None)]), [],
      "bad.onnx: a 'NonZero' node: ONNX's shape inference leaves the shape of 'y' open; the importer cannot "
      "express it: fix the symbolic dimensions with --dim n=VALUE"),
+    ("reshape-fixes-a-kept-dimension",
+     _save([helper.make_node("Reshape", ["x", "s"], ["y"])], [_value("x", shape=("n", 4))], [_value("y", shape=(1, 4))],
+           [numpy_helper.from_array(np.array([1, 4], dtype=np.int64), "s")]), [],
+     "bad.onnx: a 'Reshape' node: the shape of 'y' cannot be expressed in the symbolic dimensions: its constant "
+     "shape [1, 4] holds '4' elements, its input '4*n' (the shape fixes a dimension the import keeps symbolic); "
+     "fix the dimensions it depends on with --dim n=VALUE"),
     ("range-for-iree", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]),
      ["--frontend=iree", "--dim", "n=1..8"],
      "--dim n=LO..HI applies to --frontend=telamalloc only; fix the dimension with --dim n=VALUE (IREE's path "
