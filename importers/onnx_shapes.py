@@ -245,11 +245,11 @@ def infer_node(node, shapes: Sequence[Shape | None], constants: Mapping) -> Shap
             axes = [axis for axis, dim in enumerate(first) if dim == 1]
         return tuple(dim for axis, dim in enumerate(first) if axis not in axes)
     if op == "Unsqueeze":
-        axes = _axes(node, constants, len(first) + len(_attributes(node).get("axes", [])))
-        if axes is None:
+        raw = _axes(node, constants, 0)  # negative axes count from the output's rank: normalized below
+        if raw is None:
             return None
-        rank = len(first) + len(axes)
-        axes = [_axis(axis, rank) for axis in axes]
+        rank = len(first) + len(raw)
+        axes = [_axis(axis, rank) for axis in raw]
         rest = iter(first)
         return tuple(1 if axis in axes else next(rest) for axis in range(rank))
     if op == "Conv" and shapes[1] is not None and is_static(shapes[1]):

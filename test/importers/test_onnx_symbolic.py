@@ -12,7 +12,7 @@ from onnx.reference import ReferenceEvaluator
 
 from telamalloc.importers.onnx_graph import OnnxImportError
 from telamalloc.importers.onnx_import import ImportOptions, import_onnx
-from telamalloc.importers.onnx_shapes import broadcast, infer_node
+from telamalloc.importers.onnx_shapes import Unexpressible, broadcast, infer_node
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.symbolic import ceildiv, evaluate, floordiv, mul, sym
 from telamalloc.tools import tela_import, tela_opt, tela_run
@@ -134,7 +134,7 @@ def test_a_fixed_dimension_and_a_range_mix():
 def test_symbolic_shape_rules():
     n, h = sym("n"), sym("h")
     assert broadcast([(n, 1, 4), (3, 1)]) == (n, 3, 4)
-    with pytest.raises(Exception, match="needs them equal or one of them 1"):
+    with pytest.raises(Unexpressible, match="needs them equal or one of them 1"):
         broadcast([(n,), (h,)])
     pool = helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], strides=[2, 2])
     assert infer_node(pool, [(n, 4, h, 7)], {}) == (n, 4, floordiv(h, 2), 3)
@@ -173,3 +173,25 @@ def test_nodes_whose_kernel_needs_a_symbolic_extent_are_planned_only():
     assert imported.planned_only == {"Conv": 1, "GlobalMaxPool": 1}
     assert "symbolic extent" in imported.reasons["Conv"] and "symbolic extent" in imported.reasons["GlobalMaxPool"]
     assert "memref<1x2x?x4xf32, #scratchpad.space>" in str(imported.module)  # ceildiv(h, 2) rows
+
+
+def test_more_symbolic_shape_rules():
+    n, s = sym("n"), sym("s")
+    concat = helper.make_node("Concat", ["a", "b"], ["y"], axis=1)
+    assert infer_node(concat, [(n, s, 4), (n, 3, 4)], {}) == (n, s + 3, 4)
+    gemm = helper.make_node("Gemm", ["a", "b"], ["y"], transA=1)
+    assert infer_node(gemm, [(8, n), (8, 5)], {}) == (n, 5)
+    unsqueeze = helper.make_node("Unsqueeze", ["a", "axes"], ["y"])
+    assert infer_node(unsqueeze, [(n, s)], {"axes": np.array([0, -1])}) == (1, n, s, 1)
+    squeeze = helper.make_node("Squeeze", ["a", "axes"], ["y"])
+    assert infer_node(squeeze, [(1, n, 1)], {"axes": np.array([2])}) == (1, n)
+    with pytest.raises(Unexpressible, match="squeezes the dimensions of size 1, which are not known"):
+        infer_node(helper.make_node("Squeeze", ["a"], ["y"]), [(1, n)], {})
+    reduce = helper.make_node("ReduceMean", ["a"], ["y"], axes=[1], keepdims=0)
+    assert infer_node(reduce, [(n, s, 4)], {}) == (n, 4)
+    reshape = helper.make_node("Reshape", ["a", "shape"], ["y"])
+    assert infer_node(reshape, [(n, 4)], {"shape": np.array([2, -1])}) == (2, mul(2, n))
+    with pytest.raises(Unexpressible, match=r"the size of the '-1' dimension divides by '3', which is not exact"):
+        infer_node(reshape, [(n, 4)], {"shape": np.array([3, -1])})
+    with pytest.raises(Unexpressible, match=r"its constant shape \[4, 1\] holds '4' elements, its input '4\*n'"):
+        infer_node(reshape, [(n, 4)], {"shape": np.array([4, 1])})
