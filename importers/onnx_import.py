@@ -36,9 +36,9 @@ after the `dim_param` (`scratchpad.dims`), every tensor's shape is an expression
 
 Limits: shapes must be static after shape inference where no kept dimension decides them;
 a graph output's dimension must be an input dimension or a constant (the arguments are
-sized by the input dimensions); sequence, map, optional and sparse tensors are rejected; subgraphs (If, Loop,
-Scan bodies) are not opened: such a node is one opaque kernel whose inner tensors are not
-planned. A Constant node whose output shape inference leaves open is not folded; if it
+sized by the input dimensions); sequence, map, optional and sparse tensors are rejected;
+subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
+inner tensors are not planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
 """
 
