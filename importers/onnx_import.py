@@ -28,11 +28,12 @@ interpreter cannot run those, and `ImportedModel.planned_only` lists them per op
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
 (`{"batch": 1}`): with a range from `dims` (`{"seq": SymbolRange(1, 2048, 512)}`), else
-`ImportOptions.default_range` (1..1024), the function's arguments have a `?` there named
-after the `dim_param` (`scratchpad.dims`), every tensor's shape is an expression of them
-(`onnx_shapes`, `onnx_symbolic`) and the buffers are `memref.alloc`s sized with
-`memref.dim` and `arith` (`onnx_sizes`), which `tela-plan` plans parametrically. A name in
-`dims` that is no symbolic dimension of an input is an error, not ignored.
+`ImportOptions.default_range` (1..1024, optimized at 64), the function's arguments have a
+`?` there named after the `dim_param` (`scratchpad.dims`), every tensor's shape is an
+expression of them (`onnx_shapes`, `onnx_symbolic`) and the buffers are `memref.alloc`s
+sized with `memref.dim` and `arith` (`onnx_sizes`), which `tela-plan` plans
+parametrically. A name in `dims` that is no symbolic dimension of an input is an error,
+not ignored.
 
 Limits: shapes must be static after shape inference where no kept dimension decides them;
 a graph output's dimension must be an input dimension or a constant (the arguments are
@@ -71,8 +72,11 @@ def _about(path: str) -> Iterator[None]:
         raise OnnxImportError(f"{path}: {error}") from None
 
 
-DEFAULT_RANGE = SymbolRange(1, 1024)
-"""The range of a symbolic dimension kept without one (`tela-import` without `--dim` for it)."""
+DEFAULT_RANGE = SymbolRange(1, 1024, 64)
+"""The range of a symbolic dimension kept without one (`tela-import` without `--dim` for it):
+ONNX declares no bounds, so a generous one; the hint 64 is also the size `tela-run` gives
+the dimension without `--dim`, which keeps such a run small (at the upper end, an attention
+model's scores alone would be 4 GiB)."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ it: the function's arguments have a `?` there, named after the `dim_param` with 
 `tela-plan` follows the buffers' sizes and plans them parametrically.
 
 The range of a kept dimension is the one `--dim NAME=LO..HI[@HINT]` gives, else the
-import's default range (`ImportOptions.default_range`, 1..1024); with no default a
+import's default range (`ImportOptions.default_range`, 1..1024@64); with no default a
 dimension without a range is an error naming it. ONNX's shape inference runs at two probes,
 every symbol at its upper end and every symbol at its range's middle, and the first gives
 the element types and static shapes; the symbolic shapes are checked against both.

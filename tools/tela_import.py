@@ -13,7 +13,7 @@ to stdout; then plan it with the usual pipeline:
 option); `--dim batch=1` binds a symbolic input dimension before shape inference, and
 `--dim seq=1..2048@512` keeps it symbolic with that range (the syntax of
 `tela-plan{dims=...}`); a symbolic dimension not given is kept with the default range
-1..1024 (a remark on stderr says so) and the program is planned parametrically.
+1..1024@64 (a remark on stderr says so) and the program is planned parametrically.
 
 On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
 are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
@@ -103,7 +103,7 @@ def _parser() -> _Parser:
     parser.add_argument("--function", help="the generated function's name (default main)")
     parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE|NAME=LO..HI[@HINT]",
                         help="fix a symbolic input dimension (NAME=VALUE) or give it a range (NAME=LO..HI[@HINT]); "
-                        "a dimension not given keeps the default range 1..1024")
+                        "a dimension not given keeps the default range 1..1024@64")
     parser.add_argument(
         "--max-global-bytes", type=_bytes_or_zero, default=65536, metavar="BYTES",
         help="constants (weights) up to this size are carried with their values as memref.globals; "

@@ -238,7 +238,7 @@ def test_symbolic_dimensions_are_kept_with_a_range_or_fixed():
         ArrayAttr([StringAttr("batch=1..8@4")]), ArrayAttr([StringAttr("batch")])]
     assert _ops(kept, AllocOp) == []  # dynamic buffers are memref.allocs, sized from memref.dim
     default = import_onnx(model).module.ops.first
-    assert default.arg_attrs.data[0].data[DIMS_ATTR] == ArrayAttr([StringAttr("batch=1..1024")])
+    assert default.arg_attrs.data[0].data[DIMS_ATTR] == ArrayAttr([StringAttr("batch=1..1024@64")])
 
 
 def test_custom_ops_without_shapes_are_reported():

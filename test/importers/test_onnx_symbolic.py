@@ -76,7 +76,7 @@ def cnn_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-# (model, tela-import's --dim options (none: the default range 1..1024), the input shapes to run)
+# (model, tela-import's --dim options (none: the default range 1..1024@64), the input shapes to run)
 CASES = [
     ("attention", attention_model, [], [(1, 1, 16), (2, 7, 16), (3, 20, 16)]),
     ("cnn", cnn_model, ["--dim", "H=2..64@32", "--dim", "W=2..64"], [(1, 3, 2, 2), (2, 3, 9, 5), (3, 3, 32, 17)]),

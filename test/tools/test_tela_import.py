@@ -96,9 +96,9 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
     assert 'memref<?x4xf32> {scratchpad.dims = ["n=1..64@8"]}' in out.read_text()
     assert capsys.readouterr().err == ""
     assert main([str(path), "-o", str(out)]) == 0  # without --dim: the default range, with a remark
-    assert 'scratchpad.dims = ["n=1..1024"]' in out.read_text()
+    assert 'scratchpad.dims = ["n=1..1024@64"]' in out.read_text()
     assert capsys.readouterr().err == (
-        "tela-import: remark: the symbolic dimension 'n' is kept with the default range '1..1024'; give it its own "
+        "tela-import: remark: the symbolic dimension 'n' is kept with the default range '1..1024@64'; give it its own "
         "with --dim n=LO..HI[@HINT] or fix it with --dim n=VALUE\n")
 
 
