@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from telamalloc.importers.onnx_graph import OnnxImportError, node_label
-from telamalloc.runtime.alloc.symbolic import Const, Expr, add, ceildiv, evaluate, floordiv, mul
+from telamalloc.runtime.alloc.symbolic import Const, Expr, Product, add, ceildiv, evaluate, floordiv, mul
 
 Dim = int | Expr
 Shape = tuple[Dim, ...]
@@ -134,7 +134,7 @@ def _factors(dims: Sequence[Dim]) -> tuple[int, list[Expr]]:
     constant, factors = 1, []
     for dim in dims:
         product = mul(dim)
-        for factor in product.factors if hasattr(product, "factors") else (product,):
+        for factor in product.factors if isinstance(product, Product) else (product,):
             if isinstance(factor, Const):
                 constant *= factor.value
             else:

@@ -195,3 +195,19 @@ def test_more_symbolic_shape_rules():
         infer_node(reshape, [(n, 4)], {"shape": np.array([3, -1])})
     with pytest.raises(Unexpressible, match=r"its constant shape \[4, 1\] holds '4' elements, its input '4\*n'"):
         infer_node(reshape, [(n, 4)], {"shape": np.array([4, 1])})
+
+
+def test_an_op_without_a_symbolic_rule_keeps_only_a_static_shape():
+    # Tile's output [2*n, 4] changes with n: no rule, so an error naming the op and the
+    # dimension; its input's Relu (a rule) is fine, and a Tile of a static tensor is too.
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Tile", ["r", "repeats"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([2, 1], dtype=np.int64), "repeats")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(OnnxImportError, match=r"^a 'Tile' node: dimension 0 of 'y' depends on 'n', and the importer has "
+                                              r"no symbolic shape rule for 'Tile'; fix the symbolic dimensions with "
+                                              r"--dim n=VALUE$"):
+        import_onnx(model)
+    assert "memref<6x4xf32>" in str(import_onnx(model, ImportOptions(dims={"n": 3})).module)
