@@ -22,6 +22,7 @@ from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
 from telamalloc.dialects import scratchpad
+from telamalloc.dialects.dims import DimsError, argument_sizes
 from telamalloc.errors import ErrorKind
 from telamalloc.passes import TelaPipelinePass
 from telamalloc.passes.collect import PEAK_ATTR
@@ -369,6 +370,28 @@ def _given(count: int) -> str:
     return f"{count} {'is' if count == 1 else 'are'} given"
 
 
+def _output_shape(function: func.FuncOp, index: int, type_: MemRefType, outputs, given: Sequence[np.ndarray]
+                  ) -> tuple[int, ...]:
+    """Output `index`'s shape, its dynamic dimensions taken from the inputs' dimensions of
+    the same symbol (`dialects/dims.py`); a `?` no input names stays DYNAMIC_INDEX."""
+    shape = tuple(type_.get_shape())
+    if DYNAMIC_INDEX not in shape:
+        return shape
+    try:
+        sizes = argument_sizes(function)
+    except DimsError:
+        return shape
+    inputs = [position for position in range(len(function.function_type.inputs.data)) if position not in outputs]
+    value_of = dict(zip(inputs, given))
+    known: dict[str, int] = {}
+    for name, source in sizes:
+        array = value_of.get(source.argument)
+        if array is not None and name not in known:
+            known[name] = int(array.shape[source.axis]) if source.axis is not None else int(np.asarray(array).reshape(-1)[0])
+    named = {source.axis: name for name, source in sizes if source.argument == index}
+    return tuple(known.get(named.get(axis, ""), size) if size == DYNAMIC_INDEX else size for axis, size in enumerate(shape))
+
+
 def complete_inputs(function: func.FuncOp, given: Sequence[np.ndarray]) -> list[np.ndarray]:
     """Every argument's value from `given`: the inputs alone, in argument order (each
     output then starts zero-filled), or every argument, outputs included.
@@ -402,7 +425,7 @@ def complete_inputs(function: func.FuncOp, given: Sequence[np.ndarray]) -> list[
             values.append(next(pending))
             continue
         assert isinstance(type_, MemRefType)
-        shape = tuple(type_.get_shape())
+        shape = _output_shape(function, index, type_, split.outputs, given)
         if DYNAMIC_INDEX in shape:
             raise InterpreterError(
                 f"output {argument_name(function, index)} '{type_}' of {name} has a dynamic shape, so it "

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import memref
@@ -44,6 +44,8 @@ from xdsl.ir import Block, Operation, SSAValue
 from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor
 from telamalloc.importers.onnx_ops import Kernel, Mapped, View
+from telamalloc.importers.onnx_sizes import SizeValues, dims_attributes, dynamic_view_ops
+from telamalloc.runtime.alloc.parametric import SymbolRange
 
 _INVALID_NAME_CHARACTERS = re.compile(r"[^\w$.-]")
 
@@ -162,13 +164,16 @@ def dense(tensor: Tensor, value) -> DenseIntOrFPElementsAttr | None:
 
 
 def emit(graph_proto, mapped: Sequence[Mapped], context: Graph, function: str, max_global_bytes: int,
-         constant_names: Sequence[str]) -> Emitted:
+         constant_names: Sequence[str], ranges: Mapping[str, SymbolRange] | None = None) -> Emitted:
     """The function computing the graph's outputs with `mapped` (one per node, in order).
 
     `constant_names` are the initializers and the folded outputs (see the module doc);
-    raises OnnxImportError for a graph output with no static shape or no producer.
+    `ranges` the kept symbolic dimensions (`onnx_symbolic`), whose names and ranges the
+    arguments carry. Raises OnnxImportError for a graph output with no static shape or no
+    producer, or one whose shape is not the model's symbolic input dimensions.
     """
-    return _Emitter(graph_proto, mapped, context, function, max_global_bytes, constant_names).run()
+    emitter = _Emitter(graph_proto, mapped, context, function, max_global_bytes, constant_names, ranges or {})
+    return emitter.run()
 
 
 def _reads(item: Mapped) -> tuple[str, ...]:
@@ -176,7 +181,8 @@ def _reads(item: Mapped) -> tuple[str, ...]:
 
 
 class _Emitter:
-    def __init__(self, graph_proto, mapped, context: Graph, function: str, max_global_bytes: int, constant_names):
+    def __init__(self, graph_proto, mapped, context: Graph, function: str, max_global_bytes: int, constant_names,
+                 ranges: Mapping[str, SymbolRange]):
         self.mapped, self.context = list(mapped), context
         self.outputs = [value.name for value in graph_proto.output]
         produced = {name for item in self.mapped for name in item.outs}
@@ -200,12 +206,14 @@ class _Emitter:
         self.arguments = ([(name, "in") for name in self.main_inputs + self.argument_constants]
                           + [(name, "out") for name in self.outputs])
         types = [context.tensor(name).memref(scratchpad=False) for name, _ in self.arguments]
-        self.function = FuncOp(function, FunctionType.from_lists(types, []))
+        argument_dims = dims_attributes([context.tensor(name) for name, _ in self.arguments], ranges)
+        self.function = FuncOp(function, FunctionType.from_lists(types, []), arg_attrs=argument_dims)
         self.block: Block = self.function.body.block
         self.main: dict[tuple[str, str], SSAValue] = {}
         for (name, direction), argument in zip(self.arguments, self.block.args):
             argument.name_hint = self.names.make(f"{name}_{direction}")
             self.main[(name, direction)] = argument
+        self.sizes = SizeValues(self.block, self.block.args, [context.tensor(name) for name, _ in self.arguments])
         self.buffer_names = {name: self.names.make(name) for name in sorted(n for n in context.tensors if n)}
         symbols = Names()
         self.symbol = {name: symbols.make(f"{name}_value") for name in self.global_values}
@@ -258,7 +266,11 @@ class _Emitter:
         return self.main[(name, "in")]
 
     def allocate(self, name: str) -> SSAValue:
-        alloc = self.emit(AllocOp(self.context.tensor(name).memref(scratchpad=True)))
+        tensor = self.context.tensor(name)
+        if tensor.is_static:
+            alloc = self.emit(AllocOp(tensor.memref(scratchpad=True)))
+        else:  # sizes computed from the symbols: tela-plan follows them (passes/symbolic.py)
+            alloc = self.emit(memref.AllocOp(self.sizes.dynamic(tensor.shape), [], tensor.memref(scratchpad=True)))
         alloc.memref.name_hint = self.buffer_names[name]
         self.values[name] = self.allocation[name] = alloc.memref
         self.root[name] = name
@@ -273,8 +285,12 @@ class _Emitter:
     def view(self, item: View) -> None:
         (name,) = item.outs
         value = self.values[item.source]
-        target = self.context.tensor(name).memref(scratchpad=True)
-        ops = view_ops(value, value.type, target)
+        tensor = self.context.tensor(name)
+        target = tensor.memref(scratchpad=True)
+        if tensor.is_static and self.context.tensor(item.source).is_static:
+            ops = view_ops(value, value.type, target)
+        else:
+            ops = dynamic_view_ops(value, self.context.tensor(item.source), tensor, self.sizes)
         for op in ops:
             self.emit(op)
         if ops:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     IntegerType,
     MemRefType,
     NoneAttr,
@@ -79,13 +80,21 @@ def _unsupported_type(what: str, element_type: int, types: Mapping[int, Attribut
 
 @dataclass(frozen=True)
 class Tensor:
+    """A tensor's type; a dimension is an int, or an `Expr` of the model's symbolic
+    dimensions when the import keeps them (`onnx_shapes`): a `?` of the memref."""
+
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[Any, ...]  # int | Expr per dimension
     element_type: Attribute
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(dim, int) for dim in self.shape)
 
     def memref(self, scratchpad: bool) -> MemRefType:
         space = ScratchpadSpaceAttr() if scratchpad else NoneAttr()
-        return MemRefType(self.element_type, self.shape, NoneAttr(), space)
+        shape = self.shape if self.is_static else [dim if isinstance(dim, int) else DYNAMIC_INDEX for dim in self.shape]
+        return MemRefType(self.element_type, shape, NoneAttr(), space)
 
     @property
     def is_float(self) -> bool:

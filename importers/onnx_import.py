@@ -26,11 +26,20 @@ is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params; the
 interpreter cannot run those, and `ImportedModel.planned_only` lists them per op type.
 
-Limits: shapes must be static after shape inference (symbolic dimensions can be bound with
-`dims`, e.g. `{"batch": 1}`; a name that is no symbolic dimension of an input is an error,
-not ignored); sequence, map, optional and sparse tensors are rejected; subgraphs (If, Loop,
-Scan bodies) are not opened: such a node is one opaque kernel whose inner tensors are not
-planned. A Constant node whose output shape inference leaves open is not folded; if it
+Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
+(`{"batch": 1}`): with a range from `dims` (`{"seq": SymbolRange(1, 2048, 512)}`), else
+`ImportOptions.default_range` (1..1024, optimized at 64), the function's arguments have a
+`?` there named after the `dim_param` (`scratchpad.dims`), every tensor's shape is an
+expression of them (`onnx_shapes`, `onnx_symbolic`) and the buffers are `memref.alloc`s
+sized with `memref.dim` and `arith` (`onnx_sizes`), which `tela-plan` plans
+parametrically. A name in `dims` that is no symbolic dimension of an input is an error,
+not ignored.
+
+Limits: shapes must be static after shape inference where no kept dimension decides them;
+a graph output's dimension must be an input dimension or a constant (the arguments are
+sized by the input dimensions); sequence, map, optional and sparse tensors are rejected;
+subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
+inner tensors are not planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
 """
 
@@ -50,6 +59,8 @@ from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
+from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
+from telamalloc.runtime.alloc.parametric import SymbolRange
 
 
 @contextlib.contextmanager
@@ -61,13 +72,23 @@ def _about(path: str) -> Iterator[None]:
         raise OnnxImportError(f"{path}: {error}") from None
 
 
+DEFAULT_RANGE = SymbolRange(1, 1024, 64)
+"""The range of a symbolic dimension kept without one (`tela-import` without `--dim` for it):
+ONNX declares no bounds, so a generous one; the hint 64 is also the size `tela-run` gives
+the dimension without `--dim`, which keeps such a run small (at the upper end, an attention
+model's scores alone would be 4 GiB)."""
+
+
 @dataclass(frozen=True)
 class ImportOptions:
     function: str = "main"  # the name of the generated func.func
     capacity: int | None = None  # bytes: adds a #scratchpad.target to the module when given
     alignment: int = 64  # the target's default alignment (only with a capacity)
     target_name: str = "l1"
-    dims: Mapping[str, int] = field(default_factory=dict)  # values for symbolic input dimensions
+    # symbolic input dimensions: a value fixes one (shapes become static), a range keeps it
+    # symbolic (`--dim seq=1..2048@512`); one given neither takes `default_range`
+    dims: Mapping[str, int | SymbolRange] = field(default_factory=dict)
+    default_range: SymbolRange | None = DEFAULT_RANGE  # None: a kept dimension needs a range in `dims`
     max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
 
 
@@ -86,6 +107,8 @@ class ImportedModel:
     constant_arguments: int = 0  # constants passed as function arguments (larger, or no value known)
     arguments: tuple[tuple[str, str], ...] = ()  # (ONNX tensor, "in" or "out") per function argument
     views: int = 0  # nodes imported as views of their input's buffer (no kernel, no copy)
+    ranges: dict[str, SymbolRange] = field(default_factory=dict)  # kept symbolic dimensions -> their ranges
+    defaulted: tuple[str, ...] = ()  # the kept dimensions that took `ImportOptions.default_range`
 
 
 # --------------------------------------------------------------------------------------
@@ -125,9 +148,9 @@ def _read(path: str):
     return model
 
 
-def _infer_shapes(model, dims: Mapping[str, int]):
+def infer_bound(model):
+    """ONNX's shape inference (strict) of `model`; OnnxImportError when it fails."""
     onnx = _onnx()
-    bind_dims(model, dims)
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=True)
     except Exception as error:
@@ -149,8 +172,9 @@ def symbolic_dims(model) -> list[str]:
     return list(names)
 
 
-def bind_dims(model, dims: Mapping[str, int]) -> None:
-    """Set every symbolic input dimension named in `dims`; a name that is none is an error."""
+def bind_dims(model, dims: Mapping[str, int | SymbolRange]) -> None:
+    """Set every symbolic input dimension `dims` fixes (a value, or a range of one value);
+    a name that is no symbolic input dimension is an error."""
     known = symbolic_dims(model)
     unknown = [name for name in dims if name not in known]
     if unknown:
@@ -162,12 +186,13 @@ def bind_dims(model, dims: Mapping[str, int]) -> None:
             else "the model has no symbolic dimensions, so drop the option"
         )
         raise OnnxImportError(f"--dim {names} {verb} no symbolic dimension of the model's inputs; {have}")
+    fixed = fixed_values(dims)
     for value in model.graph.input:
         if not value.type.HasField("tensor_type"):
             continue
         for dim in value.type.tensor_type.shape.dim:
-            if dim.HasField("dim_param") and dim.dim_param in dims:
-                dim.dim_value = int(dims[dim.dim_param])
+            if dim.HasField("dim_param") and dim.dim_param in fixed:
+                dim.dim_value = fixed[dim.dim_param]
 
 
 # --------------------------------------------------------------------------------------
@@ -205,7 +230,13 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
-    model = _infer_shapes(copy, options.dims)
+    bind_dims(copy, options.dims)
+    symbolic: SymbolicModel | None = None
+    if symbolic_dims(copy):
+        symbolic = keep_symbols(copy, options.dims, options.default_range, infer_bound)
+        model = symbolic.probe  # element types, static shapes, constants: as at the first probe
+    else:
+        model = infer_bound(copy)
     graph = model.graph
     tensors = tensor_types(model)
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
@@ -220,12 +251,14 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     folded_nodes = _constant_foldable(graph, tensors)
     constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
     folded_ids = {id(node) for node in folded_nodes}
+    if symbolic is not None:
+        tensors.update(symbolic.shapes(graph, tensors, constants, folded_ids))
     nodes = [node for node in graph.node if id(node) not in folded_ids]
     mapped, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
     folded_outputs = [name for node in folded_nodes for name in node.output if name]
     constant_names = [init.name for init in graph.initializer] + folded_outputs
     return _build(model, nodes, mapped, context, options, runnable, planned_only, reasons, constant_names,
-                  len(folded_nodes))
+                  len(folded_nodes), symbolic)
 
 
 NONDETERMINISTIC_OPS = frozenset(
@@ -339,8 +372,9 @@ def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]
 
 
 def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOptions, runnable, planned_only,
-           reasons, constant_names, folded: int) -> ImportedModel:
-    emitted = emit(model.graph, mapped, context, options.function, options.max_global_bytes, constant_names)
+           reasons, constant_names, folded: int, symbolic: SymbolicModel | None) -> ImportedModel:
+    ranges = symbolic.ranges if symbolic is not None else {}
+    emitted = emit(model.graph, mapped, context, options.function, options.max_global_bytes, constant_names, ranges)
     module = ModuleOp([*emitted.globals, emitted.function])
     if options.capacity is not None:
         module.attributes[TARGET_ATTR_KEY] = TargetAttr(options.target_name, options.capacity, options.alignment)
@@ -358,6 +392,8 @@ def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOp
         constant_arguments=emitted.argument_constants,
         arguments=emitted.arguments,
         views=sum(isinstance(item, View) for item in mapped),
+        ranges=dict(ranges),
+        defaulted=tuple(name for name in ranges if not isinstance(options.dims.get(name), SymbolRange)),
     )
 
 
@@ -403,4 +439,4 @@ def _check_defined(graph) -> None:
                 )
 
 
-__all__ = ["ImportOptions", "ImportedModel", "OnnxImportError", "bind_dims", "import_onnx", "load_model", "symbolic_dims"]
+__all__ = ["DEFAULT_RANGE", "ImportOptions", "ImportedModel", "OnnxImportError", "bind_dims", "import_onnx", "load_model", "symbolic_dims"]

@@ -200,6 +200,8 @@ def _window(node, graph: Graph, kernel: str, size: Sequence[int]) -> dict[str, A
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0, 0, 0, 0]
         for axis, extent in enumerate(graph.shape(node.input[0])[2:]):
+            if not isinstance(extent, int):
+                raise NotMapped(f"'{kernel}' takes its {auto_pad} padding in numbers, which a symbolic extent does not fix")
             out = -(-extent // strides[axis])
             total = max((out - 1) * strides[axis] + (size[axis] - 1) * dilations[axis] + 1 - extent, 0)
             small, large = total // 2, total - total // 2
@@ -244,6 +246,8 @@ def _map_global_pool(kernel: str):
             if not graph.tensor(node.output[0]).is_float:
                 raise NotMapped("'reduce-mean' computes on floating-point tensors only")
             return Kernel("reduce-mean", (node.input[0],), {"axes": DenseArrayBase.from_list(i64, [2, 3])})
+        if not all(isinstance(extent, int) for extent in shape[2:]):
+            raise NotMapped("'maxpool2d' takes its window in numbers, which a symbolic extent does not fix")
         return Kernel("maxpool2d", (node.input[0],), {"window": _ints(shape[2:]), "stride": _int(1)})
 
     return mapper

@@ -4,6 +4,7 @@ Tools resolve to the Python that runs lit (the one running pytest, through
 test/test_lit.py), so one virtual environment supplies telamalloc, xDSL and FileCheck:
 - `tela-opt`  -> `python -m telamalloc.tools.tela_opt`
 - `tela-run`  -> `python -m telamalloc.tools.tela_run`
+- `tela-import` -> `python -m telamalloc.tools.tela_import`
 - `xdsl-opt`  -> `python -m xdsl.tools.xdsl_opt` (sees our dialect through the entry point)
 - `filecheck` -> `python -m filecheck` (the Python `filecheck` package as FileCheck)
 - `tela-mlir` -> `python -m telamalloc.interop` (generic-form exchange with upstream MLIR)
@@ -30,6 +31,7 @@ python = shlex.quote(sys.executable)
 _TOOLS = {
     "tela-opt": f"{python} -m telamalloc.tools.tela_opt",
     "tela-run": f"{python} -m telamalloc.tools.tela_run",
+    "tela-import": f"{python} -m telamalloc.tools.tela_import",
     "xdsl-opt": f"{python} -m xdsl.tools.xdsl_opt",
     "filecheck": f"{python} -m filecheck",
 }

@@ -1,8 +1,8 @@
 """`tela-import`: an ONNX model in, a scratchpad-dialect program out.
 
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
-                [--target NAME]] [--function NAME] [--dim NAME=VALUE ...]
-                [--max-global-bytes BYTES]
+                [--target NAME]] [--function NAME]
+                [--dim NAME=VALUE | --dim NAME=LO..HI[@HINT] ...] [--max-global-bytes BYTES]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -10,7 +10,10 @@ to stdout; then plan it with the usual pipeline:
     tela-opt model.mlir -p 'tela-pipeline{capacity=65536}'
 
 `--capacity` records a `#scratchpad.target` on the module (so the pipeline needs no
-option); `--dim batch=1` binds a symbolic input dimension before shape inference.
+option); `--dim batch=1` binds a symbolic input dimension before shape inference, and
+`--dim seq=1..2048@512` keeps it symbolic with that range (the syntax of
+`tela-plan{dims=...}`); a symbolic dimension not given is kept with the default range
+1..1024@64 (a remark on stderr says so) and the program is planned parametrically.
 
 On stderr, one note per ONNX op type that the reference interpreter cannot run (the ops
 are still planned). Errors (not an ONNX file, shapes unknown after inference, unsupported
@@ -48,6 +51,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.files import write_atomically
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
+from telamalloc.runtime.alloc.parametric import SymbolRange, parse_range
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 
 PROG = "tela-import"
@@ -72,11 +76,21 @@ def _positive(what: str):
     return parse
 
 
-def _dimension(text: str) -> tuple[str, int]:
-    name, separator, value = text.partition("=")
-    if not separator or not name or not re.fullmatch(r"[0-9]+", value.strip()) or int(value) <= 0:
-        raise argparse.ArgumentTypeError(f"dimension '{text}' must be NAME=VALUE with a positive VALUE, e.g. 'batch=1'")
-    return name, int(value)
+def _dimension(text: str) -> tuple[str, int | SymbolRange]:
+    """`NAME=VALUE` fixes a dimension (an int); `NAME=LO..HI[@HINT]` gives it a range (the
+    parser of `tela-plan{dims=...}`). Every size must be positive."""
+    try:
+        name, symbol_range = parse_range(text)
+    except ValueError:
+        symbol_range = None
+    if symbol_range is None or symbol_range.lo <= 0:
+        raise argparse.ArgumentTypeError(
+            f"dimension '{text}' must be NAME=VALUE or NAME=LO..HI[@HINT] with positive sizes, e.g. 'batch=1' "
+            "or 'seq=1..2048@512'"
+        )
+    if symbol_range.lo == symbol_range.hi and symbol_range.hint is None:
+        return name, symbol_range.lo
+    return name, symbol_range
 
 
 def _parser() -> _Parser:
@@ -87,7 +101,9 @@ def _parser() -> _Parser:
     parser.add_argument("--alignment", type=_positive("alignment"), help="the target's default alignment (default 64)")
     parser.add_argument("--target", help="the target memory's name (default l1)")
     parser.add_argument("--function", help="the generated function's name (default main)")
-    parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE", help="bind a symbolic input dimension")
+    parser.add_argument("--dim", type=_dimension, action="append", default=[], metavar="NAME=VALUE|NAME=LO..HI[@HINT]",
+                        help="fix a symbolic input dimension (NAME=VALUE) or give it a range (NAME=LO..HI[@HINT]); "
+                        "a dimension not given keeps the default range 1..1024@64")
     parser.add_argument(
         "--max-global-bytes", type=_bytes_or_zero, default=65536, metavar="BYTES",
         help="constants (weights) up to this size are carried with their values as memref.globals; "
@@ -175,6 +191,10 @@ def _run_iree(arguments) -> int:
         if value:
             raise UsageError(f"{flag} applies to --frontend=telamalloc only; drop it (IREE names the "
                              "functions, weights are memref.globals, memrefs are plain upstream ones)")
+    ranged = [name for name, value in arguments.dim if isinstance(value, SymbolRange)]
+    if ranged:
+        raise UsageError(f"--dim {ranged[0]}=LO..HI applies to --frontend=telamalloc only; fix the dimension "
+                         f"with --dim {ranged[0]}=VALUE (IREE's path plans static shapes)")
     from xdsl.utils.exceptions import PassFailedException
 
     try:
@@ -237,6 +257,10 @@ def _run(argv: Sequence[str] | None) -> int:
     text = render(imported, arguments.model)
     for line in notes(imported):
         print(line, file=sys.stderr)
+    for name in imported.defaulted:
+        print(f"{PROG}: remark: the symbolic dimension '{name}' is kept with the default range "
+              f"'{imported.ranges[name]}'; give it its own with --dim {name}=LO..HI[@HINT] or fix it with "
+              f"--dim {name}=VALUE", file=sys.stderr)
     if arguments.output:
         write_atomically(arguments.output, text)
     else:

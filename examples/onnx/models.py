@@ -1,13 +1,18 @@
 """Builds the small ONNX models of this folder with the onnx helper API.
 
-    python examples/onnx/models.py [OUTPUT_DIR]   # writes mlp.onnx, cnn.onnx, transformer_block.onnx
+    python examples/onnx/models.py [OUTPUT_DIR]   # writes mlp.onnx, cnn.onnx, transformer_block.onnx,
+                                                  # dynamic_attention.onnx
 
 - `mlp`: a 3-layer perceptron (32 -> 64 -> 64 -> 10, relu, softmax) on a batch of 8.
 - `cnn`: two conv-relu-maxpool stages on a 1x3x16x16 image, then Flatten (imported as a
   view of the pool's buffer), a dense layer and softmax.
 - `transformer_block`: one single-head self-attention block with residuals, layer
   normalization and a feed-forward layer on a 16 x 32 sequence.
-Every node of the three maps to an interpreter kernel or a view, so `tela-run` executes
+- `dynamic_attention`: self-attention with a residual, layer normalization and a projection
+  on an input of symbolic shape `[batch, seq, 16]` (ONNX `dim_param`s), with a reshape to
+  `[batch, seq*16]` and back (`[0, -1, 16]`): `tela-import` keeps both dimensions and the
+  program is planned once for every size.
+Every node of the four maps to an interpreter kernel or a view, so `tela-run` executes
 the imported models.
 
 Weights are initializers drawn from a fixed seed, so the files are identical on every run.
@@ -137,7 +142,44 @@ def transformer_block(sequence: int = 16, model_width: int = 32, hidden: int = 6
     )
 
 
-MODELS = {"mlp": mlp, "cnn": cnn, "transformer_block": transformer_block}
+def dynamic_attention(width: int = 16) -> onnx.ModelProto:
+    rng = np.random.default_rng(4)
+    initializers = [
+        _weights(rng, "wq", width, width),
+        _weights(rng, "wk", width, width),
+        _weights(rng, "w1", width, width),
+        numpy_helper.from_array(np.ones(width, dtype=np.float32), "gamma"),
+        numpy_helper.from_array(np.zeros(width, dtype=np.float32), "beta"),
+        numpy_helper.from_array((rng.standard_normal(width) * 0.1).astype(np.float32), "b1"),
+        numpy_helper.from_array(np.array([0, -1], dtype=np.int64), "flat_shape"),
+        numpy_helper.from_array(np.array([0, -1, width], dtype=np.int64), "rows_shape"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Softmax", ["scores"], ["attention"], axis=-1),
+        helper.make_node("MatMul", ["attention", "x"], ["mixed"]),
+        helper.make_node("Add", ["mixed", "x"], ["residual"]),
+        helper.make_node("LayerNormalization", ["residual", "gamma", "beta"], ["normed"], axis=-1),
+        helper.make_node("Reshape", ["normed", "flat_shape"], ["flat"]),
+        helper.make_node("Relu", ["flat"], ["activated"]),
+        helper.make_node("Reshape", ["activated", "rows_shape"], ["rows"]),
+        helper.make_node("MatMul", ["rows", "w1"], ["projected"]),
+        helper.make_node("Add", ["projected", "b1"], ["biased"]),
+        helper.make_node("Add", ["biased", "normed"], ["y"]),
+    ]
+    return _model(
+        "dynamic_attention",
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", width])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", width])],
+        initializers,
+    )
+
+
+MODELS = {"mlp": mlp, "cnn": cnn, "transformer_block": transformer_block, "dynamic_attention": dynamic_attention}
 
 
 def main(argv: list[str]) -> int:

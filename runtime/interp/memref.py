@@ -155,7 +155,7 @@ class MemRefFunctions(InterpreterFunctions):
     def run_expand_shape(
         self, interpreter: Interpreter, op: memref.ExpandShapeOp, args: PythonValues
     ) -> PythonValues:
-        return (_reshape(op, args[0], memref_type_of(op.result)),)
+        return (_reshape(op, args[0], memref_type_of(op.result), args[1:]),)
 
     @impl(memref.DimOp)
     def run_dim(self, interpreter: Interpreter, op: memref.DimOp, args: PythonValues) -> PythonValues:
@@ -204,17 +204,17 @@ def _groups(op: Operation) -> list[list[int]]:
     return [[int(index.value.data) for index in group.data] for group in reassociation.data]
 
 
-def _reshape(op: Operation, source: MemRef, result_type: MemRefType[Attribute]) -> MemRef:
+def _reshape(op: Operation, source: MemRef, result_type: MemRefType[Attribute], sizes: Sequence[int] = ()) -> MemRef:
     """collapse_shape / expand_shape as a view of the same bytes (strided sources too).
 
     Collapsing a group of dimensions needs them laid out contiguously one inside the
     other (MLIR's own rule); the collapsed dimension takes the innermost one's stride.
-    Expanding a dimension splits its stride over the new sizes, innermost last.
+    Expanding a dimension splits its stride over the new sizes, innermost last. A dynamic
+    result dimension is the product of its group's sizes (collapse_shape) or the next of
+    `sizes`, the op's `output_shape` operands (expand_shape).
     """
-    shape = tuple(result_type.get_shape())
-    if DYNAMIC_INDEX in shape:
-        raise InterpreterError(f"'{op.name}' with a dynamic result shape is not supported", op)
     groups = _groups(op)
+    shape = _result_shape(op, source, result_type, groups, sizes)
     strides: list[int] = []
     if not groups:  # to or from rank 0: one element
         strides = list(contiguous_strides(shape, source.element_size))
@@ -242,6 +242,24 @@ def _reshape(op: Operation, source: MemRef, result_type: MemRefType[Attribute]) 
     if len(strides) != len(shape) or math.prod(shape) != math.prod(source.shape):
         raise InterpreterError(f"'{op.name}' from '{source.type}' to '{result_type}' does not keep the elements", op)
     return source.with_view(source.offset, shape, tuple(strides), result_type)
+
+
+def _result_shape(
+    op: Operation, source: MemRef, result_type: MemRefType[Attribute], groups: list[list[int]], sizes: Sequence[int]
+) -> tuple[int, ...]:
+    shape = tuple(result_type.get_shape())
+    if DYNAMIC_INDEX not in shape:
+        return shape
+    if isinstance(op, memref.CollapseShapeOp):
+        return tuple(
+            math.prod(source.shape[axis] for axis in group) if size == DYNAMIC_INDEX else size
+            for size, group in zip(shape, groups)
+        )
+    given = iter(int(size) for size in sizes)
+    try:
+        return tuple(next(given) if size == DYNAMIC_INDEX else size for size in shape)
+    except StopIteration:
+        raise InterpreterError(f"'{op.name}' has fewer 'output_shape' operands than dynamic dimensions", op) from None
 
 
 def _global_value(machine: Machine, op: memref.GetGlobalOp, symbol: str) -> MemRef:

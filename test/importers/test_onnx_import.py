@@ -8,11 +8,13 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 
+from telamalloc.dialects.dims import DIMS_ATTR
 from telamalloc.dialects.scratchpad import AllocOp, DeallocOp, DmaOp, KernelOp
 from telamalloc.importers.onnx_import import ImportOptions, OnnxImportError, import_onnx, load_model
 from telamalloc.passes.tela_plan import collect_module, plan_module
+from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.validate import compute_load
 from telamalloc.runtime.interp import run_program
 from telamalloc.verification import verify_program
@@ -220,12 +222,23 @@ def test_names_become_valid_unique_ssa_names():
     assert [a.name_hint for a in module.ops.first.body.block.args] == ["in_0_in", "t7_out"]
 
 
-def test_symbolic_dimensions_need_a_value():
+def test_symbolic_dimensions_are_kept_with_a_range_or_fixed():
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_tensor("x", ["batch", 4])], [_tensor("y", ["batch", 4])])
-    with pytest.raises(OnnxImportError, match="tensor 'x' of a 'Relu' node has no static shape after shape inference"):
-        import_onnx(model)
+    with pytest.raises(OnnxImportError, match=r"the symbolic dimension 'batch' has no range; give it one with "
+                       r"--dim batch=LO\.\.HI\[@HINT\]"):
+        import_onnx(model, ImportOptions(default_range=None))
     imported = import_onnx(model, ImportOptions(dims={"batch": 3}))
     assert [op.memref.type.get_shape() for op in _ops(imported.module, AllocOp)] == [(3, 4), (3, 4)]
+    assert import_onnx(model, ImportOptions(dims={"batch": SymbolRange(3, 3)})).module.is_structurally_equivalent(
+        imported.module)
+    kept = import_onnx(model, ImportOptions(dims={"batch": SymbolRange(1, 8, 4)})).module
+    function = kept.ops.first
+    assert [str(a) for a in function.function_type.inputs.data] == ["memref<?x4xf32>", "memref<?x4xf32>"]
+    assert [a.data[DIMS_ATTR] for a in function.arg_attrs.data] == [
+        ArrayAttr([StringAttr("batch=1..8@4")]), ArrayAttr([StringAttr("batch")])]
+    assert _ops(kept, AllocOp) == []  # dynamic buffers are memref.allocs, sized from memref.dim
+    default = import_onnx(model).module.ops.first
+    assert default.arg_attrs.data[0].data[DIMS_ATTR] == ArrayAttr([StringAttr("batch=1..1024@64")])
 
 
 def test_custom_ops_without_shapes_are_reported():
@@ -270,11 +283,12 @@ def test_errors_about_a_file_name_it_once_and_in_memory_models_name_none(tmp_pat
     model = _model([helper.make_node("Relu", ["x"], ["y"])], [_tensor("x", ["n", 4])], [_tensor("y", ["n", 4])])
     path = tmp_path / "sym.onnx"
     onnx.save(model, path)
-    message = "tensor 'x' of a 'Relu' node has no static shape after shape inference; "
+    message = "the symbolic dimension 'n' has no range; "
+    options = ImportOptions(default_range=None)
     with pytest.raises(OnnxImportError) as from_memory:
-        import_onnx(model)
+        import_onnx(model, options)
     with pytest.raises(OnnxImportError) as from_file:
-        import_onnx(str(path))
+        import_onnx(str(path), options)
     assert str(from_memory.value).startswith(message)
     assert str(from_file.value) == f"{path}: {from_memory.value}"
 

@@ -7,12 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("onnx")
 
 import onnx  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from telamalloc.tools.tela_import import main  # noqa: E402
 from telamalloc.tools.tela_opt import main as tela_opt_main  # noqa: E402
@@ -89,12 +90,16 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
     path = tmp_path / "sym.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     out = tmp_path / "sym.mlir"
-    assert main([str(path), "-o", str(out)]) == 2
-    assert not out.exists()
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "--dim NAME=VALUE" in err
     assert main([str(path), "-o", str(out), "--dim", "n=2"]) == 0
     assert "memref<2x4xf32>" in out.read_text()
+    assert main([str(path), "-o", str(out), "--dim", "n=1..64@8"]) == 0  # a range keeps it symbolic
+    assert 'memref<?x4xf32> {scratchpad.dims = ["n=1..64@8"]}' in out.read_text()
+    assert capsys.readouterr().err == ""
+    assert main([str(path), "-o", str(out)]) == 0  # without --dim: the default range, with a remark
+    assert 'scratchpad.dims = ["n=1..1024@64"]' in out.read_text()
+    assert capsys.readouterr().err == (
+        "tela-import: remark: the symbolic dimension 'n' is kept with the default range '1..1024@64'; give it its own "
+        "with --dim n=LO..HI[@HINT] or fix it with --dim n=VALUE\n")
 
 
 # --------------------------------------------------------------------------------------
@@ -164,8 +169,27 @@ IMPORT_CASES = [
      [], "bad.onnx: ONNX shape inference failed: [ShapeInferenceError] Inference error(s): (op_type:MatMul): "
          "[ShapeInferenceError] Incompatible dimensions for matrix multiplication; "
          "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"),
-    ("tensor-without-static-shape", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]), [],
-     f"bad.onnx: tensor 'x' of a 'Relu' node has no static shape after shape inference; {NO_STATIC_SHAPE}"),
+    ("shape-not-expressible",
+     _save([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2])],
+           [_value("x", shape=(1, 1, "h", 4))], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
+     "bad.onnx: a 'MaxPool' node: the shape of 'y' cannot be expressed in the symbolic dimensions: its dimension 2: "
+     "the output extent floor((h - 3) / 2) + 1 needs a subtraction, which symbolic sizes do not have; "
+     "fix the dimensions it depends on with --dim h=VALUE"),
+    ("shape-left-open-by-inference",
+     _save([helper.make_node("NonZero", ["x"], ["y"])], [_value("x", shape=("n",))],
+           [helper.make_tensor_value_info("y", TensorProto.INT64, None)]), [],
+     "bad.onnx: a 'NonZero' node: ONNX's shape inference leaves the shape of 'y' open; the importer cannot "
+     "express it: fix the symbolic dimensions with --dim n=VALUE"),
+    ("reshape-fixes-a-kept-dimension",
+     _save([helper.make_node("Reshape", ["x", "s"], ["y"])], [_value("x", shape=("n", 4))], [_value("y", shape=(1, 4))],
+           [numpy_helper.from_array(np.array([1, 4], dtype=np.int64), "s")]), [],
+     "bad.onnx: a 'Reshape' node: the shape of 'y' cannot be expressed in the symbolic dimensions: its constant "
+     "shape [1, 4] holds '4' elements, its input '4*n' (the shape fixes a dimension the import keeps symbolic); "
+     "fix the dimensions it depends on with --dim n=VALUE"),
+    ("range-for-iree", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]),
+     ["--frontend=iree", "--dim", "n=1..8"],
+     "--dim n=LO..HI applies to --frontend=telamalloc only; fix the dimension with --dim n=VALUE (IREE's path "
+     "plans static shapes)"),
     ("output-without-static-shape",
      _save([helper.make_node("Relu", ["a"], ["b"])], [_value("a"), _value("x", shape=("n",))], [_value("b"), _value("x", shape=("n",))]),
      [], f"bad.onnx: output 'x' has no static shape after shape inference; {NO_STATIC_SHAPE}"),
@@ -186,7 +210,8 @@ IMPORT_CASES = [
      "bad.onnx: --dim 'n' names no symbolic dimension of the model's inputs; "
      "the model has no symbolic dimensions, so drop the option"),
     ("bad-dim-syntax", _relu(), ["--dim", "n"],
-     "argument --dim: dimension 'n' must be NAME=VALUE with a positive VALUE, e.g. 'batch=1'"),
+     "argument --dim: dimension 'n' must be NAME=VALUE or NAME=LO..HI[@HINT] with positive sizes, e.g. 'batch=1' "
+     "or 'seq=1..2048@512'"),
     ("capacity-zero", _relu(), ["--capacity", "0"], "argument --capacity: capacity '0' must be a positive number of bytes"),
     ("alignment-without-capacity", _relu(), ["--alignment", "64"],
      "--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment"),

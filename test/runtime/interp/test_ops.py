@@ -388,6 +388,38 @@ def test_collapse_and_expand_of_strided_views_read_the_right_elements():
     assert np.array_equal(values["%out2"][..., 1], x[:, :, 1].reshape(4, 3, 2))
 
 
+DYNAMIC_RESHAPES = """
+func.func @main(%x: memref<?x?x4xf32>, %out: memref<?x?x2xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %n = memref.dim %x, %c0 : memref<?x?x4xf32>
+  %m = memref.dim %x, %c1 : memref<?x?x4xf32>
+  %rows = arith.muli %m, %c2 : index
+  %flat = memref.collapse_shape %x [[0, 1, 2]] : memref<?x?x4xf32> into memref<?xf32>
+  %split = memref.expand_shape %flat [[0, 1, 2]] output_shape [%n, %rows, 2] : memref<?xf32> into memref<?x?x2xf32>
+  "memref.copy"(%split, %out) : (memref<?x?x2xf32>, memref<?x?x2xf32>) -> ()
+  func.return
+}
+"""
+
+
+def test_collapse_and_expand_with_dynamic_sizes_take_them_from_the_source_and_the_operands():
+    # collapse: the `?` is 3 * 5 * 4 = 60 elements; expand: [n, 2 * m, 2] from its operands.
+    x = np.arange(60, dtype=np.float32).reshape(3, 5, 4)
+    result = both(parse(DYNAMIC_RESHAPES), inputs=[x, np.zeros((3, 10, 2), np.float32)])
+    values = {output.name: output.value for output in result.outputs}
+    assert np.array_equal(values["%out"], x.reshape(3, 10, 2))
+
+
+def test_expand_shape_to_sizes_that_do_not_keep_the_elements_is_an_error():
+    # [n, m, 2] = 3 * 5 * 2 = 30 elements of the 60 collapsed ones.
+    module = parse(DYNAMIC_RESHAPES.replace("output_shape [%n, %rows, 2]", "output_shape [%n, %m, 2]"))
+    with pytest.raises(InterpreterError, match=r"'memref.expand_shape' from 'memref<\?xf32>' to 'memref<\?x\?x2xf32>' "
+                                               "does not keep the elements"):
+        run_program(module, inputs=[np.zeros((3, 5, 4), np.float32), np.zeros((3, 10, 2), np.float32)])
+
+
 def test_collapsing_dimensions_that_are_not_contiguous_is_an_error():
     module = parse("""
 func.func @main(%x: memref<4x6xf32>) {
