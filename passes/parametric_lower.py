@@ -30,7 +30,10 @@ smaller peak and its offsets (one compare and one select per buffer for each ext
 placement). The symbols are read at the entry (`memref.dim` of the
 argument, or the `index` argument itself), so every offset dominates every view. The
 capacity check (`cf.assert`) fails with the sizes that fit, in words, when the arena
-would exceed the capacity the function was planned for.
+would exceed the capacity the function was planned for; with a spilled copy
+(`scratchpad.fallback`, `on-overflow=spill`) the entry branches instead (`cf.cond_br`):
+the function goes on when the arena fits, else it checks each symbol against its range's
+upper end and returns what `func.call @f.spilled` returns.
 
 The function is read through an IR view and written through a `Builder`: xDSL's
 (`XdslBuilder`, `tela-lower`) or the MLIR bindings' (`telamalloc.interop.mlir_lower`,
@@ -50,10 +53,11 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     i8,
 )
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
@@ -69,6 +73,7 @@ from telamalloc.passes.parametric_plan import (
     ALIGNMENT_ATTR,
     ALTERNATIVES_ATTR,
     CAPACITY_ATTR,
+    FALLBACK_ATTR,
     FITS_ATTR,
     ORDER_ATTR,
     PEAK_TOPS_ATTR,
@@ -76,6 +81,7 @@ from telamalloc.passes.parametric_plan import (
     SIZE_ATTR,
 )
 from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
+from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.symbolic import (
     AlignUp,
     CeilDiv,
@@ -128,6 +134,12 @@ class Builder:
 
     def check(self, condition: Any, message: str) -> None:
         """A `cf.assert`."""
+        raise NotImplementedError
+
+    def fallback(self, condition: Any, callee: str, checks: list[tuple[Any, str]]) -> None:
+        """Ends the entry here with a branch on `condition`: true, the function goes on (what
+        follows is inserted there); false, the `checks` (`cf.assert`s) then a `func.call` of
+        `callee` with the function's arguments whose results are returned."""
         raise NotImplementedError
 
     def name(self, value: Any, hint: str) -> None:
@@ -183,6 +195,34 @@ class XdslBuilder(Builder):
     def check(self, condition: SSAValue, message: str) -> None:
         self._emit(cf.AssertOp(condition, message))
 
+    def fallback(self, condition: SSAValue, callee: str, checks: list[tuple[SSAValue, str]]) -> None:
+        entry = self.block
+        region = entry.parent
+        assert region is not None
+        function = region.parent
+        assert isinstance(function, FuncOp)
+        body = Block()
+        moved = [self.before]
+        while moved[-1].next_op is not None:
+            moved.append(moved[-1].next_op)  # type: ignore[arg-type]
+        for op in moved:
+            op.detach()
+        body.add_ops(moved)
+        spilled = Block()
+        for ok, message in checks:
+            spilled.add_op(cf.AssertOp(ok, message))
+        call = CallOp(callee, entry.args, function.function_type.outputs.data)
+        spilled.add_ops([call, ReturnOp(*call.results)])
+        for op in spilled.ops:
+            op.location = self.location
+        region.insert_block_after(body, entry)
+        region.insert_block_after(spilled, body)
+        branch = cf.ConditionalBranchOp(condition, body, (), spilled, ())
+        branch.location = self.location
+        entry.add_op(branch)
+        self.fallback_block = spilled
+        self.block = body
+
     def name(self, value: SSAValue, hint: str) -> None:
         if value.name_hint is None:
             value.name_hint = hint
@@ -215,7 +255,8 @@ class XdslBuilder(Builder):
 
     def free(self, func: FuncOp, arena: SSAValue, like: Operation) -> None:
         assert isinstance(arena.owner, memref.AllocOp)
-        free_arena_at_returns(func, arena.owner, _memory_space(like))
+        fallback = getattr(self, "fallback_block", None)  # its return hands out the callee's results
+        free_arena_at_returns(func, arena.owner, _memory_space(like), () if fallback is None else (fallback,))
 
 
 def _ids(view: IRView, holder: Any, key: str, at: Any = None) -> list[str]:
@@ -436,11 +477,34 @@ def _check_capacity(symbols: FunctionSymbols, emitter: _Emitter, peak: Any) -> N
     if fitting == "the whole range":
         fitting = f"every size in the declared ranges ({_ranges_text(view.attribute(func, RANGES_ATTR))})"
     ok = emitter.builder.compare("ule", peak, emitter.constant(capacity.value.data))
+    fallback = view.attribute(func, FALLBACK_ATTR)
+    if isinstance(fallback, SymbolRefAttr):
+        emitter.builder.fallback(ok, fallback.root_reference.data, _range_checks(symbols, emitter, fallback))
+        return
     emitter.builder.check(
         ok,
         f"scratchpad overflow in '@{symbols.name}': the arena at these sizes exceeds the capacity "
         f"'{capacity.value.data}' B; it fits for {fitting}",
     )
+
+
+def _range_checks(symbols: FunctionSymbols, emitter: _Emitter, fallback: SymbolRefAttr) -> list[tuple[Any, str]]:
+    """The conditions the spilled copy needs (each symbol read at the entry at most its
+    range's upper end: its buffers' slots are planned for those sizes) and their messages."""
+    view, func = symbols.view, symbols.func
+    ranges = view.attribute(func, RANGES_ATTR)
+    declared = _ranges_text(ranges)
+    checks = []
+    for name, value in sorted(emitter.symbols.items()):
+        text = ranges.data.get(name) if isinstance(ranges, DictionaryAttr) else None
+        if not isinstance(text, StringAttr):
+            raise PassFailedAtOp(func, f"'{RANGES_ATTR}' has no range for '{name}'; run tela-plan again")
+        high = parse_ranges(f"{name}={text.data}")[name].hi
+        ok = emitter.builder.compare("ule", value, emitter.constant(high))
+        checks.append((ok, f"scratchpad overflow in '@{symbols.name}': the spilled copy "
+                           f"'@{fallback.root_reference.data}' is planned for sizes in the declared ranges "
+                           f"({declared}), but {name} is above {high}"))
+    return checks
 
 
 def _ranges_text(ranges: Attribute | None) -> str:

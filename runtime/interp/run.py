@@ -145,7 +145,9 @@ class RunResult:
 
 
 def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    """The function to run: `entry`, else `main`, else the only function with a body."""
+    """The function to run: `entry`, else `main`, else the only function with a body, else
+    the only public one (a private function, such as a spilled copy `tela-plan` adds, is
+    called by the others, never from outside)."""
     functions = [op for op in module.walk() if isinstance(op, func.FuncOp)]
     with_body = [f for f in functions if f.body.blocks and f.body.blocks.first.ops]
     names = ", ".join(f"'@{f.sym_name.data}'" for f in with_body) or "none"
@@ -161,6 +163,9 @@ def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
             return function
     if len(with_body) == 1:
         return with_body[0]
+    public = [f for f in with_body if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    if len(public) == 1:
+        return public[0]
     raise InterpreterError(
         f"no entry function: found {len(with_body)} functions with a body ({names}) and "
         "none is '@main'; pass --entry NAME"
