@@ -142,6 +142,7 @@ class RunResult:
     violations: tuple[Violation, ...]  # shadow violations (collecting runs only)
     arena_bytes: int  # bytes of all arenas the run placed in the scratchpad
     buffers: tuple[str, ...]  # the buffer names the run saw
+    function_arenas: tuple[tuple[str, int], ...] = ()  # (function, bytes of the arenas it placed), in order
 
 
 def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
@@ -396,8 +397,16 @@ def run_program(
             outputs.append(
                 Output(argument_name(function, index), value.array().copy(), str(type_), value.storage.written)
             )
+    placed: dict[str, int] = {}
+    for arena, size in machine.arena_sizes.items():
+        owner = arena.parent_op()
+        while owner is not None and not isinstance(owner, func.FuncOp):
+            owner = owner.parent_op()
+        if owner is not None:
+            placed[owner.sym_name.data] = placed.get(owner.sym_name.data, 0) + size
     return RunResult(
-        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names)
+        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names),
+        tuple(placed.items()),
     )
 
 

@@ -3,6 +3,10 @@
 // ranges' upper ends, and its lowered code calls that copy above the fitting sizes.
 // RUN: tela-opt %s --split-input-file -p 'tela-plan{capacity=512 on-overflow=spill}' 2>&1 | filecheck %s
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=512 on-overflow=spill}' 2>&1 | filecheck %s --check-prefix=LOWER
+// RUN: tela-run --verify %s --entry chain --dim n=42 --capacity 512 --on-overflow spill | filecheck %s --check-prefix=BELOW
+// RUN: tela-run --verify %s --entry chain --dim n=43 --capacity 512 --on-overflow spill | filecheck %s --check-prefix=COPY
+// RUN: tela-run --verify %s --entry chain --dim n=64 --capacity 512 --on-overflow spill | filecheck %s --check-prefix=COPY
+// RUN: not tela-run --verify %s --entry chain --dim n=65 --capacity 512 --on-overflow spill 2>&1 | filecheck %s --check-prefix=ABOVE
 
 // a = 2x, b = x + 2, c = b*b, out = a + c, each 4*n B: a waits over b and c, so 12*n B are
 // live at once (768 B at n = 64); 512 B hold them for n <= 512/12 = 42. The copy is planned
@@ -38,6 +42,16 @@
 // LOWER-NEXT: func.return
 // LOWER: func.func private @chain.spilled(
 // LOWER: memref.alloc() {alignment = 4 : i64, scratchpad.arena} : memref<512xi8>
+
+// Executed, outputs compared with the unplanned program's, shadow memory on: at n = 42 the
+// parametric arena takes 12*42 = 504 B; at 43 (516 B) and 64 (768 B) the copy runs in its
+// 512 B; at 65 the copy's slots would be too small, and the range check stops the run.
+// BELOW: verify: '@chain' planned into 504 bytes at these sizes (parametric, capacity 512)
+// BELOW: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
+// COPY: verify: '@chain' placed no arena at these sizes (above capacity 512: its spilled copy ran)
+// COPY-NEXT: verify: '@chain.spilled' planned into 512 bytes (capacity 512)
+// COPY: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
+// ABOVE: error: 'cf.assert' failed: scratchpad overflow in '@chain': the spilled copy '@chain.spilled' is planned for sizes in the declared ranges (n=1..64@16), but n is above 64
 func.func @chain(%x : memref<?xf32> {scratchpad.dims = ["n=1..64@16"]}, %out : memref<?xf32> {scratchpad.dims = ["n"]}) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -66,6 +66,8 @@ def test_chain_runs_parametric_below_and_spilled_above(n):
     report = verify_program(_module(CHAIN), 512, on_overflow="spill", dims={"n": n})
     assert report.ok, report.lines()
     assert [arena.name for arena in report.arenas] == ["f", "f.spilled"]
+    # the parametric arena (12*n B) at n <= 42; above, nothing of @f's own: the copy ran
+    assert report.arenas[0].bytes == (12 * n if n <= 42 else 0)
 
 
 def test_chain_above_the_range_stops_before_the_spilled_copy():
