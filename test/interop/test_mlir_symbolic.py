@@ -235,3 +235,17 @@ def test_a_spilled_copy_is_a_located_error_on_mlir():
         raised.value.message
     )
     plan_mlir_ops(mlir_module, capacity=512, on_overflow="error")  # the run-time check instead
+
+
+def test_the_branch_to_the_spilled_copy_verifies_in_mlir():
+    """What tela-plan + tela-lower make on xDSL with a spilled copy (the entry's
+    `cf.cond_br`, the block that calls `@chain.spilled` and returns) passes MLIR's verifier."""
+    from telamalloc.passes.tela_pipeline import TelaPipelinePass
+
+    text = (REPO / "test" / "passes" / "tela-plan-dims-spill.mlir").read_text().split("// -----")[0]
+    module = parse_program(xdsl_context(), text, "tela-plan-dims-spill.mlir")
+    TelaPipelinePass(capacity=512, on_overflow="spill").run(module)
+    assert any(op.name == "func.call" for op in module.walk())
+    lowered = parse_mlir(print_generic(module))
+    assert lowered.operation.verify()
+    assert "func.call @chain.spilled" in str(lowered)
