@@ -59,6 +59,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
 from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
@@ -111,6 +112,7 @@ class Builder:
     views that replace the planned allocations and the arena's deallocs at the returns."""
 
     names = False  # whether values get SSA name hints (`name`)
+    branches = False  # whether it builds the branch to a spilled copy (`fallback`)
 
     def start(self, before: Any, allocs: list[Any]) -> None:
         """Inserts everything before `before`, at the allocations' fused location."""
@@ -162,6 +164,8 @@ class XdslBuilder(Builder):
     """`Builder` over xDSL's IR."""
 
     names = True
+    branches = True
+    fallback_block: Block | None = None  # the block that calls the spilled copy, once built
 
     def start(self, before: Operation, allocs: list[Operation]) -> None:
         self.before = before
@@ -255,7 +259,7 @@ class XdslBuilder(Builder):
 
     def free(self, func: FuncOp, arena: SSAValue, like: Operation) -> None:
         assert isinstance(arena.owner, memref.AllocOp)
-        fallback = getattr(self, "fallback_block", None)  # its return hands out the callee's results
+        fallback = self.fallback_block  # its return hands out the callee's results: no arena there
         free_arena_at_returns(func, arena.owner, _memory_space(like), () if fallback is None else (fallback,))
 
 
@@ -416,6 +420,7 @@ def lower_parametric(func: Any, view: IRView = XDSL, builder: Builder | None = N
     placements = _placements(view, func, allocs)
     if any(sorted(other) != sorted(order) for other, _, _ in placements):
         raise PassFailedAtOp(func, f"'@{name}' does not match its '{ALTERNATIVES_ATTR}'; run tela-plan again")
+    _check_fallback(view, func, builder, name)
     try:
         symbols = FunctionSymbols.of(func, view)
     except DimsError as error:
@@ -486,6 +491,27 @@ def _check_capacity(symbols: FunctionSymbols, emitter: _Emitter, peak: Any) -> N
         f"scratchpad overflow in '@{symbols.name}': the arena at these sizes exceeds the capacity "
         f"'{capacity.value.data}' B; it fits for {fitting}",
     )
+
+
+def _check_fallback(view: IRView, func: Any, builder: Builder, name: str) -> None:
+    """Before anything is written: the recorded spilled copy is a symbol the module holds,
+    and the builder can branch to it."""
+    fallback = view.attribute(func, FALLBACK_ATTR)
+    if fallback is None:
+        return
+    if not isinstance(fallback, SymbolRefAttr):
+        raise PassFailedAtOp(func, f"'{FALLBACK_ATTR}' must be a symbol reference; run tela-plan again")
+    callee = fallback.root_reference.data
+    if not builder.branches:
+        raise PassFailedAtOp(
+            func,
+            f"'@{name}' calls its spilled copy '@{callee}' above its capacity, a branch this front end "
+            "does not build; lower the module with tela-opt ('tela-lower')",
+        )
+    if not isinstance(SymbolTable.lookup_symbol(func, fallback), FuncOp):
+        raise PassFailedAtOp(
+            func, f"'@{name}' calls its spilled copy '@{callee}', which the module does not hold; run tela-plan again"
+        )
 
 
 def _range_checks(symbols: FunctionSymbols, emitter: _Emitter, fallback: SymbolRefAttr) -> list[tuple[Any, str]]:
