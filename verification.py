@@ -98,6 +98,9 @@ class VerifyReport:
         """A deterministic human-readable report, one fact per line."""
         arenas = self.arenas or (FunctionArena(self.entry, self.arena_bytes, self.capacity),)
         lines = [
+            f"verify: '@{arena.name}' placed no arena at these sizes (above capacity {arena.capacity}: "
+            "its spilled copy ran)"
+            if arena.dynamic and arena.bytes == 0 and len(arenas) > 1 and arena.capacity is not None else
             f"verify: '@{arena.name}' planned into {arena.bytes} bytes"
             f"{' at these sizes (parametric, ' if arena.dynamic else ' ('}"
             f"{'minimize' if arena.capacity is None else f'capacity {arena.capacity}'})"
@@ -173,6 +176,9 @@ def verify_lowered(
     arenas = function_arenas(lowered, lowered_entry, given_capacity)
     if arenas[0].dynamic and len(arenas) == 1:  # the run's arena is the one sized at run time
         arenas = (dataclasses.replace(arenas[0], bytes=planned.arena_bytes),)
+    elif arenas[0].dynamic:  # a parametric entry with a spilled copy: what the entry itself placed (0: the copy ran)
+        placed = dict(planned.function_arenas).get(arenas[0].name, 0)
+        arenas = (dataclasses.replace(arenas[0], bytes=placed), *arenas[1:])
     return VerifyReport(
         entry=reference.entry,
         outputs=tuple(output.name for output in reference.outputs),
@@ -198,7 +204,7 @@ def _written_only(function: func.FuncOp, reference: RunResult, planned: RunResul
 
     def cut(run: RunResult) -> RunResult:
         outputs = tuple(output for output, kept in zip(run.outputs, keep) if kept)
-        return RunResult(run.entry, outputs, run.violations, run.arena_bytes, run.buffers)
+        return RunResult(run.entry, outputs, run.violations, run.arena_bytes, run.buffers, run.function_arenas)
 
     return cut(reference), cut(planned)
 

@@ -262,6 +262,14 @@ def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, 
         if function_problem.parametric:  # symbolic sizes: one plan for every size in the ranges
             solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
             plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
+            if policy == "spill" and fits is not None and Mode(mode) is Mode.FIT:
+                raise PassFailedAtOp(
+                    function_problem.func,
+                    f"'@{function_problem.name}' fits its capacity only for {fits}; the spilled copy that "
+                    "runs above it is built on xDSL modules only (tela-plan, tela-opt); plan this module "
+                    "there, or pass on_overflow=\"error\" to check the capacity at run time",
+                    ErrorKind.NO,
+                )
         else:
             plan = solve_function(function_problem, mode, time_limit, algorithm)
         if plan.parametric is None and not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":

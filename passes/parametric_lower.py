@@ -30,7 +30,10 @@ smaller peak and its offsets (one compare and one select per buffer for each ext
 placement). The symbols are read at the entry (`memref.dim` of the
 argument, or the `index` argument itself), so every offset dominates every view. The
 capacity check (`cf.assert`) fails with the sizes that fit, in words, when the arena
-would exceed the capacity the function was planned for.
+would exceed the capacity the function was planned for; with a spilled copy
+(`scratchpad.fallback`, `on-overflow=spill`) the entry branches instead (`cf.cond_br`):
+the function goes on when the arena fits, else it checks each symbol against its range's
+upper end and returns what `func.call @f.spilled` returns.
 
 The function is read through an IR view and written through a `Builder`: xDSL's
 (`XdslBuilder`, `tela-lower`) or the MLIR bindings' (`telamalloc.interop.mlir_lower`,
@@ -50,11 +53,13 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     MemRefType,
     StringAttr,
+    SymbolRefAttr,
     UnitAttr,
     i8,
 )
-from xdsl.dialects.func import FuncOp
+from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.traits import SymbolTable
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
 from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
@@ -69,6 +74,7 @@ from telamalloc.passes.parametric_plan import (
     ALIGNMENT_ATTR,
     ALTERNATIVES_ATTR,
     CAPACITY_ATTR,
+    FALLBACK_ATTR,
     FITS_ATTR,
     ORDER_ATTR,
     PEAK_TOPS_ATTR,
@@ -76,6 +82,7 @@ from telamalloc.passes.parametric_plan import (
     SIZE_ATTR,
 )
 from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
+from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.symbolic import (
     AlignUp,
     CeilDiv,
@@ -105,6 +112,7 @@ class Builder:
     views that replace the planned allocations and the arena's deallocs at the returns."""
 
     names = False  # whether values get SSA name hints (`name`)
+    branches = False  # whether it builds the branch to a spilled copy (`fallback`)
 
     def start(self, before: Any, allocs: list[Any]) -> None:
         """Inserts everything before `before`, at the allocations' fused location."""
@@ -130,6 +138,12 @@ class Builder:
         """A `cf.assert`."""
         raise NotImplementedError
 
+    def fallback(self, condition: Any, callee: str, checks: list[tuple[Any, str]]) -> None:
+        """Ends the entry here with a branch on `condition`: true, the function goes on (what
+        follows is inserted there); false, the `checks` (`cf.assert`s) then a `func.call` of
+        `callee` with the function's arguments whose results are returned."""
+        raise NotImplementedError
+
     def name(self, value: Any, hint: str) -> None:
         """Gives `value` the SSA name hint `hint` unless it has one."""
 
@@ -150,6 +164,8 @@ class XdslBuilder(Builder):
     """`Builder` over xDSL's IR."""
 
     names = True
+    branches = True
+    fallback_block: Block | None = None  # the block that calls the spilled copy, once built
 
     def start(self, before: Operation, allocs: list[Operation]) -> None:
         self.before = before
@@ -183,6 +199,34 @@ class XdslBuilder(Builder):
     def check(self, condition: SSAValue, message: str) -> None:
         self._emit(cf.AssertOp(condition, message))
 
+    def fallback(self, condition: SSAValue, callee: str, checks: list[tuple[SSAValue, str]]) -> None:
+        entry = self.block
+        region = entry.parent
+        assert region is not None
+        function = region.parent
+        assert isinstance(function, FuncOp)
+        body = Block()
+        moved = [self.before]
+        while moved[-1].next_op is not None:
+            moved.append(moved[-1].next_op)  # type: ignore[arg-type]
+        for op in moved:
+            op.detach()
+        body.add_ops(moved)
+        spilled = Block()
+        for ok, message in checks:
+            spilled.add_op(cf.AssertOp(ok, message))
+        call = CallOp(callee, entry.args, function.function_type.outputs.data)
+        spilled.add_ops([call, ReturnOp(*call.results)])
+        for op in spilled.ops:
+            op.location = self.location
+        region.insert_block_after(body, entry)
+        region.insert_block_after(spilled, body)
+        branch = cf.ConditionalBranchOp(condition, body, (), spilled, ())
+        branch.location = self.location
+        entry.add_op(branch)
+        self.fallback_block = spilled
+        self.block = body
+
     def name(self, value: SSAValue, hint: str) -> None:
         if value.name_hint is None:
             value.name_hint = hint
@@ -215,7 +259,8 @@ class XdslBuilder(Builder):
 
     def free(self, func: FuncOp, arena: SSAValue, like: Operation) -> None:
         assert isinstance(arena.owner, memref.AllocOp)
-        free_arena_at_returns(func, arena.owner, _memory_space(like))
+        fallback = self.fallback_block  # its return hands out the callee's results: no arena there
+        free_arena_at_returns(func, arena.owner, _memory_space(like), () if fallback is None else (fallback,))
 
 
 def _ids(view: IRView, holder: Any, key: str, at: Any = None) -> list[str]:
@@ -375,6 +420,7 @@ def lower_parametric(func: Any, view: IRView = XDSL, builder: Builder | None = N
     placements = _placements(view, func, allocs)
     if any(sorted(other) != sorted(order) for other, _, _ in placements):
         raise PassFailedAtOp(func, f"'@{name}' does not match its '{ALTERNATIVES_ATTR}'; run tela-plan again")
+    _check_fallback(view, func, builder, name)
     try:
         symbols = FunctionSymbols.of(func, view)
     except DimsError as error:
@@ -436,11 +482,55 @@ def _check_capacity(symbols: FunctionSymbols, emitter: _Emitter, peak: Any) -> N
     if fitting == "the whole range":
         fitting = f"every size in the declared ranges ({_ranges_text(view.attribute(func, RANGES_ATTR))})"
     ok = emitter.builder.compare("ule", peak, emitter.constant(capacity.value.data))
+    fallback = view.attribute(func, FALLBACK_ATTR)
+    if isinstance(fallback, SymbolRefAttr):
+        emitter.builder.fallback(ok, fallback.root_reference.data, _range_checks(symbols, emitter, fallback))
+        return
     emitter.builder.check(
         ok,
         f"scratchpad overflow in '@{symbols.name}': the arena at these sizes exceeds the capacity "
         f"'{capacity.value.data}' B; it fits for {fitting}",
     )
+
+
+def _check_fallback(view: IRView, func: Any, builder: Builder, name: str) -> None:
+    """Before anything is written: the recorded spilled copy is a symbol the module holds,
+    and the builder can branch to it."""
+    fallback = view.attribute(func, FALLBACK_ATTR)
+    if fallback is None:
+        return
+    if not isinstance(fallback, SymbolRefAttr):
+        raise PassFailedAtOp(func, f"'{FALLBACK_ATTR}' must be a symbol reference; run tela-plan again")
+    callee = fallback.root_reference.data
+    if not builder.branches:
+        raise PassFailedAtOp(
+            func,
+            f"'@{name}' calls its spilled copy '@{callee}' above its capacity, a branch this front end "
+            "does not build; lower the module with tela-opt ('tela-lower')",
+        )
+    if not isinstance(SymbolTable.lookup_symbol(func, fallback), FuncOp):
+        raise PassFailedAtOp(
+            func, f"'@{name}' calls its spilled copy '@{callee}', which the module does not hold; run tela-plan again"
+        )
+
+
+def _range_checks(symbols: FunctionSymbols, emitter: _Emitter, fallback: SymbolRefAttr) -> list[tuple[Any, str]]:
+    """The conditions the spilled copy needs (each symbol read at the entry at most its
+    range's upper end: its buffers' slots are planned for those sizes) and their messages."""
+    view, func = symbols.view, symbols.func
+    ranges = view.attribute(func, RANGES_ATTR)
+    declared = _ranges_text(ranges)
+    checks = []
+    for name, value in sorted(emitter.symbols.items()):
+        text = ranges.data.get(name) if isinstance(ranges, DictionaryAttr) else None
+        if not isinstance(text, StringAttr):
+            raise PassFailedAtOp(func, f"'{RANGES_ATTR}' has no range for '{name}'; run tela-plan again")
+        high = parse_ranges(f"{name}={text.data}")[name].hi
+        ok = emitter.builder.compare("ule", value, emitter.constant(high))
+        checks.append((ok, f"scratchpad overflow in '@{symbols.name}': the spilled copy "
+                           f"'@{fallback.root_reference.data}' is planned for sizes in the declared ranges "
+                           f"({declared}), but {name} is above {high}"))
+    return checks
 
 
 def _ranges_text(ranges: Attribute | None) -> str:

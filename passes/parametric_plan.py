@@ -22,17 +22,33 @@ Before anything is recorded, the validator checks the plan's layout at sampled s
 ranges' ends, the hint, points between). With a capacity, a plan that does not fit even at
 the lower ends fails the pass; one that fits part of the ranges reports the largest sizes
 that fit ("fits for seq <= 1536 at batch=8"), and the lowered code checks at run time.
-Pinned offsets and spilling are not combined with symbolic sizes (a diagnostic says so).
+With `on-overflow=spill`, such a function gets a spilled fallback instead of the failing
+check: `fallback_clone` makes a private copy (`@f.spilled`, the same signature) whose
+symbolic buffers are declared bounded by their sizes at the ranges' upper ends, which
+`tela-plan` plans (and spills) as a static function; the original records it as
+`scratchpad.fallback` and its lowered code calls it when the arena at the run-time sizes
+exceeds the capacity. Pinned offsets are not combined with symbolic sizes (a diagnostic
+says so).
 """
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IntegerAttr,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.dialects.func import FuncOp
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.collect import (
     ARENA_ALIGNMENT_ATTR,
+    BOUND_ATTR,
     BUFFER_ATTR,
     LIFETIME_ATTR,
     LOAD_ATTR,
@@ -62,6 +78,8 @@ SIZE_ATTR = "scratchpad.size"  # on an alloc with a symbolic size: its byte size
 ALTERNATIVES_ATTR = "scratchpad.alternatives"  # on a parametric func: [{order = [...], peak_tops = [...]}] of the other placements
 ABOVE_ALTERNATIVES_ATTR = "scratchpad.above_alternatives"  # on its allocs: the kept predecessors in each other placement
 ALIGNMENT_ATTR = "scratchpad.alignment"  # on a parametric alloc: the alignment the plan used (i64)
+FALLBACK_ATTR = "scratchpad.fallback"  # on a parametric func: the spilled copy its code calls above the capacity
+FALLBACK_SUFFIX = ".spilled"  # the spilled copy of `@f` is `@f.spilled`
 
 
 def plan_parametric_function(
@@ -70,7 +88,8 @@ def plan_parametric_function(
     """The parametric plan of `function_problem`, its layout at the ranges' upper ends as a
     `Solution`, and what fits the capacity in words (None: no capacity, or all fits).
     `node_limit`: the work budget of each static plan that proposes an order; `policy`: the
-    overflow policy (spilling does not apply to symbolic sizes: a remark says so)."""
+    overflow policy (with 'spill', the sizes that do not fit run a spilled copy: the
+    caller builds it with `fallback_clone`)."""
     func = function_problem.func
     name = function_problem.name
     ranges = function_problem.ranges
@@ -144,13 +163,43 @@ def _fitting(function_problem: FunctionProblem, plan: ParametricPlan, capacity: 
     if peak <= capacity:
         return None
     fits = fitting_sizes(plan, capacity)
+    above = (
+        f"above, the spilled copy '@{name}{FALLBACK_SUFFIX}' runs" if policy == "spill"
+        else "the lowered code checks the sizes at run time"
+    )
     emit_remark(
         func,
         f"'@{name}' fits its capacity '{capacity}' B only for {fits} (at {_sizes(upper)} it needs "
-        f"'{peak}' B); the lowered code checks the sizes at run time"
-        + ("; spilling ('on-overflow=spill') does not apply to symbolic sizes" if policy == "spill" else ""),
+        f"'{peak}' B); {above}",
     )
     return fits
+
+
+def fallback_clone(function_problem: FunctionProblem, taken: set[str]) -> FuncOp:
+    """The spilled fallback of a parametric function before it is planned: a private copy
+    named `@<name>.spilled` (not yet in the module) whose buffers of symbolic size carry
+    `scratchpad.bound` = their size at the ranges' upper ends, so that it is planned as a
+    static function. Sound for every size in the ranges: a buffer never outgrows its bound
+    there, so it stays inside the slot the static plan gives it. `taken`: the module's
+    symbol names (a clash is a diagnostic)."""
+    func = function_problem.func
+    name = function_problem.name
+    clone_name = f"{name}{FALLBACK_SUFFIX}"
+    if clone_name in taken:
+        raise PassFailedAtOp(
+            func,
+            f"'@{name}' needs a spilled copy named '@{clone_name}', but the module has a symbol of "
+            "that name; rename it, or pass 'on-overflow=error' to check the capacity at run time",
+        )
+    assert isinstance(func, FuncOp)
+    clone = func.clone()
+    clone.sym_name = StringAttr(clone_name)
+    clone.sym_visibility = StringAttr("private")
+    bounds = {id(b.op): b.size for b in function_problem.buffers if b.symbolic is not None}
+    for original, copied in zip(func.walk(), clone.walk()):
+        if id(original) in bounds:
+            copied.attributes[BOUND_ATTR] = IntegerAttr(bounds[id(original)], i64)
+    return clone
 
 
 def _sizes(env: dict[str, int]) -> str:
@@ -176,9 +225,13 @@ def fitting_sizes(plan: ParametricPlan, capacity: int) -> str:
     return "; ".join(parts) if parts else "the whole range"
 
 
-def record_parametric(function_problem: FunctionProblem, solution: Solution, plan: ParametricPlan, fits: str | None) -> None:
+def record_parametric(
+    function_problem: FunctionProblem, solution: Solution, plan: ParametricPlan, fits: str | None,
+    fallback: str | None = None,
+) -> None:
     """Writes a parametric plan into the IR (see the module doc), through the function's IR
-    view (`IRView.set_attribute`): xDSL's ops and an `mlir.ir.Module`'s alike."""
+    view (`IRView.set_attribute`): xDSL's ops and an `mlir.ir.Module`'s alike. `fallback`:
+    the name of its spilled copy, if it has one."""
     view = function_problem.liveness.view
     ids = [buffer.id for buffer in function_problem.buffers]
     arena_alignment = 1
@@ -215,3 +268,5 @@ def record_parametric(function_problem: FunctionProblem, solution: Solution, pla
     if solution.capacity is not None and solution.mode is Mode.FIT:
         view.set_attribute(func, CAPACITY_ATTR, IntegerAttr(solution.capacity, i64))
         view.set_attribute(func, FITS_ATTR, StringAttr(fits or "the whole range"))
+        if fallback is not None:
+            view.set_attribute(func, FALLBACK_ATTR, SymbolRefAttr(fallback))

@@ -27,6 +27,7 @@ When the buffers do not fit, `on-overflow` says what to do, else the program's o
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from typing import TextIO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
@@ -60,7 +62,12 @@ from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import PlanningOptions, check_options
-from telamalloc.passes.parametric_plan import describe_ranges, plan_parametric_function, record_parametric
+from telamalloc.passes.parametric_plan import (
+    describe_ranges,
+    fallback_clone,
+    plan_parametric_function,
+    record_parametric,
+)
 from telamalloc.passes.spill import ON_OVERFLOW, SpillSummary, spill_function
 from telamalloc.passes.tela_schedule import SCHEDULE_ATTR
 from telamalloc.runtime.alloc.api import solve
@@ -80,6 +87,7 @@ class FunctionPlan:
     spill: SpillSummary | None = None  # what spilling did (`on-overflow=spill`), if it ran
     parametric: ParametricPlan | None = None  # symbolic sizes: the plan for every size (`solution`: at the upper ends)
     fits: str | None = None  # with a capacity the upper ends exceed: which sizes fit, in words
+    fallback: str | None = None  # parametric with `on-overflow=spill`: its spilled copy, called above `fits`
 
     @property
     def name(self) -> str:
@@ -178,6 +186,7 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
     dump_paths = outputs.dump_paths(dump_problem, problems)
     plans: list[FunctionPlan] = []
     replacements: list[tuple[Operation, Operation]] = []
+    fallbacks: list[tuple[Operation, Operation]] = []  # (function, its spilled copy to insert after it)
     for function_problem in problems:
         if dump_paths:
             dump_path = dump_paths[function_problem.name]
@@ -188,6 +197,17 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
         if function_problem.parametric:
             solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
             plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
+            if policy == "spill" and fits is not None and Mode(mode) is Mode.FIT:
+                copy, fallback = spilled_fallback(module, function_problem, alignment, mode, time_limit, algorithm)
+                plan = dataclasses.replace(plan, fallback=fallback.name)
+                fallbacks.append((function_problem.func, copy))
+                if report is not None:
+                    report.write(format_report_line(plan) + "\n")
+                    if fallback.spill is not None:
+                        report.write(fallback.spill.line(fallback.name) + "\n")
+                    report.write(format_report_line(fallback) + "\n")
+                plans.extend((plan, fallback))
+                continue
         else:
             plan = solve_function(function_problem, mode, time_limit, algorithm)
         if plan.parametric is None and policy == "spill" and not plan.solution.ok and Mode(mode) is Mode.FIT:
@@ -219,9 +239,35 @@ def _plan_collected(module, capacity, alignment, mode, time_limit, algorithm, du
         assert block is not None
         block.insert_op_before(copy, original)
         block.erase_op(original)
+    for original, copy in fallbacks:
+        block = original.parent_block()
+        assert block is not None
+        block.insert_op_after(copy, original)
     for plan in plans:
         record_plan(plan)
     return tuple(plans)
+
+
+def spilled_fallback(
+    module: ModuleOp, function_problem: FunctionProblem, alignment: int | None, mode: str | Mode,
+    time_limit: float | None, algorithm: str,
+) -> tuple[Operation, FunctionPlan]:
+    """The spilled copy of a parametric function whose plan exceeds its capacity at the
+    ranges' upper ends (`fallback_clone`: every symbolic size at its upper end), planned as a
+    static function and spilled when that does not fit; its plan. Raises the spill
+    diagnostic (on the copy's ops, at the original's locations) when it cannot fit."""
+    taken = {op.sym_name.data for op in module.walk() if isinstance(op, FuncOp)}
+    clone = fallback_clone(function_problem, taken)
+    selection = function_problem.selection
+    assert selection is not None
+    copy = collect_function(clone, selection, function_problem.capacity, alignment, function_problem.rule)
+    plan = solve_function(copy, mode, time_limit, algorithm)
+    if plan.solution.ok:
+        return clone, plan
+    spilled_copy, spilled, spilled_plan, summary = spill_function(
+        copy, selection, alignment, lambda problem: solve_function(problem, mode, time_limit, algorithm), time_limit
+    )
+    return spilled_copy, FunctionPlan(spilled, spilled_plan.solution, summary)
 
 
 ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
@@ -500,7 +546,7 @@ def record_plan(plan: FunctionPlan) -> None:
     solution = plan.solution
     assert solution.offsets is not None and solution.peak is not None
     if plan.parametric is not None:
-        record_parametric(plan.problem, solution, plan.parametric, plan.fits)
+        record_parametric(plan.problem, solution, plan.parametric, plan.fits, plan.fallback)
         return
     arena_alignment = 1
     for buffer, offset in zip(plan.problem.buffers, solution.offsets):
@@ -539,6 +585,8 @@ def format_report_line(plan: FunctionPlan) -> str:
         ranges = plan.parametric.ranges
         upper = ", ".join(f"{name}={r.hi}" for name, r in sorted(ranges.items()))
         fits = "" if plan.fits is None else f", fits for {plan.fits}"
+        if plan.fallback is not None:
+            fits += f"; above, the spilled copy '@{plan.fallback}' runs"
         return (
             f"tela-plan: @{plan.name}: {_count(len(plan.problem.buffers), 'buffer')}, parametric over "
             f"{describe_ranges(ranges)} (order from {plan.parametric.source}, "

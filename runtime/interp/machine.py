@@ -306,6 +306,7 @@ class Machine:
     globals: dict[str, MemRef] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
     arena_bytes: int = 0  # bytes of all arenas placed
+    arena_sizes: dict[Operation, int] = field(default_factory=dict)  # each placed arena op's bytes
     capacities: dict[str, int] = field(default_factory=dict)  # per memory-space name, overriding `capacity`
 
     def buffer_id(self, name: str) -> int:
@@ -563,6 +564,7 @@ def place_arena(
         machine.arena_bases[op] = base
         machine.arena_top[key] = base + size
         machine.arena_bytes += size
+        machine.arena_sizes[op] = size
     base = machine.arena_bases[op]
     # A (re)executed allocation starts uninitialized.
     memory.shadow[base : base + size] = UNWRITTEN

@@ -142,10 +142,13 @@ class RunResult:
     violations: tuple[Violation, ...]  # shadow violations (collecting runs only)
     arena_bytes: int  # bytes of all arenas the run placed in the scratchpad
     buffers: tuple[str, ...]  # the buffer names the run saw
+    function_arenas: tuple[tuple[str, int], ...] = ()  # (function, bytes of the arenas it placed), in order
 
 
 def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
-    """The function to run: `entry`, else `main`, else the only function with a body."""
+    """The function to run: `entry`, else `main`, else the only function with a body, else
+    the only public one (a private function, such as a spilled copy `tela-plan` adds, is
+    called by the others, never from outside)."""
     functions = [op for op in module.walk() if isinstance(op, func.FuncOp)]
     with_body = [f for f in functions if f.body.blocks and f.body.blocks.first.ops]
     names = ", ".join(f"'@{f.sym_name.data}'" for f in with_body) or "none"
@@ -161,6 +164,9 @@ def find_entry(module: ModuleOp, entry: str | None) -> func.FuncOp:
             return function
     if len(with_body) == 1:
         return with_body[0]
+    public = [f for f in with_body if f.sym_visibility is None or f.sym_visibility.data != "private"]
+    if len(public) == 1:
+        return public[0]
     raise InterpreterError(
         f"no entry function: found {len(with_body)} functions with a body ({names}) and "
         "none is '@main'; pass --entry NAME"
@@ -391,8 +397,16 @@ def run_program(
             outputs.append(
                 Output(argument_name(function, index), value.array().copy(), str(type_), value.storage.written)
             )
+    placed: dict[str, int] = {}
+    for arena, size in machine.arena_sizes.items():
+        owner = arena.parent_op()
+        while owner is not None and not isinstance(owner, func.FuncOp):
+            owner = owner.parent_op()
+        if owner is not None:
+            placed[owner.sym_name.data] = placed.get(owner.sym_name.data, 0) + size
     return RunResult(
-        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names)
+        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names),
+        tuple(placed.items()),
     )
 
 

@@ -218,3 +218,34 @@ def test_a_symbol_without_a_range_is_a_located_error():
         plan_mlir_ops(mlir_module)
     result = plan_mlir_ops(mlir_module, dims="arg0_dim0=1..256@64 arg1_dim0=1..256", lower=False)
     assert "parametric over arg0_dim0=1..256@64" in result.plans[0].report
+
+
+def test_a_spilled_copy_is_a_located_error_on_mlir():
+    """`on_overflow="spill"` where the parametric plan fits only part of the ranges: tela-plan
+    on xDSL adds a spilled copy (`test/passes/tela-plan-dims-spill.mlir`); the MLIR path does
+    not build it, says so at the function, and leaves the module unchanged."""
+    text = (REPO / "test" / "passes" / "tela-plan-dims-spill.mlir").read_text().split("// -----")[0]
+    _, mlir_module = _modules(text, "tela-plan-dims-spill.mlir")
+    before = str(mlir_module)
+    with pytest.raises(MlirPlanError) as raised:
+        plan_mlir_ops(mlir_module, capacity=512, on_overflow="spill")
+    assert str(mlir_module) == before
+    assert re.fullmatch(r".+:\d+:\d+", raised.value.location)  # the function's MLIR location
+    assert "'@chain' fits its capacity only for n <= 42; the spilled copy that runs above it is built on xDSL" in (
+        raised.value.message
+    )
+    plan_mlir_ops(mlir_module, capacity=512, on_overflow="error")  # the run-time check instead
+
+
+def test_the_branch_to_the_spilled_copy_verifies_in_mlir():
+    """What tela-plan + tela-lower make on xDSL with a spilled copy (the entry's
+    `cf.cond_br`, the block that calls `@chain.spilled` and returns) passes MLIR's verifier."""
+    from telamalloc.passes.tela_pipeline import TelaPipelinePass
+
+    text = (REPO / "test" / "passes" / "tela-plan-dims-spill.mlir").read_text().split("// -----")[0]
+    module = parse_program(xdsl_context(), text, "tela-plan-dims-spill.mlir")
+    TelaPipelinePass(capacity=512, on_overflow="spill").run(module)
+    assert any(op.name == "func.call" for op in module.walk())
+    lowered = parse_mlir(print_generic(module))
+    assert lowered.operation.verify()
+    assert "call @chain.spilled(" in str(lowered) and "cf.cond_br" in str(lowered)

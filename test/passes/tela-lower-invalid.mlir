@@ -57,3 +57,12 @@ func.func @later_predecessor(%n : index {scratchpad.dim = "n=1..4"}) attributes 
   %b = memref.alloc(%n) {scratchpad.buffer = "b", scratchpad.above = [], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"} : memref<?xf32>
   func.return
 }
+
+// -----
+// A recorded spilled copy (on-overflow=spill) that the module no longer holds: the branch
+// above the capacity would call nothing.
+// expected-error @+1 {{pass 'tela-lower' failed: 'func.func' op '@lost_copy' calls its spilled copy '@lost_copy.spilled', which the module does not hold; run tela-plan again}}
+func.func @lost_copy(%n : index {scratchpad.dim = "n=1..64"}) attributes {scratchpad.order = ["a"], scratchpad.peak_tops = ["a"], scratchpad.ranges = {n = "1..64"}, scratchpad.peak = 256 : i64, scratchpad.capacity = 128 : i64, scratchpad.fits = "n <= 32", scratchpad.fallback = @lost_copy.spilled} {
+  %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.above = [], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"} : memref<?xf32>
+  func.return
+}
