@@ -343,6 +343,31 @@ def run_program(
             f"'@{name}' takes {len(argument_types)} arguments but {len(inputs)} inputs are given",
             function,
         )
+    machine = _machine(module, function, capacity, honor_offsets, shadow, collect_violations)
+    arguments = [
+        _argument_value(machine, function, index, type_, np.asarray(array))
+        for index, (type_, array) in enumerate(zip(argument_types, inputs))
+    ]
+    results = _call(module, function, machine, arguments, compiled)
+    outputs: list[Output] = []
+    result_types = function.function_type.outputs.data
+    for index, (value, type_) in enumerate(zip(results, result_types)):
+        outputs.append(Output(f"result{index}", _output_array(value, type_), str(type_), True))
+    for index, (value, type_) in enumerate(zip(arguments, argument_types)):
+        if isinstance(value, MemRef):
+            outputs.append(
+                Output(argument_name(function, index), value.array().copy(), str(type_), value.storage.written)
+            )
+    return RunResult(
+        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names),
+        tuple(_arenas_by_function(machine).items()),
+    )
+
+
+def _machine(module: ModuleOp, function: func.FuncOp, capacity: int | None, honor_offsets: bool, shadow: bool,
+             collect_violations: bool) -> Machine:
+    """The memory model of a run: the capacity in force, and with several memories
+    (`scratchpad.targets`) each one's own (`capacity` overrides the first's)."""
     machine = Machine(
         capacity=capacity_in_force(function, capacity),
         memory_size=_memory_size(module),
@@ -351,15 +376,16 @@ def run_program(
         collect=collect_violations,
     )
     targets = scratchpad.find_targets(function)
-    if len(targets) > 1:  # several memories, each its own capacity (`capacity`: the first's)
+    if len(targets) > 1:
         machine.capacities = {target.target_name.data: target.capacity.data for target in targets}
         first = targets[0].target_name.data
         machine.capacities[first] = machine.capacities[""] = capacity or targets[0].capacity.data
-    arguments = [
-        _argument_value(machine, function, index, type_, np.asarray(array))
-        for index, (type_, array) in enumerate(zip(argument_types, inputs))
-    ]
+    return machine
 
+
+def _call(module: ModuleOp, function: func.FuncOp, machine: Machine, arguments: list, compiled: bool) -> tuple:
+    """Run `function` on `arguments` in xDSL's interpreter with our op implementations; an
+    error becomes an `InterpreterError` located at the op that was running."""
     interpreter = Interpreter(module, index_bitwidth=64, listeners=(stack := _OpStack(),))
     interpreter.register_implementations(BuiltinFunctions())
     interpreter.register_implementations(FuncFunctions())
@@ -376,7 +402,7 @@ def run_program(
     interpreter.register_implementations(ScratchpadFunctions(machine))
     _check_supported(function, interpreter)
     try:
-        results = interpreter.call_op(function, tuple(arguments))
+        return interpreter.call_op(function, tuple(arguments))
     except InterpreterError as error:
         if error.op is None:
             error.op = stack.ops[-1] if stack.ops else function
@@ -388,15 +414,9 @@ def run_program(
         op = stack.ops[-1] if stack.ops else function
         raise InterpreterError(f"'{op.name}' failed: {error}", op) from None
 
-    outputs: list[Output] = []
-    result_types = function.function_type.outputs.data
-    for index, (value, type_) in enumerate(zip(results, result_types)):
-        outputs.append(Output(f"result{index}", _output_array(value, type_), str(type_), True))
-    for index, (value, type_) in enumerate(zip(arguments, argument_types)):
-        if isinstance(value, MemRef):
-            outputs.append(
-                Output(argument_name(function, index), value.array().copy(), str(type_), value.storage.written)
-            )
+
+def _arenas_by_function(machine: Machine) -> dict[str, int]:
+    """The bytes of the arenas each function placed during the run (a spilled copy's own)."""
     placed: dict[str, int] = {}
     for arena, size in machine.arena_sizes.items():
         owner = arena.parent_op()
@@ -404,10 +424,7 @@ def run_program(
             owner = owner.parent_op()
         if owner is not None:
             placed[owner.sym_name.data] = placed.get(owner.sym_name.data, 0) + size
-    return RunResult(
-        name, tuple(outputs), tuple(machine.violations), machine.arena_bytes, tuple(machine.buffer_names),
-        tuple(placed.items()),
-    )
+    return placed
 
 
 UNSUPPORTED_HINT = (

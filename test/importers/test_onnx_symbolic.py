@@ -4,6 +4,8 @@ equal to ONNX's reference evaluator at those sizes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import pytest
@@ -22,34 +24,14 @@ def _weight(rng, name, shape):
     return numpy_helper.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
 
 
+ATTENTION = Path(__file__).resolve().parents[2] / "examples" / "onnx" / "dynamic_attention.onnx"
+
+
 def attention_model():
-    """x [batch, seq, 16]: q k^T softmax, a residual, layer norm, a reshape to [batch, seq*16]
-    and back ([0, -1, 16]: seq*16/16 = seq), a projection."""
-    rng = np.random.default_rng(0)
-    nodes = [
-        helper.make_node("MatMul", ["x", "wq"], ["q"]),
-        helper.make_node("MatMul", ["x", "wk"], ["k"]),
-        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
-        helper.make_node("MatMul", ["q", "kt"], ["s"]),
-        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
-        helper.make_node("MatMul", ["p", "x"], ["a"]),
-        helper.make_node("Add", ["a", "x"], ["r"]),
-        helper.make_node("LayerNormalization", ["r", "g", "b"], ["n"], axis=-1),
-        helper.make_node("Reshape", ["n", "flat_shape"], ["flat"]),
-        helper.make_node("Relu", ["flat"], ["hr"]),
-        helper.make_node("Reshape", ["hr", "back_shape"], ["hr2"]),
-        helper.make_node("MatMul", ["hr2", "w1"], ["h"]),
-        helper.make_node("Add", ["h", "b1"], ["hb"]),
-        helper.make_node("Add", ["hb", "n"], ["y"]),
-    ]
-    weights = [_weight(rng, "wq", (16, 16)), _weight(rng, "wk", (16, 16)), _weight(rng, "g", (16,)),
-               _weight(rng, "b", (16,)), _weight(rng, "w1", (16, 16)), _weight(rng, "b1", (16,)),
-               numpy_helper.from_array(np.array([0, -1], dtype=np.int64), "flat_shape"),
-               numpy_helper.from_array(np.array([0, -1, 16], dtype=np.int64), "back_shape")]
-    graph = helper.make_graph(
-        nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 16])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "seq", 16])], weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    """The example model (`examples/onnx/models.py`): x [batch, seq, 16], q k^T softmax, a
+    residual, layer norm, a reshape to [batch, seq*16] and back ([0, -1, 16]: seq*16/16 =
+    seq), a projection; y [batch, seq, 16]."""
+    return onnx.load(str(ATTENTION))
 
 
 def cnn_model():

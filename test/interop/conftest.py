@@ -6,6 +6,14 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
+NO_BINDINGS = ("the upstream MLIR Python bindings are not installed; "
+               "install the 'mlir' extra: pip install '.[mlir]' from a checkout (CI does)")
+
+
+def require_mlir_bindings() -> None:
+    """Skip the calling test module when the upstream MLIR bindings cannot be imported."""
+    pytest.importorskip("mlir.ir", reason=NO_BINDINGS)
+
 
 @dataclass(frozen=True)
 class LinalgModel:

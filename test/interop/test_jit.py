@@ -18,7 +18,6 @@ import pytest
 from telamalloc.interop import (
     LOOPS_PIPELINE,
     InteropError,
-    have_mlir_bindings,
     plan_mlir_module,
     run_jit,
     run_pipeline,
@@ -27,12 +26,9 @@ from telamalloc.interop import (
 from telamalloc.runtime.interp import run_program
 from telamalloc.verification import verify_program
 
-if not have_mlir_bindings():
-    pytest.skip(
-        "the upstream MLIR Python bindings are not installed; "
-        "install the 'mlir' extra: pip install '.[mlir]' from a checkout (CI does)",
-        allow_module_level=True,
-    )
+from .conftest import require_mlir_bindings
+
+require_mlir_bindings()
 
 from mlir import ir  # noqa: E402
 

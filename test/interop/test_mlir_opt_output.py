@@ -19,7 +19,7 @@ from telamalloc.ir_text import parse_module_text
 from telamalloc.passes import plan_module
 from telamalloc.tools import tela_opt
 
-from .conftest import CONV_SOURCE, MATMUL_SOURCE
+from .conftest import CONV_SOURCE, MATMUL_SOURCE, NO_BINDINGS
 
 PAD_CONV_SOURCE = """
 func.func @padconv(%x: tensor<1x6x6x2xf32>, %w: tensor<3x3x2x4xf32>, %b: tensor<4xf32>) -> tensor<1x3x3x4xf32> {
@@ -131,8 +131,7 @@ SOURCES = {
 
 needs_bindings = pytest.mark.skipif(
     not have_mlir_bindings(),
-    reason="the upstream MLIR Python bindings are not installed; install the 'mlir' extra: "
-    "pip install '.[mlir]' from a checkout (CI does)",
+    reason=NO_BINDINGS,
 )
 
 

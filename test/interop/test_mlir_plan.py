@@ -8,18 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_mlir, print_generic, run_pipeline, to_xdsl
+from telamalloc.interop import LOOPS_PIPELINE, parse_mlir, print_generic, run_pipeline, to_xdsl
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
 from telamalloc.passes.tela_lower import lower_module
 
-if not have_mlir_bindings():
-    pytest.skip(
-        "the upstream MLIR Python bindings are not installed; "
-        "install the 'mlir' extra: pip install '.[mlir]' from a checkout (CI does)",
-        allow_module_level=True,
-    )
+from .conftest import require_mlir_bindings
+
+require_mlir_bindings()
 
 from mlir import ir  # noqa: E402
 

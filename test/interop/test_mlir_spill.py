@@ -11,19 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telamalloc.interop import have_mlir_bindings, parse_mlir, print_generic, to_xdsl
+from telamalloc.interop import parse_mlir, print_generic, to_xdsl
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
 from telamalloc.passes.tela_lower import lower_module
 from telamalloc.runtime.interp import run_program
 
-if not have_mlir_bindings():
-    pytest.skip(
-        "the upstream MLIR Python bindings are not installed; "
-        "install the 'mlir' extra: pip install '.[mlir]' from a checkout (CI does)",
-        allow_module_level=True,
-    )
+from .conftest import require_mlir_bindings
+
+require_mlir_bindings()
 
 from telamalloc.interop.mlir_plan import MlirPlanError, plan_mlir_ops  # noqa: E402
 
