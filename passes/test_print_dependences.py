@@ -28,7 +28,8 @@ from xdsl.passes import ModulePass
 
 from telamalloc.passes.collect import collect_function, functions, module_has_scratchpad_memrefs, selection_for
 from telamalloc.passes.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
-from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.passes.liveness import FIRST_WRITE
+from telamalloc.passes.options import check_options
 from telamalloc.runtime.alloc.schedule import build_model
 
 
@@ -68,8 +69,7 @@ class TestPrintDependencesPass(ModulePass):
     """Where lifetimes start: 'first-write' or 'alloc' (with 'alloc', an allocation counts as a write)."""
 
     def __post_init__(self) -> None:
-        if self.lifetimes not in LIFETIME_RULES:
-            raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
+        check_options(lifetimes=self.lifetimes)  # the planning passes' check and message
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         print_dependences(op, sys.stdout, self.lifetimes)

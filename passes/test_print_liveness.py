@@ -42,7 +42,8 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES, FunctionLiveness, analyze_function
+from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, analyze_function
+from telamalloc.passes.options import check_options
 
 
 def format_liveness(liveness: FunctionLiveness) -> str:
@@ -94,8 +95,7 @@ class TestPrintLivenessPass(ModulePass):
     """Where a buffer's lifetime starts: 'first-write' (its first write) or 'alloc' (its allocation)."""
 
     def __post_init__(self) -> None:
-        if self.lifetimes not in LIFETIME_RULES:
-            raise ValueError(f"invalid lifetimes '{self.lifetimes}'; expected 'first-write' or 'alloc'")
+        check_options(lifetimes=self.lifetimes)  # the planning passes' check and message
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         print_liveness(op, sys.stdout, self.lifetimes)
