@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
+from telamalloc.files import AtomicFile
 from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
@@ -230,14 +231,24 @@ class PlanningOptions(ModulePass):
             yield sys.stderr if self.report else None
             return
         try:
-            stream = open(self.report_file, "w", encoding="utf-8")
+            output = AtomicFile(self.report_file)
         except OSError as error:
             raise PassFailedException(
                 f"cannot write the report to '{self.report_file}': {error.strerror}; pass "
                 "a writable 'report-file' path"
             ) from None
-        with stream:
-            yield stream
+        try:
+            yield output.stream
+        except BaseException:
+            output.discard()
+            raise
+        try:
+            output.commit()
+        except OSError as error:
+            raise PassFailedException(
+                f"cannot write the report to '{self.report_file}': {error.strerror}; pass "
+                "a writable 'report-file' path"
+            ) from None
 
     @classmethod
     def from_spec(cls, spec: ArgSpec) -> Self:

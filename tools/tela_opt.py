@@ -59,7 +59,6 @@ import io
 import os
 import re
 import sys
-import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Sequence
@@ -75,6 +74,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
+from telamalloc.files import AtomicFile
 from telamalloc.ir_text import (
     Diagnostic,
     find_dominance_violation,
@@ -127,40 +127,6 @@ class LocatedError(Diagnostic):
 
 class UserError(Exception):
     """An error the user can fix; printed as one line without a traceback."""
-
-
-class _AtomicOutput:
-    """A text stream for `-o FILE`: a temporary file next to FILE, moved into place by
-    `commit` (all or nothing); `discard` removes it and leaves FILE as it was."""
-
-    def __init__(self, path: str):
-        self._path = path
-        directory = os.path.dirname(os.path.abspath(path))
-        if os.path.isdir(path):
-            raise IsADirectoryError(21, "Is a directory", path)
-        try:
-            handle, self._temporary = tempfile.mkstemp(prefix=".tmp-", suffix=".mlir", dir=directory)
-        except OSError as error:
-            raise type(error)(error.errno, error.strerror, path) from None
-        self._stream = os.fdopen(handle, "w", encoding="utf-8")
-
-    def write(self, text: str) -> int:
-        return self._stream.write(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
-
-    def commit(self) -> None:
-        self._stream.close()
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(self._temporary, 0o666 & ~umask)
-        os.replace(self._temporary, self._path)
-
-    def discard(self) -> None:
-        self._stream.close()
-        if os.path.exists(self._temporary):
-            os.unlink(self._temporary)
 
 
 class TelaOptMain(xDSLOptMain):
@@ -499,7 +465,7 @@ class TelaOptMain(xDSLOptMain):
                 f"cannot open input file '{self.args.input_file}': {error.strerror}"
             ) from None
         try:
-            output = sys.stdout if self.args.output_file is None else _AtomicOutput(self.args.output_file)
+            output = sys.stdout if self.args.output_file is None else AtomicFile(self.args.output_file)
         except OSError as error:
             raise UserError(
                 f"cannot open output file '{self.args.output_file}': {error.strerror}"
@@ -520,7 +486,7 @@ class TelaOptMain(xDSLOptMain):
                     failed = True
                     status = max(status, chunk_status)
                 output.flush()
-            if isinstance(output, _AtomicOutput) and not failed and not self.args.shrink:
+            if isinstance(output, AtomicFile) and not failed and not self.args.shrink:
                 try:
                     output.commit()
                 except OSError as error:
@@ -532,7 +498,7 @@ class TelaOptMain(xDSLOptMain):
             print("Success, can shrink")
             return 0
         finally:
-            if isinstance(output, _AtomicOutput) and not committed:
+            if isinstance(output, AtomicFile) and not committed:
                 output.discard()
         if self.args.shrink:
             print("Failure, can't shrink")
