@@ -8,7 +8,9 @@ an op with regions is one node with everything inside it (it moves as a unit). A
   casts, subviews and the other ops that return a memref of their memref operands, and
   through the iteration arguments and results of structured ops; which ops read and write
   which operands is `passes/effects.py`'s table, and a dealloc counts as a write (it stays
-  after every access). Memref arguments of the function share one root: they may alias;
+  after every access). Memref arguments of the function share one root: they may alias
+  each other and every global the function names (a caller may pass `@G` itself), so an
+  argument's roots are that root and each such global's;
 - is a barrier (runs after every node before it, before every node after it) when any op
   in it has unknown memory effects, touches memory that is not one of its operands, calls
   a function, takes an address, or uses a memref whose root the analysis cannot name.
@@ -37,7 +39,8 @@ from telamalloc.passes.liveness import ALLOC, DEALLOC_OPS, is_memref
 from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp
 
 ARGUMENTS = "<arguments>"
-"""The root of every memref argument of the function (they may alias each other)."""
+"""The root of every memref argument of the function (they may alias each other and any
+global the function names)."""
 
 UNKNOWN = None
 """A memref whose root the analysis cannot name: any access to it makes a barrier."""
@@ -84,6 +87,8 @@ class Roots:
                     name = f"{name}#{index}"
                 used.add(name)
                 self._names[op] = name
+        globals_named = {_global_root(op) for op in func.walk() if op.name == "memref.get_global"}
+        self._arguments = frozenset({ARGUMENTS, *globals_named})
         self._memo: dict[SSAValue, frozenset | None] = {}
 
     def of(self, value: SSAValue) -> frozenset | None:
@@ -99,7 +104,7 @@ class Roots:
         if isinstance(value, BlockArgument):
             owner = value.block.parent_op()
             if owner is self.func:
-                return frozenset({ARGUMENTS})
+                return self._arguments
             if owner is None or owner.name not in _STRUCTURED:
                 return UNKNOWN
             return self._union(self._memref_operands(owner), yields_of=owner)
@@ -108,7 +113,7 @@ class Roots:
         if op.name in ALLOCATION_OPS:
             return frozenset({op})
         if op.name == "memref.get_global":
-            return frozenset({("global", str(op.properties.get("name") or op.attributes.get("name")))})
+            return frozenset({_global_root(op)})
         if op.name in BARRIER_OPS:
             return UNKNOWN
         operands = self._memref_operands(op)
@@ -148,6 +153,12 @@ class Roots:
         if isinstance(root, tuple):
             return f"global:{root[1]}"
         return str(root)
+
+
+def _global_root(get_global: Operation) -> tuple[str, str]:
+    """The root of the global a `memref.get_global` names."""
+    name = get_global.properties.get("name") or get_global.attributes.get("name")
+    return ("global", str(name))
 
 
 def _unknown_effects(op: Operation) -> bool:

@@ -170,8 +170,8 @@ def build_model(graph: Graph) -> Model:
             if buffer in last_write:
                 preds[index].add(last_write[buffer])
             preds[index].update(reads_since.get(buffer, ()))
-        if op.barrier:
-            preds[index].update(range(last_barrier + 1, index))
+        if op.barrier:  # after every op since the last barrier, and after that barrier itself
+            preds[index].update(range(max(last_barrier, 0), index))
             last_barrier = index
         elif last_barrier >= 0:
             preds[index].add(last_barrier)

@@ -28,13 +28,14 @@ func.func @views(%x: memref<16xf32>, %y: memref<8xf32>, %out: memref<16xf32>) {
 
 // -----
 // An op with unknown effects and a call are barriers: every op before them comes first,
-// every op after them comes later. A dealloc writes: it follows every read of its buffer.
+// every op after them comes later (a barrier follows the barrier before it, adjacent or
+// not). A dealloc writes: it follows every read of its buffer.
 // CHECK-LABEL: dependences of @barriers, block of func.func: 6 ops
 // CHECK-NEXT: #0 scratchpad.alloc
 // CHECK-NEXT: #1 scratchpad.dma reads <arguments> writes %a after #0
 // CHECK-NEXT: #2 test.op barrier after #0, #1
 // CHECK-NEXT: #3 scratchpad.dma reads %a writes <arguments> after #0, #1, #2
-// CHECK-NEXT: #4 func.call barrier after #3
+// CHECK-NEXT: #4 func.call barrier after #2, #3
 // CHECK-NEXT: #5 scratchpad.dealloc writes %a after #0, #1, #3, #4
 !f = memref<4xf32, #scratchpad.space>
 func.func private @g()
@@ -45,6 +46,29 @@ func.func @barriers(%x: memref<4xf32>, %y: memref<4xf32>) {
   scratchpad.dma %a -> %y : !f -> memref<4xf32>
   func.call @g() : () -> ()
   scratchpad.dealloc %a : !f
+  func.return
+}
+
+// -----
+// A global the function names may be one of its arguments (a caller may pass `@G` itself):
+// the arguments' roots include it, so the write to %x follows the read of @G, and the
+// adjacent calls stay in their order.
+// CHECK-LABEL: dependences of @globals, block of func.func: 6 ops
+// CHECK-NEXT: #0 memref.get_global
+// CHECK-NEXT: #1 memref.alloc
+// CHECK-NEXT: #2 memref.copy reads global:@G writes %t after #0, #1
+// CHECK-NEXT: #3 memref.copy reads %t writes <arguments>, global:@G after #1, #2
+// CHECK-NEXT: #4 func.call reads %t writes %t barrier after #0, #1, #2, #3
+// CHECK-NEXT: #5 func.call reads <arguments>, global:@G writes <arguments>, global:@G barrier after #3, #4
+memref.global "private" @G : memref<4xf32> = dense<1.0>
+func.func private @h(memref<4xf32>)
+func.func @globals(%x: memref<4xf32>) {
+  %g = memref.get_global @G : memref<4xf32>
+  %t = memref.alloc() : memref<4xf32>
+  memref.copy %g, %t : memref<4xf32> to memref<4xf32>
+  memref.copy %t, %x : memref<4xf32> to memref<4xf32>
+  func.call @h(%t) : (memref<4xf32>) -> ()
+  func.call @h(%x) : (memref<4xf32>) -> ()
   func.return
 }
 

@@ -199,3 +199,73 @@ def test_sinking_producers_keeps_dependences_and_defers_loads() -> None:
     sunk = sink_producers(model, [0, 1, 2, 3])
     assert sunk == [0, 2, 1, 3]
     assert order_load(model, sunk) == 18
+
+
+def test_adjacent_barriers_keep_their_order() -> None:
+    # fillt reads a global, setg writes it: both are barriers (calls), and the second must
+    # stay after the first even with nothing between them
+    buffers = (GraphBuffer("t", 64), GraphBuffer("w", 4, input=True), GraphBuffer("out", 64, output=True))
+    ops = (
+        GraphOp("o0", writes=("t",), barrier=True),
+        GraphOp("o1", reads=("w",), barrier=True),
+        GraphOp("o2", reads=("t",), writes=("out",)),
+    )
+    graph = Graph(ops, buffers)
+    assert build_model(graph).preds[1] == (0,)
+    for method in METHODS:
+        result = schedule(graph, ScheduleConfig(methods=("given", method)))
+        assert result.ids(graph) == ("o0", "o1", "o2"), method
+
+
+def random_barrier_graph(count: int, seed: int) -> Graph:
+    """Ops that read and write a few shared buffers, with barriers (often adjacent) and
+    `after` edges: the shapes whose dependences are easy to get wrong."""
+    rng = random.Random(seed)
+    names = [f"b{index}" for index in range(rng.randint(2, 5))]
+    buffers = tuple(GraphBuffer(name, rng.randint(1, 30), input=rng.random() < 0.3, output=rng.random() < 0.3)
+                    for name in names)
+    ops = []
+    for index in range(count):
+        barrier = rng.random() < 0.3
+        reads = tuple(rng.sample(names, k=rng.randint(0, 2)))
+        writes = tuple(rng.sample(names, k=rng.randint(0, 1 if barrier else 2)))
+        after = tuple(f"o{before}" for before in range(index) if rng.random() < 0.1)
+        ops.append(GraphOp(f"o{index}", reads=reads, writes=writes, after=after, barrier=barrier))
+    return Graph(tuple(ops), buffers)
+
+
+def must_stay_in_order(graph: Graph) -> set[tuple[int, int]]:
+    """The oracle, written from the definition alone: ops i before j in the given order
+    keep that order when either is a barrier, j names i in `after`, or both touch one
+    buffer and at least one of them writes it."""
+    pairs = set()
+    for j, later in enumerate(graph.ops):
+        for i, earlier in enumerate(graph.ops[:j]):
+            touched_i = set(earlier.reads) | set(earlier.writes)
+            touched_j = set(later.reads) | set(later.writes)
+            conflict = (set(earlier.writes) & touched_j) or (set(later.writes) & touched_i)
+            if earlier.barrier or later.barrier or earlier.id in later.after or conflict:
+                pairs.add((i, j))
+    return pairs
+
+
+def keeps(pairs: set[tuple[int, int]], order: tuple[int, ...]) -> bool:
+    position = {op: point for point, op in enumerate(order)}
+    return all(position[i] < position[j] for i, j in pairs)
+
+
+def test_dependences_equal_the_oracle_on_every_order() -> None:
+    # small graphs: the orders the model allows are exactly those that keep every pair
+    for seed in range(300):
+        graph = random_barrier_graph(6, seed)
+        model, pairs = build_model(graph), must_stay_in_order(graph)
+        for order in itertools.permutations(range(model.count)):
+            assert is_valid_order(model, order) == keeps(pairs, order), (seed, order)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_keeps_the_oracle_pairs(method: str) -> None:
+    for seed in range(60):
+        graph = random_barrier_graph(14, seed)
+        result = schedule(graph, ScheduleConfig(methods=("given", method), exact_max_states=5_000))
+        assert keeps(must_stay_in_order(graph), result.order), (seed, method)
