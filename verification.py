@@ -44,6 +44,7 @@ from telamalloc.runtime.interp.run import (
     random_inputs,
     run_program,
 )
+from telamalloc.wording import counted
 
 # --------------------------------------------------------------------------------------
 # Differential verification
@@ -368,10 +369,6 @@ def _names(function: func.FuncOp, indices: Sequence[int]) -> str:
     return ", ".join(argument_name(function, index) for index in indices)
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _given(count: int) -> str:
     return f"{count} {'is' if count == 1 else 'are'} given"
 
@@ -411,16 +408,16 @@ def complete_inputs(function: func.FuncOp, given: Sequence[np.ndarray]) -> list[
         return list(given)
     name = f"'@{function.sym_name.data}'"
     if len(given) != len(split.inputs) or not split.outputs:
-        inputs = f"{_plural(len(split.inputs), 'input')} ({_names(function, split.inputs) or 'none'})"
+        inputs = f"{counted(len(split.inputs), 'input')} ({_names(function, split.inputs) or 'none'})"
         if not split.outputs:
             raise InterpreterError(
                 f"{name} takes {inputs} but {_given(len(given))}; pass one .npy file per input, in argument order",
                 function,
             )
-        outputs = f"{_plural(len(split.outputs), 'output')} ({_names(function, split.outputs)})"
+        outputs = f"{counted(len(split.outputs), 'output')} ({_names(function, split.outputs)})"
         raise InterpreterError(
             f"{name} takes {inputs} and writes {outputs}, but {_given(len(given))}; pass the "
-            f"{_plural(len(split.inputs), 'input')} in argument order (the outputs start zero-filled), "
+            f"{counted(len(split.inputs), 'input')} in argument order (the outputs start zero-filled), "
             f"or all {len(types)} arguments",
             function,
         )

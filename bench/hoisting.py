@@ -19,7 +19,8 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from telamalloc.passes.collect import ALLOCATION_OPS, functions
+from telamalloc.passes.collect import ALLOCATION_OPS
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import is_loop, trace_buffer
 
 
@@ -27,7 +28,7 @@ def hoist_allocations(module: ModuleOp) -> int:
     """Hoists the static allocations of every function of `module` (see the module doc);
     returns how many moved."""
     moved = 0
-    for function in functions(module):
+    for function in XDSL.functions(module):
         entry = function.body.blocks.first
         assert entry is not None
         allocations = [op for op in function.walk() if op.name in ALLOCATION_OPS and op.results and not op.operands]

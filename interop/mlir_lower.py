@@ -22,8 +22,8 @@ from typing import Any
 from telamalloc.interop.mlir_view import MlirView, MOp, MValue
 from telamalloc.passes.collect import BUFFER_ATTR
 from telamalloc.passes.parametric_lower import ARENA_ATTR, Builder
+from telamalloc.passes.plans import FunctionPlan
 from telamalloc.passes.symbolic import dynamic_size_operands
-from telamalloc.passes.tela_plan import FunctionPlan
 
 _PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
 
@@ -36,13 +36,13 @@ def fused_location(view: MlirView, ops: list[MOp]) -> Any:
         location = op.handle.location
         distinct.setdefault(location.attr, location)
     locations = list(distinct.values())
-    return locations[0] if len(locations) == 1 else view._ir.Location.fused(locations)
+    return locations[0] if len(locations) == 1 else view.ir.Location.fused(locations)
 
 
 def lower_static(view: MlirView, plan: FunctionPlan) -> None:
     """`tela-lower` of one function's (or memory's) fixed plan, through the bindings."""
-    ir = view._ir
-    from mlir.dialects import arith, memref
+    ir = view.ir
+    arith, memref = view.dialect("arith"), view.dialect("memref")
 
     func = plan.problem.func
     buffers = plan.problem.buffers
@@ -75,8 +75,8 @@ def _i64(ir: Any, value: int) -> Any:
 def _replace(view: MlirView, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
     """`op` becomes a `memref.view` of `arena` at `offset` (its dynamic sizes passed on, its
     location kept); its deallocs go."""
-    ir = view._ir
-    from mlir.dialects import memref
+    ir = view.ir
+    memref = view.dialect("memref")
 
     handle = op.handle
     dynamic = [size.handle for size in dynamic_size_operands(op, view)]
@@ -89,14 +89,16 @@ def _replace(view: MlirView, op: MOp, arena: Any, offset: Any, buffer_id: str, d
     handle.erase()
 
 
-def free_arena(view: MlirView, func: MOp, arena: Any, location: Any) -> None:
+def free_arena(view: MlirView, func: MOp, arena: Any, location: Any, skip: Any = None) -> None:
     """A `memref.dealloc` of `arena` before each of `func`'s own returns that return no
-    memref in the arena's memory space (`passes/arena.py` on xDSL)."""
-    ir = view._ir
-    from mlir.dialects import memref
+    memref in the arena's memory space, but in the block `skip` (`passes/arena.py` on xDSL)."""
+    ir = view.ir
+    memref = view.dialect("memref")
 
     space = str(ir.MemRefType(arena.type).memory_space)
     for block in func.handle.regions[0].blocks:
+        if skip is not None and block == skip:
+            continue
         for op_view in block.operations:
             op = op_view.operation
             if op.name != "func.return":
@@ -114,12 +116,14 @@ class MlirBuilder(Builder):
     """`passes/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
     (a function argument arrives as the view's `MValue` and is unwrapped)."""
 
-    def __init__(self, view: MlirView):
-        from mlir.dialects import arith, cf, memref
+    branches = True
+    fallback_block: Any = None  # the block that calls the spilled copy, once built
 
+    def __init__(self, view: MlirView):
         self.view = view
-        self.ir = view._ir
-        self.arith, self.cf, self.memref = arith, cf, memref
+        self.ir = view.ir
+        self.arith, self.cf, self.memref = view.dialect("arith"), view.dialect("cf"), view.dialect("memref")
+        self.func = view.dialect("func")
 
     def start(self, before: MOp, allocs: list[MOp]) -> None:
         self.before = before.handle
@@ -162,6 +166,31 @@ class MlirBuilder(Builder):
         with self._at():
             self.cf.AssertOp(condition, message)
 
+    def fallback(self, condition: Any, callee: str, checks: list[tuple[Any, str]]) -> None:
+        """As `XdslBuilder.fallback`: the rest of the entry moves to a new block taken when
+        `condition` holds; the other new block asserts `checks` and returns what the spilled
+        copy `callee` returns."""
+        ir = self.ir
+        entry = self.before.block
+        function = entry.owner
+        function_type = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+        with self.context, self.location:
+            body = entry.create_after()
+            spilled = body.create_after()
+            ops = [op_view.operation for op_view in entry.operations]
+            first = next(index for index, op in enumerate(ops) if op == self.before)
+            for op in ops[first:]:
+                op.detach_from_parent()
+                ir.InsertionPoint(body).insert(op)
+            with ir.InsertionPoint(spilled):
+                for ok, message in checks:
+                    self.cf.AssertOp(self._value(ok), message)
+                call = self.func.CallOp(list(function_type.results), callee, list(entry.arguments))
+                self.func.ReturnOp(list(call.results) if function_type.results else [])
+            with ir.InsertionPoint(entry):
+                self.cf.CondBranchOp(self._value(condition), [], [], body, spilled)
+        self.fallback_block = spilled
+
     def arena(self, size: Any, like: MOp, alignment: int) -> Any:
         ir = self.ir
         with self._at():
@@ -177,8 +206,8 @@ class MlirBuilder(Builder):
             _replace(self.view, op, arena, self._value(offset), buffer_id, deallocs)
 
     def free(self, func: MOp, arena: Any, like: MOp) -> None:
-        with self.context:
-            free_arena(self.view, func, arena, self.location)
+        with self.context:  # the spilled copy's block returns the callee's results: no arena there
+            free_arena(self.view, func, arena, self.location, self.fallback_block)
 
 
 class _At:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,38 +52,15 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.interop.mlir_lower import MlirBuilder, lower_static
-from telamalloc.interop.mlir_spill import MlirSpillRewriter
 from telamalloc.interop.mlir_view import MlirView, mlir_location_text
-from telamalloc.passes import outputs
-from telamalloc.passes.collect import (
-    ARENA_ALIGNMENT_ATTR,
-    BUFFER_ATTR,
-    LIFETIME_ATTR,
-    LOAD_ATTR,
-    MEMORIES_ATTR,
-    OFFSET_ATTR,
-    PEAK_ATTR,
-    FunctionProblem,
-    collect_function,
-    selection_for,
-)
+from telamalloc.passes.collect import PEAK_ATTR
 from telamalloc.passes.diagnostics import diagnostic_handler
-from telamalloc.passes.liveness import FIRST_WRITE
-from telamalloc.passes.memories import assign_memories
-from telamalloc.passes.options import check_options
+from telamalloc.passes.driver import plan_functions
+from telamalloc.passes.options import PlanOptions
 from telamalloc.passes.parametric_lower import lower_parametric
-from telamalloc.passes.parametric_plan import plan_parametric_function, record_parametric
-from telamalloc.passes.spill import spill_function
-from telamalloc.passes.tela_plan import (
-    FunctionPlan,
-    format_report_line,
-    memory_selections,
-    overflow_policy,
-    require_success,
-    solve_function,
-)
-from telamalloc.runtime.alloc.parametric import ParametricPlan, parse_ranges
-from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
+from telamalloc.passes.plans import FunctionPlan, format_report_line
+from telamalloc.runtime.alloc.parametric import ParametricPlan
+from telamalloc.runtime.alloc.problem import Problem, Solution
 
 
 class MlirPlanError(PassFailedException):
@@ -131,47 +108,21 @@ class MlirPlanResult:
 def plan_mlir_ops(
     module: Any,
     *,
-    capacity: int | None = None,
-    alignment: int | None = None,
-    mode: str | Mode = "fit",
-    time_limit: float | None = None,
-    algorithm: str = "telamalloc",
-    memory_space: int | str | None = None,
-    lifetimes: str = FIRST_WRITE,
-    on_overflow: str | None = None,
-    assign_memory: bool = False,
     lower: bool = True,
-    dims: str | None = None,
-    dump_problem: str | None = None,
-    report_json: str | None = None,
-    layout: str | None = None,
-    html: str | None = None,
-    plot: str | None = None,
+    **options: Any,
 ) -> MlirPlanResult:
-    """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`,
-    in place (see the module doc). The options are `tela-plan`'s (`dims`: the ranges of
-    symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the arguments'
-    `scratchpad.dim(s)` attributes; `assign_memory`: first choose the memory of the
-    unassigned buffers of functions with several memories, `passes/memories.py`, undone
-    when planning fails); the output paths (`report_json`, `layout`, `html`,
-    `plot`, `dump_problem`) are written as it writes them.
+    """Plans (and unless `lower=False` lowers) `module`, an `mlir.ir.Module` or `Operation`
+    of any copy of MLIR's Python bindings (upstream's `mlir`, IREE's `iree.compiler`, ...),
+    in place (see the module doc). `options` are `tela-plan`'s, the fields of
+    `telamalloc.passes.options.PlanOptions` (`capacity`, `alignment`, `mode`, `time_limit`,
+    `algorithm`, `memory_space`, `lifetimes`, `on_overflow`, `assign_memory`; `dims`: the
+    ranges of symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the
+    arguments' `scratchpad.dim(s)` attributes; the output paths `report_json`, `layout`,
+    `html`, `plot`, `dump_problem`, written as `tela-plan` writes them), checked once.
     """
-    check_options(
-        capacity=capacity,
-        alignment=alignment,
-        mode=mode,
-        time_limit=time_limit,
-        algorithm=algorithm,
-        dump_problem=dump_problem,
-        memory_space=memory_space,
-        on_overflow=on_overflow,
-        lifetimes=lifetimes,
-        dims=dims,
-    )
-    requests = outputs.OutputRequests(plot=plot, report_json=report_json, html=html, layout=layout)
+    plan_options = PlanOptions(**options)
     with _collector_paused():
-        return _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space,
-                              lifetimes, on_overflow, assign_memory, lower, dump_problem, dims)
+        return _plan_in_place(module, plan_options, lower)
 
 
 @contextlib.contextmanager
@@ -179,8 +130,8 @@ def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off (process-wide) while the mirror and the
     analyses build their many small objects, all alive until the call returns: its
     collections, triggered by the allocation count, scan everything alive, which made
-    planning grow faster than the module (0.95 s against 0.56 s to build the mirror of
-    10,000 allocs). The mirror's reference cycles go at the next collection after."""
+    planning grow faster than the module. The mirror's reference cycles go at the next
+    collection after."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -190,47 +141,35 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes,
-                   on_overflow, assign_memory, lower, dump_problem, dims) -> MlirPlanResult:
+def _plan_in_place(module: Any, options: PlanOptions, lower: bool) -> MlirPlanResult:
     view = MlirView(module)
     remarks: list[str] = []
 
     def handler(kind: str, op: Any, message: str) -> None:
         remarks.append(f"{_where(view, op)}: {kind}: {message}")
 
-    assignments: list[Any] = []
+    def check(plans: Sequence[FunctionPlan], replaced: set[int]) -> None:
+        if lower:
+            _check_lowerable(view, plans, replaced)
+
     try:
         with diagnostic_handler(handler):
-            requests.check()
-            if assign_memory:
-                assignments = assign_memories(view.module, lifetimes, view)
-            plans, replacements = _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space,
-                                        lifetimes, on_overflow, dump_problem, None if dims is None else parse_ranges(dims))
-            requests.write(plans)
+            plans = plan_functions(view, view.module, options, check_before_apply=check)
     except BaseException as error:
-        for assignment in reversed(assignments):  # the module unchanged
-            assignment.undo()
+        if isinstance(error, MlirPlanError):
+            raise
         if isinstance(error, PassFailedAtOp):
             notes = tuple((_where(view, op), message) for op, message in error.notes)
             raise MlirPlanError(_where(view, error.op), str(error), error.kind, notes) from None
         if isinstance(error, PassFailedException | VerifyException):
             raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
         raise
-    replaced = {id(original) for original, _, _ in replacements}
     if lower:
-        _check_lowerable(view, plans, replaced)
-    order = _lowering_order(plans)
-    for original, copy, _ in replacements:  # the spilled copies take the functions' places
-        view._ir.InsertionPoint(original.handle).insert(copy)
-        original.handle.erase()
-    for plan in plans:
-        _record(view, plan)
-    if lower:
-        for plan in order:
+        for plan in _lowering_order(plans):
             if plan.parametric is not None:  # offsets computed at run time, as tela-lower does
-                lower_parametric(plan.problem.func, view, MlirBuilder(view))
+                lower_parametric(plan.problem.func, plan.problem.liveness.view, MlirBuilder(plan.problem.liveness.view))
             else:
-                lower_static(view, plan)
+                lower_static(plan.problem.liveness.view, plan)
     return MlirPlanResult(
         tuple(
             MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
@@ -245,107 +184,6 @@ def _plan_in_place(module, requests, capacity, alignment, mode, time_limit, algo
 def _where(view: MlirView, op: Any) -> str:
     handle = getattr(op, "handle", None)
     return mlir_location_text(handle.location if handle is not None else None, "<mlir module>")
-
-
-def _plan(view, capacity, alignment, mode, time_limit, algorithm, memory_space, lifetimes, on_overflow,
-          dump_problem, ranges) -> tuple[list[FunctionPlan], list[tuple[Any, Any, Any]]]:
-    """The plans, and the (function, spilled copy, the copy's op in its view) to swap once
-    every function has a plan."""
-    problems = list(_collect(view, capacity, alignment, memory_space, lifetimes, ranges))
-    dump_paths = outputs.dump_paths(dump_problem, problems)
-    plans = []
-    replacements: list[tuple[Any, Any, Any]] = []
-    for function_problem in problems:
-        if dump_paths:
-            outputs.write_problem_csv(dump_paths[function_problem.name], function_problem.problem())
-        policy = overflow_policy(function_problem.func, on_overflow, view)
-        if function_problem.parametric:  # symbolic sizes: one plan for every size in the ranges
-            solution, parametric, fits = plan_parametric_function(function_problem, mode, policy=policy)
-            plan = FunctionPlan(function_problem, solution, parametric=parametric, fits=fits)
-            if policy == "spill" and fits is not None and Mode(mode) is Mode.FIT:
-                raise PassFailedAtOp(
-                    function_problem.func,
-                    f"'@{function_problem.name}' fits its capacity only for {fits}; the spilled copy that "
-                    "runs above it is built on xDSL modules only (tela-plan, tela-opt); plan this module "
-                    "there, or pass on_overflow=\"error\" to check the capacity at run time",
-                    ErrorKind.NO,
-                )
-        else:
-            plan = solve_function(function_problem, mode, time_limit, algorithm)
-        if plan.parametric is None and not plan.solution.ok and Mode(mode) is Mode.FIT and policy == "spill":
-            if function_problem.memory is not None and not isinstance(memory_space, str):
-                raise PassFailedAtOp(
-                    function_problem.func,
-                    f"cannot spill '@{function_problem.name}': spilling rewrites one memory of a "
-                    "function at a time; pass 'memory-space=<name>' to plan that memory alone",
-                )
-            assert function_problem.selection is not None
-            copy, spilled, plan, summary = spill_function(
-                function_problem,
-                function_problem.selection,
-                alignment,
-                lambda problem: solve_function(problem, mode, time_limit, algorithm),
-                time_limit,
-                MlirSpillRewriter(view),
-            )
-            plan = FunctionPlan(spilled, plan.solution, summary)
-            replacements.append((function_problem.func, copy, spilled.func))
-        require_success(plan, time_limit)
-        plans.append(plan)
-    return plans, replacements
-
-
-def _collect(view: MlirView, capacity, alignment, memory_space, lifetimes, ranges) -> Iterator[FunctionProblem]:
-    has_scratchpad = any(
-        view.name(op) in ("scratchpad.alloc", "memref.alloc", "memref.alloca")
-        and op.results
-        and "#scratchpad.space" in str(op.results[0].handle.type)
-        for op in view.walk()
-    )
-    for func in view.functions:
-        if PEAK_ATTR in func.handle.attributes:
-            continue  # planned already: left unchanged, as tela-plan does
-        if isinstance(memory_space, int):
-            selections = [selection_for(func, has_scratchpad, memory_space, view)]
-        else:
-            selections = memory_selections(func, has_scratchpad, memory_space, capacity, view)
-        for selection in selections:
-            function_problem = collect_function(func, selection, capacity, alignment, lifetimes, ranges)
-            if function_problem.buffers:
-                yield function_problem
-
-
-def _record(view: MlirView, plan: FunctionPlan) -> None:
-    """`tela_plan.record_plan` through the bindings."""
-    if plan.parametric is not None:
-        record_parametric(plan.problem, plan.solution, plan.parametric, plan.fits)
-        return
-    ir = view._ir
-    solution = plan.solution
-    assert solution.offsets is not None and solution.peak is not None
-    context = plan.problem.func.handle.context
-    with context:
-        i64 = ir.IntegerType.get_signless(64)
-        arena_alignment = 1
-        for buffer, offset in zip(plan.problem.buffers, solution.offsets):
-            attributes = buffer.op.handle.attributes
-            key = "offset" if buffer.op.name == "scratchpad.alloc" else OFFSET_ATTR
-            attributes[key] = ir.IntegerAttr.get(i64, offset)
-            attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer.id)
-            attributes[LIFETIME_ATTR] = ir.DenseI64ArrayAttr.get([buffer.lifetime.start, buffer.lifetime.end])
-            arena_alignment = max(arena_alignment, buffer.alignment)
-        attributes = plan.problem.func.handle.attributes
-        if plan.problem.memory is not None:
-            entries = {}
-            if MEMORIES_ATTR in attributes:
-                recorded = ir.DictAttr(attributes[MEMORIES_ATTR])
-                entries = {named.name: named.attr for named in recorded}
-            entries[plan.problem.memory] = ir.DenseI64ArrayAttr.get([solution.peak, solution.load, arena_alignment])
-            attributes[MEMORIES_ATTR] = ir.DictAttr.get(entries)
-            return
-        attributes[PEAK_ATTR] = ir.IntegerAttr.get(i64, solution.peak)
-        attributes[LOAD_ATTR] = ir.IntegerAttr.get(i64, solution.load)
-        attributes[ARENA_ALIGNMENT_ATTR] = ir.IntegerAttr.get(i64, arena_alignment)
 
 
 def _check_lowerable(view: MlirView, plans: list[FunctionPlan], replaced: set[int]) -> None:

@@ -26,7 +26,8 @@ class MlirSpillRewriter(SpillRewriter):
     """`SpillRewriter` over the bindings; `view` is the module's (see the module doc)."""
 
     def __init__(self, view: MlirView):
-        self.ir = view._ir
+        self.ir = view.ir
+        self.memref = view.dialect("memref")
         self.current: MlirView | None = None  # the view of the copy being rewritten
 
     @staticmethod
@@ -59,8 +60,6 @@ class MlirSpillRewriter(SpillRewriter):
         return op.results[0]
 
     def slot(self, alloc: MOp, where: str, anchor: Any) -> Any:
-        from mlir.dialects import memref
-
         ir = self.ir
         handle = alloc.handle
         memref_type = ir.MemRefType(handle.results[0].type)
@@ -68,7 +67,7 @@ class MlirSpillRewriter(SpillRewriter):
         sizes = [size.handle for size in dynamic_size_operands(alloc, self.current)]
         with handle.context, handle.location, self._point(where, anchor):
             slot_type = ir.MemRefType.get(memref_type.shape, memref_type.element_type)
-            slot = memref.AllocOp(slot_type, sizes, []).operation
+            slot = self.memref.AllocOp(slot_type, sizes, []).operation
             slot.attributes[SPILL_ATTR] = ir.StringAttr.get(SPILL_SLOT)  # main memory, never planned
         return slot
 
@@ -84,8 +83,6 @@ class MlirSpillRewriter(SpillRewriter):
 
     def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, where: str, anchor: Any,
              located: Any) -> Any:
-        from mlir.dialects import memref
-
         ir = self.ir
         source, destination = self._handle(source), self._handle(destination)
         located = self._handle(located)
@@ -93,16 +90,14 @@ class MlirSpillRewriter(SpillRewriter):
             if use_dma:
                 op = ir.Operation.create("scratchpad.dma", results=[], operands=[source, destination])
             else:
-                op = memref.CopyOp(source, destination).operation
+                op = self.memref.CopyOp(source, destination).operation
             op.attributes[SPILL_ATTR] = ir.StringAttr.get(kind)
         return op
 
     def dealloc(self, value: Any, where: str, anchor: Any, located: Any) -> None:
-        from mlir.dialects import memref
-
         located = self._handle(located)
         with located.context, located.location, self._point(where, anchor):
-            memref.DeallocOp(self._handle(value))
+            self.memref.DeallocOp(self._handle(value))
 
     def replace_later_uses(self, value: Any, fresh: Any, block: Any, later: list[Any]) -> None:
         value, fresh = self._handle(value), self._handle(fresh)

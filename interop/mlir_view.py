@@ -26,7 +26,8 @@ bufferization dialects xDSL 0.74 defines) counts as unknown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import importlib
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xdsl.dialects.builtin import ArrayAttr, FileLineColLoc, FunctionType, IntAttr, StringAttr, UnknownLoc
@@ -129,9 +130,9 @@ class MlirView(IRView):
     """`IRView` over an `mlir.ir.Module` (see the module doc)."""
 
     def __init__(self, module: Any):
-        from mlir import ir
-
-        self._ir = ir
+        operation = getattr(module, "operation", module)
+        self.package = bindings_package(operation)
+        self.ir = importlib.import_module(f"{self.package}.ir")
         self._context = xdsl_context(allow_unregistered=True)  # reads types and attributes
         self._definitions = xdsl_context()  # the op classes xDSL defines (no stand-ins)
         self._types: dict[str, Attribute] = {}
@@ -141,19 +142,18 @@ class MlirView(IRView):
         self._names: dict[MValue, str] | None = None
         self._signatures: dict[MOp, FuncOp] = {}
         self._written: dict[str, Any] = {}
-        operation = getattr(module, "operation", module)
         self.module = MOp(operation, operation.name, None, None)
-        self.functions: list[MOp] = []
+        self._functions: list[MOp] = []
         self._symbols: dict[str, MOp] = {}
         self._build(self.module)
-        self.call_writes = WrittenArguments(self).call_writes
+        self._call_writes = WrittenArguments(self).call_writes
 
     # -- the mirror --------------------------------------------------------------------
     def _build(self, root: MOp) -> None:
         """The mirror of `root`'s op and everything nested in it: one pre-order walk
         through the bindings (`Operation.walk` hands out plain operations, cheaper than
         iterating blocks, which builds an `OpView` per op)."""
-        ir = self._ir
+        ir = self.ir
         memref_types = (ir.MemRefType, ir.UnrankedMemRefType)
         ranked_type = ir.MemRefType
         handles: list[Any] = []
@@ -198,7 +198,7 @@ class MlirView(IRView):
                         values[argument] = value
                         block.args.append(value)
             if op.name == "func.func" and op.regions:
-                self.functions.append(op)
+                self._functions.append(op)
                 self._symbols.setdefault(self.symbol_name(op), op)
         # Operands once every value exists (a block argument or a result may be used
         # before its definition in the walk order: graph regions, branches).
@@ -223,9 +223,22 @@ class MlirView(IRView):
                 for block in reversed(region.blocks):
                     stack.extend(reversed(block.ops))
 
-    def walk(self) -> Iterable[MOp]:
-        """Every op of the module in pre-order (the module op first)."""
-        return self._all_ops(self.module)
+    def walk(self, op: MOp | None = None) -> Iterable[MOp]:
+        """`op` (default: the module) and every op nested in it, in pre-order."""
+        return self._all_ops(self.module if op is None else op)
+
+    def functions(self, module: MOp | None = None) -> Sequence[MOp]:
+        """The functions with a body of the module this view mirrors, in program order."""
+        assert module is None or module is self.module, "a view answers for its own module"
+        return [function for function in self._functions if function.regions[0].blocks]
+
+    def dialect(self, name: str) -> Any:
+        """The bindings' Python module of dialect `name` (`arith`, `memref`, `cf`), from the
+        same package as the module's own `ir` (upstream's `mlir`, `iree.compiler`, ...)."""
+        return importlib.import_module(f"{self.package}.dialects.{name}")
+
+    def written_arguments(self) -> Any:
+        return self._call_writes
 
     # -- structure ---------------------------------------------------------------------
     def name(self, op: MOp) -> str:
@@ -309,7 +322,7 @@ class MlirView(IRView):
         """MLIR keeps no SSA names from the text it parsed: the name its printer gives
         (`%alloc`, `%alloc_0`, ..., as `get_asm` would print the module)."""
         if self._names is None:
-            state = self._ir.AsmState(self.module.handle)
+            state = self.ir.AsmState(self.module.handle)
             self._names = {}
             self._state = state
         name = self._names.get(value)
@@ -318,17 +331,17 @@ class MlirView(IRView):
         return name
 
     def symbol_name(self, function: MOp) -> str:
-        return self._ir.StringAttr(function.handle.attributes["sym_name"]).value
+        return self.ir.StringAttr(function.handle.attributes["sym_name"]).value
 
     def callee(self, call: MOp) -> MOp | None:
         if call.name != "func.call" or "callee" not in call.handle.attributes:
             return None
-        symbol = self._ir.FlatSymbolRefAttr(call.handle.attributes["callee"]).value
+        symbol = self.ir.FlatSymbolRefAttr(call.handle.attributes["callee"]).value
         return self._symbols.get(symbol)
 
     def declared_memrefs(self, function: MOp) -> frozenset[int]:
-        function_type = self._ir.FunctionType(self._ir.TypeAttr(function.handle.attributes["function_type"]).value)
-        return frozenset(i for i, type_ in enumerate(function_type.inputs) if isinstance(type_, self._ir.MemRefType))
+        function_type = self.ir.FunctionType(self.ir.TypeAttr(function.handle.attributes["function_type"]).value)
+        return frozenset(i for i, type_ in enumerate(function_type.inputs) if isinstance(type_, self.ir.MemRefType))
 
     # -- values, for following sizes -------------------------------------------------------
     def defining_op(self, value: MValue) -> MOp | None:
@@ -345,7 +358,7 @@ class MlirView(IRView):
         parsed from their text once per function."""
         found = self._signatures.get(function)
         if found is None:
-            ir = self._ir
+            ir = self.ir
             attributes = function.handle.attributes
             function_type = self._parse(str(ir.TypeAttr(attributes["function_type"]).value), type_=True)
             assert isinstance(function_type, FunctionType)
@@ -363,23 +376,62 @@ class MlirView(IRView):
         text = str(value)
         parsed = self._written.get(text)
         if parsed is None:
-            parsed = self._written[text] = self._ir.Attribute.parse(text, context=op.handle.context)
+            parsed = self._written[text] = self.ir.Attribute.parse(text, context=op.handle.context)
         op.handle.attributes[name] = parsed
 
-    def set_result_type(self, op: MOp, index: int, type_: Attribute) -> None:
+    def set_property(self, op: MOp, name: str, value: Attribute) -> None:
+        """MLIR keeps inherent and discardable attributes in one dictionary."""
+        self.set_attribute(op, name, value)
+
+    def retype_allocation(self, op: MOp, type_: Attribute) -> Callable[[], None]:
         """Through the bindings (`Value.set_type`), our memory spaces spelled as MLIR reads
         them; the mirror's value takes the new type too."""
+        old = self.value_type(op.results[0])
+        self._set_result_type(op, type_)
+        return lambda: self._set_result_type(op, old)
+
+    def _set_result_type(self, op: MOp, type_: Attribute) -> None:
         handle = op.handle
         text = str(encode_memory_space(type_))
-        handle.results[index].set_type(self._ir.Type.parse(text, context=handle.context))
-        op.results[index].type = type_
+        handle.results[0].set_type(self.ir.Type.parse(text, context=handle.context))
+        op.results[0].type = type_
+
+    def replace_function(self, original: MOp, copy: Any) -> None:
+        self.ir.InsertionPoint(original.handle).insert(copy)
+        original.handle.erase()
+        self._adopt(copy, self._functions.index(original), replace=True)
+
+    def insert_function_after(self, anchor: MOp, copy: Any) -> None:
+        self.ir.InsertionPoint.after(anchor.handle).insert(copy)
+        self._adopt(copy, self._functions.index(anchor) + 1, replace=False)
+
+    def _adopt(self, copy: Any, position: int, replace: bool) -> None:
+        """The mirror learns a function put into the module after it was built (a view is a
+        snapshot otherwise): its symbol and its place among the functions, read through a
+        mirror of its own."""
+        function = MlirView(copy).module
+        if replace:
+            self._functions[position] = function
+        else:
+            self._functions.insert(position, function)
+        self._symbols[self.symbol_name(function)] = function
+
+    def spill_rewriter(self) -> Any:
+        from telamalloc.interop.mlir_spill import MlirSpillRewriter  # it reads IR through this module
+
+        return MlirSpillRewriter(self)
+
+    def builder(self) -> Any:
+        from telamalloc.interop.mlir_lower import MlirBuilder  # it reads IR through this module
+
+        return MlirBuilder(self)
 
     # -- memory effects ----------------------------------------------------------------
     def segment_sizes(self, op: MOp) -> Sequence[int] | None:
         attributes = op.handle.attributes
         if "operandSegmentSizes" not in attributes:
             return None
-        return list(self._ir.DenseI32ArrayAttr(attributes["operandSegmentSizes"]))
+        return list(self.ir.DenseI32ArrayAttr(attributes["operandSegmentSizes"]))
 
     def declared_access(self, op: MOp, index: int) -> tuple[bool, bool] | None:
         return None  # our dialect's ops that declare them are decided by name (`effects`)
@@ -432,6 +484,18 @@ class MlirView(IRView):
         if MEMORY_SPACE_PREFIX in text:  # our memory space, written as a string for MLIR
             parsed = decode_memory_space(parsed, self._context)
         return parsed
+
+
+def bindings_package(operation: Any) -> str:
+    """The Python package of the MLIR bindings `operation` comes from: `mlir` for upstream's,
+    `iree.compiler` for IREE's, ... (their native `ir` module lives at
+    `<package>._mlir_libs._mlir.ir`). Two copies of the bindings cannot share one process,
+    so the view takes the namespace from the objects it is given and imports no other."""
+    module_name = type(operation).__module__
+    for marker in ("._mlir_libs", ".ir", ".dialects"):
+        if marker in module_name:
+            return module_name.split(marker)[0]
+    raise TypeError(f"'{type(operation).__name__}' is not an operation of MLIR's Python bindings")
 
 
 def file_position(location: Any) -> tuple[str, int, int] | None:

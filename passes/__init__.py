@@ -18,9 +18,10 @@ For xDSL compilers, the same as plain functions::
 
 from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
 from telamalloc.passes.outputs import write_plan_viewer
+from telamalloc.passes.plans import FunctionPlan
 from telamalloc.passes.tela_lower import TelaLowerPass, lower_module
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
-from telamalloc.passes.tela_plan import FunctionPlan, TelaPlanPass, plan_module
+from telamalloc.passes.tela_plan import TelaPlanPass, plan_module
 from telamalloc.passes.test_print_liveness import TestPrintLivenessPass
 
 __all__ = [

@@ -33,7 +33,7 @@ Sizes and alignments:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     IntegerAttr,
     MemRefType,
-    ModuleOp,
     NoneAttr,
     StringAttr,
 )
@@ -59,7 +58,7 @@ from telamalloc.dialects.scratchpad import (
     find_target,
     memref_byte_size,
 )
-from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.irview import IRView
 from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, resolve_ranges
 from telamalloc.runtime.alloc.parametric import SymbolRange
@@ -81,9 +80,9 @@ SPILL_ATTR = "scratchpad.spill"  # on what spilling adds: "store" / "load" on it
 SPILL_SLOT = "slot"
 
 
-def is_spill_slot(op: Operation, view: IRView = XDSL) -> bool:
+def is_spill_slot(op: Any, view: IRView) -> bool:
     """A main-memory allocation spilling made to keep a value between uses: never planned."""
-    marker = view.attribute(op, SPILL_ATTR) if view is not XDSL else op.attributes.get(SPILL_ATTR)
+    marker = view.attribute(op, SPILL_ATTR)
     return isinstance(marker, StringAttr) and marker.data == SPILL_SLOT
 
 
@@ -96,7 +95,7 @@ class Selection:
     integer_space: int | None = None  # plan memrefs in this integer memory space instead
     space_name: str | None = None  # several memories: plan `#scratchpad.space<"space_name">` only
     default_space: bool = False  # ... and the unnamed `#scratchpad.space` too (the first memory)
-    view: IRView = field(default=XDSL, compare=False)  # the front end of the ops it selects
+    view: IRView = field(compare=False, kw_only=True)  # the front end of the ops it selects
 
     def covers(self, op: Operation) -> bool:
         view = self.view
@@ -117,34 +116,25 @@ class Selection:
         return isinstance(space, ScratchpadSpaceAttr)
 
 
-def module_has_scratchpad_memrefs(module: ModuleOp) -> bool:
+def module_has_scratchpad_memrefs(module: Any, view: IRView) -> bool:
     """True when any allocation in `module` is in a scratchpad memory space."""
-    for op in module.walk():
-        if op.name in ALLOCATION_OPS and op.results:
-            type_ = op.results[0].type
+    for op in view.walk(module):
+        if view.name(op) in ALLOCATION_OPS and view.results(op):
+            type_ = view.value_type(view.results(op)[0])
             if isinstance(type_, MemRefType) and isinstance(type_.memory_space, ScratchpadSpaceAttr):
                 return True
     return False
 
 
-def functions(module: ModuleOp) -> Iterator[FuncOp]:
-    """The functions with a body, in program order (nested modules included)."""
-    for op in module.walk():
-        if isinstance(op, FuncOp) and op.body.blocks:
-            yield op
-
-
-def function_target(func: FuncOp, view: IRView = XDSL) -> TargetAttr | None:
+def function_target(func: Any, view: IRView) -> TargetAttr | None:
     """`find_target` of `func` (of the front end `view`), its error a failure at `func`."""
     try:
-        return find_target(func) if view is XDSL else find_target(func, view.attribute, view.parent_op)
+        return find_target(func, view.attribute, view.parent_op)
     except VerifyException as error:
         raise PassFailedAtOp(func, str(error)) from None
 
 
-def selection_for(
-    func: FuncOp, module_has_scratchpad: bool, memory_space: int | None = None, view: IRView = XDSL
-) -> Selection:
+def selection_for(func: Any, module_has_scratchpad: bool, memory_space: int | None, view: IRView) -> Selection:
     target = function_target(func, view)
     return Selection(
         target,
@@ -225,7 +215,7 @@ def collect_function(
         default_alignment = 1 if target is None else target.alignment.data
     view = selection.view
     liveness = analyze_function(
-        func, selection.covers, rule=rule, view=view, call_writes=None if view is XDSL else view.call_writes
+        func, selection.covers, rule=rule, view=view, call_writes=view.written_arguments()
     )
     ids = buffer_ids(liveness)
     function_symbols = _LazySymbols(func, view)

@@ -15,21 +15,23 @@ as it defines (xDSL: by identity). A view answers what its front end knows; whic
 read and write which operands is decided once, in `passes/effects.py`, from the
 questions below (`declared_access`, `effects_access`, `segment_sizes`). Symbolic sizes
 (`passes/symbolic.py`) follow values through `defining_op`, `argument_block` and
-`signature`; the parametric plan's attributes go back through `set_attribute`, memory
-assignment's new types through `set_result_type` (another front end's: xDSL's memory
-assignment rebuilds the op). Rewrites that add ops go through their own small interfaces:
-the parametric lowering's `Builder` (`passes/parametric_lower.py`) and spilling's
-`SpillRewriter` (`passes/spill.py`).
+`signature`. Writing back is the view's too: attributes and properties (`set_attribute`,
+`set_property`), memory assignment's new types (`retype_allocation`), a function's spilled
+copy put in its place or beside it (`replace_function`, `insert_function_after`); rewrites
+that add ops go through the view's own small interfaces: spilling's `SpillRewriter`
+(`spill_rewriter`, `passes/spill.py`) and the lowering's `Builder`
+(`passes/parametric_lower.py`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
+from xdsl.irdl import IRDLOperation
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
 
 Op = Any
@@ -134,15 +136,61 @@ class IRView:
         names (a symbol without a `scratchpad.dim(s)` attribute is then named `arg<i>`)."""
         raise NotImplementedError
 
+    # -- the module's functions ------------------------------------------------------------
+    def functions(self, module: Op) -> Sequence[Op]:
+        """The `func.func`s of `module` with a body, in program order (nested modules too)."""
+        raise NotImplementedError
+
+    def walk(self, op: Op) -> Iterable[Op]:
+        """`op` and every op nested in it, in pre-order."""
+        pending = [op]
+        while pending:
+            current = pending.pop()
+            yield current
+            nested = [inner for region in self.regions(current) for block in self.blocks(region)
+                      for inner in self.block_ops(block)]
+            pending.extend(reversed(nested))
+
     # -- writing back ----------------------------------------------------------------------
     def set_attribute(self, op: Op, name: str, value: Attribute) -> None:
         """Sets the discardable attribute `name` of `op` to `value` (an xDSL attribute)."""
         raise NotImplementedError
 
-    def set_result_type(self, op: Op, index: int, type_: Attribute) -> None:
-        """Gives result `index` of `op` the type `type_` (an xDSL type) in place; its uses
-        see the new type. (xDSL's memory assignment rebuilds the op instead.)"""
+    def set_property(self, op: Op, name: str, value: Attribute) -> None:
+        """Sets the inherent attribute `name` of `op` (an xDSL property: `sym_name`, a
+        `scratchpad.alloc`'s `offset`) to `value`, as a discardable one where the front end
+        does not know the op."""
         raise NotImplementedError
+
+    def replace_function(self, original: Op, copy: Any) -> None:
+        """Puts `copy` (a function its `spill_rewriter` made, not in a module) in the place
+        of `original`, which goes."""
+        raise NotImplementedError
+
+    def insert_function_after(self, anchor: Op, copy: Any) -> None:
+        """Puts `copy` (a function its `spill_rewriter` made) right after `anchor`."""
+        raise NotImplementedError
+
+    def builder(self) -> Any:
+        """The `passes/parametric_lower.py` `Builder` that writes this front end's lowered ops."""
+        raise NotImplementedError
+
+    def spill_rewriter(self) -> Any:
+        """The `passes/spill.py` `SpillRewriter` that clones and rewrites this front end's
+        functions (spilling, the spilled copy of a parametric function)."""
+        raise NotImplementedError
+
+    def retype_allocation(self, op: Op, type_: Attribute) -> Callable[[], None]:
+        """Gives the result of the allocation `op` the type `type_` (an xDSL type); its uses
+        see the new type. Returns what undoes it."""
+        raise NotImplementedError
+
+    def written_arguments(self) -> Callable[[Op, int], bool]:
+        """Whether a `func.call` writes its operand `index` (`passes/written.py`, which
+        reads the callee through this view)."""
+        from telamalloc.passes.written import WrittenArguments  # written.py reads IR through this module
+
+        return WrittenArguments(self).call_writes
 
     # -- what an op does to memory (`passes/effects.py` decides from these) -----------
     def segment_sizes(self, op: Op) -> Sequence[int] | None:
@@ -273,8 +321,65 @@ class XdslView(IRView):
         assert isinstance(function, func.FuncOp)
         return function
 
+    def functions(self, module: Operation) -> Sequence[Operation]:
+        return [op for op in module.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
+
+    def walk(self, op: Operation) -> Iterable[Operation]:
+        return op.walk()
+
     def set_attribute(self, op: Operation, name: str, value: Attribute) -> None:
         op.attributes[name] = value
+
+    def set_property(self, op: Operation, name: str, value: Attribute) -> None:
+        defined = isinstance(op, IRDLOperation) and name in op.get_irdl_definition().properties
+        if name in op.properties or defined:
+            op.properties[name] = value
+        else:
+            op.attributes[name] = value
+
+    def replace_function(self, original: Operation, copy: Operation) -> None:
+        block = original.parent_block()
+        assert block is not None
+        block.insert_op_before(copy, original)
+        block.erase_op(original)
+
+    def insert_function_after(self, anchor: Operation, copy: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None
+        block.insert_op_after(copy, anchor)
+
+    def spill_rewriter(self) -> Any:
+        from telamalloc.passes.spill import XdslRewriter  # spill.py reads IR through this module
+
+        return XdslRewriter()
+
+    def builder(self) -> Any:
+        from telamalloc.passes.parametric_lower import XdslBuilder  # it reads IR through this module
+
+        return XdslBuilder()
+
+    def retype_allocation(self, op: Operation, type_: Attribute) -> Callable[[], None]:
+        # xDSL's results keep their type: the allocation is rebuilt with the new one, and
+        # the old op is kept detached so that undoing puts it back
+        new = type(op).create(
+            operands=list(op.operands),
+            result_types=[type_],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+        new.results[0].name_hint = op.results[0].name_hint
+        block = op.parent_block()
+        assert block is not None
+        block.insert_op_before(new, op)
+        op.results[0].replace_all_uses_with(new.results[0])
+        op.detach()
+
+        def undo() -> None:
+            block.insert_op_before(op, new)
+            new.results[0].replace_all_uses_with(op.results[0])
+            block.erase_op(new)
+
+        return undo
 
     def segment_sizes(self, op: Operation) -> Sequence[int] | None:
         sizes = op.properties.get("operandSegmentSizes")

@@ -16,22 +16,20 @@ Only buffers whose memory can change without touching other types are chosen for
 `scratchpad.alloc`s and upstream `memref.alloc` / `memref.alloca`s, not pinned at an
 offset, not escaping, used only by ops whose operand types are not part of their result
 types (`scratchpad.kernel`, `scratchpad.dma`, `memref.load`, `memref.store` as the memref
-it stores into, `memref.copy`, `memref.dim`, the deallocs). A moved buffer's alloc is
-rebuilt with the memref type in `#scratchpad.space<"name">` (on xDSL; another front end,
-such as an `mlir.ir.Module` through `interop/mlir_view.py`, sets its result type in place
-with `IRView.set_result_type`). The choice reads the IR through the view, so both front
-ends choose alike.
+it stores into, `memref.copy`, `memref.dim`, the deallocs). A moved buffer's alloc gets
+the memref type in `#scratchpad.space<"name">` through the view (`IRView.retype_allocation`),
+so every front end chooses and moves alike.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import (
@@ -41,9 +39,9 @@ from telamalloc.dialects.scratchpad import (
     find_targets,
     memref_byte_size,
 )
-from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR, functions
-from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.liveness import DEALLOC_OPS, FIRST_WRITE, analyze_function
+from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.passes.irview import IRView
+from telamalloc.passes.liveness import DEALLOC_OPS, analyze_function
 
 _TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc", "memref.dealloc",
                               "memref.load", "memref.copy", "memref.dim"})
@@ -52,32 +50,10 @@ _MEMREF_ALLOCS = ("memref.alloc", "memref.alloca")
 
 @dataclass(frozen=True)
 class Assignment:
-    """A rebuilt allocation (`new` replaces `old`, which is kept detached for `undo`): xDSL."""
+    """An allocation moved to `memory` (`IRView.retype_allocation`), and how to undo it."""
 
-    old: Operation
-    new: Operation
     memory: str
-
-    def undo(self) -> None:
-        block = self.new.parent_block()
-        assert block is not None
-        block.insert_op_before(self.old, self.new)
-        self.new.results[0].replace_all_uses_with(self.old.results[0])
-        block.erase_op(self.new)
-
-
-@dataclass(frozen=True)
-class Retyped:
-    """An allocation whose result type another front end changed in place
-    (`IRView.set_result_type`; its users' operand types are its result's)."""
-
-    op: Any
-    old_type: Attribute
-    memory: str
-    view: IRView
-
-    def undo(self) -> None:
-        self.view.set_result_type(self.op, 0, self.old_type)
+    undo: Callable[[], None]
 
 
 def _space_name(op: Any, view: IRView) -> str | None:
@@ -127,11 +103,11 @@ def _pinned(op: Any, view: IRView) -> bool:
 
 
 def assign_function(
-    func: FuncOp, targets: tuple[TargetAttr, ...], rule: str = FIRST_WRITE, view: IRView = XDSL
-) -> list[Assignment | Retyped]:
+    func: Any, targets: tuple[TargetAttr, ...], rule: str, view: IRView
+) -> list[Assignment]:
     liveness = analyze_function(func, lambda op: view.name(op) == "scratchpad.alloc" or (
         view.name(op) in _MEMREF_ALLOCS and _space_name(op, view) is not None), rule=rule, view=view,
-        call_writes=None if view is XDSL else view.call_writes)  # type: ignore[attr-defined]
+        call_writes=view.written_arguments())
     horizon = liveness.end
     names = [target.target_name.data for target in targets]
     load = {name: np.zeros(horizon + 1, dtype=np.int64) for name in names}
@@ -150,7 +126,7 @@ def assign_function(
         memory = space or names[0]
         if memory in load:
             load[memory][lifetime.start : lifetime.end] += size
-    assignments: list[Assignment | Retyped] = []
+    assignments: list[Assignment] = []
     for _, _, lifetime, size in sorted(candidates, key=lambda c: (c[0], c[1])):
         chosen = names[0]
         for name, target in zip(names, targets):
@@ -159,7 +135,7 @@ def assign_function(
                 break
         load[chosen][lifetime.start : lifetime.end] += size
         if chosen != names[0]:
-            assignments.append(_move(lifetime.op, chosen) if view is XDSL else _retype(lifetime.op, chosen, view))
+            assignments.append(_retype(lifetime.op, chosen, view))
     return assignments
 
 
@@ -167,37 +143,18 @@ def _in_memory(type_: MemRefType[Attribute], memory: str) -> MemRefType[Attribut
     return MemRefType(type_.element_type, type_.shape, type_.layout, ScratchpadSpaceAttr(memory))
 
 
-def _move(op: Operation, memory: str) -> Assignment:
-    type_ = op.results[0].type
-    assert isinstance(type_, MemRefType)
-    new = type(op).create(
-        operands=list(op.operands),
-        result_types=[_in_memory(type_, memory)],
-        properties=dict(op.properties),
-        attributes=dict(op.attributes),
-    )
-    new.results[0].name_hint = op.results[0].name_hint
-    block = op.parent_block()
-    assert block is not None
-    block.insert_op_before(new, op)
-    op.results[0].replace_all_uses_with(new.results[0])
-    op.detach()
-    return Assignment(op, new, memory)
-
-
-def _retype(op: Any, memory: str, view: IRView) -> Retyped:
+def _retype(op: Any, memory: str, view: IRView) -> Assignment:
     type_ = view.value_type(view.results(op)[0])
     assert isinstance(type_, MemRefType)
-    view.set_result_type(op, 0, _in_memory(type_, memory))
-    return Retyped(op, type_, memory, view)
+    return Assignment(memory, view.retype_allocation(op, _in_memory(type_, memory)))
 
 
-def assign_memories(module, rule: str = FIRST_WRITE, view: IRView = XDSL) -> list[Assignment | Retyped]:
+def assign_memories(module: Any, rule: str, view: IRView) -> list[Assignment]:
     """Assigns the unassigned buffers of every function with several memories (module doc);
-    `view`: the front end of `module` (another's holds its functions: `view.functions`)."""
-    assignments: list[Assignment | Retyped] = []
-    for func in list(functions(module)) if view is XDSL else list(view.functions):  # type: ignore[attr-defined]
-        targets = find_targets(func) if view is XDSL else find_targets(func, view.attribute, view.parent_op)
+    `view`: the front end of `module`."""
+    assignments: list[Assignment] = []
+    for func in list(view.functions(module)):
+        targets = find_targets(func, view.attribute, view.parent_op)
         if len(targets) > 1:
             assignments += assign_function(func, targets, rule, view)
     return assignments

@@ -57,6 +57,8 @@ _EXPECTED = {
     "dims": "ranges of the symbolic dimensions, 'NAME=LO..HI[@HINT]' separated by spaces, e.g. 'dims=\"seq=1..2048@512 batch=1..8\"'",
 }
 ON_OVERFLOW = ("error", "spill")
+DEFAULT_ALGORITHM = "telamalloc"
+"""The algorithm every planning entry point uses unless told otherwise (the exact search)."""
 LAYOUT_FORMATS = (".csv", ".json")
 
 
@@ -66,7 +68,7 @@ def check_options(
     alignment: object = None,
     mode: object = "fit",
     time_limit: object = None,
-    algorithm: object = "telamalloc",
+    algorithm: object = DEFAULT_ALGORITHM,
     dump_problem: object = None,
     report_file: object = None,
     memory_space: object = None,
@@ -137,6 +139,44 @@ def _is_int(value: object) -> bool:
 
 
 @dataclass(frozen=True)
+class PlanOptions:
+    """Every option of planning, as one record from parsing to the allocator call: pass
+    options, Python keywords and command-line flags parse into it once, and it is checked
+    when it is built (`check_options`). The defaults here are the only ones; the meaning of
+    each field is the `tela-plan` option of the same name (`PlanningOptions`)."""
+
+    capacity: int | None = None
+    alignment: int | None = None
+    mode: str | Mode = "fit"
+    time_limit: float | None = None
+    algorithm: str = DEFAULT_ALGORITHM
+    dump_problem: str | None = None
+    memory_space: int | str | None = None
+    on_overflow: str | None = None
+    assign_memory: bool = False
+    lifetimes: str = FIRST_WRITE
+    dims: str | None = None
+    plot: str | None = None
+    report_json: str | None = None
+    html: str | None = None
+    layout: str | None = None
+
+    def __post_init__(self) -> None:
+        check_options(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)
+                         if field.name != "assign_memory"})
+
+    @property
+    def fit(self) -> bool:
+        """Fit mode (any layout within the capacity), not minimize."""
+        return Mode(self.mode) is Mode.FIT
+
+    @property
+    def ranges(self):
+        """The `dims` option parsed (None when not given)."""
+        return None if self.dims is None else parse_ranges(self.dims)
+
+
+@dataclass(frozen=True)
 class PlanningOptions(ModulePass):
     """Options of the planning passes; subclasses give the pass name and `apply`."""
 
@@ -146,13 +186,13 @@ class PlanningOptions(ModulePass):
     alignment: int | None = None
     """Default alignment in bytes of buffers that declare none; default: the target's (or 1)."""
 
-    mode: str = "fit"
+    mode: str = PlanOptions.mode  # type: ignore[assignment]
     """'fit': any layout within the capacity; 'minimize': the smallest peak."""
 
     time_limit: float | None = None
     """Time the solver may spend on each function (`2.5`, `10s`, `500ms`, `2m`); default: no limit."""
 
-    algorithm: str = "telamalloc"
+    algorithm: str = PlanOptions.algorithm
     """'telamalloc' (exact search), 'best-fit' or 'first-fit' (greedy baselines)."""
 
     dump_problem: str | None = None
@@ -206,23 +246,12 @@ class PlanningOptions(ModulePass):
     override the arguments' `scratchpad.dim(s)` attributes (`passes/symbolic.py`)."""
 
     def __post_init__(self) -> None:
-        check_options(
-            dims=self.dims,
-            capacity=self.capacity,
-            alignment=self.alignment,
-            mode=self.mode,
-            time_limit=self.time_limit,
-            algorithm=self.algorithm,
-            dump_problem=self.dump_problem,
-            report_file=self.report_file,
-            memory_space=self.memory_space,
-            plot=self.plot,
-            report_json=self.report_json,
-            html=self.html,
-            on_overflow=self.on_overflow,
-            layout=self.layout,
-            lifetimes=self.lifetimes,
-        )
+        self.plan_options()  # checks every planning option
+        check_options(report_file=self.report_file)
+
+    def plan_options(self) -> PlanOptions:
+        """The planning options of this pass as the one record the driver takes."""
+        return PlanOptions(**{field.name: getattr(self, field.name) for field in dataclasses.fields(PlanOptions)})
 
     @contextlib.contextmanager
     def report_stream(self) -> Iterator[TextIO | None]:

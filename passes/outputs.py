@@ -27,7 +27,7 @@ from telamalloc.runtime.alloc.csv_io import write_problem, write_solution
 from telamalloc.runtime.alloc.problem import Problem
 
 if TYPE_CHECKING:
-    from telamalloc.passes.tela_plan import FunctionPlan
+    from telamalloc.passes.plans import FunctionPlan
 
 @dataclass(frozen=True)
 class OutputRequests:
@@ -49,7 +49,7 @@ class OutputRequests:
                 _require_writable(option, path)
 
     def write(self, plans: Sequence) -> None:
-        """Write every requested file for ``plans`` (tela_plan.FunctionPlan, in program order)."""
+        """Write every requested file for ``plans`` (`passes/plans.py` FunctionPlan, in program order)."""
         if self.plot is not None:
             _draw_plans(self.plot, plans)
         if self.report_json is not None:

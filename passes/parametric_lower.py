@@ -59,7 +59,6 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
-from xdsl.traits import SymbolTable
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
 from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
@@ -508,7 +507,10 @@ def _check_fallback(view: IRView, func: Any, builder: Builder, name: str) -> Non
             f"'@{name}' calls its spilled copy '@{callee}' above its capacity, a branch this front end "
             "does not build; lower the module with tela-opt ('tela-lower')",
         )
-    if not isinstance(SymbolTable.lookup_symbol(func, fallback), FuncOp):
+    module = func
+    while view.parent_op(module) is not None:
+        module = view.parent_op(module)
+    if not any(view.symbol_name(function) == callee for function in view.functions(module)):
         raise PassFailedAtOp(
             func, f"'@{name}' calls its spilled copy '@{callee}', which the module does not hold; run tela-plan again"
         )

@@ -33,6 +33,8 @@ says so).
 
 from __future__ import annotations
 
+from typing import Any
+
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
@@ -42,7 +44,6 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     i64,
 )
-from xdsl.dialects.func import FuncOp
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
@@ -175,14 +176,16 @@ def _fitting(function_problem: FunctionProblem, plan: ParametricPlan, capacity: 
     return fits
 
 
-def fallback_clone(function_problem: FunctionProblem, taken: set[str]) -> FuncOp:
+def fallback_clone(rewriter: Any, function_problem: FunctionProblem, taken: set[str]) -> Any:
     """The spilled fallback of a parametric function before it is planned: a private copy
-    named `@<name>.spilled` (not yet in the module) whose buffers of symbolic size carry
+    named `@<name>.spilled` (not yet in the module; made by the front end's `rewriter`, a
+    `passes/spill.py` `SpillRewriter`) whose buffers of symbolic size carry
     `scratchpad.bound` = their size at the ranges' upper ends, so that it is planned as a
     static function. Sound for every size in the ranges: a buffer never outgrows its bound
     there, so it stays inside the slot the static plan gives it. `taken`: the module's
     symbol names (a clash is a diagnostic)."""
     func = function_problem.func
+    view = function_problem.liveness.view
     name = function_problem.name
     clone_name = f"{name}{FALLBACK_SUFFIX}"
     if clone_name in taken:
@@ -191,14 +194,15 @@ def fallback_clone(function_problem: FunctionProblem, taken: set[str]) -> FuncOp
             f"'@{name}' needs a spilled copy named '@{clone_name}', but the module has a symbol of "
             "that name; rename it, or pass 'on-overflow=error' to check the capacity at run time",
         )
-    assert isinstance(func, FuncOp)
-    clone = func.clone()
-    clone.sym_name = StringAttr(clone_name)
-    clone.sym_visibility = StringAttr("private")
+    clone = rewriter.clone(func)
+    clone_view = rewriter.view_of(clone)
+    copied_func = rewriter.function(clone)
+    clone_view.set_property(copied_func, "sym_name", StringAttr(clone_name))
+    clone_view.set_property(copied_func, "sym_visibility", StringAttr("private"))
     bounds = {id(b.op): b.size for b in function_problem.buffers if b.symbolic is not None}
-    for original, copied in zip(func.walk(), clone.walk()):
+    for original, copied in zip(view.walk(func), clone_view.walk(copied_func)):
         if id(original) in bounds:
-            copied.attributes[BOUND_ATTR] = IntegerAttr(bounds[id(original)], i64)
+            clone_view.set_attribute(copied, BOUND_ATTR, IntegerAttr(bounds[id(original)], i64))
     return clone
 
 

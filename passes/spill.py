@@ -62,6 +62,7 @@ from telamalloc.passes.uses import BufferUses, analyze_uses
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, attempts, choose_spills
+from telamalloc.wording import counted
 
 ON_OVERFLOW = ("error", "spill")
 MAX_RETRIES = 16  # lower targets tried when live bytes fit but no layout does
@@ -91,15 +92,11 @@ class SpillSummary:
     def line(self, name: str) -> str:
         how = "proved minimal" if self.exact else "heuristic"
         return (
-            f"tela-plan: @{name}: spilled {_count(self.intervals, 'interval')} of "
-            f"{_count(self.buffers, 'buffer')}, {self.bytes_moved} B moved by "
-            f"{_count(self.dma_ops, self.copy_op)} ({_count(self.loads, 'load')}, "
-            f"{_count(self.stores, 'store')}, {how}), LOAD {self.load_before} B -> {self.load_after} B"
+            f"tela-plan: @{name}: spilled {counted(self.intervals, 'interval')} of "
+            f"{counted(self.buffers, 'buffer')}, {self.bytes_moved} B moved by "
+            f"{counted(self.dma_ops, self.copy_op)} ({counted(self.loads, 'load')}, "
+            f"{counted(self.stores, 'store')}, {how}), LOAD {self.load_before} B -> {self.load_after} B"
         )
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def spill_function(

@@ -77,9 +77,9 @@ from telamalloc.passes.collect import (
     MEMORIES_ATTR,
     OFFSET_ATTR,
     PEAK_ATTR,
-    functions,
     is_spill_slot,
 )
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import trace_buffer
 from telamalloc.passes.parametric_lower import is_parametric, lower_parametric
 
@@ -136,7 +136,7 @@ def _collect_function(func: FuncOp) -> list[_FunctionLowering] | None:
     planned: list[_PlannedAlloc] = []
     unplanned: list[Operation] = []
     for op in func.walk():
-        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes or is_spill_slot(op):
+        if op.name not in ALLOCATION_OPS or ARENA_ATTR in op.attributes or is_spill_slot(op, XDSL):
             continue  # an arena (the function is lowered already, and stays as it is) or a spill slot
         offset = planned_offset(op)
         if offset is None:
@@ -278,10 +278,10 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
 
 def lower_module(module: ModuleOp) -> None:
     """Lowers every planned function of `module` (see module doc); all or nothing."""
-    parametric = [func for func in functions(module) if is_parametric(func)]
+    parametric = [func for func in XDSL.functions(module) if is_parametric(func)]
     lowerings = [
         lowering
-        for func in functions(module)
+        for func in XDSL.functions(module)
         if not is_parametric(func)
         for lowering in (_collect_function(func) or ())
     ]

@@ -20,8 +20,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.passes.options import PlanningOptions
+from telamalloc.passes.plans import FunctionPlan
 from telamalloc.passes.tela_lower import lower_module
-from telamalloc.passes.tela_plan import FunctionPlan, TelaPlanPass
+from telamalloc.passes.tela_plan import TelaPlanPass
 from telamalloc.passes.tela_schedule import SCHEDULE_METHODS, TelaSchedulePass, block_orders, restore_orders
 
 

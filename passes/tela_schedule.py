@@ -43,12 +43,12 @@ from telamalloc.passes.collect import (
     FunctionProblem,
     Selection,
     collect_function,
-    functions,
     module_has_scratchpad_memrefs,
     selection_for,
 )
 from telamalloc.passes.dependences import Roots, block_graph, schedulable_blocks
 from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.runtime.alloc.schedule import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load
@@ -124,9 +124,9 @@ def schedule_module(
     """Schedules every function of `module` with planned buffers (see the module doc);
     returns what it did."""
     config = config or ScheduleConfig()
-    has_scratchpad = module_has_scratchpad_memrefs(module)
+    has_scratchpad = module_has_scratchpad_memrefs(module, XDSL)
     measures = []
-    for func in list(functions(module)):  # first every check: a failure leaves the IR unchanged
+    for func in list(XDSL.functions(module)):  # first every check: a failure leaves the IR unchanged
         selections = _selections(func, has_scratchpad, memory_space)
         measures.append((func, selections, _load(func, selections, lifetimes)))
     results = []
@@ -140,13 +140,14 @@ def schedule_module(
 def _selections(func: FuncOp, has_scratchpad: bool, memory_space: int | None) -> list[Selection]:
     """The memories whose buffers count: one, or each of `scratchpad.targets`."""
     try:
-        targets = find_targets(func)
+        targets = find_targets(func, XDSL.attribute, XDSL.parent_op)
     except VerifyException as error:
         raise PassFailedAtOp(func, str(error)) from None
     if len(targets) <= 1 or memory_space is not None:
-        return [selection_for(func, has_scratchpad, memory_space)]
+        return [selection_for(func, has_scratchpad, memory_space, XDSL)]
     return [
-        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0)
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0,
+                  view=XDSL)
         for index, target in enumerate(targets)
     ]
 
@@ -236,7 +237,7 @@ def _before(op: int, waiting: dict[int, list[int]]) -> list[int]:
 
 def block_orders(module: ModuleOp) -> list[tuple[Block, list[Operation]]]:
     """Every block's ops in their order, for `restore_orders` when a later pass fails."""
-    return [(block, list(block.ops)) for func in functions(module) for block in schedulable_blocks(func)]
+    return [(block, list(block.ops)) for func in XDSL.functions(module) for block in schedulable_blocks(func)]
 
 
 def restore_orders(orders: list[tuple[Block, list[Operation]]]) -> None:

@@ -26,8 +26,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from telamalloc.passes.collect import collect_function, functions, module_has_scratchpad_memrefs, selection_for
+from telamalloc.passes.collect import collect_function, module_has_scratchpad_memrefs, selection_for
 from telamalloc.passes.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
 from telamalloc.runtime.alloc.schedule import build_model
@@ -76,9 +77,9 @@ class TestPrintDependencesPass(ModulePass):
 
 
 def print_dependences(module: ModuleOp, stream: TextIO, rule: str = FIRST_WRITE) -> None:
-    has_scratchpad = module_has_scratchpad_memrefs(module)
-    for func in functions(module):
-        problem = collect_function(func, selection_for(func, has_scratchpad), None, None, rule)
+    has_scratchpad = module_has_scratchpad_memrefs(module, XDSL)
+    for func in XDSL.functions(module):
+        problem = collect_function(func, selection_for(func, has_scratchpad, None, XDSL), None, None, rule)
         roots = Roots(func)
         for block in schedulable_blocks(func):
             stream.write(format_block(block_graph(block, problem.buffers, rule, roots)))

@@ -38,12 +38,13 @@ from xdsl.passes import ModulePass
 
 from telamalloc.passes.collect import (
     buffer_ids,
-    functions,
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, analyze_function
 from telamalloc.passes.options import check_options
+from telamalloc.wording import counted
 
 
 def format_liveness(liveness: FunctionLiveness) -> str:
@@ -51,7 +52,7 @@ def format_liveness(liveness: FunctionLiveness) -> str:
     func = liveness.func
     lines = [
         f"// liveness of @{func.sym_name.data}: {len(liveness.points)} program points, "
-        f"{_plural(len(liveness.lifetimes), 'buffer')}"
+        f"{counted(len(liveness.lifetimes), 'buffer')}"
         + (", conservative" if liveness.conservative else "")
         + f", lifetimes={liveness.rule}"
     ]
@@ -62,7 +63,7 @@ def format_liveness(liveness: FunctionLiveness) -> str:
         if lifetime.escapes:
             notes += ", escapes"
         if lifetime.deallocs:
-            notes += f", {_plural(len(lifetime.deallocs), 'dealloc')}"
+            notes += f", {counted(len(lifetime.deallocs), 'dealloc')}"
         if lifetime.kept is not None:
             notes += f", {lifetime.kept}"
         lines.append(
@@ -70,10 +71,6 @@ def format_liveness(liveness: FunctionLiveness) -> str:
             f"#{lifetime.point} {lifetime.op.name}{notes}"
         )
     return "\n".join(lines) + "\n"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _depth(op: Operation, func: Operation) -> int:
@@ -102,7 +99,7 @@ class TestPrintLivenessPass(ModulePass):
 
 
 def print_liveness(module: ModuleOp, stream: TextIO, rule: str = FIRST_WRITE) -> None:
-    has_scratchpad = module_has_scratchpad_memrefs(module)
-    for func in functions(module):
-        selection = selection_for(func, has_scratchpad)
-        stream.write(format_liveness(analyze_function(func, selection.covers, rule=rule)))
+    has_scratchpad = module_has_scratchpad_memrefs(module, XDSL)
+    for func in XDSL.functions(module):
+        selection = selection_for(func, has_scratchpad, None, XDSL)
+        stream.write(format_liveness(analyze_function(func, selection.covers, rule=rule, view=XDSL)))

@@ -53,6 +53,7 @@ from telamalloc.files import write_atomically
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
 from telamalloc.runtime.alloc.parametric import SymbolRange, parse_range
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
+from telamalloc.wording import counted
 
 PROG = "tela-import"
 INT64_MAX = 2**63 - 1
@@ -143,26 +144,22 @@ def _bytes_or_zero(text: str) -> int:
     return int(text)
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" + ("" if number == 1 else "s")
-
-
 def render(imported: ImportedModel, source: str) -> str:
     """The program text: a comment header, then the module in its custom form."""
     stream = io.StringIO()
     Printer(stream=stream).print_op(imported.module)
     runnable = ", ".join(f"{op} -> {kernel}" for op, kernel in imported.runnable.items()) or "none"
     planned = ", ".join(f"{op} ({count})" for op, count in imported.planned_only.items()) or "none"
-    views = f" ({_count(imported.views, 'view')})" if imported.views else ""
+    views = f" ({counted(imported.views, 'view')})" if imported.views else ""
     header = [
         f"// Imported from '{os.path.basename(source)}' by {PROG}: {imported.nodes} nodes{views}, "
-        f"{imported.buffers} scratchpad buffers, {_count(imported.loads, 'load')}, {_count(imported.stores, 'store')}.",
+        f"{imported.buffers} scratchpad buffers, {counted(imported.loads, 'load')}, {counted(imported.stores, 'store')}.",
         f"// Interpreter kernels: {runnable}.",
         f"// Planned only (no interpreter kernel): {planned}.",
     ]
     if imported.folded or imported.globals or imported.constant_arguments:
         header.append(
-            f"// Constants: {_count(imported.folded, 'folded node')}; {imported.globals} carried as memref.global, "
+            f"// Constants: {counted(imported.folded, 'folded node')}; {imported.globals} carried as memref.global, "
             f"{imported.constant_arguments} as arguments."
         )
     return "\n".join(header) + "\n" + stream.getvalue().rstrip("\n") + "\n"

@@ -10,7 +10,8 @@ import pytest
 
 from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_generic
 from telamalloc.passes import analyze_function, plan_module
-from telamalloc.passes.collect import functions, selection_for
+from telamalloc.passes.collect import selection_for
+from telamalloc.passes.irview import XDSL
 from telamalloc.verification import verify_program
 
 from ..interop.conftest import MODELS
@@ -54,8 +55,8 @@ def test_cfg_form_plans_like_the_structured_form(model) -> None:
 @pytest.mark.parametrize("model", MODELS, ids=[model.name for model in MODELS])
 def test_cfg_lifetimes_are_exact_not_conservative(model) -> None:
     module = parse_generic(_lowered(model.source, cf=True))
-    for func in functions(module):
-        selection = selection_for(func, False)  # plain upstream memrefs, no scratchpad ones
+    for func in XDSL.functions(module):
+        selection = selection_for(func, False, None, XDSL)  # plain upstream memrefs, no scratchpad ones
         liveness = analyze_function(func, selection.covers)
         assert liveness.lifetimes and not liveness.conservative
 

@@ -24,7 +24,8 @@ from telamalloc.passes import (
 from telamalloc.passes import (
     TestPrintLivenessPass as PrintLivenessPass,
 )
-from telamalloc.passes.collect import collect_function, functions, selection_for
+from telamalloc.passes.collect import collect_function, selection_for
+from telamalloc.passes.irview import XDSL
 from telamalloc.runtime.alloc.csv_io import read_problem
 
 
@@ -198,8 +199,8 @@ def test_report_file_option(tmp_path):
 def test_analysis_and_print_pass_do_not_mutate(capsys):
     module = _parse(TWO_FUNCTIONS)
     before = str(module)
-    for function in functions(module):
-        analyze_function(function, selection_for(function, True).covers)
+    for function in XDSL.functions(module):
+        analyze_function(function, selection_for(function, True, None, XDSL).covers)
     PrintLivenessPass().apply(_context(), module)
     assert str(module) == before
     assert "// liveness of @fits: 4 program points, 2 buffers" in capsys.readouterr().out
@@ -209,7 +210,7 @@ def test_lower_without_plan_fails_and_leaves_ir_unchanged():
     module = _parse(TWO_FUNCTIONS)
     plan_module(module, capacity=64)
     # Forget the second function's plan: lowering must not touch the first either.
-    second = list(functions(module))[1]
+    second = list(XDSL.functions(module))[1]
     for op in second.walk():
         if op.name == "scratchpad.alloc":
             op.properties.pop("offset")
@@ -296,8 +297,8 @@ def test_random_programs_match_reference_and_lower_without_overlap(seed):
     rng = random.Random(seed)
     text, reference = _random_program(rng, rng.randint(1, 25), hoist=seed % 3 == 2)
     module = _parse(text)
-    function = next(functions(module))
-    problem = collect_function(function, selection_for(function, True), None, None)
+    function = XDSL.functions(module)[0]
+    problem = collect_function(function, selection_for(function, True, None, XDSL), None, None)
     lifetimes = {buffer.id: (buffer.lifetime.start, buffer.lifetime.end) for buffer in problem.buffers}
     assert lifetimes == {name: (start, end) for name, (start, end, _) in reference.items()}
     assert {buffer.id: buffer.size for buffer in problem.buffers} == {
