@@ -505,17 +505,31 @@ def file_position(location: Any) -> tuple[str, int, int] | None:
     pending = [location]
     while pending:
         current = pending.pop(0)
-        if current is None:
-            continue
-        if current.is_a_file():
+        kind = _location_kind(current)
+        if kind == "file":
             return current.filename, current.start_line, current.start_col
-        if current.is_a_name():
+        if kind == "name":
             pending.insert(0, current.child_loc)
-        elif current.is_a_callsite():
+        elif kind == "callsite":
             pending[:0] = [current.callee, current.caller]
-        elif current.is_a_fused():
+        elif kind == "fused":
             pending[:0] = list(current.locations)
     return None
+
+
+def _location_kind(location: Any) -> str | None:
+    """'file', 'name', 'callsite', 'fused' or None. Bindings of MLIR 22 answer `is_a_file()`
+    and so on on a plain `Location`; older ones (IREE 3.13's) hand out `FileLineColLoc`,
+    `NameLoc`, `CallSiteLoc` and `FusedLoc` objects with the fields alone."""
+    if location is None:
+        return None
+    if hasattr(location, "is_a_file"):
+        for kind in ("file", "name", "callsite", "fused"):
+            if getattr(location, f"is_a_{kind}")():
+                return kind
+        return None
+    kinds = {"FileLineColLoc": "file", "NameLoc": "name", "CallSiteLoc": "callsite", "FusedLoc": "fused"}
+    return kinds.get(type(location).__name__)
 
 
 def mlir_location_text(location: Any, fallback: str) -> str:
