@@ -39,7 +39,7 @@ def hoist_allocations(module: ModuleOp) -> int:
                 continue
             in_loop = _inside_loop(allocation, function)
             if in_loop:
-                for dealloc in trace_buffer(allocation.results[0])[1]:
+                for dealloc in trace_buffer(allocation.results[0], XDSL)[1]:
                     if _inside_loop(dealloc, function) and dealloc.parent_block() is not None:
                         dealloc.detach()
                         dealloc.erase()
@@ -55,7 +55,7 @@ def hoist_allocations(module: ModuleOp) -> int:
 def _inside_loop(op: Operation, function: Operation) -> bool:
     parent = op.parent_op()
     while parent is not None and parent is not function:
-        if is_loop(parent):
+        if is_loop(parent, XDSL):
             return True
         parent = parent.parent_op()
     return False

@@ -35,6 +35,7 @@ from xdsl.traits import IsTerminator, MemoryEffectKind, get_effects
 
 from telamalloc.passes.collect import ALLOCATION_OPS, PlannedBuffer
 from telamalloc.passes.effects import Access, operand_access
+from telamalloc.passes.irview import XDSL
 from telamalloc.passes.liveness import ALLOC, DEALLOC_OPS, is_memref
 from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp
 
@@ -231,7 +232,7 @@ def _accesses(op: Operation, roots: Roots, reads: set, writes: set) -> bool:
     for index, operand in enumerate(op.operands):
         if not is_memref(operand.type):
             continue
-        access = Access.WRITE if op.name in DEALLOC_OPS else operand_access(op, index)
+        access = Access.WRITE if op.name in DEALLOC_OPS else operand_access(op, index, view=XDSL)
         if access is Access.NONE:
             continue
         found = roots.of(operand)

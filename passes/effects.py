@@ -43,7 +43,7 @@ import enum
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.irview import IRView
 
 
 class Access(enum.Flag):
@@ -73,7 +73,7 @@ WHOLE_WRITE_OPS = frozenset({"scratchpad.kernel", "scratchpad.dma", "memref.copy
 every element of their `outs`, a DMA or copy every element of its destination."""
 
 
-def writes_whole(op: Any, index: int, view: IRView = XDSL) -> bool:
+def writes_whole(op: Any, index: int, view: IRView) -> bool:
     """True when `op` writes every byte of its operand `index` and reads none of it
     (a write that leaves nothing of the memref's earlier value)."""
     if view.name(op) not in WHOLE_WRITE_OPS:
@@ -88,7 +88,7 @@ def writes_whole(op: Any, index: int, view: IRView = XDSL) -> bool:
     )
 
 
-def operand_access(op: Any, index: int, call_writes: CallWrites | None = None, *, view: IRView = XDSL) -> Access:
+def operand_access(op: Any, index: int, call_writes: CallWrites | None = None, *, view: IRView) -> Access:
     """What `op` does to the bytes of its operand `index` (see the module doc)."""
     name = view.name(op)
     if name in _NO_ACCESS:
@@ -119,7 +119,7 @@ def operand_access(op: Any, index: int, call_writes: CallWrites | None = None, *
 
 
 def operands_access(
-    op: Any, indices: Iterable[int], call_writes: CallWrites | None = None, *, view: IRView = XDSL
+    op: Any, indices: Iterable[int], call_writes: CallWrites | None = None, *, view: IRView
 ) -> Access:
     """What `op` does to the bytes of the memref it takes as the operands `indices` (one
     buffer passed several times): the union of `operand_access`, read off each op once."""

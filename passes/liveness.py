@@ -104,7 +104,7 @@ def is_memref(type_: Attribute) -> bool:
     return isinstance(type_, MemRefType | UnrankedMemRefType)
 
 
-def is_loop(op: Operation, view: IRView = XDSL) -> bool:
+def is_loop(op: Operation, view: IRView) -> bool:
     """True for an op whose regions may run more than once (unknown region ops included).
 
     A region with several blocks may loop through its branches, whatever the op.
@@ -158,7 +158,7 @@ class FunctionLiveness:
 
 
 def number_points(
-    func: FuncOp, view: IRView = XDSL
+    func: FuncOp, view: IRView
 ) -> tuple[tuple[Operation, ...], dict[Operation, int], dict[Operation, int]]:
     """Pre-order numbering of the ops in `func`'s body.
 
@@ -257,7 +257,7 @@ def _branch_aliases(branch: Operation, operand_index: int, view: IRView) -> tupl
     return None
 
 
-def trace_buffer(value: SSAValue, view: IRView = XDSL) -> tuple[list[_Use], list[Operation], bool]:
+def trace_buffer(value: SSAValue, view: IRView) -> tuple[list[_Use], list[Operation], bool]:
     """Every use of `value` and of its aliases; the deallocs among them; whether it escapes."""
     uses, deallocs, escapes, _, _ = _trace(value, view, follow_branches=True)
     return uses, deallocs, escapes
@@ -343,7 +343,7 @@ def analyze_function(
     *,
     rule: str = FIRST_WRITE,
     call_writes: CallWrites | None = None,
-    view: IRView = XDSL,
+    view: IRView,
 ) -> FunctionLiveness:
     """Lifetimes of the ops in `func` for which `is_allocation` is true (see module doc).
 

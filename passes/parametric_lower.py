@@ -242,7 +242,7 @@ class XdslBuilder(Builder):
         block = op.parent_block()
         assert block is not None
         view = memref.ViewOp.create(
-            operands=[arena, offset, *dynamic_size_operands(op)],
+            operands=[arena, offset, *dynamic_size_operands(op, XDSL)],
             result_types=[op.results[0].type],
             attributes={BUFFER_ATTR: StringAttr(buffer_id)},
         )

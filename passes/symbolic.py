@@ -30,7 +30,7 @@ from xdsl.dialects.func import FuncOp
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
 from telamalloc.dialects.scratchpad import element_byte_width
-from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.irview import IRView
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.symbolic import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
 
@@ -48,12 +48,12 @@ class SizeNotFollowed(Exception):
         self.reason = reason
 
 
-def spelled(value: Any, view: IRView = XDSL) -> str:
+def spelled(value: Any, view: IRView) -> str:
     name = view.name_hint(value)
     return f"%{name}" if name else "a value"
 
 
-def dynamic_size_operands(op: Any, view: IRView = XDSL) -> list[Any]:
+def dynamic_size_operands(op: Any, view: IRView) -> list[Any]:
     """The `index` operands of an allocation's `?` dimensions, in order: a
     `scratchpad.alloc` takes nothing else; a `memref.alloc` / `alloca` takes its symbols
     after them."""
@@ -79,7 +79,7 @@ class FunctionSymbols:
     signature: FuncOp
 
     @classmethod
-    def of(cls, func: Any, view: IRView = XDSL) -> FunctionSymbols:
+    def of(cls, func: Any, view: IRView) -> FunctionSymbols:
         """Raises DimsError for malformed `scratchpad.dim(s)` attributes."""
         signature = view.signature(func)
         sources, declared = argument_symbols(signature)

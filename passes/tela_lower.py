@@ -248,7 +248,7 @@ def _replace_with_view(planned: _PlannedAlloc, arena: SSAValue) -> None:
     op = planned.op
     block = op.parent_block()
     assert block is not None
-    _, deallocs, _ = trace_buffer(op.results[0])
+    _, deallocs, _ = trace_buffer(op.results[0], XDSL)
     # `create` skips the IRDL builders' argument checks: thousands of views stay cheap.
     shift = arith.ConstantOp.create(
         result_types=[_INDEX], properties={"value": IntegerAttr(planned.offset, _INDEX)}

@@ -27,7 +27,7 @@ from typing import Any
 
 from telamalloc.passes.collect import FunctionProblem, PlannedBuffer
 from telamalloc.passes.effects import Access, operand_access
-from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.irview import IRView
 from telamalloc.passes.liveness import DEALLOC_OPS, ESCAPING_OPS, number_points
 from telamalloc.runtime.alloc.spill import SpillBuffer, Use
 
@@ -44,7 +44,7 @@ class BufferUses:
     spill: SpillBuffer  # the plain-data view `choose_spills` takes
 
 
-def writes_operand(op: Any, operand_index: int, view: IRView = XDSL) -> bool:
+def writes_operand(op: Any, operand_index: int, view: IRView) -> bool:
     """True when `op` may write the memref it takes as operand `operand_index`
     (`passes/effects.py`; a `func.call` is taken to write what it gets)."""
     return Access.WRITE in operand_access(op, operand_index, view=view)

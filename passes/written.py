@@ -48,7 +48,7 @@ def signature(function: func.FuncOp) -> Signature:
 
 def written_arguments(function: func.FuncOp) -> frozenset[int]:
     """Indices of the memref arguments `function` writes, through any view of them."""
-    return WrittenArguments().written(function)
+    return WrittenArguments(XDSL).written(function)
 
 
 class WrittenArguments:
@@ -57,7 +57,7 @@ class WrittenArguments:
     a `func.call`. `view`: the front end (`passes/irview.py`; `callee` finds a call's
     function in it, `declared_memrefs` the memref arguments of a declaration)."""
 
-    def __init__(self, view: IRView = XDSL) -> None:
+    def __init__(self, view: IRView) -> None:
         self._view = view
         self._done: dict[Any, frozenset[int]] = {}
         self._running: set[Any] = set()

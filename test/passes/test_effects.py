@@ -10,6 +10,7 @@ from xdsl.dialects.test import Test
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes.effects import READ_WRITE, Access, operand_access, operands_access, writes_whole
+from telamalloc.passes.irview import XDSL
 
 SP = "memref<4xf32, #scratchpad.space>"
 PROGRAM = f"""
@@ -54,37 +55,37 @@ def ops():
 
 
 def test_the_memref_ops(ops):
-    assert operand_access(ops["memref.load"][0], 0) is Access.READ
+    assert operand_access(ops["memref.load"][0], 0, view=XDSL) is Access.READ
     store = ops["memref.store"][0]
-    assert operand_access(store, 1) is Access.WRITE and operand_access(store, 0) is Access.NONE
+    assert operand_access(store, 1, view=XDSL) is Access.WRITE and operand_access(store, 0, view=XDSL) is Access.NONE
     copy = ops["memref.copy"][0]
-    assert (operand_access(copy, 0), operand_access(copy, 1)) == (Access.READ, Access.WRITE)
-    assert operand_access(ops["memref.dim"][0], 0) is Access.NONE
-    assert operand_access(ops["memref.subview"][0], 0) is Access.NONE  # a view: its uses count
-    assert operand_access(ops["memref.extract_aligned_pointer_as_index"][0], 0) is Access.NONE  # declared: no effect
-    assert operand_access(ops["memref.dealloc"][0], 0) is Access.NONE
+    assert (operand_access(copy, 0, view=XDSL), operand_access(copy, 1, view=XDSL)) == (Access.READ, Access.WRITE)
+    assert operand_access(ops["memref.dim"][0], 0, view=XDSL) is Access.NONE
+    assert operand_access(ops["memref.subview"][0], 0, view=XDSL) is Access.NONE  # a view: its uses count
+    assert operand_access(ops["memref.extract_aligned_pointer_as_index"][0], 0, view=XDSL) is Access.NONE  # declared: no effect
+    assert operand_access(ops["memref.dealloc"][0], 0, view=XDSL) is Access.NONE
 
 
 def test_the_dialect_linalg_calls_and_unknown_ops(ops):
     dma = ops["scratchpad.dma"][0]
-    assert (operand_access(dma, 0), operand_access(dma, 1)) == (Access.READ, Access.WRITE)
+    assert (operand_access(dma, 0, view=XDSL), operand_access(dma, 1, view=XDSL)) == (Access.READ, Access.WRITE)
     in_place, relu = ops["scratchpad.kernel"]
-    assert operands_access(in_place, [0, 2]) == READ_WRITE  # %s in ins and outs
-    assert operands_access(relu, [1]) is Access.WRITE and operands_access(relu, [0]) is Access.READ
+    assert operands_access(in_place, [0, 2], view=XDSL) == READ_WRITE  # %s in ins and outs
+    assert operands_access(relu, [1], view=XDSL) is Access.WRITE and operands_access(relu, [0], view=XDSL) is Access.READ
     fill, matmul = ops["linalg.fill"][0], ops["linalg.matmul"][0]
-    assert operand_access(fill, 1) is Access.WRITE  # the payload does not read the output
-    assert operand_access(matmul, 0) is Access.READ and operand_access(matmul, 2) == READ_WRITE  # accumulates
+    assert operand_access(fill, 1, view=XDSL) is Access.WRITE  # the payload does not read the output
+    assert operand_access(matmul, 0, view=XDSL) is Access.READ and operand_access(matmul, 2, view=XDSL) == READ_WRITE  # accumulates
     to_callee, to_declared = ops["func.call"]
-    assert operand_access(to_callee, 0, lambda call, index: index == 0) == READ_WRITE
-    assert operand_access(to_callee, 1, lambda call, index: index == 0) is Access.READ
-    assert operand_access(to_declared, 0) == READ_WRITE  # no answer: written too
-    assert operand_access(ops["test.op"][0], 0) == READ_WRITE  # unknown effects
+    assert operand_access(to_callee, 0, lambda call, index: index == 0, view=XDSL) == READ_WRITE
+    assert operand_access(to_callee, 1, lambda call, index: index == 0, view=XDSL) is Access.READ
+    assert operand_access(to_declared, 0, view=XDSL) == READ_WRITE  # no answer: written too
+    assert operand_access(ops["test.op"][0], 0, view=XDSL) == READ_WRITE  # unknown effects
 
 
 def test_whole_writes(ops):
-    assert writes_whole(ops["scratchpad.dma"][0], 1) and not writes_whole(ops["scratchpad.dma"][0], 0)
+    assert writes_whole(ops["scratchpad.dma"][0], 1, XDSL) and not writes_whole(ops["scratchpad.dma"][0], 0, XDSL)
     in_place, relu = ops["scratchpad.kernel"]
-    assert writes_whole(relu, 1) and not writes_whole(in_place, 2)  # in place: it reads the buffer too
-    assert writes_whole(ops["memref.copy"][0], 1)
-    assert not writes_whole(ops["memref.store"][0], 1)  # one element
-    assert not writes_whole(ops["linalg.fill"][0], 1)  # not in the table of whole writes
+    assert writes_whole(relu, 1, XDSL) and not writes_whole(in_place, 2, XDSL)  # in place: it reads the buffer too
+    assert writes_whole(ops["memref.copy"][0], 1, XDSL)
+    assert not writes_whole(ops["memref.store"][0], 1, XDSL)  # one element
+    assert not writes_whole(ops["linalg.fill"][0], 1, XDSL)  # not in the table of whole writes

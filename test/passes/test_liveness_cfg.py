@@ -57,7 +57,7 @@ def test_cfg_lifetimes_are_exact_not_conservative(model) -> None:
     module = parse_generic(_lowered(model.source, cf=True))
     for func in XDSL.functions(module):
         selection = selection_for(func, False, None, XDSL)  # plain upstream memrefs, no scratchpad ones
-        liveness = analyze_function(func, selection.covers)
+        liveness = analyze_function(func, selection.covers, view=XDSL)
         assert liveness.lifetimes and not liveness.conservative
 
 

@@ -200,7 +200,7 @@ def test_analysis_and_print_pass_do_not_mutate(capsys):
     module = _parse(TWO_FUNCTIONS)
     before = str(module)
     for function in XDSL.functions(module):
-        analyze_function(function, selection_for(function, True, None, XDSL).covers)
+        analyze_function(function, selection_for(function, True, None, XDSL).covers, view=XDSL)
     PrintLivenessPass().apply(_context(), module)
     assert str(module) == before
     assert "// liveness of @fits: 4 program points, 2 buffers" in capsys.readouterr().out
