@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -110,59 +111,26 @@ def print_generic(module: ModuleOp) -> str:
     return stream.getvalue()
 
 
-def plan_generic(
-    text: str,
-    *,
-    capacity: int | None = None,
-    alignment: int | None = None,
-    mode: str = "fit",
-    time_limit: float | None = None,
-    algorithm: str = "telamalloc",
-    lower: bool = True,
-    allow_unregistered: bool = False,
-) -> str:
+def plan_generic(text: str, *, lower: bool = True, allow_unregistered: bool = False, **options: Any) -> str:
     """Plans the MLIR module `text` with telamalloc and returns the generic form.
 
     The text-to-text embedding for compilers that exchange files with telamalloc (e.g.
     through `mlir-opt` and a subprocess): `tela-plan`, then `tela-lower` unless
-    `lower=False`, with the options of `telamalloc.passes.plan_module`. Raises
+    `lower=False`, with the options of `telamalloc.passes.plan_module` (`capacity`, `mode`,
+    ...). Raises
     `InteropError` when xDSL cannot read the module, `ValueError` for an invalid option
     and `PassFailedAtOp` (a `PassFailedException`) when planning fails.
     """
     module = parse_generic(text, allow_unregistered=allow_unregistered)
-    plan_xdsl_module(
-        module,
-        capacity=capacity,
-        alignment=alignment,
-        mode=mode,
-        time_limit=time_limit,
-        algorithm=algorithm,
-        lower=lower,
-    )
+    plan_xdsl_module(module, lower=lower, **options)
     return print_generic(module)
 
 
-def plan_xdsl_module(
-    module: ModuleOp,
-    *,
-    capacity: int | None = None,
-    alignment: int | None = None,
-    mode: str = "fit",
-    time_limit: float | None = None,
-    algorithm: str = "telamalloc",
-    lower: bool = True,
-) -> None:
-    """`plan_module` then (unless `lower=False`) `lower_module`, in place."""
+def plan_xdsl_module(module: ModuleOp, *, lower: bool = True, **options: Any) -> None:
+    """`plan_module` (with `options`) then (unless `lower=False`) `lower_module`, in place."""
     from telamalloc.passes import lower_module, plan_module
 
-    plan_module(
-        module,
-        capacity=capacity,
-        alignment=alignment,
-        mode=mode,
-        time_limit=time_limit,
-        algorithm=algorithm,
-    )
+    plan_module(module, **options)
     if lower:
         lower_module(module)
 

@@ -105,11 +105,6 @@ def plan_mlir_module(
     module: ir.Module | str,
     *,
     context: ir.Context | None = None,
-    capacity: int | None = None,
-    alignment: int | None = None,
-    mode: str = "fit",
-    time_limit: float | None = None,
-    algorithm: str = "telamalloc",
     lower: bool = True,
     allow_unregistered: bool = False,
     **options: Any,
@@ -120,8 +115,8 @@ def plan_mlir_module(
     with every location kept) or MLIR text (parsed by MLIR in `context`, else the
     current context, else a new one). Plans in place over the bindings' ops
     (`telamalloc.interop.mlir_plan.plan_mlir_ops`, no text round-trip), then lowers
-    unless `lower=False`; `options` are the other options of `plan_mlir_ops`
-    (`memory_space`, `lifetimes`, `layout`, ...). For the plans as data, call
+    unless `lower=False`; `options` are those of `plan_mlir_ops` (`capacity`, `mode`,
+    `time_limit`, `memory_space`, `lifetimes`, `layout`, ...). For the plans as data, call
     `plan_mlir_ops` on a module you own.
 
     `allow_unregistered=False` (the default) refuses ops whose memory effects the
@@ -150,16 +145,7 @@ def plan_mlir_module(
                     "first, e.g. with telamalloc.interop.LOOPS_PIPELINE (bufferize, then linalg to scf "
                     "loops), or pass allow_unregistered=True to take it as reading and writing every memref"
                 )
-        plan_mlir_ops(
-            planned,
-            capacity=capacity,
-            alignment=alignment,
-            mode=mode,
-            time_limit=time_limit,
-            algorithm=algorithm,
-            lower=lower,
-            **options,
-        )
+        plan_mlir_ops(planned, lower=lower, **options)
         if not planned.operation.verify():
             raise InteropError("upstream MLIR rejects the planned module: verification failed")
     return planned

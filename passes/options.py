@@ -10,12 +10,11 @@ import ast
 import contextlib
 import dataclasses
 import inspect
-import os
 import re
 import sys
 import textwrap
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Self, TextIO, TypeVar
 
@@ -62,72 +61,118 @@ DEFAULT_ALGORITHM = "telamalloc"
 LAYOUT_FORMATS = (".csv", ".json")
 
 
-def check_options(
-    *,
-    capacity: object = None,
-    alignment: object = None,
-    mode: object = "fit",
-    time_limit: object = None,
-    algorithm: object = DEFAULT_ALGORITHM,
-    dump_problem: object = None,
-    report_file: object = None,
-    memory_space: object = None,
-    plot: object = None,
-    report_json: object = None,
-    html: object = None,
-    on_overflow: object = None,
-    layout: object = None,
-    lifetimes: object = FIRST_WRITE,
-    dims: object = None,
-) -> None:
-    """Raises ValueError, naming the option and what it accepts, for any invalid value."""
-    if dims is not None:
-        if not isinstance(dims, str):
-            raise ValueError(f"invalid dims '{dims}'; expected {_accepted('dims')}")
-        try:
-            parse_ranges(dims)
-        except ValueError as error:
-            raise ValueError(f"invalid dims: {error}") from None
-    if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):
+def check_options(values: Mapping[str, object]) -> None:
+    """Raises ValueError, naming the option and what it accepts, for any invalid value;
+    `values`: option fields (`time_limit`, `report_file`, ...) and their values, each
+    checked when present (absent ones, and None for the optional ones, pass)."""
+    for name, check in _CHECKS.items():
+        if name in values:
+            check(values[name])
+    unknown = set(values) - set(_CHECKS)
+    assert not unknown, f"no check for {sorted(unknown)}"
+
+
+def _check_dims(dims: object) -> None:
+    if dims is None:
+        return
+    if not isinstance(dims, str):
+        raise ValueError(f"invalid dims '{dims}'; expected {_accepted('dims')}")
+    try:
+        parse_ranges(dims)
+    except ValueError as error:
+        raise ValueError(f"invalid dims: {error}") from None
+
+
+def _check_capacity(capacity: object) -> None:
+    if capacity is not None and (not _is_int(capacity) or not 0 < capacity <= INT64_MAX):  # type: ignore[operator]
         raise ValueError(f"invalid capacity '{capacity}'; expected {_EXPECTED['capacity']}")
+
+
+def _check_alignment(alignment: object) -> None:
     if alignment is not None and (
-        not _is_int(alignment) or not is_power_of_two(alignment) or alignment > 2**62
+        not _is_int(alignment) or not is_power_of_two(alignment) or alignment > 2**62  # type: ignore[operator,arg-type]
     ):
         raise ValueError(f"invalid alignment '{alignment}'; expected {_EXPECTED['alignment']}")
-    if isinstance(mode, Mode):
-        mode = mode.value
-    if mode not in MODES:
+
+
+def _check_mode(mode: object) -> None:
+    if (mode.value if isinstance(mode, Mode) else mode) not in MODES:
         raise ValueError(f"unknown mode '{mode}'; expected {_EXPECTED['mode']}")
+
+
+def _check_algorithm(algorithm: object) -> None:
     if algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm '{algorithm}'; expected {_EXPECTED['algorithm']}")
+
+
+def _check_time_limit(time_limit: object) -> None:
     if time_limit is not None and (
         isinstance(time_limit, bool) or not isinstance(time_limit, int | float) or not time_limit >= 0
     ):
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
+
+
+def _check_memory_space(memory_space: object) -> None:
     if memory_space is not None and not (isinstance(memory_space, str) and memory_space) and (
-        not _is_int(memory_space) or memory_space < 0
+        not _is_int(memory_space) or memory_space < 0  # type: ignore[operator]
     ):
         raise ValueError(f"invalid memory-space '{memory_space}'; expected {_accepted('memory-space')}")
-    for option, path in (
-        ("dump-problem", dump_problem),
-        ("report-file", report_file),
-        ("plot", plot),
-        ("report-json", report_json),
-        ("html", html),
-        ("layout", layout),
-    ):
-        if path is not None and (not isinstance(path, str) or not path):
+
+
+def _path_check(option: str, suffixes: tuple[str, ...] = ()):
+    """The check of an output path option; `suffixes`: the file kinds it takes (any when empty)."""
+
+    def check(path: object) -> None:
+        if path is None:
+            return
+        if not isinstance(path, str) or not path:
             raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+        if option == "plot" and not is_picture_path(path):
+            raise ValueError(f"invalid plot '{path}'; expected {_accepted('plot')}")
+        if suffixes and not path.lower().endswith(suffixes):
+            raise ValueError(f"invalid {option} '{path}'; expected {_accepted(option)}")
+
+    return check
+
+
+def _check_lifetimes(lifetimes: object) -> None:
     if lifetimes not in LIFETIME_RULES:
         raise ValueError(f"invalid lifetimes '{lifetimes}'; expected {_accepted('lifetimes')}")
+
+
+def _check_on_overflow(on_overflow: object) -> None:
     if on_overflow is not None and on_overflow not in ON_OVERFLOW:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
-    if layout is not None and os.path.splitext(str(layout))[1].lower() not in LAYOUT_FORMATS:
-        raise ValueError(f"invalid layout '{layout}'; expected {_accepted('layout')}")
-    if plot is not None and not is_picture_path(plot):
-        raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}")
-    if html is not None and not html.lower().endswith((".html", ".htm")):
-        raise ValueError(f"invalid html '{html}'; expected {_accepted('html')}")
+
+
+def _check_flag(option: str):
+    def check(value: object) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"invalid {option} '{value}'; expected {_accepted(option)}")
+
+    return check
+
+
+_CHECKS = {
+    "dims": _check_dims,
+    "capacity": _check_capacity,
+    "alignment": _check_alignment,
+    "mode": _check_mode,
+    "algorithm": _check_algorithm,
+    "time_limit": _check_time_limit,
+    "memory_space": _check_memory_space,
+    "dump_problem": _path_check("dump-problem"),
+    "report_file": _path_check("report-file"),
+    "plot": _path_check("plot"),
+    "report_json": _path_check("report-json"),
+    "html": _path_check("html", (".html", ".htm")),
+    "layout": _path_check("layout", LAYOUT_FORMATS),
+    "lifetimes": _check_lifetimes,
+    "on_overflow": _check_on_overflow,
+    "assign_memory": _check_flag("assign-memory"),
+}
+"""The check of each option field, in the order they are checked (the first invalid one is
+reported)."""
 
 
 def _accepted(option: str) -> str:
@@ -162,8 +207,7 @@ class PlanOptions:
     layout: str | None = None
 
     def __post_init__(self) -> None:
-        check_options(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)
-                         if field.name != "assign_memory"})
+        check_options({field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
 
     @property
     def fit(self) -> bool:
@@ -247,7 +291,7 @@ class PlanningOptions(ModulePass):
 
     def __post_init__(self) -> None:
         self.plan_options()  # checks every planning option
-        check_options(report_file=self.report_file)
+        check_options({"report_file": self.report_file})
 
     def plan_options(self) -> PlanOptions:
         """The planning options of this pass as the one record the driver takes."""

@@ -70,7 +70,7 @@ class TestPrintDependencesPass(ModulePass):
     """Where lifetimes start: 'first-write' or 'alloc' (with 'alloc', an allocation counts as a write)."""
 
     def __post_init__(self) -> None:
-        check_options(lifetimes=self.lifetimes)  # the planning passes' check and message
+        check_options({"lifetimes": self.lifetimes})  # the planning passes' check and message
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         print_dependences(op, sys.stdout, self.lifetimes)

@@ -92,7 +92,7 @@ class TestPrintLivenessPass(ModulePass):
     """Where a buffer's lifetime starts: 'first-write' (its first write) or 'alloc' (its allocation)."""
 
     def __post_init__(self) -> None:
-        check_options(lifetimes=self.lifetimes)  # the planning passes' check and message
+        check_options({"lifetimes": self.lifetimes})  # the planning passes' check and message
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         print_liveness(op, sys.stdout, self.lifetimes)
