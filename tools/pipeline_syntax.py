@@ -39,15 +39,6 @@ class PassEntry:
     anchors: tuple[str, ...]
     column: int  # 1-based column of the pass name in the pipeline text
 
-    def option_text(self) -> str:
-        return f"{self.name}{{{' '.join(_option_text(o) for o in self.options)}}}" if self.options else self.name
-
-
-def _option_text(option: PassOption) -> str:
-    if option.value is None:
-        return option.key
-    return f'{option.key}="{option.value}"' if option.quoted else f"{option.key}={option.value}"
-
 
 _NAME_CHARACTERS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.$")
 
