@@ -31,6 +31,7 @@ from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.problem import Mode
+from telamalloc.runtime.alloc.schedule import METHODS
 
 MODES = tuple(mode.value for mode in Mode)
 T = TypeVar("T")
@@ -60,6 +61,7 @@ ON_OVERFLOW = ("error", "spill")
 DEFAULT_ALGORITHM = "telamalloc"
 """The algorithm every planning entry point uses unless told otherwise (the exact search)."""
 LAYOUT_FORMATS = (".csv", ".json")
+SCHEDULES = ("none", "auto") + METHODS
 
 
 def check_options(
@@ -79,6 +81,7 @@ def check_options(
     layout: object = None,
     lifetimes: object = FIRST_WRITE,
     dims: object = None,
+    schedule: object = "none",
 ) -> None:
     """Raises ValueError, naming the option and what it accepts, for any invalid value."""
     if dims is not None:
@@ -128,6 +131,9 @@ def check_options(
         raise ValueError(f"invalid plot '{plot}'; expected {_accepted('plot')}")
     if html is not None and not html.lower().endswith((".html", ".htm")):
         raise ValueError(f"invalid html '{html}'; expected {_accepted('html')}")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule '{schedule}'; expected 'none' or one of "
+                         + ", ".join(f"'{name}'" for name in SCHEDULES[1:]))
 
 
 def _accepted(option: str) -> str:
@@ -160,6 +166,7 @@ class PlanOptions:
     report_json: str | None = None
     html: str | None = None
     layout: str | None = None
+    schedule: str = "none"  # 'none', or the `tela-schedule` method run first ('auto': every one)
 
     def __post_init__(self) -> None:
         check_options(**{field.name: getattr(self, field.name) for field in dataclasses.fields(self)
@@ -250,8 +257,10 @@ class PlanningOptions(ModulePass):
         check_options(report_file=self.report_file)
 
     def plan_options(self) -> PlanOptions:
-        """The planning options of this pass as the one record the driver takes."""
-        return PlanOptions(**{field.name: getattr(self, field.name) for field in dataclasses.fields(PlanOptions)})
+        """The planning options of this pass as the one record the driver takes (a field
+        the pass has no option for keeps its default: `schedule` is `tela-pipeline`'s)."""
+        return PlanOptions(**{field.name: getattr(self, field.name) for field in dataclasses.fields(PlanOptions)
+                              if hasattr(self, field.name)})
 
     @contextlib.contextmanager
     def report_stream(self) -> Iterator[TextIO | None]:
