@@ -264,7 +264,9 @@ class XdslView(IRView):
         return op.successors
 
     def is_terminator(self, op: Operation) -> bool:
-        return op.has_trait(IsTerminator)
+        # xDSL answers every trait question about an unregistered op with yes by default;
+        # an op nobody knows is no terminator here, as in `MlirView`
+        return op.has_trait(IsTerminator, value_if_unregistered=False)
 
     def parent_op(self, op: Operation) -> Operation | None:
         return op.parent_op()
