@@ -118,7 +118,9 @@ def plan_mlir_ops(
     `algorithm`, `memory_space`, `lifetimes`, `on_overflow`, `assign_memory`; `dims`: the
     ranges of symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the
     arguments' `scratchpad.dim(s)` attributes; the output paths `report_json`, `layout`,
-    `html`, `plot`, `dump_problem`, written as `tela-plan` writes them), checked once.
+    `html`, `plot`, `dump_problem`, written as `tela-plan` writes them; `schedule`: 'none',
+    the default, or the `tela-schedule` method that reorders the ops first, as
+    `tela-pipeline{schedule=...}` does, the order put back when planning fails), checked once.
     """
     plan_options = PlanOptions(**options)
     with _collector_paused():

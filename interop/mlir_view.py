@@ -19,7 +19,8 @@ Types and attributes the collect step reads (memref shapes, `#scratchpad.target`
 distinct text: the module itself never goes through text.
 
 Limits: the mirror is a snapshot: an op created or erased through the bindings after
-`MlirView(module)` is not seen (build a new view). Class-level effects: an xDSL trait whose
+`MlirView(module)` is not seen (build a new view); an op moved through the view
+(`move_before`, `move_after`) is. Class-level effects: an xDSL trait whose
 effects depend on the op instance (none in the memref, linalg, scf, vector and
 bufferization dialects xDSL 0.74 defines) counts as unknown.
 """
@@ -383,6 +384,31 @@ class MlirView(IRView):
         """MLIR keeps inherent and discardable attributes in one dictionary."""
         self.set_attribute(op, name, value)
 
+    def remove_attribute(self, op: MOp, name: str) -> None:
+        attributes = op.handle.attributes
+        if name in attributes:
+            del attributes[name]
+
+    def move_before(self, op: MOp, anchor: MOp) -> None:
+        """Through the bindings (`Operation.move_before`); the mirror's block takes the
+        same order (`block_ops`, the walks and the liveness numbering read it)."""
+        op.handle.move_before(anchor.handle)
+        ops = self._detached(op, anchor)
+        ops.insert(ops.index(anchor), op)
+
+    def move_after(self, op: MOp, anchor: MOp) -> None:
+        op.handle.move_after(anchor.handle)
+        ops = self._detached(op, anchor)
+        ops.insert(ops.index(anchor) + 1, op)
+
+    @staticmethod
+    def _detached(op: MOp, anchor: MOp) -> list[MOp]:
+        """The mirror's ops of `anchor`'s block, `op` taken out of them (the same block)."""
+        assert op.block is anchor.block and op.block is not None, "ops move within their block"
+        ops = op.block.ops
+        ops.remove(op)
+        return ops
+
     def retype_allocation(self, op: MOp, type_: Attribute) -> Callable[[], None]:
         """Through the bindings (`Value.set_type`), our memory spaces spelled as MLIR reads
         them; the mirror's value takes the new type too."""
@@ -463,6 +489,41 @@ class MlirView(IRView):
                 return None  # effects that depend on the op instance: unknown here
             reads, writes = reads or kinds[0], writes or kinds[1]
         return reads, writes
+
+    def unknown_effects(self, op: MOp) -> bool:
+        """From the xDSL class of the same name, as `get_effects` answers for an xDSL op:
+        an op xDSL does not know, or one without effect traits, has unknown effects; a
+        class-level read or write (`MemoryReadEffect`, `MemoryWriteEffect`) names no value."""
+        op_class = self._op_class(op.name)
+        if op_class is None:
+            return True
+        if callable(getattr(op_class, "read_operands", None)):
+            return False
+        return self._unnamed_effects(op) is not False
+
+    def _unnamed_effects(self, op: MOp) -> bool | None:
+        """Whether `op` reads or writes memory of no value in particular; None when its
+        effects are unknown (an instance-dependent trait counts as unknown here)."""
+        op_class = self._op_class(op.name)
+        if op_class is None:
+            return None
+        traits = [trait for trait in op_class.traits if isinstance(trait, MemoryEffect)]
+        if not traits:
+            return None
+        unnamed = False
+        for trait in traits:
+            if isinstance(trait, RecursiveMemoryEffect):
+                for nested in (inner for region in op.regions for block in region.blocks for inner in block.ops):
+                    found = self._unnamed_effects(nested)
+                    if found is None:
+                        return None
+                    unnamed = unnamed or found
+                continue
+            kinds = next((value for kind, value in _EFFECT_KINDS.items() if isinstance(trait, kind)), None)
+            if kinds is None:
+                return None
+            unnamed = unnamed or kinds[0] or kinds[1]
+        return unnamed
 
     def knows(self, name: str) -> bool:
         """Whether the planner knows what ops named `name` do to memory."""

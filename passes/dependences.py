@@ -20,6 +20,10 @@ roots weigh nothing. A buffer allocated outside the block is an input and an out
 graph (it lives across the whole block); one used by the block's terminator or escaping
 the function is an output.
 
+The IR is read through an `IRView` (`passes/irview.py`), so the graph is the same for
+every front end (xDSL, MLIR's Python bindings); allocations are named by the view's SSA
+names (`name_hint`), so only the printed names of buffers differ between front ends.
+
 Limits: accesses are to whole buffers (two writes to disjoint halves of one buffer are
 ordered); ops of regions with several blocks are not scheduled (`schedulable_blocks`).
 """
@@ -28,15 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, BlockArgument, Operation, OpResult, SSAValue
-from xdsl.traits import IsTerminator, MemoryEffectKind, get_effects
+from typing import Any
 
 from telamalloc.passes.collect import ALLOCATION_OPS, PlannedBuffer
 from telamalloc.passes.effects import Access, operand_access
-from telamalloc.passes.irview import XDSL
-from telamalloc.passes.liveness import ALLOC, DEALLOC_OPS, is_memref
+from telamalloc.passes.irview import IRView
+from telamalloc.passes.liveness import ALLOC, DEALLOC_OPS
 from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp
 
 ARGUMENTS = "<arguments>"
@@ -59,40 +60,49 @@ _STRUCTURED = frozenset({"scf.for", "scf.while", "scf.if", "scf.execute_region",
 
 @dataclass(frozen=True)
 class BlockGraph:
-    """The scheduling graph of one block, tied back to its ops."""
+    """The scheduling graph of one block, tied back to its ops (as the view holds them)."""
 
-    block: Block
-    ops: tuple[Operation, ...]  # graph.ops[i] is ops[i]
+    block: Any
+    ops: tuple[Any, ...]  # graph.ops[i] is ops[i]
     graph: Graph
 
 
-def schedulable_blocks(func: FuncOp) -> Iterator[Block]:
+def schedulable_blocks(view: IRView, func: Any) -> Iterator[Any]:
     """Every block of `func` whose ops may be reordered: the only block of its region."""
-    for op in func.walk():
-        for region in op.regions:
-            if len(region.blocks) == 1:
-                yield region.blocks.first  # type: ignore[misc]
+    for op in view.walk(func):
+        for region in view.regions(op):
+            blocks = view.blocks(region)
+            if len(blocks) == 1:
+                yield blocks[0]
+
+
+def block_terminator(view: IRView, block: Any) -> Any | None:
+    """The terminator of `block` (its last op, when that is one), which stays last."""
+    ops = view.block_ops(block)
+    return ops[-1] if ops and view.is_terminator(ops[-1]) else None
 
 
 class Roots:
     """Where memref values come from (memoized per value)."""
 
-    def __init__(self, func: FuncOp):
+    def __init__(self, view: IRView, func: Any):
+        self.view = view
         self.func = func
-        self._names: dict[Operation, str] = {}
+        self._names: dict[Any, str] = {}
         used: set[str] = set()
-        for index, op in enumerate(func.walk()):
-            if op.name in ALLOCATION_OPS and op.results:
-                name = "%" + (op.results[0].name_hint or "alloc")
+        for index, op in enumerate(view.walk(func)):
+            results = view.results(op)
+            if view.name(op) in ALLOCATION_OPS and results:
+                name = "%" + (view.name_hint(results[0]) or "alloc")
                 if name in used:
                     name = f"{name}#{index}"
                 used.add(name)
                 self._names[op] = name
-        globals_named = {_global_root(op) for op in func.walk() if op.name == "memref.get_global"}
+        globals_named = {self._global_root(op) for op in view.walk(func) if view.name(op) == "memref.get_global"}
         self._arguments = frozenset({ARGUMENTS, *globals_named})
-        self._memo: dict[SSAValue, frozenset | None] = {}
+        self._memo: dict[Any, frozenset | None] = {}
 
-    def of(self, value: SSAValue) -> frozenset | None:
+    def of(self, value: Any) -> frozenset | None:
         """The roots `value` may alias; None (`UNKNOWN`) when they cannot be named."""
         if value in self._memo:
             return self._memo[value]
@@ -101,43 +111,47 @@ class Roots:
         self._memo[value] = roots
         return roots
 
-    def _compute(self, value: SSAValue) -> frozenset | None:
-        if isinstance(value, BlockArgument):
-            owner = value.block.parent_op()
+    def _compute(self, value: Any) -> frozenset | None:
+        view = self.view
+        block = view.argument_block(value)
+        if block is not None:
+            owner = view.block_owner(block)
             if owner is self.func:
                 return self._arguments
-            if owner is None or owner.name not in _STRUCTURED:
+            if owner is None or view.name(owner) not in _STRUCTURED:
                 return UNKNOWN
             return self._union(self._memref_operands(owner), yields_of=owner)
-        assert isinstance(value, OpResult)
-        op = value.op
-        if op.name in ALLOCATION_OPS:
+        op = view.defining_op(value)
+        if op is None:
+            return UNKNOWN  # a value from outside what the view holds
+        name = view.name(op)
+        if name in ALLOCATION_OPS:
             return frozenset({op})
-        if op.name == "memref.get_global":
-            return frozenset({_global_root(op)})
-        if op.name in BARRIER_OPS:
+        if name == "memref.get_global":
+            return frozenset({self._global_root(op)})
+        if name in BARRIER_OPS:
             return UNKNOWN
         operands = self._memref_operands(op)
-        if op.regions:
-            if op.name not in _STRUCTURED:
+        if view.regions(op):
+            if name not in _STRUCTURED:
                 return UNKNOWN
             return self._union(operands, yields_of=op)
         if not operands:
             return UNKNOWN  # a memref from nowhere the analysis knows
         return self._union(operands)
 
-    @staticmethod
-    def _memref_operands(op: Operation) -> list[SSAValue]:
-        return [operand for operand in op.operands if is_memref(operand.type)]
+    def _memref_operands(self, op: Any) -> list[Any]:
+        return [operand for operand in self.view.operands(op) if self.view.is_memref(operand)]
 
-    def _union(self, values: list[SSAValue], yields_of: Operation | None = None) -> frozenset | None:
+    def _union(self, values: list[Any], yields_of: Any | None = None) -> frozenset | None:
+        view = self.view
         if yields_of is not None:  # what the op's regions yield, but their own arguments
-            own = {arg for region in yields_of.regions for block in region.blocks for arg in block.args}
-            for region in yields_of.regions:
-                for block in region.blocks:
-                    last = block.last_op
-                    if last is not None and last.has_trait(IsTerminator):
-                        values = values + [v for v in self._memref_operands(last) if v not in own]
+            blocks = [block for region in view.regions(yields_of) for block in view.blocks(region)]
+            own = {arg for block in blocks for arg in view.block_args(block)}
+            for block in blocks:
+                last = block_terminator(view, block)
+                if last is not None:
+                    values = values + [v for v in self._memref_operands(last) if v not in own]
         roots: set = set()
         for value in values:
             found = self.of(value)
@@ -146,49 +160,46 @@ class Roots:
             roots |= found
         return frozenset(roots)
 
+    def is_allocation(self, root: object) -> bool:
+        """True for a root that is an allocation of the function (not the arguments' root
+        or a global)."""
+        return root in self._names
+
     def name(self, root: object) -> str:
         """A name for a root that is the same on every run: an allocation's SSA name (with
         `#<position>` when repeated), the arguments' root, or a global's name."""
-        if isinstance(root, Operation):
-            return self._names[root]
         if isinstance(root, tuple):
             return f"global:{root[1]}"
-        return str(root)
+        if isinstance(root, str):
+            return root
+        return self._names[root]
+
+    def _global_root(self, get_global: Any) -> tuple[str, str]:
+        """The root of the global a `memref.get_global` names (its `name`: `@G`)."""
+        return ("global", str(self.view.attribute(get_global, "name")))
 
 
-def _global_root(get_global: Operation) -> tuple[str, str]:
-    """The root of the global a `memref.get_global` names."""
-    name = get_global.properties.get("name") or get_global.attributes.get("name")
-    return ("global", str(name))
-
-
-def _unknown_effects(op: Operation) -> bool:
+def _unknown_effects(view: IRView, op: Any) -> bool:
     """True when `op` may touch memory the operand table cannot see."""
-    if op.name in BARRIER_OPS:
+    name = view.name(op)
+    if name in BARRIER_OPS:
         return True
-    if op.name in _KNOWN_ACCESS_OPS or op.name in _STRUCTURED or op.name in ALLOCATION_OPS:
+    if name in _KNOWN_ACCESS_OPS or name in _STRUCTURED or name in ALLOCATION_OPS:
         return False
-    if op.has_trait(IsTerminator) or op.successors:
+    if view.is_terminator(op) or view.successors(op) or name.startswith("linalg."):
         return False
-    if callable(getattr(op, "read_operands", None)) or op.name.startswith("linalg."):
-        return False
-    effects = get_effects(op)
-    if effects is None:
-        return True
-    return any(
-        effect.value is None and effect.kind in (MemoryEffectKind.READ, MemoryEffectKind.WRITE)
-        for effect in effects
-    )
+    return view.unknown_effects(op)
 
 
-def block_graph(block: Block, buffers: tuple[PlannedBuffer, ...], rule: str, roots: Roots) -> BlockGraph:
+def block_graph(view: IRView, block: Any, buffers: tuple[PlannedBuffer, ...], rule: str,
+                roots: Roots) -> BlockGraph:
     """The scheduling graph of `block` (see the module doc); `buffers`: the function's
     planned buffers (their sizes), `rule`: where lifetimes start."""
-    terminator = block.last_op if block.last_op is not None and block.last_op.has_trait(IsTerminator) else None
-    ops = tuple(op for op in block.ops if op is not terminator)
-    node_of: dict[Operation, int] = {}
+    terminator = block_terminator(view, block)
+    ops = tuple(op for op in view.block_ops(block) if op is not terminator)
+    node_of: dict[Any, int] = {}
     for index, op in enumerate(ops):
-        for nested in op.walk():
+        for nested in view.walk(op):
             node_of[nested] = index
     sizes = {planned.op: planned.size for planned in buffers}
     escaping = {planned.op for planned in buffers if planned.lifetime.escapes}
@@ -200,14 +211,15 @@ def block_graph(block: Block, buffers: tuple[PlannedBuffer, ...], rule: str, roo
         reads: set[object] = set()
         writes: set[object] = set()
         barrier = False
-        for nested in op.walk():
-            barrier |= _unknown_effects(nested)
-            for operand in nested.operands:
-                if isinstance(operand, OpResult) and node_of.get(operand.op, index) != index:
-                    after.add(node_of[operand.op])
-            if by_alloc_rule and nested.name in ALLOCATION_OPS and nested in sizes:
+        for nested in view.walk(op):
+            barrier |= _unknown_effects(view, nested)
+            for operand in view.operands(nested):
+                definition = view.defining_op(operand)
+                if definition is not None and node_of.get(definition, index) != index:
+                    after.add(node_of[definition])
+            if by_alloc_rule and view.name(nested) in ALLOCATION_OPS and nested in sizes:
                 writes.add(nested)  # with lifetimes=alloc, the allocation starts the lifetime
-            barrier |= _accesses(nested, roots, reads, writes)
+            barrier |= _accesses(view, nested, roots, reads, writes)
         met.update(dict.fromkeys(reads | writes))
         graph_ops.append(GraphOp(
             index,
@@ -216,23 +228,25 @@ def block_graph(block: Block, buffers: tuple[PlannedBuffer, ...], rule: str, roo
             after=tuple(sorted(after)),
             barrier=barrier,
         ))
-    kept = _terminator_roots(terminator, roots)
-    buffers = []
+    kept = _terminator_roots(view, terminator, roots)
+    graph_buffers = []
     for root in sorted(met, key=roots.name):
-        local = isinstance(root, Operation) and root in node_of
-        size = sizes.get(root, 0) if isinstance(root, Operation) else 0
+        allocation = roots.is_allocation(root)
+        local = allocation and root in node_of
+        size = sizes.get(root, 0) if allocation else 0
         output = not local or root in escaping or root in kept
-        buffers.append(GraphBuffer(roots.name(root), size, input=not local, output=output))
-    return BlockGraph(block, ops, Graph(tuple(graph_ops), tuple(buffers)))
+        graph_buffers.append(GraphBuffer(roots.name(root), size, input=not local, output=output))
+    return BlockGraph(block, ops, Graph(tuple(graph_ops), tuple(graph_buffers)))
 
 
-def _accesses(op: Operation, roots: Roots, reads: set, writes: set) -> bool:
+def _accesses(view: IRView, op: Any, roots: Roots, reads: set, writes: set) -> bool:
     """Adds what `op` reads and writes to the sets; True when it needs a barrier."""
     barrier = False
-    for index, operand in enumerate(op.operands):
-        if not is_memref(operand.type):
+    name = view.name(op)
+    for index, operand in enumerate(view.operands(op)):
+        if not view.is_memref(operand):
             continue
-        access = Access.WRITE if op.name in DEALLOC_OPS else operand_access(op, index, view=XDSL)
+        access = Access.WRITE if name in DEALLOC_OPS else operand_access(op, index, view=view)
         if access is Access.NONE:
             continue
         found = roots.of(operand)
@@ -246,12 +260,12 @@ def _accesses(op: Operation, roots: Roots, reads: set, writes: set) -> bool:
     return barrier
 
 
-def _terminator_roots(terminator: Operation | None, roots: Roots) -> set:
+def _terminator_roots(view: IRView, terminator: Any | None, roots: Roots) -> set:
     if terminator is None:
         return set()
     kept: set = set()
-    for operand in terminator.operands:
-        if is_memref(operand.type):
+    for operand in view.operands(terminator):
+        if view.is_memref(operand):
             found = roots.of(operand)
             if found is not UNKNOWN:
                 kept |= found

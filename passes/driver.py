@@ -4,6 +4,8 @@
 its front end's `IRView` (`passes/irview.py`: xDSL's ops, or an adapter over MLIR's Python
 bindings, upstream's or IREE's) with one `PlanOptions` record:
 
+0. schedule (`schedule`, `passes/tela_schedule.py`): the ops reordered to lower LOAD, put
+   back when planning fails;
 1. assign memories (`assign_memory`, `passes/memories.py`): the buffers of the unnamed
    space of functions with several memories; undone when planning fails;
 2. collect (`passes/collect.py`): one problem per function, or per memory of a function
@@ -54,6 +56,7 @@ from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
 from telamalloc.passes.parametric_plan import fallback_clone, plan_parametric_function, record_parametric
 from telamalloc.passes.plans import FunctionPlan, format_report_line, require_success, solve_function
 from telamalloc.passes.spill import spill_function
+from telamalloc.passes.tela_schedule import scheduled
 
 ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
 
@@ -82,8 +85,16 @@ def plan_functions(
     cannot be planned, the IR unchanged. `check_before_apply(plans, replaced)` runs once
     every function has a plan and before anything is written (`replaced`: the `id`s of the
     functions a spilled copy will replace), so a caller's own failure leaves the IR as it
-    was too.
+    was too. With `options.schedule`, the ops are reordered first (`tela-schedule`) and put
+    back in their order when planning fails.
     """
+    with scheduled(view, module, options):
+        return _plan_functions(view, module, options, report, check_before_apply)
+
+
+def _plan_functions(view: IRView, module: Any, options: PlanOptions, report: TextIO | None,
+                    check_before_apply: Callable[[Sequence[FunctionPlan], set[int]], None] | None,
+                    ) -> tuple[FunctionPlan, ...]:
     requests = outputs.OutputRequests(plot=options.plot, report_json=options.report_json, html=options.html,
                                       layout=options.layout)
     requests.check()

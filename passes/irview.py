@@ -16,7 +16,8 @@ read and write which operands is decided once, in `passes/effects.py`, from the
 questions below (`declared_access`, `effects_access`, `segment_sizes`). Symbolic sizes
 (`passes/symbolic.py`) follow values through `defining_op`, `argument_block` and
 `signature`. Writing back is the view's too: attributes and properties (`set_attribute`,
-`set_property`), memory assignment's new types (`retype_allocation`), a function's spilled
+`set_property`, `remove_attribute`), an op moved within its block (`move_before`,
+`move_after`: `tela-schedule`), memory assignment's new types (`retype_allocation`), a function's spilled
 copy put in its place or beside it (`replace_function`, `insert_function_after`); rewrites
 that add ops go through the view's own small interfaces: spilling's `SpillRewriter`
 (`spill_rewriter`, `passes/spill.py`) and the lowering's `Builder`
@@ -156,6 +157,20 @@ class IRView:
         """Sets the discardable attribute `name` of `op` to `value` (an xDSL attribute)."""
         raise NotImplementedError
 
+    def remove_attribute(self, op: Op, name: str) -> None:
+        """Removes the discardable attribute `name` of `op`, if it has one."""
+        raise NotImplementedError
+
+    def move_before(self, op: Op, anchor: Op) -> None:
+        """Moves `op` to just before `anchor`, an op of the same block (`tela-schedule`'s
+        reordering); `block_ops` answers in the new order."""
+        raise NotImplementedError
+
+    def move_after(self, op: Op, anchor: Op) -> None:
+        """Moves `op` to just after `anchor`, an op of the same block (a block without a
+        terminator); `block_ops` answers in the new order."""
+        raise NotImplementedError
+
     def set_property(self, op: Op, name: str, value: Attribute) -> None:
         """Sets the inherent attribute `name` of `op` (an xDSL property: `sym_name`, a
         `scratchpad.alloc`'s `offset`) to `value`, as a discardable one where the front end
@@ -207,6 +222,13 @@ class IRView:
         its effects are unknown."""
         raise NotImplementedError
 
+    def unknown_effects(self, op: Op) -> bool:
+        """True when `op` may read or write memory that none of its operands names: its
+        memory effects are unknown, or it declares a read or a write of no value in
+        particular (`tela-schedule` makes such an op a barrier). An op that lists what it
+        reads and writes (`declared_access`) names all of it."""
+        raise NotImplementedError
+
     # -- conveniences shared by every view ------------------------------------------------
     def first_block(self, region: RegionT) -> BlockT | None:
         blocks = self.blocks(region)
@@ -242,7 +264,9 @@ class XdslView(IRView):
         return op.successors
 
     def is_terminator(self, op: Operation) -> bool:
-        return op.has_trait(IsTerminator)
+        # xDSL answers every trait question about an unregistered op with yes by default;
+        # an op nobody knows is no terminator here, as in `MlirView`
+        return op.has_trait(IsTerminator, value_if_unregistered=False)
 
     def parent_op(self, op: Operation) -> Operation | None:
         return op.parent_op()
@@ -330,6 +354,21 @@ class XdslView(IRView):
     def set_attribute(self, op: Operation, name: str, value: Attribute) -> None:
         op.attributes[name] = value
 
+    def remove_attribute(self, op: Operation, name: str) -> None:
+        op.attributes.pop(name, None)
+
+    def move_before(self, op: Operation, anchor: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None and op.parent_block() is block
+        block.detach_op(op)
+        block.insert_op_before(op, anchor)
+
+    def move_after(self, op: Operation, anchor: Operation) -> None:
+        block = anchor.parent_block()
+        assert block is not None and op.parent_block() is block
+        block.detach_op(op)
+        block.insert_op_after(op, anchor)
+
     def set_property(self, op: Operation, name: str, value: Attribute) -> None:
         defined = isinstance(op, IRDLOperation) and name in op.get_irdl_definition().properties
         if name in op.properties or defined:
@@ -410,6 +449,17 @@ class XdslView(IRView):
             elif effect.kind is MemoryEffectKind.WRITE:
                 writes = True
         return reads, writes
+
+    def unknown_effects(self, op: Operation) -> bool:
+        if callable(getattr(op, "read_operands", None)):
+            return False
+        effects = get_effects(op)
+        if effects is None:
+            return True
+        return any(
+            effect.value is None and effect.kind in (MemoryEffectKind.READ, MemoryEffectKind.WRITE)
+            for effect in effects
+        )
 
 
 XDSL = XdslView()

@@ -30,6 +30,7 @@ from telamalloc.passes.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.problem import Mode
+from telamalloc.runtime.alloc.schedule import METHODS
 
 MODES = tuple(mode.value for mode in Mode)
 T = TypeVar("T")
@@ -59,6 +60,7 @@ ON_OVERFLOW = ("error", "spill")
 DEFAULT_ALGORITHM = "telamalloc"
 """The algorithm every planning entry point uses unless told otherwise (the exact search)."""
 LAYOUT_FORMATS = (".csv", ".json")
+SCHEDULES = ("none", "auto") + METHODS
 
 
 def check_options(values: Mapping[str, object]) -> None:
@@ -145,6 +147,12 @@ def _check_on_overflow(on_overflow: object) -> None:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
 
 
+def _check_schedule(schedule: object) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule '{schedule}'; expected 'none' or one of "
+                         + ", ".join(f"'{name}'" for name in SCHEDULES[1:]))
+
+
 def _check_flag(option: str):
     def check(value: object) -> None:
         if not isinstance(value, bool):
@@ -170,6 +178,7 @@ _CHECKS = {
     "lifetimes": _check_lifetimes,
     "on_overflow": _check_on_overflow,
     "assign_memory": _check_flag("assign-memory"),
+    "schedule": _check_schedule,
 }
 """The check of each option field, in the order they are checked (the first invalid one is
 reported)."""
@@ -205,6 +214,7 @@ class PlanOptions:
     report_json: str | None = None
     html: str | None = None
     layout: str | None = None
+    schedule: str = "none"  # 'none', or the `tela-schedule` method run first ('auto': every one)
 
     def __post_init__(self) -> None:
         check_options({field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
@@ -294,8 +304,10 @@ class PlanningOptions(ModulePass):
         check_options({"report_file": self.report_file})
 
     def plan_options(self) -> PlanOptions:
-        """The planning options of this pass as the one record the driver takes."""
-        return PlanOptions(**{field.name: getattr(self, field.name) for field in dataclasses.fields(PlanOptions)})
+        """The planning options of this pass as the one record the driver takes (a field
+        the pass has no option for keeps its default: `schedule` is `tela-pipeline`'s)."""
+        return PlanOptions(**{field.name: getattr(self, field.name) for field in dataclasses.fields(PlanOptions)
+                              if hasattr(self, field.name)})
 
     @contextlib.contextmanager
     def report_stream(self) -> Iterator[TextIO | None]:

@@ -20,6 +20,11 @@ an op with regions moves as one unit, and its own blocks are scheduled on their 
 The function gets `scratchpad.schedule = {load_before, load_after}` (bytes), which
 `tela-plan`'s report shows, and a remark says how much scheduling saved.
 
+The IR is read and reordered through an `IRView` (`passes/irview.py`), so every front end
+schedules alike: `tela-schedule` on xDSL, and planning with a `schedule` option
+(`scheduled`: `tela-pipeline{schedule=...}`, `plan_mlir_ops(schedule=...)` on MLIR's
+Python bindings), where a failure puts every block back in its order.
+
 Limits: LOAD is measured on the buffers of the plan's selection with the default options
 (the `lifetimes` and `memory-space` options choose them as in `tela-plan`); a function with
 several memories (`scratchpad.targets`) is scheduled for the sum over its memories; ops in
@@ -28,14 +33,14 @@ regions with several blocks keep their order.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
-from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
@@ -46,12 +51,15 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.dependences import Roots, block_graph, schedulable_blocks
+from telamalloc.passes.dependences import Roots, block_graph, block_terminator, schedulable_blocks
 from telamalloc.passes.diagnostics import emit_remark
-from telamalloc.passes.irview import XDSL
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.runtime.alloc.schedule import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load
+
+if TYPE_CHECKING:
+    from telamalloc.passes.options import PlanOptions
 
 SCHEDULE_ATTR = "scratchpad.schedule"  # on a scheduled func: {load_before, load_after} in bytes
 SCHEDULE_METHODS = ("auto",) + METHODS
@@ -62,7 +70,8 @@ SCHEDULE_METHODS = ("auto",) + METHODS
 class FunctionSchedule:
     """What scheduling did to one function."""
 
-    func: FuncOp
+    func: Any  # the function, as its front end's view holds it
+    name: str  # its symbol name
     load_before: int  # bytes
     load_after: int  # bytes
     moved: int  # blocks whose order changed
@@ -109,90 +118,121 @@ class TelaSchedulePass(ModulePass):
         self.run(op)
 
     def run(self, module: ModuleOp) -> tuple[FunctionSchedule, ...]:
-        methods = METHODS if self.method == "auto" else ("given", self.method)
-        return schedule_module(module, ScheduleConfig(methods=methods), self.time_limit, self.lifetimes,
+        return schedule_module(XDSL, module, _config(self.method), self.time_limit, self.lifetimes,
                                self.memory_space)
 
 
+def _config(method: str) -> ScheduleConfig:
+    """The methods of `method`: every one for 'auto', else the given order and that one."""
+    return ScheduleConfig(methods=METHODS if method == "auto" else ("given", method))
+
+
+@contextlib.contextmanager
+def scheduled(view: IRView, module: Any, options: PlanOptions) -> Iterator[None]:
+    """Planning with a `schedule` option (`passes/driver.py`): `module` is scheduled with
+    the method `options.schedule` names ('none': left alone), LOAD measured as planning
+    will (`lifetimes`, an integer `memory_space`); when the body raises, every block goes
+    back to its order and the schedule attributes go, so the IR is as it was."""
+    if options.schedule == "none":
+        yield
+        return
+    orders = block_orders(view, module)
+    try:
+        space = options.memory_space if isinstance(options.memory_space, int) else None
+        schedule_module(view, module, _config(options.schedule), None, options.lifetimes, space)
+        yield
+    except BaseException:
+        restore_orders(view, orders)
+        raise
+
+
 def schedule_module(
-    module: ModuleOp,
+    view: IRView,
+    module: Any,
     config: ScheduleConfig | None = None,
     time_limit: float | None = None,
     lifetimes: str = FIRST_WRITE,
     memory_space: int | None = None,
 ) -> tuple[FunctionSchedule, ...]:
-    """Schedules every function of `module` with planned buffers (see the module doc);
-    returns what it did."""
-    config = config or ScheduleConfig()
-    has_scratchpad = module_has_scratchpad_memrefs(module, XDSL)
+    """Schedules every function of `module` with planned buffers, through `view` (see the
+    module doc); returns what it did."""
+    scheduler = _Scheduler(view, config or ScheduleConfig(), time_limit, lifetimes)
+    has_scratchpad = module_has_scratchpad_memrefs(module, view)
     measures = []
-    for func in list(XDSL.functions(module)):  # first every check: a failure leaves the IR unchanged
-        selections = _selections(func, has_scratchpad, memory_space)
-        measures.append((func, selections, _load(func, selections, lifetimes)))
+    for func in list(view.functions(module)):  # first every check: a failure leaves the IR unchanged
+        selections = _selections(view, func, has_scratchpad, memory_space)
+        measures.append((func, selections, scheduler.load(func, selections)))
     results = []
     for func, selections, before in measures:
         if before == 0:
             continue  # no planned buffer: no order can save anything
-        results.append(_schedule_function(func, selections, before, config, time_limit, lifetimes))
+        results.append(scheduler.schedule_function(func, selections, before))
     return tuple(results)
 
 
-def _selections(func: FuncOp, has_scratchpad: bool, memory_space: int | None) -> list[Selection]:
+def _selections(view: IRView, func: Any, has_scratchpad: bool, memory_space: int | None) -> list[Selection]:
     """The memories whose buffers count: one, or each of `scratchpad.targets`."""
     try:
-        targets = find_targets(func, XDSL.attribute, XDSL.parent_op)
+        targets = find_targets(func, view.attribute, view.parent_op)
     except VerifyException as error:
         raise PassFailedAtOp(func, str(error)) from None
     if len(targets) <= 1 or memory_space is not None:
-        return [selection_for(func, has_scratchpad, memory_space, XDSL)]
+        return [selection_for(func, has_scratchpad, memory_space, view)]
     return [
         Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0,
-                  view=XDSL)
+                  view=view)
         for index, target in enumerate(targets)
     ]
 
 
-def _problems(func: FuncOp, selections: list[Selection], lifetimes: str) -> list[FunctionProblem]:
-    return [collect_function(func, selection, None, None, lifetimes) for selection in selections]
+@dataclass(frozen=True)
+class _Scheduler:
+    """Schedules the functions of one module through `view`."""
 
+    view: IRView
+    config: ScheduleConfig
+    time_limit: float | None
+    lifetimes: str
 
-def _load(func: FuncOp, selections: list[Selection], lifetimes: str) -> int:
-    """LOAD of `func`: with several memories, the sum of each memory's."""
-    return sum(compute_load(problem.problem())[0] for problem in _problems(func, selections, lifetimes))
+    def problems(self, func: Any, selections: list[Selection]) -> list[FunctionProblem]:
+        return [collect_function(func, selection, None, None, self.lifetimes) for selection in selections]
 
+    def load(self, func: Any, selections: list[Selection]) -> int:
+        """LOAD of `func`: with several memories, the sum of each memory's."""
+        return sum(compute_load(problem.problem())[0] for problem in self.problems(func, selections))
 
-def _schedule_function(func: FuncOp, selections: list[Selection], before: int, config: ScheduleConfig,
-                       time_limit: float | None, lifetimes: str) -> FunctionSchedule:
-    current = before
-    moved = 0
-    proved = True
-    for block in list(schedulable_blocks(func)):
-        buffers = tuple(b for problem in _problems(func, selections, lifetimes) for b in problem.buffers)
-        graph = block_graph(block, buffers, lifetimes, Roots(func))
-        if len(graph.ops) < 2:
-            continue
-        result = schedule(graph.graph, config, time_limit)
-        proved &= result.proved
-        if result.method == "given":
-            continue
-        order = sink_free_ops(graph.graph, list(result.order))
-        _reorder(block, [graph.ops[index] for index in order])
-        after = _load(func, selections, lifetimes)
-        if after > current:  # the liveness core measures a rise: keep the input's order
-            _reorder(block, list(graph.ops))
-            continue
-        current = after
-        moved += 1
-    outcome = FunctionSchedule(func, before, current, moved, proved)
-    func.attributes[SCHEDULE_ATTR] = DictionaryAttr(
-        {"load_before": IntegerAttr(before, i64), "load_after": IntegerAttr(current, i64)}
-    )
-    emit_remark(func, _remark(outcome))
-    return outcome
+    def schedule_function(self, func: Any, selections: list[Selection], before: int) -> FunctionSchedule:
+        view = self.view
+        current = before
+        moved = 0
+        proved = True
+        for block in list(schedulable_blocks(view, func)):
+            buffers = tuple(b for problem in self.problems(func, selections) for b in problem.buffers)
+            graph = block_graph(view, block, buffers, self.lifetimes, Roots(view, func))
+            if len(graph.ops) < 2:
+                continue
+            result = schedule(graph.graph, self.config, self.time_limit)
+            proved &= result.proved
+            if result.method == "given":
+                continue
+            order = sink_free_ops(graph.graph, list(result.order))
+            _reorder(view, block, [graph.ops[index] for index in order])
+            after = self.load(func, selections)
+            if after > current:  # the liveness core measures a rise: keep the input's order
+                _reorder(view, block, list(graph.ops))
+                continue
+            current = after
+            moved += 1
+        outcome = FunctionSchedule(func, view.symbol_name(func), before, current, moved, proved)
+        view.set_attribute(func, SCHEDULE_ATTR, DictionaryAttr(
+            {"load_before": IntegerAttr(before, i64), "load_after": IntegerAttr(current, i64)}
+        ))
+        emit_remark(func, _remark(outcome))
+        return outcome
 
 
 def _remark(outcome: FunctionSchedule) -> str:
-    name = outcome.func.sym_name.data
+    name = outcome.name
     if outcome.load_after < outcome.load_before:
         return (f"scheduling lowered LOAD of '@{name}' from '{outcome.load_before}' to '{outcome.load_after}' "
                 f"bytes ({outcome.saved:.1%} less)")
@@ -235,28 +275,35 @@ def _before(op: int, waiting: dict[int, list[int]]) -> list[int]:
     return out
 
 
-def block_orders(module: ModuleOp) -> list[tuple[Block, list[Operation]]]:
+def block_orders(view: IRView, module: Any) -> list[tuple[Any, list[Any]]]:
     """Every block's ops in their order, for `restore_orders` when a later pass fails."""
-    return [(block, list(block.ops)) for func in XDSL.functions(module) for block in schedulable_blocks(func)]
+    return [(block, list(view.block_ops(block))) for func in view.functions(module)
+            for block in schedulable_blocks(view, func)]
 
 
-def restore_orders(orders: list[tuple[Block, list[Operation]]]) -> None:
+def restore_orders(view: IRView, orders: list[tuple[Any, list[Any]]]) -> None:
     """Puts every block back in the order `block_orders` saw, without the schedule attributes."""
     for block, ops in orders:
-        if list(block.ops) != ops:
-            _reorder(block, [op for op in ops if not op.has_trait(IsTerminator)] if ops else [])
-    for func in {block.parent_op() for block, _ in orders}:
-        if isinstance(func, FuncOp):
-            func.attributes.pop(SCHEDULE_ATTR, None)
+        current = view.block_ops(block)
+        if len(current) != len(ops) or any(now is not then for now, then in zip(current, ops)):
+            _reorder(view, block, [op for op in ops if not view.is_terminator(op)])
+    for block, _ in orders:
+        owner = view.block_owner(block)
+        if owner is not None and view.name(owner) == "func.func":
+            view.remove_attribute(owner, SCHEDULE_ATTR)
 
 
-def _reorder(block: Block, ops: list[Operation]) -> None:
-    """Puts `ops` (every op of `block` but its terminator) in this order before the terminator."""
-    terminator = block.last_op if block.last_op not in ops else None
+def _reorder(view: IRView, block: Any, ops: list[Any]) -> None:
+    """Puts `ops` (every op of `block` but its terminator) in this order before the
+    terminator (at the end of a block without one)."""
+    terminator = block_terminator(view, block)
+    if terminator is not None and all(op is not terminator for op in ops):
+        for op in ops:
+            view.move_before(op, terminator)
+        return
+    current = view.block_ops(block)
+    last = current[-1] if current else None
     for op in ops:
-        block.detach_op(op)
-    for op in ops:
-        if terminator is None:
-            block.add_op(op)
-        else:
-            block.insert_op_before(op, terminator)
+        if op is not last:
+            view.move_after(op, last)
+            last = op

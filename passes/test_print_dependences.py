@@ -28,23 +28,23 @@ from xdsl.passes import ModulePass
 
 from telamalloc.passes.collect import collect_function, module_has_scratchpad_memrefs, selection_for
 from telamalloc.passes.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
-from telamalloc.passes.irview import XDSL
+from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
 from telamalloc.runtime.alloc.schedule import build_model
 
 
-def format_block(graph: BlockGraph) -> str:
-    """The text `test-print-dependences` prints for one block."""
-    owner = graph.block.parent_op()
+def format_block(view: IRView, graph: BlockGraph) -> str:
+    """The text `test-print-dependences` prints for one block (its ops read through `view`)."""
+    owner = view.block_owner(graph.block)
     func = owner
-    while func is not None and func.name != "func.func":
-        func = func.parent_op()
-    name = func.sym_name.data if func is not None else "?"  # type: ignore[attr-defined]
-    lines = [f"// dependences of @{name}, block of {owner.name if owner else '?'}: {len(graph.ops)} ops"]
+    while func is not None and view.name(func) != "func.func":
+        func = view.parent_op(func)
+    name = view.symbol_name(func) if func is not None else "?"
+    lines = [f"// dependences of @{name}, block of {view.name(owner) if owner else '?'}: {len(graph.ops)} ops"]
     model = build_model(graph.graph)
     for index, (op, node) in enumerate(zip(graph.ops, graph.graph.ops)):
-        text = f"//   #{index} {op.name}"
+        text = f"//   #{index} {view.name(op)}"
         if node.reads:
             text += " reads " + ", ".join(str(r) for r in node.reads)
         if node.writes:
@@ -80,6 +80,6 @@ def print_dependences(module: ModuleOp, stream: TextIO, rule: str = FIRST_WRITE)
     has_scratchpad = module_has_scratchpad_memrefs(module, XDSL)
     for func in XDSL.functions(module):
         problem = collect_function(func, selection_for(func, has_scratchpad, None, XDSL), None, None, rule)
-        roots = Roots(func)
-        for block in schedulable_blocks(func):
-            stream.write(format_block(block_graph(block, problem.buffers, rule, roots)))
+        roots = Roots(XDSL, func)
+        for block in schedulable_blocks(XDSL, func):
+            stream.write(format_block(XDSL, block_graph(XDSL, block, problem.buffers, rule, roots)))

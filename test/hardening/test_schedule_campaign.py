@@ -57,8 +57,8 @@ def test_the_campaign_finds_the_global_argument_alias(monkeypatch) -> None:
 
     original = dependences.Roots.__init__
 
-    def forgetful(self, func):
-        original(self, func)
+    def forgetful(self, view, func):
+        original(self, view, func)
         self._arguments = frozenset({dependences.ARGUMENTS})
 
     monkeypatch.setattr(dependences.Roots, "__init__", forgetful)

@@ -198,3 +198,15 @@ def test_adjacent_calls_keep_their_order(method: str) -> None:
     TelaSchedulePass(method=method).run(module)
     callees = [str(op.properties["callee"]) for op in module.walk() if op.name == "func.call"]
     assert callees == ["@fillt", "@setg"]
+
+
+def test_an_unregistered_op_is_a_barrier() -> None:
+    # xDSL answers every trait question about an unregistered op with yes: it must not pass
+    # for a terminator (which touches no memory), so the branches stay before it, LOAD 1024 B
+    from telamalloc.interop.generic import xdsl_context
+
+    text = FORK.replace("    %ra = scratchpad.alloc()", '    "acme.sync"() : () -> ()\n    %ra = scratchpad.alloc()', 1)
+    assert "acme.sync" in text
+    module = parse_program(xdsl_context(allow_unregistered=True), text, "sync.mlir")
+    (result,) = TelaSchedulePass().run(module)
+    assert (result.load_before, result.load_after) == (1024, 1024)
