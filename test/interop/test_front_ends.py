@@ -1,6 +1,7 @@
 """Every planning feature on every IR front end: one matrix of (feature x front end).
 
-Each feature is a program and the options that exercise it; each is planned and lowered by
+Each feature is a program and the options that exercise it; each is scheduled (when asked),
+planned and lowered by
 - xDSL: `plan_module` then `lower_module` (what `tela-opt -p tela-pipeline` runs);
 - upstream MLIR's bindings (`mlir`): `plan_mlir_ops` on an `mlir.ir.Module`, in this process;
 - IREE's bindings (`iree.compiler.ir`): `plan_mlir_ops` in a process that never imports
@@ -60,6 +61,7 @@ FEATURES = {
     "several memories": (EXAMPLES / "two_memories.mlir", {}),
     "assign-memory": (EXAMPLES / "two_memories.mlir", {"assign_memory": True}),
     "memory-space": (EXAMPLES / "two_memories.mlir", {"memory_space": "l2", "lower": False}),
+    "schedule": ((PASSES / "tela-schedule.mlir", 0), {"schedule": "auto", "mode": "minimize"}),
     "does not fit": (EXAMPLES / "mlp.mlir", {"capacity": 1024}),
 }
 
