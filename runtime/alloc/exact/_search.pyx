@@ -235,8 +235,6 @@ ctypedef struct Frame:
     int64_t next       # next candidate to try
     int64_t trail      # trail height before this node's current child was placed
     int64_t placed     # buffer placed by the current child, -1 if none
-    int64_t last_off   # L: offset of the last placed buffer on the path to this node
-    int64_t last_rank  # r: its rank (-1 at the root)
     int64_t budget_end # backjumping: node count at which this subtree is abandoned
     int64_t act_lo     # time window of the component this node branches on
     int64_t act_hi
@@ -316,9 +314,7 @@ ctypedef struct Ctx:
     Frame* frames
     int64_t* cand
     int64_t* candpos
-    int64_t* candkey
     Child* sortbuf      # scratch: the children of one node, sorted with qsort
-    int64_t* cut        # start time of each section
     int64_t cand_cap
     int64_t jumps       # subtrees abandoned by backjumping in this run: they prove nothing
     uint64_t* memo      # table of failed states: pairs of 64-bit keys, direct-mapped
@@ -444,10 +440,6 @@ cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
     if grown == NULL:
         return -1
     c.candpos = grown
-    grown = <int64_t*>realloc(c.candkey, new_cap * sizeof(int64_t))
-    if grown == NULL:
-        return -1
-    c.candkey = grown
     c.cand_cap = new_cap
     return 0
 
@@ -1126,7 +1118,6 @@ cdef class _Group:
         self.ctx.frames = NULL
         self.ctx.cand = NULL
         self.ctx.candpos = NULL
-        self.ctx.candkey = NULL
         self.ctx.sortbuf = NULL
 
     def __dealloc__(self):
@@ -1136,8 +1127,6 @@ cdef class _Group:
             free(self.ctx.cand)
         if self.ctx.candpos != NULL:
             free(self.ctx.candpos)
-        if self.ctx.candkey != NULL:
-            free(self.ctx.candkey)
         if self.ctx.sortbuf != NULL:
             free(self.ctx.sortbuf)
 
@@ -1250,7 +1239,6 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
         lowarg=np.zeros(ns, dtype=np.int64), tight_next=np.zeros(ns + 1, dtype=np.int64),
         tight_pre=np.zeros(ns, dtype=np.int64), tight_suf=np.zeros(ns, dtype=np.int64),
-        cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
         porder=np.arange(m, dtype=np.int64), twin=twin,
     )
     # buffers living across many sections: the stacks of the section inference go in a
@@ -1319,16 +1307,13 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     c.tight_next = _ptr(arrays["tight_next"])
     c.tight_pre = _ptr(arrays["tight_pre"])
     c.tight_suf = _ptr(arrays["tight_suf"])
-    c.cut = _ptr(arrays["cut"])
     c.porder = _ptr(arrays["porder"])
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
     c.cand_cap = 4 * (m + 1)
     c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
     c.candpos = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    c.candkey = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
     c.sortbuf = <Child*>malloc((m + 1) * sizeof(Child))
-    if (c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.candkey == NULL
-            or c.sortbuf == NULL):
+    if c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.sortbuf == NULL:
         raise MemoryError()
     # a node costs O(m + spans): check the clock often enough for big groups
     c.check_mask = 1023 if m <= 512 else (63 if m <= 8192 else 0)
