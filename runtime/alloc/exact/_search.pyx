@@ -198,6 +198,7 @@ STATUS_TIMEOUT = 2
 cdef enum:
     RANK_TRAIL_LIMIT = 1 << 20  # re-rankings kept on one path (16 MiB); beyond, pieces keep their ranks
     LIFT_PASSES = 4  # passes that raise lifted buffers onto the lowest tops of their neighbours
+    CHILD_SCAN_SECTIONS = 512  # windows of more loaded sections skip the per-child overflow scan
 
 cdef enum:
     R_OK = 0
@@ -321,7 +322,7 @@ ctypedef struct Ctx:
     Frame* frames                # the path: n_buffers + 1 frames
     int64_t* child_buffer        # the child stack, the children of every node on the path: the buffer
     int64_t* child_pos           #   and the pos it is placed at
-    Child* sort_scratch          # scratch: children, pieces or buffers being sorted with qsort (n_buffers + 1)
+    Child* sort_scratch          # scratch: children, pieces or buffers sorted with qsort (n_buffers + 1)
     int64_t child_cap            # entries the child stack holds (grown on demand)
     int64_t budget_cuts          # subtrees abandoned by backjumping in this run: their failures prove nothing
     uint64_t* failed_states      # table of failed states: pairs of 64-bit keys, direct-mapped
@@ -432,7 +433,8 @@ cdef void _unplace(Ctx* c, int64_t i, int64_t mark, int64_t* trail_top) noexcept
     c.prev_unplaced[c.next_unplaced[i]] = i
 
 
-cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
+cdef int _grow_child_stack(Ctx* c, int64_t need) noexcept nogil:
+    """Make the child stack hold at least ``need`` entries; -1 when memory runs out."""
     cdef int64_t new_cap
     cdef int64_t* grown
     if need <= c.child_cap:
@@ -552,34 +554,95 @@ cdef int _compare_int64(const void* left, const void* right) noexcept nogil:
     return -1 if a < b else (1 if a > b else 0)
 
 
-cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
+# ---------------------------------------------------------------------------------------
+# Expanding a node (_expand), step by step: the components of the unplaced buffers, fresh
+# pieces, the positions and the state key, the table of failed states, the lifted buffers,
+# the section inference, the branching component, and its children with the rules that
+# drop some of them. The list of unplaced buffers has its head at index n_buffers; the loops
+# read the next link first, so a ``continue`` moves on.
+
+
+cdef inline int64_t _one_component(Ctx* c, int64_t* first_section, int64_t* end_section) noexcept nogil:
+    """Without dynamic decomposition: every unplaced buffer in component 0, whose window is
+    the whole timeline; returns 1 (the list is never empty when a node is expanded)."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t k = c.next_unplaced[head]
+    c.component_start[0] = -INF
+    c.component_end[0] = INF
+    c.component_min_top[0] = INF
+    c.component_member[0] = k
+    while k != head:
+        c.component[k] = 0
+        k = c.next_unplaced[k]
+    first_section[0] = 0
+    end_section[0] = c.n_sections
+    return 1
+
+
+cdef inline int64_t _split_components(Ctx* c, int64_t* first_section, int64_t* end_section) noexcept nogil:
+    """Split the unplaced buffers into components, the maximal time windows their lifetimes
+    connect, numbered from the left (the list is in start order); return their number. The
+    sections of component 0 go to ``first_section`` and ``end_section``."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t ncomp = 0
+    cdef int64_t reach = -INF  # the latest end of the current component's buffers so far
+    cdef int64_t lo = c.n_sections
+    cdef int64_t hi = 0
+    cdef int64_t k
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if ncomp == 0 or c.start[k] >= reach:
+            c.component_start[ncomp] = c.start[k]
+            c.component_end[ncomp] = c.end[k]
+            c.component_min_top[ncomp] = INF
+            c.component_member[ncomp] = k
+            reach = c.end[k]
+            ncomp += 1
+        elif c.end[k] > reach:
+            reach = c.end[k]
+            c.component_end[ncomp - 1] = reach
+        c.component[k] = ncomp - 1
+        if ncomp == 1:
+            if c.first_section[k] < lo:
+                lo = c.first_section[k]
+            if c.end_section[k] > hi:
+                hi = c.end_section[k]
+    first_section[0] = lo
+    end_section[0] = hi
+    return ncomp
+
+
+cdef void _rerank(Ctx* c, int64_t d) noexcept nogil:
     """Re-rank each piece of the component the last placement changed: by the unplaced
     bytes of the most loaded section a buffer lives in (decreasing), ties by the old rank;
     the piece keeps its set of rank values (ranks are only compared within a component).
     One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
     with the placement."""
     cdef int64_t k, s, most, n, t, following, first, q
+    cdef int64_t head = c.n_buffers
     cdef int64_t tn = c.section_tree_leaves
+    cdef int64_t* tree = c.section_tree
     n = 0
     if tn > 0:
         # long lifetimes: the section maxima come from the segment tree (scratch here),
         # built over ``unplaced_bytes`` in O(sections), O(log sections) per buffer
         for s in range(c.n_sections):
-            c.section_tree[tn + s] = c.unplaced_bytes[s]
+            tree[tn + s] = c.unplaced_bytes[s]
         for s in range(c.n_sections, tn):
-            c.section_tree[tn + s] = 0
+            tree[tn + s] = 0
         for s in range(tn - 1, 0, -1):
-            c.section_tree[s] = (c.section_tree[2 * s] if c.section_tree[2 * s] > c.section_tree[2 * s + 1]
-                                 else c.section_tree[2 * s + 1])
-    following = c.next_unplaced[c.n_buffers]
-    while following != c.n_buffers:
+            tree[s] = tree[2 * s] if tree[2 * s] > tree[2 * s + 1] else tree[2 * s + 1]
+    following = c.next_unplaced[head]
+    while following != head:
         k = following
         following = c.next_unplaced[k]
         if c.start[k] < c.frames[d - 1].window_lo or c.end[k] > c.frames[d - 1].window_hi:
             continue
         most = 0
         if tn > 0:
-            most = _range_max(c.section_tree, tn, c.first_section[k], c.end_section[k], 0)
+            most = _range_max(tree, tn, c.first_section[k], c.end_section[k], 0)
         else:
             for s in range(c.first_section[k], c.end_section[k]):
                 if c.unplaced_bytes[s] > most:
@@ -607,119 +670,101 @@ cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
         first = q
 
 
-cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
-    """Fill frame ``d`` with the children of the current node; return their number.
+cdef inline void _start_fresh_pieces(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
+    """Mark whether the placement that led to node ``d`` changed its component (split it or
+    shrank its window): then each piece is solved afresh, with base (0, -1) and ranks by
+    the current contention (:func:`_rerank`). Records the rank trail's height, so that the
+    placement's undo takes the new ranks back."""
+    cdef Frame* parent
+    cdef int64_t q
+    if d == 0:
+        return
+    parent = &c.frames[d - 1]
+    parent.rank_mark = c.rank_trail_top
+    parent.fresh = 0
+    if not (c.dynamic and c.fresh_pieces):
+        return
+    parent.fresh = 1
+    for q in range(ncomp):
+        if c.component_start[q] == parent.window_lo and c.component_end[q] == parent.window_hi:
+            parent.fresh = 0  # the component is still there, unchanged
+            break
+        if c.component_start[q] >= parent.window_hi:
+            break
+    if parent.fresh and c.rank_trail_top + c.n_buffers <= c.rank_trail_cap:
+        _rerank(c, d)
 
-    Returns 0 for a dead end (``c.dead_end_cause`` names a buffer of the component that failed, or
-    -1 when this node itself fails) and -1 when memory runs out.
-    """
-    cdef Frame* f = &c.frames[d]
-    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp, low_top
-    cdef int64_t nlifted = 0
-    cdef int64_t following, passes
-    cdef int64_t m = c.n_buffers
+
+cdef inline int64_t _align_up(int64_t x, int64_t align_mask) noexcept nogil:
+    return (x + align_mask) & ~align_mask
+
+
+cdef inline int64_t _find_base_depth(Ctx* c, int64_t k, int64_t d) noexcept nogil:
+    """Depth of the frame that gave buffer ``k`` its base at node ``d``: the deepest frame
+    above it whose branching window holds k's lifetime (-1: the root)."""
+    cdef int64_t j = d - 1
+    while j >= 0 and (c.start[k] < c.frames[j].window_lo or c.end[k] > c.frames[j].window_hi):
+        j -= 1
+    return j
+
+
+cdef inline int64_t _canonical_lim(Ctx* c, int64_t k, int64_t j) noexcept nogil:
+    """``lim(k)`` of canonical order: with (L, r) the offset and rank of the placement made
+    at depth ``j`` ((0, -1) for the root or a fresh piece), L when k ranks above r, else
+    L + 1."""
+    cdef int64_t last_offset = 0
+    cdef int64_t last_rank = -1
+    if j >= 0 and not c.frames[j].fresh:
+        last_offset = c.offset[c.frames[j].placed]
+        last_rank = c.rank[c.frames[j].placed]
+    return last_offset if c.rank[k] > last_rank else last_offset + 1
+
+
+cdef inline uint64_t _state_hash(int64_t k, int64_t p, int64_t sp) noexcept nogil:
+    """One unplaced buffer's share of the state key: its index, pos and spos."""
+    return _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
+                + <uint64_t>k)
+
+
+cdef inline int64_t _set_positions(Ctx* c, int64_t d, Frame* f) noexcept nogil:
+    """Set ``pos`` and ``spos`` of every unplaced buffer, its base depth and each component's
+    mtop, and store the node's state key (two sums of per-buffer hashes) in ``f``. Return
+    the number of lifted buffers (spos < pos), or -1 at a forced dead end: a pin below the
+    buffer's base or a free buffer above the capacity (named in ``dead_end_cause``)."""
+    cdef int64_t head = c.n_buffers
     cdef int64_t cap = c.capacity
-    cdef int64_t ncomp = 0
-    cdef int64_t reach = -INF
-    cdef int64_t act, cid, limit, key
-    cdef int64_t win_lo = -INF       # the parent's branching window: only its buffers moved
-    cdef int64_t win_hi = INF
-    cdef int64_t sec_lo = c.n_sections       # the sections of this node's branching window
-    cdef int64_t sec_hi = 0
-    cdef int64_t ntight, p_low, most, win_sec_lo, win_sec_hi
-    cdef int ok
+    cdef int64_t nlifted = 0
+    cdef int64_t k, j, base, lim, p, sp, top, cid
     cdef uint64_t key1 = c.salt
     cdef uint64_t key2 = ~c.salt
-    cdef uint64_t h, slot
-    f.n_children = 0
-    f.next_child = 0
-    c.dead_end_cause = -1
-    # components of the unplaced buffers: maximal time windows their lifetimes connect
-    following = c.next_unplaced[m]
-    while following != m:
+    cdef uint64_t h
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
         k = following
         following = c.next_unplaced[k]
-        if not c.dynamic:
-            if ncomp == 0:
-                c.component_start[0] = -INF
-                c.component_end[0] = INF
-                c.component_min_top[0] = INF
-                c.component_member[0] = k
-                ncomp = 1
-            c.component[k] = 0
-            sec_lo = 0
-            sec_hi = c.n_sections
-            continue
-        if ncomp == 0 or c.start[k] >= reach:
-            c.component_start[ncomp] = c.start[k]
-            c.component_end[ncomp] = c.end[k]
-            c.component_min_top[ncomp] = INF
-            c.component_member[ncomp] = k
-            reach = c.end[k]
-            ncomp += 1
-        elif c.end[k] > reach:
-            reach = c.end[k]
-            c.component_end[ncomp - 1] = reach
-        c.component[k] = ncomp - 1
-        if ncomp == 1:
-            if c.first_section[k] < sec_lo:
-                sec_lo = c.first_section[k]
-            if c.end_section[k] > sec_hi:
-                sec_hi = c.end_section[k]
-    # a placement that changed its component (split it or shrank its window) leaves each
-    # piece to be solved afresh: base (0, -1) and ranks by current contention
-    if d > 0:
-        c.frames[d - 1].rank_mark = c.rank_trail_top
-        c.frames[d - 1].fresh = 0
-    if d > 0 and c.dynamic and c.fresh_pieces:
-        c.frames[d - 1].fresh = 1
-        for q in range(ncomp):
-            if c.component_start[q] == c.frames[d - 1].window_lo and c.component_end[q] == c.frames[d - 1].window_hi:
-                c.frames[d - 1].fresh = 0
-                break
-            if c.component_start[q] >= c.frames[d - 1].window_hi:
-                break
-        if c.frames[d - 1].fresh and c.rank_trail_top + m <= c.rank_trail_cap:
-            _rerank(c, d, ncomp)
-    # positions and forced dead ends. The base (L, r) of a buffer is the last placement
-    # made while it was in the branching component: the deepest frame whose window holds it
-    following = c.next_unplaced[m]
-    while following != m:
-        k = following
-        following = c.next_unplaced[k]
-        j = d - 1
-        while j >= 0 and (c.start[k] < c.frames[j].window_lo or c.end[k] > c.frames[j].window_hi):
-            j -= 1
+        j = _find_base_depth(c, k, d)
         c.base_depth[k] = j
         base = c.floor[k]
         if c.canonical:
-            if j >= 0 and not c.frames[j].fresh:
-                L = c.offset[c.frames[j].placed]
-                r = c.rank[c.frames[j].placed]
-            else:
-                L = 0
-                r = -1
-            if c.rank[k] > r:
-                if L > base:
-                    base = L
-            elif L + 1 > base:
-                base = L + 1
+            lim = _canonical_lim(c, k, j)
+            if lim > base:
+                base = lim
         if c.pin[k] >= 0:
             if base > c.pin[k]:
                 c.dead_end_cause = k
-                return 0
+                return -1
             p = c.pin[k]
             sp = p
         else:
-            p = (base + c.align_mask[k]) & ~c.align_mask[k]
+            p = _align_up(base, c.align_mask[k])
             top = p + c.size[k]
             if top > cap:
                 c.dead_end_cause = k
-                return 0
+                return -1
             # the stable position: below ``p`` when the canonical bound lifted the buffer
             sp = p
             if c.size[k] > 0:
-                sp = (c.floor[k] + c.align_mask[k]) & ~c.align_mask[k]
+                sp = _align_up(c.floor[k], c.align_mask[k])
                 top = sp + c.size[k]
             cid = c.component[k]
             if top < c.component_min_top[cid]:
@@ -728,236 +773,385 @@ cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
         c.spos[k] = sp
         if sp < p:
             nlifted += 1
-        h = _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
-                 + <uint64_t>k)
+        h = _state_hash(k, p, sp)
         key1 += h
         key2 += _mix(h ^ 0xD6E8FEB86659FD93ULL)
-    # failed states: whether a solution extends this node depends only on the unplaced
-    # buffers and their positions (each must end up at or above its pos), so an identical
-    # (set, positions) that failed before fails again (128-bit keys)
     f.key1 = key1
     f.key2 = key2
-    if c.dominance and c.failed_states != NULL:
-        slot = (key1 & c.failed_states_mask) * 2
-        if c.failed_states[slot] == key1 and c.failed_states[slot + 1] == key2:
-            return 0
-    # a lifted buffer will rest on an unplaced neighbour: raise its pos to the lowest top
-    # they can reach (after the key: the key holds the state, this is derived from it)
-    passes = 0
-    while nlifted > 0 and passes < LIFT_PASSES:
-        passes += 1
-        nlifted = 0
-        following = c.next_unplaced[m]
-        while following != m:
-            k = following
-            following = c.next_unplaced[k]
-            if c.spos[k] >= c.pos[k]:
-                continue
-            low_top = INF
-            for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
-                j = c.neighbours[q]
-                if c.placed[j] or c.size[j] == 0:
-                    continue
-                if c.pos[j] + c.size[j] < low_top:
-                    low_top = c.pos[j] + c.size[j]
-            if low_top == INF:
-                c.dead_end_cause = k
-                return 0
-            low_top = (low_top + c.align_mask[k]) & ~c.align_mask[k]
-            if low_top < c.pos[k]:
-                low_top = c.pos[k]
-            if low_top + c.size[k] > cap:
-                c.dead_end_cause = k
-                return 0
-            c.lifted_pos[k] = low_top
-        following = c.next_unplaced[m]
-        while following != m:
-            k = following
-            following = c.next_unplaced[k]
-            if c.spos[k] < c.pos[k]:
-                if c.lifted_pos[k] > c.pos[k]:
-                    nlifted += 1  # another pass may lift the buffers resting on this one
-                c.pos[k] = c.lifted_pos[k]
-    # per-section inference: the unplaced buffers of a section all overlap there, so they
-    # stack; those with pos >= h need h + their bytes <= capacity, for every h. Walking the
-    # buffers by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain
-    # "floor + unplaced bytes" rule). ``low`` ends as the slack of each section.
-    if c.section_inference:
-        # keep ``porder`` sorted by decreasing pos (insertion sort: it changes little)
-        for q in range(1, m):
-            item = c.by_decreasing_pos[q]
-            key_p = c.pos[item] if not c.placed[item] else -1
-            j = q
-            while j > 0:
-                k = c.by_decreasing_pos[j - 1]
-                if (c.pos[k] if not c.placed[k] else -1) >= key_p:
-                    break
-                c.by_decreasing_pos[j] = k
-                j -= 1
-            c.by_decreasing_pos[j] = item
-        win_sec_lo = 0
-        win_sec_hi = c.n_sections
-        if c.dynamic and d > 0:
-            win_lo = c.frames[d - 1].window_lo
-            win_hi = c.frames[d - 1].window_hi
-            win_sec_lo = c.frames[d - 1].window_first_section
-            win_sec_hi = c.frames[d - 1].window_end_section
-        # a stack can only overflow at a height h with h + the section's unplaced bytes above
-        # the capacity: the buffers below that height need no check
-        most = 0
-        for s in range(win_sec_lo, win_sec_hi):
-            if c.unplaced_bytes[s] > most:
-                most = c.unplaced_bytes[s]
-        if c.section_tree_leaves > 0:
-            memset(c.section_tree, 0, 2 * c.section_tree_leaves * sizeof(int64_t))
-            memset(c.section_tree_pending, 0, c.section_tree_leaves * sizeof(int64_t))
-        else:
-            memset(c.section_scratch, 0, c.n_sections * sizeof(int64_t))
-        for q in range(m):
-            k = c.by_decreasing_pos[q]
-            if c.placed[k] or c.start[k] < win_lo or c.end[k] > win_hi:
-                continue
-            if c.pos[k] + most <= cap:
-                break  # porder is by decreasing pos: no lower buffer can overflow a stack
-            if c.section_tree_leaves > 0:
-                ok = not _tree_overflows(c.section_tree, c.section_tree_pending, c.section_tree_leaves, c.section_tree_height, c.first_section[k],
-                                         c.end_section[k], c.size[k], cap - c.pos[k])
-            else:
-                ok = not _stack_overflows(c.section_scratch, c.first_section[k], c.end_section[k], c.size[k], cap - c.pos[k])
-            if not ok:
-                c.dead_end_cause = k
-                return 0
-    # the component to branch on: the leftmost one
-    act = 0
-    f.window_lo = c.component_start[act]
-    f.window_hi = c.component_end[act]
-    f.window_first_section = sec_lo
-    f.window_end_section = sec_hi
-    f.member = c.component_member[act]
-    f.member_base_depth = c.base_depth[f.member]
-    # a child at p lifts every buffer of the component to p or above: sections that would
-    # then overflow rule the child out before it is expanded (canonical order only)
-    # (the exact per-child test scans the window's sections: skipped for windows of more
-    # than 512 sections, where the child's own expansion finds the same dead end)
-    limit = INF
-    f.window_loaded_sections = 0
-    if c.canonical and c.section_inference:
-        for s in range(sec_lo, sec_hi):
-            if c.unplaced_bytes[s] > 0:
-                f.window_loaded_sections += 1
-                if cap - c.unplaced_bytes[s] < limit:
-                    limit = cap - c.unplaced_bytes[s]
-    # sections full at the lowest position: p_low + unplaced bytes = capacity. Such a section
-    # must get a buffer at p_low; after a child at p_low of rank r only buffers of higher rank
-    # can still go there. ``low`` lists the full sections (increasing), ``lowarg[t]`` is the
-    # highest rank of a buffer at p_low covering the t-th of them (-1: none), and
-    # ``tight_pre``/``tight_suf`` its prefix and suffix minima, so a child checks the full
-    # sections outside its lifetime in O(log) (canonical order only)
-    ntight = 0
-    p_low = INF
-    if c.canonical and c.section_inference:
-        following = c.next_unplaced[m]
-        while following != m:
-            k = following
-            following = c.next_unplaced[k]
-            if c.component[k] == act and c.pos[k] < p_low:
-                p_low = c.pos[k]
-        for s in range(sec_lo, sec_hi):
-            if c.unplaced_bytes[s] > 0 and p_low + c.unplaced_bytes[s] == cap:
-                c.full_section_rank[ntight] = -1
-                c.full_section_next[ntight] = ntight
-                c.section_scratch[ntight] = s
-                ntight += 1
-        if ntight > 0:
-            c.full_section_next[ntight] = ntight
-            # paint the full sections by the buffers at p_low, highest rank first: each
-            # section takes the first buffer covering it (skipping painted ones, union-find)
-            count = 0
-            following = c.next_unplaced[m]
-            while following != m:
-                k = following
-                following = c.next_unplaced[k]
-                if c.component[k] != act or c.pos[k] != p_low:
-                    continue
-                c.sort_scratch[count].key = -c.rank[k]
-                c.sort_scratch[count].pos = 0
-                c.sort_scratch[count].rank = 0
-                c.sort_scratch[count].index = k
-                count += 1
-            qsort(c.sort_scratch, count, sizeof(Child), _compare_children)
-            for q in range(count):
-                k = c.sort_scratch[q].index
-                j = _tight_find(c.full_section_next, _lower_bound(c.section_scratch, ntight, c.first_section[k]))
-                top = _lower_bound(c.section_scratch, ntight, c.end_section[k])
-                while j < top:
-                    c.full_section_rank[j] = c.rank[k]
-                    c.full_section_next[j] = j + 1
-                    j = _tight_find(c.full_section_next, j + 1)
-            c.full_rank_prefix_min[0] = c.full_section_rank[0]
-            for q in range(1, ntight):
-                c.full_rank_prefix_min[q] = c.full_section_rank[q] if c.full_section_rank[q] < c.full_rank_prefix_min[q - 1] else c.full_rank_prefix_min[q - 1]
-            c.full_rank_suffix_min[ntight - 1] = c.full_section_rank[ntight - 1]
-            for q in range(ntight - 2, -1, -1):
-                c.full_rank_suffix_min[q] = c.full_section_rank[q] if c.full_section_rank[q] < c.full_rank_suffix_min[q + 1] else c.full_rank_suffix_min[q + 1]
-    # the children, by (key, pos, rank)
-    start = f.first_child
-    if _grow_candidates(c, start + m) != 0:
-        return -1
-    count = 0
-    following = c.next_unplaced[m]
-    while following != m:
+    return nlifted
+
+
+cdef inline int _known_failure(Ctx* c, Frame* f) noexcept nogil:
+    """Whether the table of failed states holds the node's key. Whether a solution extends
+    a node depends only on the unplaced buffers and their positions (each must end up at or
+    above its pos), so an identical (set, positions) that failed before fails again."""
+    cdef uint64_t slot
+    if not c.dominance or c.failed_states == NULL:
+        return 0
+    slot = (f.key1 & c.failed_states_mask) * 2
+    return c.failed_states[slot] == f.key1 and c.failed_states[slot + 1] == f.key2
+
+
+cdef inline int64_t _lowest_neighbour_top(Ctx* c, int64_t k) noexcept nogil:
+    """The lowest ``pos + size`` over k's unplaced neighbours of more than 0 bytes (INF: none)."""
+    cdef int64_t lowest = INF
+    cdef int64_t q, j
+    for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
+        j = c.neighbours[q]
+        if c.placed[j] or c.size[j] == 0:
+            continue
+        if c.pos[j] + c.size[j] < lowest:
+            lowest = c.pos[j] + c.size[j]
+    return lowest
+
+
+cdef inline int64_t _lift_pass(Ctx* c) noexcept nogil:
+    """Raise the pos of every lifted buffer (spos < pos) to the lowest top its unplaced
+    neighbours can reach (aligned up): it will rest on one of them. Return how many rose,
+    as another pass may lift the buffers resting on those; or -1 at a dead end (no
+    neighbour to rest on, or no room below the capacity; named in ``dead_end_cause``).
+    After the state key: the key holds the state, this is derived from it."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t risen = 0
+    cdef int64_t k, rest
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
         k = following
         following = c.next_unplaced[k]
-        if c.component[k] != act:
+        if c.spos[k] >= c.pos[k]:
+            continue
+        rest = _lowest_neighbour_top(c, k)
+        if rest == INF:
+            c.dead_end_cause = k
+            return -1
+        rest = _align_up(rest, c.align_mask[k])
+        if rest < c.pos[k]:
+            rest = c.pos[k]
+        if rest + c.size[k] > c.capacity:
+            c.dead_end_cause = k
+            return -1
+        c.lifted_pos[k] = rest
+    following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.spos[k] < c.pos[k]:
+            if c.lifted_pos[k] > c.pos[k]:
+                risen += 1
+            c.pos[k] = c.lifted_pos[k]
+    return risen
+
+
+cdef inline void _sort_by_decreasing_pos(Ctx* c) noexcept nogil:
+    """Keep ``by_decreasing_pos`` sorted, placed buffers last (an insertion sort: the order
+    changes little from one node to the next)."""
+    cdef int64_t q, j, item, k, item_pos
+    for q in range(1, c.n_buffers):
+        item = c.by_decreasing_pos[q]
+        item_pos = c.pos[item] if not c.placed[item] else -1
+        j = q
+        while j > 0:
+            k = c.by_decreasing_pos[j - 1]
+            if (c.pos[k] if not c.placed[k] else -1) >= item_pos:
+                break
+            c.by_decreasing_pos[j] = k
+            j -= 1
+        c.by_decreasing_pos[j] = item
+
+
+cdef inline int _stacks_overflow(Ctx* c, int64_t d) noexcept nogil:
+    """Section inference: whether some section's stack overflows (naming the buffer in
+    ``dead_end_cause``). The unplaced buffers of a section all overlap there, so they stack:
+    those with pos >= h need h + their bytes <= capacity, for every h. Walking the buffers
+    by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain "floor +
+    unplaced bytes" rule). Only the parent's branching window moved, so only its buffers
+    are walked (all of them at the root or without dynamic decomposition). Needs
+    ``by_decreasing_pos`` sorted."""
+    cdef int64_t cap = c.capacity
+    cdef int64_t window_lo = -INF
+    cdef int64_t window_hi = INF
+    cdef int64_t first_section = 0
+    cdef int64_t end_section = c.n_sections
+    cdef int64_t most = 0
+    cdef int64_t q, k, s
+    cdef int overflows
+    if c.dynamic and d > 0:
+        window_lo = c.frames[d - 1].window_lo
+        window_hi = c.frames[d - 1].window_hi
+        first_section = c.frames[d - 1].window_first_section
+        end_section = c.frames[d - 1].window_end_section
+    # a stack can only overflow at a height h with h + the section's unplaced bytes above
+    # the capacity: the buffers below that height need no check
+    for s in range(first_section, end_section):
+        if c.unplaced_bytes[s] > most:
+            most = c.unplaced_bytes[s]
+    if c.section_tree_leaves > 0:
+        memset(c.section_tree, 0, 2 * c.section_tree_leaves * sizeof(int64_t))
+        memset(c.section_tree_pending, 0, c.section_tree_leaves * sizeof(int64_t))
+    else:
+        memset(c.section_scratch, 0, c.n_sections * sizeof(int64_t))
+    for q in range(c.n_buffers):
+        k = c.by_decreasing_pos[q]
+        if c.placed[k] or c.start[k] < window_lo or c.end[k] > window_hi:
+            continue
+        if c.pos[k] + most <= cap:
+            break  # by decreasing pos: no lower buffer can overflow a stack
+        if c.section_tree_leaves > 0:
+            overflows = _tree_overflows(c.section_tree, c.section_tree_pending, c.section_tree_leaves,
+                                        c.section_tree_height, c.first_section[k], c.end_section[k],
+                                        c.size[k], cap - c.pos[k])
+        else:
+            overflows = _stack_overflows(c.section_scratch, c.first_section[k], c.end_section[k],
+                                         c.size[k], cap - c.pos[k])
+        if overflows:
+            c.dead_end_cause = k
+            return 1
+    return 0
+
+
+cdef inline void _branch_on_leftmost(Ctx* c, Frame* f, int64_t first_section,
+                                     int64_t end_section) noexcept nogil:
+    """The node branches on component 0, the leftmost: record its window, its sections and
+    one of its buffers (with the depth of that buffer's base) in ``f``."""
+    f.window_lo = c.component_start[0]
+    f.window_hi = c.component_end[0]
+    f.window_first_section = first_section
+    f.window_end_section = end_section
+    f.member = c.component_member[0]
+    f.member_base_depth = c.base_depth[f.member]
+
+
+cdef inline int64_t _child_pos_limit(Ctx* c, Frame* f) noexcept nogil:
+    """A child at p lifts every buffer of the component to p or above, so a section of the
+    window with more than ``capacity - p`` unplaced bytes overflows, unless the child empties
+    it. Return the highest p no loaded section rules out (INF without canonical order or
+    section inference: then no child is checked), and count the window's loaded sections in
+    ``f.window_loaded_sections``."""
+    cdef int64_t limit = INF
+    cdef int64_t s
+    f.window_loaded_sections = 0
+    if c.canonical and c.section_inference:
+        for s in range(f.window_first_section, f.window_end_section):
+            if c.unplaced_bytes[s] > 0:
+                f.window_loaded_sections += 1
+                if c.capacity - c.unplaced_bytes[s] < limit:
+                    limit = c.capacity - c.unplaced_bytes[s]
+    return limit
+
+
+cdef inline int64_t _lowest_pos(Ctx* c) noexcept nogil:
+    """``p_low``: the lowest pos of the buffers of component 0."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t lowest = INF
+    cdef int64_t k
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] == 0 and c.pos[k] < lowest:
+            lowest = c.pos[k]
+    return lowest
+
+
+cdef inline void _paint_full_sections(Ctx* c, int64_t p_low, int64_t n_full) noexcept nogil:
+    """Set ``full_section_rank`` of each full section to the highest rank of the buffers at
+    ``p_low`` covering it: the buffers go by decreasing rank, each paints the full sections
+    of its lifetime not yet painted (skipping painted runs with a union-find)."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t* full = c.section_scratch  # the full sections, increasing
+    cdef int64_t count = 0
+    cdef int64_t q, k, j, stop
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] != 0 or c.pos[k] != p_low:
+            continue
+        c.sort_scratch[count].key = -c.rank[k]
+        c.sort_scratch[count].pos = 0
+        c.sort_scratch[count].rank = 0
+        c.sort_scratch[count].index = k
+        count += 1
+    qsort(c.sort_scratch, count, sizeof(Child), _compare_children)
+    for q in range(count):
+        k = c.sort_scratch[q].index
+        j = _tight_find(c.full_section_next, _lower_bound(full, n_full, c.first_section[k]))
+        stop = _lower_bound(full, n_full, c.end_section[k])
+        while j < stop:
+            c.full_section_rank[j] = c.rank[k]
+            c.full_section_next[j] = j + 1
+            j = _tight_find(c.full_section_next, j + 1)
+
+
+cdef inline void _full_rank_minima(Ctx* c, int64_t n_full) noexcept nogil:
+    """The prefix and suffix minima of ``full_section_rank[0:n_full]``."""
+    cdef int64_t* ranks = c.full_section_rank
+    cdef int64_t* prefix = c.full_rank_prefix_min
+    cdef int64_t* suffix = c.full_rank_suffix_min
+    cdef int64_t q
+    prefix[0] = ranks[0]
+    for q in range(1, n_full):
+        prefix[q] = ranks[q] if ranks[q] < prefix[q - 1] else prefix[q - 1]
+    suffix[n_full - 1] = ranks[n_full - 1]
+    for q in range(n_full - 2, -1, -1):
+        suffix[q] = ranks[q] if ranks[q] < suffix[q + 1] else suffix[q + 1]
+
+
+cdef inline int64_t _mark_full_sections(Ctx* c, Frame* f, int64_t p_low) noexcept nogil:
+    """The sections of the window full at ``p_low`` (p_low + unplaced bytes = capacity):
+    each must get a buffer at p_low, and after a child at p_low of rank r only buffers of
+    higher rank can still go there. Lists them in ``section_scratch`` (increasing), sets
+    ``full_section_rank`` (the highest rank at p_low covering each, -1: none) and its prefix
+    and suffix minima, so that a child checks the full sections outside its lifetime in
+    O(log) (:func:`_misses_full_section`). Returns their number."""
+    cdef int64_t* full = c.section_scratch
+    cdef int64_t n_full = 0
+    cdef int64_t s
+    for s in range(f.window_first_section, f.window_end_section):
+        if c.unplaced_bytes[s] > 0 and p_low + c.unplaced_bytes[s] == c.capacity:
+            c.full_section_rank[n_full] = -1
+            c.full_section_next[n_full] = n_full
+            full[n_full] = s
+            n_full += 1
+    if n_full == 0:
+        return 0
+    c.full_section_next[n_full] = n_full
+    _paint_full_sections(c, p_low, n_full)
+    _full_rank_minima(c, n_full)
+    return n_full
+
+
+cdef inline int _covers_unplaced_pin(Ctx* c, int64_t k, int64_t p) noexcept nogil:
+    """Whether free buffer ``k`` at ``p`` would cover a pinned neighbour not yet placed (that
+    pin could never be placed after it)."""
+    cdef int64_t top = p + c.size[k]
+    cdef int64_t q, j
+    for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
+        j = c.neighbours[q]
+        if not c.placed[j] and c.pin[j] >= 0 and c.pin[j] < top:
+            return 1
+    return 0
+
+
+cdef inline int _misses_full_section(Ctx* c, int64_t k, int64_t n_full) noexcept nogil:
+    """For a child at p_low: whether a full section outside k's lifetime has all its
+    buffers at p_low ranked below k (canonical order could then put none of them there)."""
+    cdef int64_t* full = c.section_scratch
+    cdef int64_t j = _lower_bound(full, n_full, c.first_section[k])
+    if j > 0 and c.full_rank_prefix_min[j - 1] < c.rank[k]:
+        return 1
+    j = _lower_bound(full, n_full, c.end_section[k])
+    return j < n_full and c.full_rank_suffix_min[j] < c.rank[k]
+
+
+cdef inline int _overflows_window(Ctx* c, Frame* f, int64_t k, int64_t p) noexcept nogil:
+    """Whether a child placing ``k`` at ``p`` leaves a section of the window with more than
+    ``capacity - p`` unplaced bytes (a section the child empties does not count)."""
+    cdef int64_t s
+    for s in range(f.window_first_section, f.window_end_section):
+        if c.unplaced_bytes[s] == 0:
+            continue
+        if c.capacity - c.unplaced_bytes[s] >= p:
+            continue
+        if s >= c.first_section[k] and s < c.end_section[k] and c.unplaced_bytes[s] == c.size[k]:
+            continue
+        return 1
+    return 0
+
+
+cdef inline int64_t _collect_children(Ctx* c, Frame* f, int64_t p_low, int64_t n_full,
+                                      int64_t limit) noexcept nogil:
+    """Put the children of the node in ``sort_scratch``, keyed by (pos, rank): the buffers of
+    component 0 that no rule drops. Returns their number."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t count = 0
+    cdef int64_t k, p
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] != 0:
             continue
         p = c.pos[k]
-        if c.dominance and p >= c.component_min_top[act]:
-            continue
+        if c.dominance and p >= c.component_min_top[0]:
+            continue  # dominance rule 1: at or above mtop
         if c.spos[k] < p:
             continue  # lifted above its stable position: it must first get a neighbour to rest on
         if c.dominance and c.lower_twin[k] >= 0 and not c.placed[c.lower_twin[k]]:
+            continue  # dominance rule 2: twins in rank order
+        if c.has_pins and c.pin[k] < 0 and _covers_unplaced_pin(c, k, p):
             continue
-        if c.has_pins and c.pin[k] < 0:
-            top = p + c.size[k]
-            ok = 1
-            for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
-                j = c.neighbours[q]
-                if not c.placed[j] and c.pin[j] >= 0 and c.pin[j] < top:
-                    ok = 0
-                    break
-            if not ok:
-                continue
-        if p == p_low and ntight > 0:
-            # a full section outside k's lifetime whose buffers at p_low all rank below k
-            j = _lower_bound(c.section_scratch, ntight, c.first_section[k])
-            if j > 0 and c.full_rank_prefix_min[j - 1] < c.rank[k]:
-                continue
-            j = _lower_bound(c.section_scratch, ntight, c.end_section[k])
-            if j < ntight and c.full_rank_suffix_min[j] < c.rank[k]:
-                continue
-        if p > limit and f.window_loaded_sections <= 512:
-            ok = 1
-            for s in range(sec_lo, sec_hi):
-                if c.unplaced_bytes[s] == 0:
-                    continue
-                if cap - c.unplaced_bytes[s] >= p:
-                    continue
-                if s >= c.first_section[k] and s < c.end_section[k] and c.unplaced_bytes[s] == c.size[k]:
-                    continue
-                ok = 0
-                break
-            if not ok:
-                continue
+        if p == p_low and n_full > 0 and _misses_full_section(c, k, n_full):
+            continue
+        # the exact test scans the window's sections: skipped for windows of many sections,
+        # where the child's own expansion finds the same dead end
+        if p > limit and f.window_loaded_sections <= CHILD_SCAN_SECTIONS and _overflows_window(c, f, k, p):
+            continue
         c.sort_scratch[count].key = p
         c.sort_scratch[count].pos = p
         c.sort_scratch[count].rank = c.rank[k]
         c.sort_scratch[count].index = k
         count += 1
+    return count
+
+
+cdef inline void _push_children(Ctx* c, Frame* f, int64_t count) noexcept nogil:
+    """Sort the ``count`` children in ``sort_scratch`` by (pos, rank) and push them on the
+    child stack as frame ``f``'s."""
+    cdef int64_t q
     qsort(c.sort_scratch, count, sizeof(Child), _compare_children)
     for q in range(count):
-        c.child_buffer[start + q] = c.sort_scratch[q].index
-        c.child_pos[start + q] = c.sort_scratch[q].pos
+        c.child_buffer[f.first_child + q] = c.sort_scratch[q].index
+        c.child_pos[f.first_child + q] = c.sort_scratch[q].pos
     f.n_children = count
+
+
+cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
+    """Fill frame ``d`` with the children of the current node; return their number.
+
+    Returns 0 for a dead end (``c.dead_end_cause`` names a buffer of the component that
+    failed, or -1 when this node itself fails) and -1 when memory runs out. The steps (the
+    module docstring gives each rule): split the unplaced buffers into components and start
+    fresh pieces (decomposition); set every pos and the state key, and look the key up in
+    the table of failed states (dominance 3); raise the lifted buffers onto their
+    neighbours (canonical); check the section stacks (section_inference); branch on the
+    leftmost component and collect its children, leaving out those a rule drops.
+    """
+    cdef Frame* f = &c.frames[d]
+    cdef int64_t ncomp, nlifted, passes, limit, count
+    cdef int64_t first_section, end_section  # the sections of component 0
+    cdef int64_t p_low = INF
+    cdef int64_t n_full = 0
+    f.n_children = 0
+    f.next_child = 0
+    c.dead_end_cause = -1
+    if c.dynamic:
+        ncomp = _split_components(c, &first_section, &end_section)
+    else:
+        ncomp = _one_component(c, &first_section, &end_section)
+    _start_fresh_pieces(c, d, ncomp)
+    nlifted = _set_positions(c, d, f)
+    if nlifted < 0 or _known_failure(c, f):
+        return 0
+    passes = 0
+    while nlifted > 0 and passes < LIFT_PASSES:
+        passes += 1
+        nlifted = _lift_pass(c)
+        if nlifted < 0:
+            return 0
+    if c.section_inference:
+        _sort_by_decreasing_pos(c)
+        if _stacks_overflow(c, d):
+            return 0
+    _branch_on_leftmost(c, f, first_section, end_section)
+    limit = _child_pos_limit(c, f)
+    if c.canonical and c.section_inference:
+        p_low = _lowest_pos(c)
+        n_full = _mark_full_sections(c, f, p_low)
+    if _grow_child_stack(c, f.first_child + c.n_buffers) != 0:
+        return -1
+    count = _collect_children(c, f, p_low, n_full, limit)
+    _push_children(c, f, count)
     if count == 0:
         c.dead_end_cause = f.member
     return count
