@@ -18,7 +18,7 @@ longer fit below the capacity, or a pinned buffer whose floor rises above its pi
 node a dead end. Every unplaced buffer has a position ``pos(e)``:
 
     pos(e) = alignup(max(floor(e), lim(e)), align(e))    for a free buffer
-    pos(e) = fixed(e)                                    for a pinned one (dead if below)
+    pos(e) = pin(e)                                      for a pinned one (dead if below)
 
 A child places one unplaced buffer at ``pos``. The branching is over *which* buffer comes
 next; the position is forced.
@@ -198,6 +198,7 @@ STATUS_TIMEOUT = 2
 cdef enum:
     RANK_TRAIL_LIMIT = 1 << 20  # re-rankings kept on one path (16 MiB); beyond, pieces keep their ranks
     LIFT_PASSES = 4  # passes that raise lifted buffers onto the lowest tops of their neighbours
+    CHILD_SCAN_SECTIONS = 512  # windows of more loaded sections skip the per-child overflow scan
 
 cdef enum:
     R_OK = 0
@@ -230,27 +231,26 @@ class SearchResult:
 
 
 ctypedef struct Frame:
-    int64_t start      # first candidate of this node in the candidate stack
-    int64_t count      # number of candidates
-    int64_t next       # next candidate to try
-    int64_t trail      # trail height before this node's current child was placed
-    int64_t placed     # buffer placed by the current child, -1 if none
-    int64_t last_off   # L: offset of the last placed buffer on the path to this node
-    int64_t last_rank  # r: its rank (-1 at the root)
-    int64_t budget_end # backjumping: node count at which this subtree is abandoned
-    int64_t act_lo     # time window of the component this node branches on
-    int64_t act_hi
-    int64_t sec_lo     # its sections
-    int64_t sec_hi
-    int64_t rep        # a buffer of that component
-    int64_t window_sections  # sections of the branching window that hold unplaced bytes
-    int64_t rep_base   # depth of the frame that gave that component its base (-1: root)
-    uint64_t key1      # the node's state key (see _expand), for the table of failed states
+    # one node on the path of the depth-first search (frames[d]: the node at depth d)
+    int64_t first_child          # index of its first child in the child stack (Ctx.child_buffer)
+    int64_t n_children           # its children, sorted by (pos, rank)
+    int64_t next_child           # index (0-based, from first_child) of the next child to try
+    int64_t trail_mark           # height of the floor trail before the current child was placed
+    int64_t placed               # buffer placed by the current child, -1 if none
+    int64_t budget_end           # backjumping: node count at which this subtree is abandoned, -1: never
+    int64_t window_lo            # time window [window_lo, window_hi) of the component this node branches on
+    int64_t window_hi
+    int64_t window_first_section # the sections of that window: [window_first_section, window_end_section)
+    int64_t window_end_section
+    int64_t member               # a buffer of that component (named as the cause when it has no child)
+    int64_t window_loaded_sections  # sections of the window that hold unplaced bytes
+    int64_t member_base_depth    # depth of the frame that gave that component its base (-1: the root)
+    uint64_t key1                # the node's state key (two 64-bit hashes), for the table of failed states
     uint64_t key2
-    int64_t jumps      # c.jumps when the node was expanded
-    int fresh          # its placement changed its component: the pieces start afresh
-    int64_t rank_mark  # height of the rank trail before the pieces were re-ranked
-    int hatless        # the current child raised no floor: once it fails, its later siblings fail
+    int64_t budget_cuts          # Ctx.budget_cuts when the node was expanded
+    int fresh                    # its current child changed its component: the pieces start afresh
+    int64_t rank_mark            # height of the rank trail before the pieces were re-ranked
+    int hatless                  # the current child raised no floor: once it fails, its later siblings fail
 
 
 ctypedef struct Child:
@@ -273,93 +273,98 @@ cdef int _compare_children(const void* left, const void* right) noexcept nogil:
 
 
 ctypedef struct Ctx:
-    # the group, in local indices 0..m-1
-    int64_t m
-    int64_t ns
-    int64_t capacity
-    int64_t* size
-    int64_t* amask      # alignment - 1
-    int64_t* fixed      # -1 when free
-    int64_t* rank
-    int64_t* sb         # first section of the buffer
-    int64_t* se         # one past its last section
-    int64_t* nptr       # CSR of time-overlapping neighbours
-    int64_t* nbr
-    int64_t* twin       # the previous identical free buffer (same lifetime, size, alignment), -1
-    int has_pinned
-    # switches
+    # The search state of one group. Buffers are local indices 0..n_buffers-1, times are the
+    # problem's program points, sizes, offsets and positions are bytes; arrays indexed by
+    # buffer have n_buffers entries unless said otherwise, by section n_sections.
+    # -- the group
+    int64_t n_buffers
+    int64_t n_sections           # time sections: the intervals between consecutive event points
+    int64_t capacity             # bytes
+    int64_t* size                # bytes (> 0: empty buffers stay out of the search)
+    int64_t* align_mask          # alignment - 1 (alignments are powers of two)
+    int64_t* pin                 # pinned offset, -1 for a free buffer
+    int64_t* rank                # branching order: children at the same pos go by increasing rank
+    int64_t* first_section       # first section the buffer lives in
+    int64_t* end_section         # one past the last one
+    int64_t* neighbour_start     # CSR of time-overlapping buffers: those of i are
+    int64_t* neighbours          #   neighbours[neighbour_start[i]:neighbour_start[i + 1]]
+    int64_t* lower_twin          # the free buffer of next lower rank with the same lifetime, size and
+                                 #   alignment (a twin), -1: none
+    int has_pins                 # some buffer is pinned
+    # -- the switches of Params (1: on)
     int canonical
     int section_inference
     int dominance
     int backjumping
-    # state
-    int64_t* floor
-    int64_t* off
-    uint8_t* placed
-    int64_t* pos
-    int64_t* lifted_pos # scratch: the raised pos of lifted buffers
-    int64_t* rank_idx   # trail of re-ranked buffers and their old ranks
-    int64_t* rank_old
-    int64_t rank_top
-    int fresh_pieces    # this run leaves fresh pieces (all runs but the portfolio's second)
-    int64_t rank_cap
-    int64_t* rank_vals  # scratch: the rank values of one piece, sorted
-    int64_t* spos       # stable position alignup(floor) of each unplaced free buffer (>0 bytes)
-    int64_t* total      # unplaced bytes per section
-    int64_t* low        # scratch: lowest pos per section
-    int64_t tree_n      # > 0: the section stacks live in a segment tree of 2 * tree_n nodes
-    int64_t tree_height # log2(tree_n)
-    int64_t* tree       # (see _tree_overflows), else in ``low``
-    int64_t* tree_pend
-    int64_t* trail_idx
-    int64_t* trail_old
-    Frame* frames
-    int64_t* cand
-    int64_t* candpos
-    int64_t* candkey
-    Child* sortbuf      # scratch: the children of one node, sorted with qsort
-    int64_t* cut        # start time of each section
-    int64_t cand_cap
-    int64_t jumps       # subtrees abandoned by backjumping in this run: they prove nothing
-    uint64_t* memo      # table of failed states: pairs of 64-bit keys, direct-mapped
-    uint64_t memo_mask  # number of slots - 1
-    uint64_t salt       # distinguishes groups sharing the table
-    int64_t* fail_count # per buffer: how often it was the last placed before a dead end
-    # dynamic decomposition: every unplaced buffer has the base (L, r) of its component's
-    # last placement, and the depth of the node that made it (-1: the root)
-    int dynamic
-    int64_t* st
-    int64_t* en
-    int64_t* by_start
-    int64_t* nxt         # the unplaced buffers, a doubly linked list in start order (head m)
-    int64_t* prv
-    int64_t* bD          # scratch: depth of the frame that gave each buffer its base
-    int64_t* comp        # scratch: component of each unplaced buffer
-    int64_t* comp_lo
-    int64_t* comp_hi
-    int64_t* comp_mtop
-    int64_t* comp_rep
-    int64_t* lowarg      # scratch: per full section (see _expand), the highest rank at p_low covering it
-    int64_t* tight_next  # scratch: union-find over the full sections
-    int64_t* tight_pre   # scratch: prefix and suffix minima of lowarg
-    int64_t* tight_suf
-    int64_t* porder      # all buffers, by decreasing pos (placed ones anywhere)
-    int64_t cause        # a dead end: a buffer of the component that failed, -1: this node
-    # limits and counters
-    int64_t nodes
-    int64_t backtracks
-    int64_t budget      # nodes allowed in this run, -1 unlimited
-    double deadline     # monotonic seconds, <= 0 none
-    double next_signal_check
-    uint8_t* cancel
-    uint8_t* stop       # a second flag (the caller's race): set -> TIMEOUT, not cancelled; or NULL
-    int64_t node_limit  # nodes this group may expand in this call, -1 unlimited
-    int64_t* progress   # [nodes, backtracks] published at each limit check, or NULL
+    # -- the node
+    int64_t* floor               # highest top (offset + size) of the placed neighbours, 0 with none
+    int64_t* offset              # of each placed buffer
+    uint8_t* placed              # 1 when placed
+    int64_t* pos                 # position of each unplaced buffer: where it would be placed next
+    int64_t* lifted_pos          # scratch: the pos a lift pass raises a lifted buffer to
+    int64_t* rank_trail_buffer   # trail of re-rankings (rank_trail_cap entries): the buffer,
+    int64_t* rank_trail_old      #   and its rank before
+    int64_t rank_trail_top       # entries in use
+    int fresh_pieces             # this run starts fresh pieces (all runs but the portfolio's second)
+    int64_t rank_trail_cap       # entries the rank trail may hold (RANK_TRAIL_LIMIT at most)
+    int64_t* piece_ranks         # scratch: the rank values of one piece, sorted (n_buffers + 1 entries)
+    int64_t* spos                # stable position alignup(floor) of each unplaced free buffer
+    int64_t* unplaced_bytes      # per section: bytes of the unplaced buffers living in it
+    int64_t* section_scratch     # per section: the stacks of the section inference (flat form), then
+                                 #   the indices of the full sections (increasing)
+    int64_t section_tree_leaves  # > 0: the stacks live in a segment tree with this many leaves (a power
+                                 #   of two >= n_sections), 0: in section_scratch
+    int64_t section_tree_height  # log2(section_tree_leaves)
+    int64_t* section_tree        # the segment tree's nodes (2 * leaves), see _tree_overflows
+    int64_t* section_tree_pending  # adds not yet handed down to the children, per inner node
+    int64_t* trail_buffer        # trail of raised floors (one entry per neighbour pair): the buffer,
+    int64_t* trail_floor         #   and its floor before
+    Frame* frames                # the path: n_buffers + 1 frames
+    int64_t* child_buffer        # the child stack, the children of every node on the path: the buffer
+    int64_t* child_pos           #   and the pos it is placed at
+    Child* sort_scratch          # scratch: children, pieces or buffers sorted with qsort (n_buffers + 1)
+    int64_t child_cap            # entries the child stack holds (grown on demand)
+    int64_t budget_cuts          # subtrees abandoned by backjumping in this run: their failures prove nothing
+    uint64_t* failed_states      # table of failed states: pairs of 64-bit keys, direct-mapped
+    uint64_t failed_states_mask  # number of slots - 1
+    uint64_t salt                # distinguishes groups sharing the table
+    int64_t* dead_end_count      # how often the buffer was the last placed before a dead end
+    # -- dynamic decomposition: the unplaced buffers split into components, each with the
+    # base (L, r) of its last placement and the depth of the node that made it (-1: the root)
+    int dynamic                  # 1: split the unplaced buffers into components at every node
+    int64_t* start               # lifetime [start, end), program points
+    int64_t* end
+    int64_t* by_start            # all buffers in start order
+    int64_t* next_unplaced       # the unplaced buffers, a doubly linked list in start order whose
+    int64_t* prev_unplaced       #   head is n_buffers (n_buffers + 1 entries)
+    int64_t* base_depth          # scratch: depth of the frame that gave the buffer its base (-1: the root)
+    int64_t* component           # scratch: component of each unplaced buffer, 0 = the leftmost
+    int64_t* component_start     # scratch, per component: its time window [start, end),
+    int64_t* component_end
+    int64_t* component_min_top   #   mtop (the lowest spos + size of its free buffers, see dominance),
+    int64_t* component_member    #   and one of its buffers
+    int64_t* full_section_rank   # scratch, per full section: highest rank of a buffer at p_low covering
+                                 #   it, -1: none (see _mark_full_sections)
+    int64_t* full_section_next   # scratch: union-find over the full sections (n_sections + 1 entries)
+    int64_t* full_rank_prefix_min  # scratch: prefix and suffix minima of full_section_rank
+    int64_t* full_rank_suffix_min
+    int64_t* by_decreasing_pos   # all buffers by decreasing pos, the placed ones last
+    int64_t dead_end_cause       # after a dead end: a buffer of the component that failed, -1: this node
+    # -- limits and counters
+    int64_t nodes                # nodes expanded in this group
+    int64_t backtracks           # placements undone
+    int64_t budget               # nodes allowed in this run, -1 unlimited
+    double deadline              # monotonic seconds, <= 0 none
+    double next_signal_check     # monotonic seconds
+    uint8_t* cancel              # the caller's cancel flag: set -> stop, cancelled; or NULL
+    uint8_t* stop                # a second flag (the caller's race): set -> TIMEOUT, not cancelled; or NULL
+    int64_t node_limit           # nodes this group may expand in this call, -1 unlimited
+    int64_t* progress            # [nodes, backtracks] published at each limit check, or NULL
     int64_t progress_nodes       # nodes and backtracks of the groups solved before this one
     int64_t progress_backtracks
-    int64_t check_mask  # limits are checked when (nodes & check_mask) == 0
-    int cancelled
-    int timed_out
+    int64_t check_mask           # limits are checked when (nodes & check_mask) == 0
+    int cancelled                # stopped by the cancel flag or a signal
+    int timed_out                # stopped by the deadline, the stop flag or the node limit
 
 
 cdef inline double _now() noexcept nogil:
@@ -401,54 +406,51 @@ cdef void _place(Ctx* c, int64_t i, int64_t p, int64_t* trail_top) noexcept nogi
     cdef int64_t top = p + c.size[i]
     cdef int64_t k, j, s
     c.placed[i] = 1
-    c.off[i] = p
-    c.nxt[c.prv[i]] = c.nxt[i]
-    c.prv[c.nxt[i]] = c.prv[i]
-    for k in range(c.nptr[i], c.nptr[i + 1]):
-        j = c.nbr[k]
+    c.offset[i] = p
+    c.next_unplaced[c.prev_unplaced[i]] = c.next_unplaced[i]
+    c.prev_unplaced[c.next_unplaced[i]] = c.prev_unplaced[i]
+    for k in range(c.neighbour_start[i], c.neighbour_start[i + 1]):
+        j = c.neighbours[k]
         if c.placed[j] or c.floor[j] >= top:
             continue
-        c.trail_idx[trail_top[0]] = j
-        c.trail_old[trail_top[0]] = c.floor[j]
+        c.trail_buffer[trail_top[0]] = j
+        c.trail_floor[trail_top[0]] = c.floor[j]
         trail_top[0] += 1
         c.floor[j] = top
-    for s in range(c.sb[i], c.se[i]):
-        c.total[s] -= c.size[i]
+    for s in range(c.first_section[i], c.end_section[i]):
+        c.unplaced_bytes[s] -= c.size[i]
 
 
 cdef void _unplace(Ctx* c, int64_t i, int64_t mark, int64_t* trail_top) noexcept nogil:
     cdef int64_t s
     while trail_top[0] > mark:
         trail_top[0] -= 1
-        c.floor[c.trail_idx[trail_top[0]]] = c.trail_old[trail_top[0]]
-    for s in range(c.sb[i], c.se[i]):
-        c.total[s] += c.size[i]
+        c.floor[c.trail_buffer[trail_top[0]]] = c.trail_floor[trail_top[0]]
+    for s in range(c.first_section[i], c.end_section[i]):
+        c.unplaced_bytes[s] += c.size[i]
     c.placed[i] = 0
-    c.nxt[c.prv[i]] = i  # undone in the reverse order of placing: the links still hold
-    c.prv[c.nxt[i]] = i
+    c.next_unplaced[c.prev_unplaced[i]] = i  # undone in the reverse order of placing: the links still hold
+    c.prev_unplaced[c.next_unplaced[i]] = i
 
 
-cdef int _grow_candidates(Ctx* c, int64_t need) noexcept nogil:
+cdef int _grow_child_stack(Ctx* c, int64_t need) noexcept nogil:
+    """Make the child stack hold at least ``need`` entries; -1 when memory runs out."""
     cdef int64_t new_cap
     cdef int64_t* grown
-    if need <= c.cand_cap:
+    if need <= c.child_cap:
         return 0
-    new_cap = c.cand_cap * 2
+    new_cap = c.child_cap * 2
     if new_cap < need:
         new_cap = need
-    grown = <int64_t*>realloc(c.cand, new_cap * sizeof(int64_t))
+    grown = <int64_t*>realloc(c.child_buffer, new_cap * sizeof(int64_t))
     if grown == NULL:
         return -1
-    c.cand = grown
-    grown = <int64_t*>realloc(c.candpos, new_cap * sizeof(int64_t))
+    c.child_buffer = grown
+    grown = <int64_t*>realloc(c.child_pos, new_cap * sizeof(int64_t))
     if grown == NULL:
         return -1
-    c.candpos = grown
-    grown = <int64_t*>realloc(c.candkey, new_cap * sizeof(int64_t))
-    if grown == NULL:
-        return -1
-    c.candkey = grown
-    c.cand_cap = new_cap
+    c.child_pos = grown
+    c.child_cap = new_cap
     return 0
 
 
@@ -552,413 +554,606 @@ cdef int _compare_int64(const void* left, const void* right) noexcept nogil:
     return -1 if a < b else (1 if a > b else 0)
 
 
-cdef void _rerank(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
+# ---------------------------------------------------------------------------------------
+# Expanding a node (_expand), step by step: the components of the unplaced buffers, fresh
+# pieces, the positions and the state key, the table of failed states, the lifted buffers,
+# the section inference, the branching component, and its children with the rules that
+# drop some of them. The list of unplaced buffers has its head at index n_buffers; the loops
+# read the next link first, so a ``continue`` moves on.
+
+
+cdef inline int64_t _one_component(Ctx* c, int64_t* first_section, int64_t* end_section) noexcept nogil:
+    """Without dynamic decomposition: every unplaced buffer in component 0, whose window is
+    the whole timeline; returns 1 (the list is never empty when a node is expanded)."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t k = c.next_unplaced[head]
+    c.component_start[0] = -INF
+    c.component_end[0] = INF
+    c.component_min_top[0] = INF
+    c.component_member[0] = k
+    while k != head:
+        c.component[k] = 0
+        k = c.next_unplaced[k]
+    first_section[0] = 0
+    end_section[0] = c.n_sections
+    return 1
+
+
+cdef inline int64_t _split_components(Ctx* c, int64_t* first_section, int64_t* end_section) noexcept nogil:
+    """Split the unplaced buffers into components, the maximal time windows their lifetimes
+    connect, numbered from the left (the list is in start order); return their number. The
+    sections of component 0 go to ``first_section`` and ``end_section``."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t ncomp = 0
+    cdef int64_t reach = -INF  # the latest end of the current component's buffers so far
+    cdef int64_t lo = c.n_sections
+    cdef int64_t hi = 0
+    cdef int64_t k
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if ncomp == 0 or c.start[k] >= reach:
+            c.component_start[ncomp] = c.start[k]
+            c.component_end[ncomp] = c.end[k]
+            c.component_min_top[ncomp] = INF
+            c.component_member[ncomp] = k
+            reach = c.end[k]
+            ncomp += 1
+        elif c.end[k] > reach:
+            reach = c.end[k]
+            c.component_end[ncomp - 1] = reach
+        c.component[k] = ncomp - 1
+        if ncomp == 1:
+            if c.first_section[k] < lo:
+                lo = c.first_section[k]
+            if c.end_section[k] > hi:
+                hi = c.end_section[k]
+    first_section[0] = lo
+    end_section[0] = hi
+    return ncomp
+
+
+cdef void _rerank(Ctx* c, int64_t d) noexcept nogil:
     """Re-rank each piece of the component the last placement changed: by the unplaced
     bytes of the most loaded section a buffer lives in (decreasing), ties by the old rank;
     the piece keeps its set of rank values (ranks are only compared within a component).
     One sort over the pieces' buffers, O(u log u); changes go on the rank trail, taken back
     with the placement."""
     cdef int64_t k, s, most, n, t, following, first, q
-    cdef int64_t tn = c.tree_n
+    cdef int64_t head = c.n_buffers
+    cdef int64_t tn = c.section_tree_leaves
+    cdef int64_t* tree = c.section_tree
     n = 0
     if tn > 0:
         # long lifetimes: the section maxima come from the segment tree (scratch here),
-        # built over ``total`` in O(sections), O(log sections) per buffer
-        for s in range(c.ns):
-            c.tree[tn + s] = c.total[s]
-        for s in range(c.ns, tn):
-            c.tree[tn + s] = 0
+        # built over ``unplaced_bytes`` in O(sections), O(log sections) per buffer
+        for s in range(c.n_sections):
+            tree[tn + s] = c.unplaced_bytes[s]
+        for s in range(c.n_sections, tn):
+            tree[tn + s] = 0
         for s in range(tn - 1, 0, -1):
-            c.tree[s] = c.tree[2 * s] if c.tree[2 * s] > c.tree[2 * s + 1] else c.tree[2 * s + 1]
-    following = c.nxt[c.m]
-    while following != c.m:
+            tree[s] = tree[2 * s] if tree[2 * s] > tree[2 * s + 1] else tree[2 * s + 1]
+    following = c.next_unplaced[head]
+    while following != head:
         k = following
-        following = c.nxt[k]
-        if c.st[k] < c.frames[d - 1].act_lo or c.en[k] > c.frames[d - 1].act_hi:
+        following = c.next_unplaced[k]
+        if c.start[k] < c.frames[d - 1].window_lo or c.end[k] > c.frames[d - 1].window_hi:
             continue
         most = 0
         if tn > 0:
-            most = _range_max(c.tree, tn, c.sb[k], c.se[k], 0)
+            most = _range_max(tree, tn, c.first_section[k], c.end_section[k], 0)
         else:
-            for s in range(c.sb[k], c.se[k]):
-                if c.total[s] > most:
-                    most = c.total[s]
-        c.sortbuf[n].key = c.comp[k]
-        c.sortbuf[n].pos = -most
-        c.sortbuf[n].rank = c.rank[k]
-        c.sortbuf[n].index = k
+            for s in range(c.first_section[k], c.end_section[k]):
+                if c.unplaced_bytes[s] > most:
+                    most = c.unplaced_bytes[s]
+        c.sort_scratch[n].key = c.component[k]
+        c.sort_scratch[n].pos = -most
+        c.sort_scratch[n].rank = c.rank[k]
+        c.sort_scratch[n].index = k
         n += 1
-    qsort(c.sortbuf, n, sizeof(Child), _compare_children)
+    qsort(c.sort_scratch, n, sizeof(Child), _compare_children)
     first = 0
     while first < n:
         q = first
-        while q < n and c.sortbuf[q].key == c.sortbuf[first].key:
-            c.rank_vals[q - first] = c.sortbuf[q].rank
+        while q < n and c.sort_scratch[q].key == c.sort_scratch[first].key:
+            c.piece_ranks[q - first] = c.sort_scratch[q].rank
             q += 1
-        qsort(c.rank_vals, q - first, sizeof(int64_t), _compare_int64)
+        qsort(c.piece_ranks, q - first, sizeof(int64_t), _compare_int64)
         for t in range(first, q):
-            k = c.sortbuf[t].index
-            if c.rank[k] != c.rank_vals[t - first]:
-                c.rank_idx[c.rank_top] = k
-                c.rank_old[c.rank_top] = c.rank[k]
-                c.rank_top += 1
-                c.rank[k] = c.rank_vals[t - first]
+            k = c.sort_scratch[t].index
+            if c.rank[k] != c.piece_ranks[t - first]:
+                c.rank_trail_buffer[c.rank_trail_top] = k
+                c.rank_trail_old[c.rank_trail_top] = c.rank[k]
+                c.rank_trail_top += 1
+                c.rank[k] = c.piece_ranks[t - first]
         first = q
+
+
+cdef inline void _start_fresh_pieces(Ctx* c, int64_t d, int64_t ncomp) noexcept nogil:
+    """Mark whether the placement that led to node ``d`` changed its component (split it or
+    shrank its window): then each piece is solved afresh, with base (0, -1) and ranks by
+    the current contention (:func:`_rerank`). Records the rank trail's height, so that the
+    placement's undo takes the new ranks back."""
+    cdef Frame* parent
+    cdef int64_t q
+    if d == 0:
+        return
+    parent = &c.frames[d - 1]
+    parent.rank_mark = c.rank_trail_top
+    parent.fresh = 0
+    if not (c.dynamic and c.fresh_pieces):
+        return
+    parent.fresh = 1
+    for q in range(ncomp):
+        if c.component_start[q] == parent.window_lo and c.component_end[q] == parent.window_hi:
+            parent.fresh = 0  # the component is still there, unchanged
+            break
+        if c.component_start[q] >= parent.window_hi:
+            break
+    if parent.fresh and c.rank_trail_top + c.n_buffers <= c.rank_trail_cap:
+        _rerank(c, d)
+
+
+cdef inline int64_t _align_up(int64_t x, int64_t align_mask) noexcept nogil:
+    return (x + align_mask) & ~align_mask
+
+
+cdef inline int64_t _find_base_depth(Ctx* c, int64_t k, int64_t d) noexcept nogil:
+    """Depth of the frame that gave buffer ``k`` its base at node ``d``: the deepest frame
+    above it whose branching window holds k's lifetime (-1: the root)."""
+    cdef int64_t j = d - 1
+    while j >= 0 and (c.start[k] < c.frames[j].window_lo or c.end[k] > c.frames[j].window_hi):
+        j -= 1
+    return j
+
+
+cdef inline int64_t _canonical_lim(Ctx* c, int64_t k, int64_t j) noexcept nogil:
+    """``lim(k)`` of canonical order: with (L, r) the offset and rank of the placement made
+    at depth ``j`` ((0, -1) for the root or a fresh piece), L when k ranks above r, else
+    L + 1."""
+    cdef int64_t last_offset = 0
+    cdef int64_t last_rank = -1
+    if j >= 0 and not c.frames[j].fresh:
+        last_offset = c.offset[c.frames[j].placed]
+        last_rank = c.rank[c.frames[j].placed]
+    return last_offset if c.rank[k] > last_rank else last_offset + 1
+
+
+cdef inline uint64_t _state_hash(int64_t k, int64_t p, int64_t sp) noexcept nogil:
+    """One unplaced buffer's share of the state key: its index, pos and spos."""
+    return _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
+                + <uint64_t>k)
+
+
+cdef inline int64_t _set_positions(Ctx* c, int64_t d, Frame* f) noexcept nogil:
+    """Set ``pos`` and ``spos`` of every unplaced buffer, its base depth and each component's
+    mtop, and store the node's state key (two sums of per-buffer hashes) in ``f``. Return
+    the number of lifted buffers (spos < pos), or -1 at a forced dead end: a pin below the
+    buffer's base or a free buffer above the capacity (named in ``dead_end_cause``)."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t cap = c.capacity
+    cdef int64_t nlifted = 0
+    cdef int64_t k, j, base, lim, p, sp, top, cid
+    cdef uint64_t key1 = c.salt
+    cdef uint64_t key2 = ~c.salt
+    cdef uint64_t h
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        j = _find_base_depth(c, k, d)
+        c.base_depth[k] = j
+        base = c.floor[k]
+        if c.canonical:
+            lim = _canonical_lim(c, k, j)
+            if lim > base:
+                base = lim
+        if c.pin[k] >= 0:
+            if base > c.pin[k]:
+                c.dead_end_cause = k
+                return -1
+            p = c.pin[k]
+            sp = p
+        else:
+            p = _align_up(base, c.align_mask[k])
+            top = p + c.size[k]
+            if top > cap:
+                c.dead_end_cause = k
+                return -1
+            # the stable position: below ``p`` when the canonical bound lifted the buffer
+            sp = p
+            if c.size[k] > 0:
+                sp = _align_up(c.floor[k], c.align_mask[k])
+                top = sp + c.size[k]
+            cid = c.component[k]
+            if top < c.component_min_top[cid]:
+                c.component_min_top[cid] = top
+        c.pos[k] = p
+        c.spos[k] = sp
+        if sp < p:
+            nlifted += 1
+        h = _state_hash(k, p, sp)
+        key1 += h
+        key2 += _mix(h ^ 0xD6E8FEB86659FD93ULL)
+    f.key1 = key1
+    f.key2 = key2
+    return nlifted
+
+
+cdef inline int _known_failure(Ctx* c, Frame* f) noexcept nogil:
+    """Whether the table of failed states holds the node's key. Whether a solution extends
+    a node depends only on the unplaced buffers and their positions (each must end up at or
+    above its pos), so an identical (set, positions) that failed before fails again."""
+    cdef uint64_t slot
+    if not c.dominance or c.failed_states == NULL:
+        return 0
+    slot = (f.key1 & c.failed_states_mask) * 2
+    return c.failed_states[slot] == f.key1 and c.failed_states[slot + 1] == f.key2
+
+
+cdef inline int64_t _lowest_neighbour_top(Ctx* c, int64_t k) noexcept nogil:
+    """The lowest ``pos + size`` over k's unplaced neighbours of more than 0 bytes (INF: none)."""
+    cdef int64_t lowest = INF
+    cdef int64_t q, j
+    for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
+        j = c.neighbours[q]
+        if c.placed[j] or c.size[j] == 0:
+            continue
+        if c.pos[j] + c.size[j] < lowest:
+            lowest = c.pos[j] + c.size[j]
+    return lowest
+
+
+cdef inline int64_t _lift_pass(Ctx* c) noexcept nogil:
+    """Raise the pos of every lifted buffer (spos < pos) to the lowest top its unplaced
+    neighbours can reach (aligned up): it will rest on one of them. Return how many rose,
+    as another pass may lift the buffers resting on those; or -1 at a dead end (no
+    neighbour to rest on, or no room below the capacity; named in ``dead_end_cause``).
+    After the state key: the key holds the state, this is derived from it."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t risen = 0
+    cdef int64_t k, rest
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.spos[k] >= c.pos[k]:
+            continue
+        rest = _lowest_neighbour_top(c, k)
+        if rest == INF:
+            c.dead_end_cause = k
+            return -1
+        rest = _align_up(rest, c.align_mask[k])
+        if rest < c.pos[k]:
+            rest = c.pos[k]
+        if rest + c.size[k] > c.capacity:
+            c.dead_end_cause = k
+            return -1
+        c.lifted_pos[k] = rest
+    following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.spos[k] < c.pos[k]:
+            if c.lifted_pos[k] > c.pos[k]:
+                risen += 1
+            c.pos[k] = c.lifted_pos[k]
+    return risen
+
+
+cdef inline void _sort_by_decreasing_pos(Ctx* c) noexcept nogil:
+    """Keep ``by_decreasing_pos`` sorted, placed buffers last (an insertion sort: the order
+    changes little from one node to the next)."""
+    cdef int64_t q, j, item, k, item_pos
+    for q in range(1, c.n_buffers):
+        item = c.by_decreasing_pos[q]
+        item_pos = c.pos[item] if not c.placed[item] else -1
+        j = q
+        while j > 0:
+            k = c.by_decreasing_pos[j - 1]
+            if (c.pos[k] if not c.placed[k] else -1) >= item_pos:
+                break
+            c.by_decreasing_pos[j] = k
+            j -= 1
+        c.by_decreasing_pos[j] = item
+
+
+cdef inline int _stacks_overflow(Ctx* c, int64_t d) noexcept nogil:
+    """Section inference: whether some section's stack overflows (naming the buffer in
+    ``dead_end_cause``). The unplaced buffers of a section all overlap there, so they stack:
+    those with pos >= h need h + their bytes <= capacity, for every h. Walking the buffers
+    by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain "floor +
+    unplaced bytes" rule). Only the parent's branching window moved, so only its buffers
+    are walked (all of them at the root or without dynamic decomposition). Needs
+    ``by_decreasing_pos`` sorted."""
+    cdef int64_t cap = c.capacity
+    cdef int64_t window_lo = -INF
+    cdef int64_t window_hi = INF
+    cdef int64_t first_section = 0
+    cdef int64_t end_section = c.n_sections
+    cdef int64_t most = 0
+    cdef int64_t q, k, s
+    cdef int overflows
+    if c.dynamic and d > 0:
+        window_lo = c.frames[d - 1].window_lo
+        window_hi = c.frames[d - 1].window_hi
+        first_section = c.frames[d - 1].window_first_section
+        end_section = c.frames[d - 1].window_end_section
+    # a stack can only overflow at a height h with h + the section's unplaced bytes above
+    # the capacity: the buffers below that height need no check
+    for s in range(first_section, end_section):
+        if c.unplaced_bytes[s] > most:
+            most = c.unplaced_bytes[s]
+    if c.section_tree_leaves > 0:
+        memset(c.section_tree, 0, 2 * c.section_tree_leaves * sizeof(int64_t))
+        memset(c.section_tree_pending, 0, c.section_tree_leaves * sizeof(int64_t))
+    else:
+        memset(c.section_scratch, 0, c.n_sections * sizeof(int64_t))
+    for q in range(c.n_buffers):
+        k = c.by_decreasing_pos[q]
+        if c.placed[k] or c.start[k] < window_lo or c.end[k] > window_hi:
+            continue
+        if c.pos[k] + most <= cap:
+            break  # by decreasing pos: no lower buffer can overflow a stack
+        if c.section_tree_leaves > 0:
+            overflows = _tree_overflows(c.section_tree, c.section_tree_pending, c.section_tree_leaves,
+                                        c.section_tree_height, c.first_section[k], c.end_section[k],
+                                        c.size[k], cap - c.pos[k])
+        else:
+            overflows = _stack_overflows(c.section_scratch, c.first_section[k], c.end_section[k],
+                                         c.size[k], cap - c.pos[k])
+        if overflows:
+            c.dead_end_cause = k
+            return 1
+    return 0
+
+
+cdef inline void _branch_on_leftmost(Ctx* c, Frame* f, int64_t first_section,
+                                     int64_t end_section) noexcept nogil:
+    """The node branches on component 0, the leftmost: record its window, its sections and
+    one of its buffers (with the depth of that buffer's base) in ``f``."""
+    f.window_lo = c.component_start[0]
+    f.window_hi = c.component_end[0]
+    f.window_first_section = first_section
+    f.window_end_section = end_section
+    f.member = c.component_member[0]
+    f.member_base_depth = c.base_depth[f.member]
+
+
+cdef inline int64_t _child_pos_limit(Ctx* c, Frame* f) noexcept nogil:
+    """A child at p lifts every buffer of the component to p or above, so a section of the
+    window with more than ``capacity - p`` unplaced bytes overflows, unless the child empties
+    it. Return the highest p no loaded section rules out (INF without canonical order or
+    section inference: then no child is checked), and count the window's loaded sections in
+    ``f.window_loaded_sections``."""
+    cdef int64_t limit = INF
+    cdef int64_t s
+    f.window_loaded_sections = 0
+    if c.canonical and c.section_inference:
+        for s in range(f.window_first_section, f.window_end_section):
+            if c.unplaced_bytes[s] > 0:
+                f.window_loaded_sections += 1
+                if c.capacity - c.unplaced_bytes[s] < limit:
+                    limit = c.capacity - c.unplaced_bytes[s]
+    return limit
+
+
+cdef inline int64_t _lowest_pos(Ctx* c) noexcept nogil:
+    """``p_low``: the lowest pos of the buffers of component 0."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t lowest = INF
+    cdef int64_t k
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] == 0 and c.pos[k] < lowest:
+            lowest = c.pos[k]
+    return lowest
+
+
+cdef inline void _paint_full_sections(Ctx* c, int64_t p_low, int64_t n_full) noexcept nogil:
+    """Set ``full_section_rank`` of each full section to the highest rank of the buffers at
+    ``p_low`` covering it: the buffers go by decreasing rank, each paints the full sections
+    of its lifetime not yet painted (skipping painted runs with a union-find)."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t* full = c.section_scratch  # the full sections, increasing
+    cdef int64_t count = 0
+    cdef int64_t q, k, j, stop
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] != 0 or c.pos[k] != p_low:
+            continue
+        c.sort_scratch[count].key = -c.rank[k]
+        c.sort_scratch[count].pos = 0
+        c.sort_scratch[count].rank = 0
+        c.sort_scratch[count].index = k
+        count += 1
+    qsort(c.sort_scratch, count, sizeof(Child), _compare_children)
+    for q in range(count):
+        k = c.sort_scratch[q].index
+        j = _tight_find(c.full_section_next, _lower_bound(full, n_full, c.first_section[k]))
+        stop = _lower_bound(full, n_full, c.end_section[k])
+        while j < stop:
+            c.full_section_rank[j] = c.rank[k]
+            c.full_section_next[j] = j + 1
+            j = _tight_find(c.full_section_next, j + 1)
+
+
+cdef inline void _full_rank_minima(Ctx* c, int64_t n_full) noexcept nogil:
+    """The prefix and suffix minima of ``full_section_rank[0:n_full]``."""
+    cdef int64_t* ranks = c.full_section_rank
+    cdef int64_t* prefix = c.full_rank_prefix_min
+    cdef int64_t* suffix = c.full_rank_suffix_min
+    cdef int64_t q
+    prefix[0] = ranks[0]
+    for q in range(1, n_full):
+        prefix[q] = ranks[q] if ranks[q] < prefix[q - 1] else prefix[q - 1]
+    suffix[n_full - 1] = ranks[n_full - 1]
+    for q in range(n_full - 2, -1, -1):
+        suffix[q] = ranks[q] if ranks[q] < suffix[q + 1] else suffix[q + 1]
+
+
+cdef inline int64_t _mark_full_sections(Ctx* c, Frame* f, int64_t p_low) noexcept nogil:
+    """The sections of the window full at ``p_low`` (p_low + unplaced bytes = capacity):
+    each must get a buffer at p_low, and after a child at p_low of rank r only buffers of
+    higher rank can still go there. Lists them in ``section_scratch`` (increasing), sets
+    ``full_section_rank`` (the highest rank at p_low covering each, -1: none) and its prefix
+    and suffix minima, so that a child checks the full sections outside its lifetime in
+    O(log) (:func:`_misses_full_section`). Returns their number."""
+    cdef int64_t* full = c.section_scratch
+    cdef int64_t n_full = 0
+    cdef int64_t s
+    for s in range(f.window_first_section, f.window_end_section):
+        if c.unplaced_bytes[s] > 0 and p_low + c.unplaced_bytes[s] == c.capacity:
+            c.full_section_rank[n_full] = -1
+            c.full_section_next[n_full] = n_full
+            full[n_full] = s
+            n_full += 1
+    if n_full == 0:
+        return 0
+    c.full_section_next[n_full] = n_full
+    _paint_full_sections(c, p_low, n_full)
+    _full_rank_minima(c, n_full)
+    return n_full
+
+
+cdef inline int _covers_unplaced_pin(Ctx* c, int64_t k, int64_t p) noexcept nogil:
+    """Whether free buffer ``k`` at ``p`` would cover a pinned neighbour not yet placed (that
+    pin could never be placed after it)."""
+    cdef int64_t top = p + c.size[k]
+    cdef int64_t q, j
+    for q in range(c.neighbour_start[k], c.neighbour_start[k + 1]):
+        j = c.neighbours[q]
+        if not c.placed[j] and c.pin[j] >= 0 and c.pin[j] < top:
+            return 1
+    return 0
+
+
+cdef inline int _misses_full_section(Ctx* c, int64_t k, int64_t n_full) noexcept nogil:
+    """For a child at p_low: whether a full section outside k's lifetime has all its
+    buffers at p_low ranked below k (canonical order could then put none of them there)."""
+    cdef int64_t* full = c.section_scratch
+    cdef int64_t j = _lower_bound(full, n_full, c.first_section[k])
+    if j > 0 and c.full_rank_prefix_min[j - 1] < c.rank[k]:
+        return 1
+    j = _lower_bound(full, n_full, c.end_section[k])
+    return j < n_full and c.full_rank_suffix_min[j] < c.rank[k]
+
+
+cdef inline int _overflows_window(Ctx* c, Frame* f, int64_t k, int64_t p) noexcept nogil:
+    """Whether a child placing ``k`` at ``p`` leaves a section of the window with more than
+    ``capacity - p`` unplaced bytes (a section the child empties does not count)."""
+    cdef int64_t s
+    for s in range(f.window_first_section, f.window_end_section):
+        if c.unplaced_bytes[s] == 0:
+            continue
+        if c.capacity - c.unplaced_bytes[s] >= p:
+            continue
+        if s >= c.first_section[k] and s < c.end_section[k] and c.unplaced_bytes[s] == c.size[k]:
+            continue
+        return 1
+    return 0
+
+
+cdef inline int64_t _collect_children(Ctx* c, Frame* f, int64_t p_low, int64_t n_full,
+                                      int64_t limit) noexcept nogil:
+    """Put the children of the node in ``sort_scratch``, keyed by (pos, rank): the buffers of
+    component 0 that no rule drops. Returns their number."""
+    cdef int64_t head = c.n_buffers
+    cdef int64_t count = 0
+    cdef int64_t k, p
+    cdef int64_t following = c.next_unplaced[head]
+    while following != head:
+        k = following
+        following = c.next_unplaced[k]
+        if c.component[k] != 0:
+            continue
+        p = c.pos[k]
+        if c.dominance and p >= c.component_min_top[0]:
+            continue  # dominance rule 1: at or above mtop
+        if c.spos[k] < p:
+            continue  # lifted above its stable position: it must first get a neighbour to rest on
+        if c.dominance and c.lower_twin[k] >= 0 and not c.placed[c.lower_twin[k]]:
+            continue  # dominance rule 2: twins in rank order
+        if c.has_pins and c.pin[k] < 0 and _covers_unplaced_pin(c, k, p):
+            continue
+        if p == p_low and n_full > 0 and _misses_full_section(c, k, n_full):
+            continue
+        # the exact test scans the window's sections: skipped for windows of many sections,
+        # where the child's own expansion finds the same dead end
+        if p > limit and f.window_loaded_sections <= CHILD_SCAN_SECTIONS and _overflows_window(c, f, k, p):
+            continue
+        c.sort_scratch[count].key = p
+        c.sort_scratch[count].pos = p
+        c.sort_scratch[count].rank = c.rank[k]
+        c.sort_scratch[count].index = k
+        count += 1
+    return count
+
+
+cdef inline void _push_children(Ctx* c, Frame* f, int64_t count) noexcept nogil:
+    """Sort the ``count`` children in ``sort_scratch`` by (pos, rank) and push them on the
+    child stack as frame ``f``'s."""
+    cdef int64_t q
+    qsort(c.sort_scratch, count, sizeof(Child), _compare_children)
+    for q in range(count):
+        c.child_buffer[f.first_child + q] = c.sort_scratch[q].index
+        c.child_pos[f.first_child + q] = c.sort_scratch[q].pos
+    f.n_children = count
 
 
 cdef int64_t _expand(Ctx* c, int64_t d) noexcept nogil:
     """Fill frame ``d`` with the children of the current node; return their number.
 
-    Returns 0 for a dead end (``c.cause`` names a buffer of the component that failed, or
-    -1 when this node itself fails) and -1 when memory runs out.
+    Returns 0 for a dead end (``c.dead_end_cause`` names a buffer of the component that
+    failed, or -1 when this node itself fails) and -1 when memory runs out. The steps (the
+    module docstring gives each rule): split the unplaced buffers into components and start
+    fresh pieces (decomposition); set every pos and the state key, and look the key up in
+    the table of failed states (dominance 3); raise the lifted buffers onto their
+    neighbours (canonical); check the section stacks (section_inference); branch on the
+    leftmost component and collect its children, leaving out those a rule drops.
     """
     cdef Frame* f = &c.frames[d]
-    cdef int64_t k, j, s, p, base, top, count, start, q, key_p, item, L, r, sp, low_top
-    cdef int64_t nlifted = 0
-    cdef int64_t following, passes
-    cdef int64_t m = c.m
-    cdef int64_t cap = c.capacity
-    cdef int64_t ncomp = 0
-    cdef int64_t reach = -INF
-    cdef int64_t act, cid, limit, key
-    cdef int64_t win_lo = -INF       # the parent's branching window: only its buffers moved
-    cdef int64_t win_hi = INF
-    cdef int64_t sec_lo = c.ns       # the sections of this node's branching window
-    cdef int64_t sec_hi = 0
-    cdef int64_t ntight, p_low, most, win_sec_lo, win_sec_hi
-    cdef int ok
-    cdef uint64_t key1 = c.salt
-    cdef uint64_t key2 = ~c.salt
-    cdef uint64_t h, slot
-    f.count = 0
-    f.next = 0
-    c.cause = -1
-    # components of the unplaced buffers: maximal time windows their lifetimes connect
-    following = c.nxt[m]
-    while following != m:
-        k = following
-        following = c.nxt[k]
-        if not c.dynamic:
-            if ncomp == 0:
-                c.comp_lo[0] = -INF
-                c.comp_hi[0] = INF
-                c.comp_mtop[0] = INF
-                c.comp_rep[0] = k
-                ncomp = 1
-            c.comp[k] = 0
-            sec_lo = 0
-            sec_hi = c.ns
-            continue
-        if ncomp == 0 or c.st[k] >= reach:
-            c.comp_lo[ncomp] = c.st[k]
-            c.comp_hi[ncomp] = c.en[k]
-            c.comp_mtop[ncomp] = INF
-            c.comp_rep[ncomp] = k
-            reach = c.en[k]
-            ncomp += 1
-        elif c.en[k] > reach:
-            reach = c.en[k]
-            c.comp_hi[ncomp - 1] = reach
-        c.comp[k] = ncomp - 1
-        if ncomp == 1:
-            if c.sb[k] < sec_lo:
-                sec_lo = c.sb[k]
-            if c.se[k] > sec_hi:
-                sec_hi = c.se[k]
-    # a placement that changed its component (split it or shrank its window) leaves each
-    # piece to be solved afresh: base (0, -1) and ranks by current contention
-    if d > 0:
-        c.frames[d - 1].rank_mark = c.rank_top
-        c.frames[d - 1].fresh = 0
-    if d > 0 and c.dynamic and c.fresh_pieces:
-        c.frames[d - 1].fresh = 1
-        for q in range(ncomp):
-            if c.comp_lo[q] == c.frames[d - 1].act_lo and c.comp_hi[q] == c.frames[d - 1].act_hi:
-                c.frames[d - 1].fresh = 0
-                break
-            if c.comp_lo[q] >= c.frames[d - 1].act_hi:
-                break
-        if c.frames[d - 1].fresh and c.rank_top + m <= c.rank_cap:
-            _rerank(c, d, ncomp)
-    # positions and forced dead ends. The base (L, r) of a buffer is the last placement
-    # made while it was in the branching component: the deepest frame whose window holds it
-    following = c.nxt[m]
-    while following != m:
-        k = following
-        following = c.nxt[k]
-        j = d - 1
-        while j >= 0 and (c.st[k] < c.frames[j].act_lo or c.en[k] > c.frames[j].act_hi):
-            j -= 1
-        c.bD[k] = j
-        base = c.floor[k]
-        if c.canonical:
-            if j >= 0 and not c.frames[j].fresh:
-                L = c.off[c.frames[j].placed]
-                r = c.rank[c.frames[j].placed]
-            else:
-                L = 0
-                r = -1
-            if c.rank[k] > r:
-                if L > base:
-                    base = L
-            elif L + 1 > base:
-                base = L + 1
-        if c.fixed[k] >= 0:
-            if base > c.fixed[k]:
-                c.cause = k
-                return 0
-            p = c.fixed[k]
-            sp = p
-        else:
-            p = (base + c.amask[k]) & ~c.amask[k]
-            top = p + c.size[k]
-            if top > cap:
-                c.cause = k
-                return 0
-            # the stable position: below ``p`` when the canonical bound lifted the buffer
-            sp = p
-            if c.size[k] > 0:
-                sp = (c.floor[k] + c.amask[k]) & ~c.amask[k]
-                top = sp + c.size[k]
-            cid = c.comp[k]
-            if top < c.comp_mtop[cid]:
-                c.comp_mtop[cid] = top
-        c.pos[k] = p
-        c.spos[k] = sp
-        if sp < p:
-            nlifted += 1
-        h = _mix((<uint64_t>p * 0x9E3779B97F4A7C15ULL) ^ (<uint64_t>sp * 0xC2B2AE3D27D4EB4FULL)
-                 + <uint64_t>k)
-        key1 += h
-        key2 += _mix(h ^ 0xD6E8FEB86659FD93ULL)
-    # failed states: whether a solution extends this node depends only on the unplaced
-    # buffers and their positions (each must end up at or above its pos), so an identical
-    # (set, positions) that failed before fails again (128-bit keys)
-    f.key1 = key1
-    f.key2 = key2
-    if c.dominance and c.memo != NULL:
-        slot = (key1 & c.memo_mask) * 2
-        if c.memo[slot] == key1 and c.memo[slot + 1] == key2:
-            return 0
-    # a lifted buffer will rest on an unplaced neighbour: raise its pos to the lowest top
-    # they can reach (after the key: the key holds the state, this is derived from it)
+    cdef int64_t ncomp, nlifted, passes, limit, count
+    cdef int64_t first_section, end_section  # the sections of component 0
+    cdef int64_t p_low = INF
+    cdef int64_t n_full = 0
+    f.n_children = 0
+    f.next_child = 0
+    c.dead_end_cause = -1
+    if c.dynamic:
+        ncomp = _split_components(c, &first_section, &end_section)
+    else:
+        ncomp = _one_component(c, &first_section, &end_section)
+    _start_fresh_pieces(c, d, ncomp)
+    nlifted = _set_positions(c, d, f)
+    if nlifted < 0 or _known_failure(c, f):
+        return 0
     passes = 0
     while nlifted > 0 and passes < LIFT_PASSES:
         passes += 1
-        nlifted = 0
-        following = c.nxt[m]
-        while following != m:
-            k = following
-            following = c.nxt[k]
-            if c.spos[k] >= c.pos[k]:
-                continue
-            low_top = INF
-            for q in range(c.nptr[k], c.nptr[k + 1]):
-                j = c.nbr[q]
-                if c.placed[j] or c.size[j] == 0:
-                    continue
-                if c.pos[j] + c.size[j] < low_top:
-                    low_top = c.pos[j] + c.size[j]
-            if low_top == INF:
-                c.cause = k
-                return 0
-            low_top = (low_top + c.amask[k]) & ~c.amask[k]
-            if low_top < c.pos[k]:
-                low_top = c.pos[k]
-            if low_top + c.size[k] > cap:
-                c.cause = k
-                return 0
-            c.lifted_pos[k] = low_top
-        following = c.nxt[m]
-        while following != m:
-            k = following
-            following = c.nxt[k]
-            if c.spos[k] < c.pos[k]:
-                if c.lifted_pos[k] > c.pos[k]:
-                    nlifted += 1  # another pass may lift the buffers resting on this one
-                c.pos[k] = c.lifted_pos[k]
-    # per-section inference: the unplaced buffers of a section all overlap there, so they
-    # stack; those with pos >= h need h + their bytes <= capacity, for every h. Walking the
-    # buffers by decreasing pos checks every h = pos(e) (h = the lowest pos is the plain
-    # "floor + unplaced bytes" rule). ``low`` ends as the slack of each section.
+        nlifted = _lift_pass(c)
+        if nlifted < 0:
+            return 0
     if c.section_inference:
-        # keep ``porder`` sorted by decreasing pos (insertion sort: it changes little)
-        for q in range(1, m):
-            item = c.porder[q]
-            key_p = c.pos[item] if not c.placed[item] else -1
-            j = q
-            while j > 0:
-                k = c.porder[j - 1]
-                if (c.pos[k] if not c.placed[k] else -1) >= key_p:
-                    break
-                c.porder[j] = k
-                j -= 1
-            c.porder[j] = item
-        win_sec_lo = 0
-        win_sec_hi = c.ns
-        if c.dynamic and d > 0:
-            win_lo = c.frames[d - 1].act_lo
-            win_hi = c.frames[d - 1].act_hi
-            win_sec_lo = c.frames[d - 1].sec_lo
-            win_sec_hi = c.frames[d - 1].sec_hi
-        # a stack can only overflow at a height h with h + the section's unplaced bytes above
-        # the capacity: the buffers below that height need no check
-        most = 0
-        for s in range(win_sec_lo, win_sec_hi):
-            if c.total[s] > most:
-                most = c.total[s]
-        if c.tree_n > 0:
-            memset(c.tree, 0, 2 * c.tree_n * sizeof(int64_t))
-            memset(c.tree_pend, 0, c.tree_n * sizeof(int64_t))
-        else:
-            memset(c.low, 0, c.ns * sizeof(int64_t))
-        for q in range(m):
-            k = c.porder[q]
-            if c.placed[k] or c.st[k] < win_lo or c.en[k] > win_hi:
-                continue
-            if c.pos[k] + most <= cap:
-                break  # porder is by decreasing pos: no lower buffer can overflow a stack
-            if c.tree_n > 0:
-                ok = not _tree_overflows(c.tree, c.tree_pend, c.tree_n, c.tree_height, c.sb[k],
-                                         c.se[k], c.size[k], cap - c.pos[k])
-            else:
-                ok = not _stack_overflows(c.low, c.sb[k], c.se[k], c.size[k], cap - c.pos[k])
-            if not ok:
-                c.cause = k
-                return 0
-    # the component to branch on: the leftmost one
-    act = 0
-    f.act_lo = c.comp_lo[act]
-    f.act_hi = c.comp_hi[act]
-    f.sec_lo = sec_lo
-    f.sec_hi = sec_hi
-    f.rep = c.comp_rep[act]
-    f.rep_base = c.bD[f.rep]
-    # a child at p lifts every buffer of the component to p or above: sections that would
-    # then overflow rule the child out before it is expanded (canonical order only)
-    # (the exact per-child test scans the window's sections: skipped for windows of more
-    # than 512 sections, where the child's own expansion finds the same dead end)
-    limit = INF
-    f.window_sections = 0
+        _sort_by_decreasing_pos(c)
+        if _stacks_overflow(c, d):
+            return 0
+    _branch_on_leftmost(c, f, first_section, end_section)
+    limit = _child_pos_limit(c, f)
     if c.canonical and c.section_inference:
-        for s in range(sec_lo, sec_hi):
-            if c.total[s] > 0:
-                f.window_sections += 1
-                if cap - c.total[s] < limit:
-                    limit = cap - c.total[s]
-    # sections full at the lowest position: p_low + unplaced bytes = capacity. Such a section
-    # must get a buffer at p_low; after a child at p_low of rank r only buffers of higher rank
-    # can still go there. ``low`` lists the full sections (increasing), ``lowarg[t]`` is the
-    # highest rank of a buffer at p_low covering the t-th of them (-1: none), and
-    # ``tight_pre``/``tight_suf`` its prefix and suffix minima, so a child checks the full
-    # sections outside its lifetime in O(log) (canonical order only)
-    ntight = 0
-    p_low = INF
-    if c.canonical and c.section_inference:
-        following = c.nxt[m]
-        while following != m:
-            k = following
-            following = c.nxt[k]
-            if c.comp[k] == act and c.pos[k] < p_low:
-                p_low = c.pos[k]
-        for s in range(sec_lo, sec_hi):
-            if c.total[s] > 0 and p_low + c.total[s] == cap:
-                c.lowarg[ntight] = -1
-                c.tight_next[ntight] = ntight
-                c.low[ntight] = s
-                ntight += 1
-        if ntight > 0:
-            c.tight_next[ntight] = ntight
-            # paint the full sections by the buffers at p_low, highest rank first: each
-            # section takes the first buffer covering it (skipping painted ones, union-find)
-            count = 0
-            following = c.nxt[m]
-            while following != m:
-                k = following
-                following = c.nxt[k]
-                if c.comp[k] != act or c.pos[k] != p_low:
-                    continue
-                c.sortbuf[count].key = -c.rank[k]
-                c.sortbuf[count].pos = 0
-                c.sortbuf[count].rank = 0
-                c.sortbuf[count].index = k
-                count += 1
-            qsort(c.sortbuf, count, sizeof(Child), _compare_children)
-            for q in range(count):
-                k = c.sortbuf[q].index
-                j = _tight_find(c.tight_next, _lower_bound(c.low, ntight, c.sb[k]))
-                top = _lower_bound(c.low, ntight, c.se[k])
-                while j < top:
-                    c.lowarg[j] = c.rank[k]
-                    c.tight_next[j] = j + 1
-                    j = _tight_find(c.tight_next, j + 1)
-            c.tight_pre[0] = c.lowarg[0]
-            for q in range(1, ntight):
-                c.tight_pre[q] = c.lowarg[q] if c.lowarg[q] < c.tight_pre[q - 1] else c.tight_pre[q - 1]
-            c.tight_suf[ntight - 1] = c.lowarg[ntight - 1]
-            for q in range(ntight - 2, -1, -1):
-                c.tight_suf[q] = c.lowarg[q] if c.lowarg[q] < c.tight_suf[q + 1] else c.tight_suf[q + 1]
-    # the children, by (key, pos, rank)
-    start = f.start
-    if _grow_candidates(c, start + m) != 0:
+        p_low = _lowest_pos(c)
+        n_full = _mark_full_sections(c, f, p_low)
+    if _grow_child_stack(c, f.first_child + c.n_buffers) != 0:
         return -1
-    count = 0
-    following = c.nxt[m]
-    while following != m:
-        k = following
-        following = c.nxt[k]
-        if c.comp[k] != act:
-            continue
-        p = c.pos[k]
-        if c.dominance and p >= c.comp_mtop[act]:
-            continue
-        if c.spos[k] < p:
-            continue  # lifted above its stable position: it must first get a neighbour to rest on
-        if c.dominance and c.twin[k] >= 0 and not c.placed[c.twin[k]]:
-            continue
-        if c.has_pinned and c.fixed[k] < 0:
-            top = p + c.size[k]
-            ok = 1
-            for q in range(c.nptr[k], c.nptr[k + 1]):
-                j = c.nbr[q]
-                if not c.placed[j] and c.fixed[j] >= 0 and c.fixed[j] < top:
-                    ok = 0
-                    break
-            if not ok:
-                continue
-        if p == p_low and ntight > 0:
-            # a full section outside k's lifetime whose buffers at p_low all rank below k
-            j = _lower_bound(c.low, ntight, c.sb[k])
-            if j > 0 and c.tight_pre[j - 1] < c.rank[k]:
-                continue
-            j = _lower_bound(c.low, ntight, c.se[k])
-            if j < ntight and c.tight_suf[j] < c.rank[k]:
-                continue
-        if p > limit and f.window_sections <= 512:
-            ok = 1
-            for s in range(sec_lo, sec_hi):
-                if c.total[s] == 0:
-                    continue
-                if cap - c.total[s] >= p:
-                    continue
-                if s >= c.sb[k] and s < c.se[k] and c.total[s] == c.size[k]:
-                    continue
-                ok = 0
-                break
-            if not ok:
-                continue
-        c.sortbuf[count].key = p
-        c.sortbuf[count].pos = p
-        c.sortbuf[count].rank = c.rank[k]
-        c.sortbuf[count].index = k
-        count += 1
-    qsort(c.sortbuf, count, sizeof(Child), _compare_children)
-    for q in range(count):
-        c.cand[start + q] = c.sortbuf[q].index
-        c.candpos[start + q] = c.sortbuf[q].pos
-    f.count = count
+    count = _collect_children(c, f, p_low, n_full, limit)
+    _push_children(c, f, count)
     if count == 0:
-        c.cause = f.rep
+        c.dead_end_cause = f.member
     return count
 
 
@@ -966,28 +1161,28 @@ cdef void _undo(Ctx* c, int64_t d, int64_t* trail_top) noexcept nogil:
     """Take back the child placed at depth ``d``."""
     cdef Frame* f = &c.frames[d]
     cdef int64_t k
-    _unplace(c, f.placed, f.trail, trail_top)
+    _unplace(c, f.placed, f.trail_mark, trail_top)
     f.placed = -1
-    while c.rank_top > f.rank_mark:
-        c.rank_top -= 1
-        c.rank[c.rank_idx[c.rank_top]] = c.rank_old[c.rank_top]
+    while c.rank_trail_top > f.rank_mark:
+        c.rank_trail_top -= 1
+        c.rank[c.rank_trail_buffer[c.rank_trail_top]] = c.rank_trail_old[c.rank_trail_top]
     c.backtracks += 1
 
 
 cdef inline void _remember_failure(Ctx* c, Frame* f) noexcept nogil:
     cdef uint64_t slot
-    if c.jumps != f.jumps or not c.dominance or c.memo == NULL:
+    if c.budget_cuts != f.budget_cuts or not c.dominance or c.failed_states == NULL:
         return
-    slot = (f.key1 & c.memo_mask) * 2
-    c.memo[slot] = f.key1
-    c.memo[slot + 1] = f.key2
+    slot = (f.key1 & c.failed_states_mask) * 2
+    c.failed_states[slot] = f.key1
+    c.failed_states[slot + 1] = f.key2
 
 
 cdef int _run(Ctx* c) noexcept nogil:
     """One depth-first search over the group from an empty layout.
 
     Failures jump back soundly across independent components: when a component fails and
-    nothing was placed in it since the node at depth ``bD + 1``, that node fails too.
+    nothing was placed in it since the node at depth ``base_depth + 1``, that node fails too.
     """
     cdef int64_t d = 0
     cdef int64_t trail_top = 0
@@ -996,8 +1191,8 @@ cdef int _run(Ctx* c) noexcept nogil:
     cdef int failed
     cdef int64_t run_start = c.nodes
     cdef Frame* f
-    c.jumps = 0
-    c.frames[0].start = 0
+    c.budget_cuts = 0
+    c.frames[0].first_child = 0
     c.frames[0].placed = -1
     c.frames[0].budget_end = -1
     while True:
@@ -1010,43 +1205,43 @@ cdef int _run(Ctx* c) noexcept nogil:
                 return R_TIMEOUT
             if c.budget >= 0 and c.nodes - run_start > c.budget:
                 return R_BUDGET
-            if d == c.m:
+            if d == c.n_buffers:
                 return R_OK
             got = _expand(c, d)
             if got < 0:
                 return R_TIMEOUT
             f.budget_end = -1
-            f.jumps = c.jumps
+            f.budget_cuts = c.budget_cuts
             if got == 0:
                 failed = 1
-                target = d if c.cause < 0 else c.bD[c.cause] + 1
+                target = d if c.dead_end_cause < 0 else c.base_depth[c.dead_end_cause] + 1
                 if d > 0:
-                    c.fail_count[c.frames[d - 1].placed] += 1
+                    c.dead_end_count[c.frames[d - 1].placed] += 1
             elif c.backjumping and c.budget >= 0 and d > 0:
                 # a subtree may use a quarter of the run's budget before it is abandoned
                 f.budget_end = c.nodes + (c.budget >> 2) + 64
         elif f.hatless:
-            f.next = f.count  # dominance rule 4: the later children are dominated
-        elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next < f.count:
-            f.next = f.count  # abandon this subtree: it keeps failing
-            c.jumps += 1
+            f.next_child = f.n_children  # dominance rule 4: the later children are dominated
+        elif f.budget_end >= 0 and c.nodes > f.budget_end and f.next_child < f.n_children:
+            f.next_child = f.n_children  # abandon this subtree: it keeps failing
+            c.budget_cuts += 1
         if not failed:
-            if f.next < f.count:
-                i = c.cand[f.start + f.next]
-                p = c.candpos[f.start + f.next]
-                f.next += 1
-                f.trail = trail_top
+            if f.next_child < f.n_children:
+                i = c.child_buffer[f.first_child + f.next_child]
+                p = c.child_pos[f.first_child + f.next_child]
+                f.next_child += 1
+                f.trail_mark = trail_top
                 f.placed = i
                 _place(c, i, p, &trail_top)
-                f.hatless = (c.dominance and trail_top == f.trail
+                f.hatless = (c.dominance and trail_top == f.trail_mark
                              and c.size[i] > 0)
-                c.frames[d + 1].start = f.start + f.count
+                c.frames[d + 1].first_child = f.first_child + f.n_children
                 c.frames[d + 1].placed = -1
                 d += 1
                 expand = 1
                 continue
             # every child failed: the branching component has no layout from here
-            target = f.rep_base + 1
+            target = f.member_base_depth + 1
             _remember_failure(c, f)
         # the node at depth target fails as well; take back everything placed below it
         failed_at = d
@@ -1058,7 +1253,7 @@ cdef int _run(Ctx* c) noexcept nogil:
         if d < failed_at:
             _remember_failure(c, &c.frames[d])
         if d == 0:
-            return R_BUDGET if c.jumps else R_INFEASIBLE
+            return R_BUDGET if c.budget_cuts else R_INFEASIBLE
         d -= 1
         _undo(c, d, &trail_top)
 
@@ -1124,22 +1319,19 @@ cdef class _Group:
 
     def __cinit__(self):
         self.ctx.frames = NULL
-        self.ctx.cand = NULL
-        self.ctx.candpos = NULL
-        self.ctx.candkey = NULL
-        self.ctx.sortbuf = NULL
+        self.ctx.child_buffer = NULL
+        self.ctx.child_pos = NULL
+        self.ctx.sort_scratch = NULL
 
     def __dealloc__(self):
         if self.ctx.frames != NULL:
             free(self.ctx.frames)
-        if self.ctx.cand != NULL:
-            free(self.ctx.cand)
-        if self.ctx.candpos != NULL:
-            free(self.ctx.candpos)
-        if self.ctx.candkey != NULL:
-            free(self.ctx.candkey)
-        if self.ctx.sortbuf != NULL:
-            free(self.ctx.sortbuf)
+        if self.ctx.child_buffer != NULL:
+            free(self.ctx.child_buffer)
+        if self.ctx.child_pos != NULL:
+            free(self.ctx.child_pos)
+        if self.ctx.sort_scratch != NULL:
+            free(self.ctx.sort_scratch)
 
 
 cdef int64_t* _ptr(object array):
@@ -1230,28 +1422,28 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
     ranks = _orderings(sz, (en - st).astype(np.int64), load_of, params)
     amask = np.ascontiguousarray(aligns[index] - 1)
     twin = np.full(m, -1, dtype=np.int64)  # filled per run, see _twins
+    trail_length = min(m * m, RANK_TRAIL_LIMIT) + 1
     arrays = dict(
-        size=np.ascontiguousarray(sz), amask=amask, fixed=fx, sb=sb, se=se, nptr=nptr,
-        nbr=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
-        floor=np.zeros(m, dtype=np.int64), off=np.zeros(m, dtype=np.int64),
+        size=np.ascontiguousarray(sz), align_mask=amask, pin=fx, first_section=sb, end_section=se,
+        neighbour_start=nptr, neighbours=np.concatenate((nbr, np.zeros(1, dtype=np.int64))),
+        floor=np.zeros(m, dtype=np.int64), offset=np.zeros(m, dtype=np.int64),
         placed=np.zeros(m, dtype=np.uint8), pos=np.zeros(m, dtype=np.int64),
-        spos=np.zeros(m, dtype=np.int64), rank_vals=np.zeros(m + 1, dtype=np.int64),
-        rank_idx=np.zeros(min(m * m, RANK_TRAIL_LIMIT) + 1, dtype=np.int64),
-        rank_old=np.zeros(min(m * m, RANK_TRAIL_LIMIT) + 1, dtype=np.int64), nxt=np.zeros(m + 1, dtype=np.int64),
-        prv=np.zeros(m + 1, dtype=np.int64), lifted_pos=np.zeros(m, dtype=np.int64),
-        total=total, total0=total.copy(), low=np.zeros(ns, dtype=np.int64),
-        trail_idx=np.empty(len(a) + 1, dtype=np.int64),
-        trail_old=np.empty(len(a) + 1, dtype=np.int64),
-        rank=ranks[0].copy(), fail_count=np.zeros(m, dtype=np.int64),
-        st=np.ascontiguousarray(st), en=np.ascontiguousarray(en),
+        spos=np.zeros(m, dtype=np.int64), piece_ranks=np.zeros(m + 1, dtype=np.int64),
+        rank_trail_buffer=np.zeros(trail_length, dtype=np.int64),
+        rank_trail_old=np.zeros(trail_length, dtype=np.int64),
+        next_unplaced=np.zeros(m + 1, dtype=np.int64), prev_unplaced=np.zeros(m + 1, dtype=np.int64),
+        lifted_pos=np.zeros(m, dtype=np.int64),
+        unplaced_bytes=total, unplaced_bytes0=total.copy(), section_scratch=np.zeros(ns, dtype=np.int64),
+        trail_buffer=np.empty(len(a) + 1, dtype=np.int64), trail_floor=np.empty(len(a) + 1, dtype=np.int64),
+        rank=ranks[0].copy(), dead_end_count=np.zeros(m, dtype=np.int64),
+        start=np.ascontiguousarray(st), end=np.ascontiguousarray(en),
         by_start=np.ascontiguousarray(order.astype(np.int64)),
-        bD=np.zeros(m, dtype=np.int64), comp=np.zeros(m, dtype=np.int64),
-        comp_lo=np.zeros(m, dtype=np.int64), comp_hi=np.zeros(m, dtype=np.int64),
-        comp_mtop=np.zeros(m, dtype=np.int64), comp_rep=np.zeros(m, dtype=np.int64),
-        lowarg=np.zeros(ns, dtype=np.int64), tight_next=np.zeros(ns + 1, dtype=np.int64),
-        tight_pre=np.zeros(ns, dtype=np.int64), tight_suf=np.zeros(ns, dtype=np.int64),
-        cut=np.ascontiguousarray(cuts[:ns].astype(np.int64)),
-        porder=np.arange(m, dtype=np.int64), twin=twin,
+        base_depth=np.zeros(m, dtype=np.int64), component=np.zeros(m, dtype=np.int64),
+        component_start=np.zeros(m, dtype=np.int64), component_end=np.zeros(m, dtype=np.int64),
+        component_min_top=np.zeros(m, dtype=np.int64), component_member=np.zeros(m, dtype=np.int64),
+        full_section_rank=np.zeros(ns, dtype=np.int64), full_section_next=np.zeros(ns + 1, dtype=np.int64),
+        full_rank_prefix_min=np.zeros(ns, dtype=np.int64), full_rank_suffix_min=np.zeros(ns, dtype=np.int64),
+        by_decreasing_pos=np.arange(m, dtype=np.int64), lower_twin=twin,
     )
     # buffers living across many sections: the stacks of the section inference go in a
     # segment tree (O(log sections) per buffer instead of O(span); same answers)
@@ -1260,75 +1452,72 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
         tree_n = 1
         while tree_n < ns:
             tree_n *= 2
-    arrays["tree"] = np.zeros(2 * tree_n + 1, dtype=np.int64)
-    arrays["tree_pend"] = np.zeros(tree_n + 1, dtype=np.int64)
+    arrays["section_tree"] = np.zeros(2 * tree_n + 1, dtype=np.int64)
+    arrays["section_tree_pending"] = np.zeros(tree_n + 1, dtype=np.int64)
     g.arrays = (arrays, ranks)
-    c.tree_n = tree_n
-    c.tree_height = tree_n.bit_length() - 1 if tree_n > 0 else 0
-    c.tree = _ptr(arrays["tree"])
-    c.tree_pend = _ptr(arrays["tree_pend"])
-    c.m = m
-    c.ns = ns
+    c.section_tree_leaves = tree_n
+    c.section_tree_height = tree_n.bit_length() - 1 if tree_n > 0 else 0
+    c.section_tree = _ptr(arrays["section_tree"])
+    c.section_tree_pending = _ptr(arrays["section_tree_pending"])
+    c.n_buffers = m
+    c.n_sections = ns
     c.capacity = capacity
     c.size = _ptr(arrays["size"])
-    c.amask = _ptr(arrays["amask"])
-    c.fixed = _ptr(arrays["fixed"])
+    c.align_mask = _ptr(arrays["align_mask"])
+    c.pin = _ptr(arrays["pin"])
     c.rank = _ptr(arrays["rank"])
-    c.sb = _ptr(arrays["sb"])
-    c.se = _ptr(arrays["se"])
-    c.nptr = _ptr(arrays["nptr"])
-    c.nbr = _ptr(arrays["nbr"])
-    c.twin = _ptr(arrays["twin"])
-    c.has_pinned = int((fx >= 0).any())
+    c.first_section = _ptr(arrays["first_section"])
+    c.end_section = _ptr(arrays["end_section"])
+    c.neighbour_start = _ptr(arrays["neighbour_start"])
+    c.neighbours = _ptr(arrays["neighbours"])
+    c.lower_twin = _ptr(arrays["lower_twin"])
+    c.has_pins = int((fx >= 0).any())
     c.canonical = int(bool(params.canonical))
     c.section_inference = int(bool(params.section_inference))
     c.dominance = int(bool(params.dominance))
     c.backjumping = int(bool(params.backjumping))
     c.floor = _ptr(arrays["floor"])
-    c.off = _ptr(arrays["off"])
+    c.offset = _ptr(arrays["offset"])
     placed_view = arrays["placed"]
     c.placed = &placed_view[0]
     c.pos = _ptr(arrays["pos"])
-    c.total = _ptr(arrays["total"])
-    c.low = _ptr(arrays["low"])
-    c.trail_idx = _ptr(arrays["trail_idx"])
-    c.trail_old = _ptr(arrays["trail_old"])
-    c.fail_count = _ptr(arrays["fail_count"])
+    c.unplaced_bytes = _ptr(arrays["unplaced_bytes"])
+    c.section_scratch = _ptr(arrays["section_scratch"])
+    c.trail_buffer = _ptr(arrays["trail_buffer"])
+    c.trail_floor = _ptr(arrays["trail_floor"])
+    c.dead_end_count = _ptr(arrays["dead_end_count"])
     # dynamic decomposition keeps a trail of bases that can grow quadratically: big groups
     # go without it
     c.dynamic = int(bool(params.decomposition) and m <= params.exact.dynamic_decomposition_limit)
-    c.st = _ptr(arrays["st"])
-    c.en = _ptr(arrays["en"])
+    c.start = _ptr(arrays["start"])
+    c.end = _ptr(arrays["end"])
     c.by_start = _ptr(arrays["by_start"])
-    c.bD = _ptr(arrays["bD"])
-    c.comp = _ptr(arrays["comp"])
-    c.comp_lo = _ptr(arrays["comp_lo"])
-    c.comp_hi = _ptr(arrays["comp_hi"])
-    c.comp_mtop = _ptr(arrays["comp_mtop"])
+    c.base_depth = _ptr(arrays["base_depth"])
+    c.component = _ptr(arrays["component"])
+    c.component_start = _ptr(arrays["component_start"])
+    c.component_end = _ptr(arrays["component_end"])
+    c.component_min_top = _ptr(arrays["component_min_top"])
     c.spos = _ptr(arrays["spos"])
-    c.rank_idx = _ptr(arrays["rank_idx"])
-    c.rank_old = _ptr(arrays["rank_old"])
-    c.rank_vals = _ptr(arrays["rank_vals"])
-    c.rank_cap = RANK_TRAIL_LIMIT if m * m > RANK_TRAIL_LIMIT else m * m
-    c.rank_top = 0
-    c.nxt = _ptr(arrays["nxt"])
-    c.prv = _ptr(arrays["prv"])
+    c.rank_trail_buffer = _ptr(arrays["rank_trail_buffer"])
+    c.rank_trail_old = _ptr(arrays["rank_trail_old"])
+    c.piece_ranks = _ptr(arrays["piece_ranks"])
+    c.rank_trail_cap = RANK_TRAIL_LIMIT if m * m > RANK_TRAIL_LIMIT else m * m
+    c.rank_trail_top = 0
+    c.next_unplaced = _ptr(arrays["next_unplaced"])
+    c.prev_unplaced = _ptr(arrays["prev_unplaced"])
     c.lifted_pos = _ptr(arrays["lifted_pos"])
-    c.comp_rep = _ptr(arrays["comp_rep"])
-    c.lowarg = _ptr(arrays["lowarg"])
-    c.tight_next = _ptr(arrays["tight_next"])
-    c.tight_pre = _ptr(arrays["tight_pre"])
-    c.tight_suf = _ptr(arrays["tight_suf"])
-    c.cut = _ptr(arrays["cut"])
-    c.porder = _ptr(arrays["porder"])
+    c.component_member = _ptr(arrays["component_member"])
+    c.full_section_rank = _ptr(arrays["full_section_rank"])
+    c.full_section_next = _ptr(arrays["full_section_next"])
+    c.full_rank_prefix_min = _ptr(arrays["full_rank_prefix_min"])
+    c.full_rank_suffix_min = _ptr(arrays["full_rank_suffix_min"])
+    c.by_decreasing_pos = _ptr(arrays["by_decreasing_pos"])
     c.frames = <Frame*>malloc((m + 1) * sizeof(Frame))
-    c.cand_cap = 4 * (m + 1)
-    c.cand = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    c.candpos = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    c.candkey = <int64_t*>malloc(c.cand_cap * sizeof(int64_t))
-    c.sortbuf = <Child*>malloc((m + 1) * sizeof(Child))
-    if (c.frames == NULL or c.cand == NULL or c.candpos == NULL or c.candkey == NULL
-            or c.sortbuf == NULL):
+    c.child_cap = 4 * (m + 1)
+    c.child_buffer = <int64_t*>malloc(c.child_cap * sizeof(int64_t))
+    c.child_pos = <int64_t*>malloc(c.child_cap * sizeof(int64_t))
+    c.sort_scratch = <Child*>malloc((m + 1) * sizeof(Child))
+    if c.frames == NULL or c.child_buffer == NULL or c.child_pos == NULL or c.sort_scratch == NULL:
         raise MemoryError()
     # a node costs O(m + spans): check the clock often enough for big groups
     c.check_mask = 1023 if m <= 512 else (63 if m <= 8192 else 0)
@@ -1341,19 +1530,19 @@ cdef _Group _make_group(index, starts, ends, sizes, aligns, fixed, int64_t capac
 
 cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
     cdef int64_t k
-    cdef int64_t previous = c.m
-    for k in range(c.m):
+    cdef int64_t previous = c.n_buffers
+    for k in range(c.n_buffers):
         c.floor[k] = 0
         c.placed[k] = 0
-    c.rank_top = 0
-    for k in range(c.m):
-        c.nxt[previous] = c.by_start[k]
-        c.prv[c.by_start[k]] = previous
+    c.rank_trail_top = 0
+    for k in range(c.n_buffers):
+        c.next_unplaced[previous] = c.by_start[k]
+        c.prev_unplaced[c.by_start[k]] = previous
         previous = c.by_start[k]
-    c.nxt[previous] = c.m
-    c.prv[c.m] = previous
-    for k in range(c.ns):
-        c.total[k] = total0[k]
+    c.next_unplaced[previous] = c.n_buffers
+    c.prev_unplaced[c.n_buffers] = previous
+    for k in range(c.n_sections):
+        c.unplaced_bytes[k] = total0[k]
 
 
 cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts,
@@ -1362,15 +1551,15 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
                       int64_t node_limit):
     """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
     cdef Ctx* c = &g.ctx
-    c.memo = &memo[0]
-    c.memo_mask = memo.shape[0] // 2 - 1
+    c.failed_states = &memo[0]
+    c.failed_states_mask = memo.shape[0] // 2 - 1
     c.salt = _mix(salt * 0x9E3779B97F4A7C15ULL + 1)
     cdef int result
     cdef int64_t run = 0
     cdef int64_t k
     arrays, ranks = g.arrays
     rank = arrays["rank"]
-    total0 = arrays["total0"]
+    total0 = arrays["unplaced_bytes0"]
     cdef int64_t* total0_ptr = _ptr(total0)
     c.deadline = deadline
     c.cancel = cancel
@@ -1380,18 +1569,18 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     c.progress_nodes = nodes_before
     c.progress_backtracks = backtracks_before
     c.next_signal_check = _now() + 0.1
-    if c.m == 0:
+    if c.n_buffers == 0:
         return R_OK
     # groups too big for the runs of the base budget to place every buffer start with one
     # dive per fixed ordering (see restarts), and their Luby unit grows with their size
     cdef int64_t base_nodes = params.exact.restart_base_nodes
-    cdef int64_t dives = len(ranks) if c.m > base_nodes else 0
-    cdef int64_t unit = base_nodes if c.m <= base_nodes else 2 * c.m
+    cdef int64_t dives = len(ranks) if c.n_buffers > base_nodes else 0
+    cdef int64_t unit = base_nodes if c.n_buffers <= base_nodes else 2 * c.n_buffers
     cdef int64_t luby_run
     while True:
         if params.restarts and run < dives:
             rank[:] = ranks[run]
-            c.budget = c.m + c.m // params.exact.dive_slack_divisor
+            c.budget = c.n_buffers + c.n_buffers // params.exact.dive_slack_divisor
             c.fresh_pieces = 1
         elif params.restarts:
             luby_run = run - dives
@@ -1407,8 +1596,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
             rank[:] = ranks[0]
             c.budget = -1
             c.fresh_pieces = 1
-        arrays["twin"][:] = _twins(arrays["st"], arrays["en"], arrays["size"], arrays["amask"],
-                                   arrays["fixed"], rank)
+        arrays["lower_twin"][:] = _twins(arrays["start"], arrays["end"], arrays["size"], arrays["align_mask"],
+                                         arrays["pin"], rank)
         _reset(c, total0_ptr)
         with nogil:
             result = _run(c)
@@ -1447,7 +1636,7 @@ def _portfolio_rank(run, ranks, arrays, params, backjumping):
     base = ranks[int(rng.integers(0, min(len(ranks), 4)))]
     noisy = (m - base).astype(np.float64) * rng.uniform(0.75, 1.33, m)
     if backjumping and run % 8 == 7:
-        return _rank_of(np.lexsort((ranks[0], -arrays["fail_count"])))
+        return _rank_of(np.lexsort((ranks[0], -arrays["dead_end_count"])))
     return _rank_of(np.lexsort((base, -noisy)))
 
 
@@ -1539,7 +1728,7 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
             cancelled = 1
         if result != R_OK:
             break
-        offsets[index] = g.arrays[0]["off"]
+        offsets[index] = g.arrays[0]["offset"]
     if progress_ptr != NULL:
         progress_ptr[0] = nodes_before + nodes
         progress_ptr[1] = backtracks_before + backtracks
