@@ -25,8 +25,7 @@ from telamalloc.dialects import scratchpad
 from telamalloc.dialects.dims import DimsError, argument_sizes
 from telamalloc.errors import ErrorKind
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.collect import PEAK_ATTR
-from telamalloc.passes.tela_schedule import SCHEDULE_ATTR
+from telamalloc.passes.collect import PEAK_ATTR, SCHEDULE_ATTR
 from telamalloc.passes.written import signature, written_arguments
 from telamalloc.runtime.interp.machine import (
     ARENA_MARK,

@@ -39,6 +39,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    DictionaryAttr,
     IntegerAttr,
     MemRefType,
     NoneAttr,
@@ -78,6 +79,7 @@ ARENA_ALIGNMENT_ATTR = "scratchpad.alignment"  # on a planned func: the arena's 
 MEMORIES_ATTR = "scratchpad.memories"  # on a func planned in several memories: {name = array<i64: peak, load, alignment>}
 SPILL_ATTR = "scratchpad.spill"  # on what spilling adds: "store" / "load" on its copies, "slot" on its main-memory allocs
 SPILL_SLOT = "slot"
+SCHEDULE_ATTR = "scratchpad.schedule"  # on a scheduled func: {load_before, load_after} in bytes
 
 
 def is_spill_slot(op: Any, view: IRView) -> bool:
@@ -176,6 +178,7 @@ class FunctionProblem:
     selection: Selection | None = None  # which allocations it covers
     ranges: Mapping[str, SymbolRange] | None = None  # the symbols' ranges when some size is symbolic
     symbols: FunctionSymbols | None = None  # ... and where each symbol comes from
+    load_before_schedule: int | None = None  # bytes: LOAD in the order before tela-schedule ran (None: it did not)
 
     @property
     def parametric(self) -> bool:
@@ -238,7 +241,17 @@ def collect_function(
             for buffer in buffers
         )
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
-                           function_symbols.found)
+                           function_symbols.found, _load_before_schedule(func, view, memory))
+
+
+def _load_before_schedule(func: Any, view: IRView, memory: str | None) -> int | None:
+    """LOAD of `func` before `tela-schedule` reordered it, from its record; None when it did
+    not run, or for one of several memories (the record sums them: no per-memory figure)."""
+    record = view.attribute(func, SCHEDULE_ATTR)
+    if not isinstance(record, DictionaryAttr) or memory is not None:
+        return None
+    before = record.data.get("load_before")
+    return before.value.data if isinstance(before, IntegerAttr) else None
 
 
 class _LazySymbols:

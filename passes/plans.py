@@ -16,15 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr
-
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.collect import FunctionProblem
 from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
 from telamalloc.passes.parametric_plan import describe_ranges
 from telamalloc.passes.spill import SpillSummary
-from telamalloc.passes.tela_schedule import SCHEDULE_ATTR
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.parametric import ParametricPlan
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
@@ -52,12 +49,7 @@ class FunctionPlan:
     @property
     def load_before_schedule(self) -> int | None:
         """LOAD in the order before `tela-schedule` ran (bytes), None when it did not run."""
-        view = self.problem.liveness.view
-        record = view.attribute(self.problem.func, SCHEDULE_ATTR)
-        if not isinstance(record, DictionaryAttr) or self.problem.memory is not None:
-            return None  # with several memories the record sums them: no per-memory figure
-        before = record.data.get("load_before")
-        return before.value.data if isinstance(before, IntegerAttr) else None
+        return self.problem.load_before_schedule
 
 
 def solve_function(

@@ -45,6 +45,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
 from telamalloc.passes.collect import (
+    SCHEDULE_ATTR,
     FunctionProblem,
     Selection,
     collect_function,
@@ -61,7 +62,6 @@ from telamalloc.runtime.alloc.validate import compute_load
 if TYPE_CHECKING:
     from telamalloc.passes.options import PlanOptions
 
-SCHEDULE_ATTR = "scratchpad.schedule"  # on a scheduled func: {load_before, load_after} in bytes
 SCHEDULE_METHODS = ("auto",) + METHODS
 """`auto`: every method, the lowest LOAD wins; a name: the given order and that method."""
 

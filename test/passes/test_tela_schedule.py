@@ -13,7 +13,8 @@ import pytest
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.tela_schedule import SCHEDULE_ATTR, TelaSchedulePass
+from telamalloc.passes.collect import SCHEDULE_ATTR
+from telamalloc.passes.tela_schedule import TelaSchedulePass
 from telamalloc.verification import verify_program
 
 ROOT = Path(__file__).resolve().parents[2]
