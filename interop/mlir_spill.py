@@ -81,12 +81,12 @@ class MlirSpillRewriter(SpillRewriter):
                     del attributes[key]
         return reload.results[0]
 
-    def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, where: str, anchor: Any,
+    def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, at: tuple[str, Any],
              located: Any) -> Any:
         ir = self.ir
         source, destination = self._handle(source), self._handle(destination)
         located = self._handle(located)
-        with located.context, located.location, self._point(where, anchor):
+        with located.context, located.location, self._point(*at):
             if use_dma:
                 op = ir.Operation.create("scratchpad.dma", results=[], operands=[source, destination])
             else:

@@ -248,10 +248,10 @@ class SpillRewriter:
         """A copy of `alloc` without its plan's attributes; returns its value."""
         raise NotImplementedError
 
-    def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, where: str, anchor: Any,
+    def copy(self, source: Any, destination: Any, use_dma: bool, kind: str, at: tuple[str, Any],
              located: Any) -> Any:
-        """A `scratchpad.dma` or `memref.copy` marked `scratchpad.spill = kind`, at the location
-        of the op `located`; returns the op."""
+        """A `scratchpad.dma` or `memref.copy` marked `scratchpad.spill = kind`, inserted `at`
+        (`("before" | "after", anchor op)`), at the location of the op `located`; returns the op."""
         raise NotImplementedError
 
     def dealloc(self, value: Any, where: str, anchor: Any, located: Any) -> None:
@@ -322,12 +322,12 @@ class XdslRewriter(SpillRewriter):
         self._insert(reload, where, anchor)
         return reload.results[0]
 
-    def copy(self, source: SSAValue, destination: SSAValue, use_dma: bool, kind: str, where: str,
-             anchor: Operation, located: Operation) -> Operation:
+    def copy(self, source: SSAValue, destination: SSAValue, use_dma: bool, kind: str,
+             at: tuple[str, Operation], located: Operation) -> Operation:
         op: Operation = DmaOp(source, destination) if use_dma else memref.CopyOp(source, destination)
         op.attributes[SPILL_ATTR] = StringAttr(kind)
         op.location = located.location
-        self._insert(op, where, anchor)
+        self._insert(op, *at)
         return op
 
     def dealloc(self, value: SSAValue, where: str, anchor: Operation, located: Operation) -> None:
@@ -386,13 +386,13 @@ def _split(entry: BufferUses, gaps: list[int], stores: set[int], use_dma: bool, 
             if slot is None:  # the slot right before its first store
                 slot_op = rewriter.slot(alloc, "after", before)
                 slot = rewriter.result(slot_op)
-                rewriter.copy(current, slot, use_dma, "store", "after", slot_op, before)
+                rewriter.copy(current, slot, use_dma, "store", ("after", slot_op), before)
             else:  # after the use that wrote the value
-                rewriter.copy(current, slot, use_dma, "store", "after", before, before)
+                rewriter.copy(current, slot, use_dma, "store", ("after", before), before)
         elif slot is None:
             slot = rewriter.result(rewriter.slot(alloc, "after", before))
         fresh = rewriter.reload(alloc, number, "before", after)
-        last_load = rewriter.copy(slot, fresh, use_dma, "load", "before", after, after)  # for the use that needs it back
+        last_load = rewriter.copy(slot, fresh, use_dma, "load", ("before", after), after)  # for the use that needs it back
         later = list(entry.ops[gap:])
         if entry.dealloc is not None:
             later.append(entry.dealloc)
