@@ -8,7 +8,7 @@ planned and lowered by
   upstream's `mlir` (two copies of MLIR's bindings cannot share one; `front_end_runner.py`).
 
 All three must give the same plans (lifetimes, sizes, alignments, offsets, peaks), the same
-report lines and the same lowered module (printed by upstream MLIR, buffer ids and
+report lines, the same output files (a layout) and the same lowered module (printed by upstream MLIR, buffer ids and
 argument names aside: MLIR keeps no SSA names), or the same failure. Needs the `mlir` and
 `iree` extras (CI installs both); a column skips without its extra.
 """
@@ -62,6 +62,7 @@ FEATURES = {
     "assign-memory": (EXAMPLES / "two_memories.mlir", {"assign_memory": True}),
     "memory-space": (EXAMPLES / "two_memories.mlir", {"memory_space": "l2", "lower": False}),
     "schedule": ((PASSES / "tela-schedule.mlir", 0), {"schedule": "auto", "mode": "minimize"}),
+    "layout file": (EXAMPLES / "attention.mlir", {"mode": "minimize", "layout": "{out}/layout.json"}),
     "does not fit": (EXAMPLES / "mlp.mlir", {"capacity": 1024}),
 }
 
@@ -91,6 +92,24 @@ def _normalized(text: str) -> str:
     return re.sub(r"(\(|of )%\w+", r"\1%_", printed)
 
 
+def _in(directory: Path, options: dict) -> dict:
+    """`options` with the output paths (`{out}/...`) in `directory`."""
+    return {key: value.replace("{out}", str(directory)) if isinstance(value, str) else value
+            for key, value in options.items()}
+
+
+def _layout(options: dict) -> dict:
+    """The layout file the options asked for, without buffer ids and locations (MLIR keeps
+    no SSA names; a location names the text each front end read)."""
+    if "layout" not in options:
+        return {}
+    data = json.loads(Path(options["layout"]).read_text())
+    for function in data["functions"]:
+        for buffer in function["buffers"]:
+            del buffer["id"], buffer["location"]
+    return {"layout": data}
+
+
 def _xdsl(text: str, options: dict) -> dict:
     """`options`: `plan_module`'s, and `lower` (default true) as `plan_mlir_ops` takes it."""
     options = dict(options)
@@ -108,7 +127,7 @@ def _xdsl(text: str, options: dict) -> dict:
                   for plan in plans],
         "reports": [_report(format_report_line(plan)) for plan in plans],
         "lowered": _normalized(print_generic(module)),
-    }
+    } | _layout(options)
 
 
 def _mlir(text: str, options: dict) -> dict:
@@ -123,7 +142,7 @@ def _mlir(text: str, options: dict) -> dict:
                   for plan in result.plans],
         "reports": [_report(plan.report) for plan in result.plans],
         "lowered": _normalized(module.operation.get_asm(print_generic_op_form=True)),
-    }
+    } | _layout(options)
 
 
 def _generic(text: str) -> str:
@@ -131,11 +150,12 @@ def _generic(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def iree_results() -> dict:
+def iree_results(tmp_path_factory) -> dict:
     """Every feature planned through IREE's bindings, in one process of their own."""
     if importlib.util.find_spec("iree.compiler") is None:
         pytest.skip("IREE's compiler is not installed; install the 'iree' extra: pip install '.[iree]'")
-    cases = [{"name": name, "text": _generic(_source(where)), "options": options}
+    directory = tmp_path_factory.mktemp("iree")
+    cases = [{"name": name, "text": _generic(_source(where)), "options": _in(directory, options)}
              for name, (where, options) in FEATURES.items()]
     completed = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("front_end_runner.py")), "iree.compiler"],
@@ -144,10 +164,10 @@ def iree_results() -> dict:
     assert completed.returncode == 0, completed.stderr
     output = json.loads(completed.stdout)
     assert not output["imported_upstream_mlir"], "planning an IREE module imported upstream's mlir package"
-    return output["results"]
+    return {name: _from_runner(result, _in(directory, FEATURES[name][1])) for name, result in output["results"].items()}
 
 
-def _from_runner(result: dict) -> dict:
+def _from_runner(result: dict, options: dict) -> dict:
     if "error" in result:
         return result
     return {
@@ -155,28 +175,29 @@ def _from_runner(result: dict) -> dict:
                   for plan in result["plans"]],
         "reports": [_report(line) for line in result["reports"]],
         "lowered": _normalized(result["lowered"]),
-    }
+    } | _layout(options)
 
 
 @pytest.mark.parametrize("feature", FEATURES)
-def test_upstream_mlir_plans_as_xdsl(feature: str) -> None:
+def test_upstream_mlir_plans_as_xdsl(feature: str, tmp_path: Path) -> None:
     where, options = FEATURES[feature]
     text = _source(where)
-    expected = _xdsl(text, options)
-    assert _mlir(_generic(text), options) == expected
+    (tmp_path / "xdsl").mkdir()
+    expected = _xdsl(text, _in(tmp_path / "xdsl", options))
+    assert _mlir(_generic(text), _in(tmp_path, options)) == expected
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("feature", FEATURES)
-def test_iree_bindings_plan_as_xdsl(feature: str, iree_results: dict) -> None:
+def test_iree_bindings_plan_as_xdsl(feature: str, iree_results: dict, tmp_path: Path) -> None:
     where, options = FEATURES[feature]
-    assert _from_runner(iree_results[feature]) == _xdsl(_source(where), options)
+    assert iree_results[feature] == _xdsl(_source(where), _in(tmp_path, options))
 
 
-def test_every_feature_plans_something_or_fails_as_stated() -> None:
+def test_every_feature_plans_something_or_fails_as_stated(tmp_path: Path) -> None:
     # the matrix compares real plans: every feature but the failure plans at least one function
     for feature, (where, options) in FEATURES.items():
-        result = _xdsl(_source(where), options)
+        result = _xdsl(_source(where), _in(tmp_path, options))
         assert ("error" in result) == (feature == "does not fit"), feature
         if "plans" in result:
             assert result["plans"], feature
