@@ -201,6 +201,24 @@ class MlirBuilder(Builder):
             arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
             return arena.result
 
+    def static_arena(self, func: MOp, size: int, like: MOp, alignment: int, allocs: list[MOp]) -> Any:
+        ir = self.ir
+        self.context = func.handle.context
+        with self.context:
+            self.location = fused_location(self.view, allocs)
+            self.index = ir.IndexType.get()
+            entry = func.handle.regions[0].blocks[0]
+            with ir.InsertionPoint.at_block_begin(entry), self.location:
+                space = ir.MemRefType(like.handle.results[0].type).memory_space
+                arena_type = ir.MemRefType.get([size], ir.IntegerType.get_signless(8), memory_space=space)
+                arena = self.memref.AllocOp(arena_type, [], [], alignment=_i64(ir, alignment))
+                arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
+                return arena.result
+
+    def constant_at(self, op: MOp, value: int) -> Any:
+        with self.ir.InsertionPoint(op.handle), op.handle.location:  # the location brings its context
+            return self.arith.ConstantOp(self.index, self.ir.IntegerAttr.get(self.index, value)).result
+
     def replace(self, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
         with self.context:
             _replace(self.view, op, arena, self._value(offset), buffer_id, deallocs)
