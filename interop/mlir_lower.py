@@ -1,14 +1,14 @@
-"""`tela-lower` through upstream MLIR's Python bindings: what `plan_mlir_ops(lower=True)` writes.
+"""The lowering's `Builder` over upstream MLIR's Python bindings: what `plan_mlir_ops(lower=True)` writes.
 
-- `lower_static(view, plan)`: one function's (or one memory's) fixed plan becomes one
-  `memref.alloc` arena of the peak's bytes at the top of the entry block and a
-  `memref.view` per planned allocation (`scratchpad.alloc`, `memref.alloc`,
-  `memref.alloca`), its deallocs removed, the arena freed before each return that hands
-  out no memref of its memory space: the ops `passes/tela_lower.py` makes, in the same
-  places;
-- `MlirBuilder`: the `Builder` of `passes/parametric_lower.py` over the bindings, so that a
-  parametric plan (symbolic sizes) is lowered by the same code as on xDSL: the run-time
-  `arith` offsets, the capacity `cf.assert`, the arena of the computed size, the views.
+`MlirBuilder` is the `Builder` of `passes/parametric_lower.py` over the bindings (upstream's
+`mlir`, IREE's `iree.compiler`: the view's own `ir` and dialect modules), so that the one
+lowering (`passes/lowering.py`: a fixed plan; `passes/parametric_lower.py`: symbolic sizes)
+writes the ops `tela-lower` makes on xDSL, in the same places: the `memref.alloc` arena
+(`scratchpad.arena`; of the peak's bytes at the top of the entry block, or of the computed
+size), the offset constants and the run-time `arith` offsets, the capacity `cf.assert` or
+the branch to a spilled copy, a `memref.view` per planned allocation (`scratchpad.alloc`,
+`memref.alloc`, `memref.alloca`; its dynamic sizes passed on) with its deallocs removed,
+and the arena's deallocs before each return that hands out no memref of its memory space.
 
 Locations: each view and its offset constant take the location of the allocation they
 replace; the arena, the run-time arithmetic, the checks and the arena's deallocs take
@@ -22,7 +22,6 @@ from typing import Any
 from telamalloc.interop.mlir_view import MlirView, MOp, MValue
 from telamalloc.passes.collect import BUFFER_ATTR
 from telamalloc.passes.parametric_lower import ARENA_ATTR, Builder
-from telamalloc.passes.plans import FunctionPlan
 from telamalloc.passes.symbolic import dynamic_size_operands
 
 _PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
@@ -39,76 +38,33 @@ def fused_location(view: MlirView, ops: list[MOp]) -> Any:
     return locations[0] if len(locations) == 1 else view.ir.Location.fused(locations)
 
 
-def lower_static(view: MlirView, plan: FunctionPlan) -> None:
-    """`tela-lower` of one function's (or memory's) fixed plan, through the bindings."""
-    ir = view.ir
-    arith, memref = view.dialect("arith"), view.dialect("memref")
-
-    func = plan.problem.func
-    buffers = plan.problem.buffers
-    assert plan.solution.offsets is not None and plan.solution.peak is not None
-    alignment = max([1, *(buffer.alignment for buffer in buffers)])
-    first_type = buffers[0].op.handle.results[0].type
-    with func.handle.context:
-        memref_type = ir.MemRefType(first_type)
-        arena_location = fused_location(view, [buffer.op for buffer in buffers])
-        entry = func.handle.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(entry), arena_location:
-            arena_type = ir.MemRefType.get(
-                [plan.solution.peak], ir.IntegerType.get_signless(8), memory_space=memref_type.memory_space
-            )
-            arena = memref.AllocOp(arena_type, [], [], alignment=_i64(ir, alignment))
-            arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
-        index = ir.IndexType.get()
-        for buffer, offset in zip(buffers, plan.solution.offsets):
-            with ir.InsertionPoint(buffer.op.handle), buffer.op.handle.location:
-                shift = arith.ConstantOp(index, ir.IntegerAttr.get(index, offset)).result
-            # the liveness analysis found the deallocs (through aliases too)
-            _replace(view, buffer.op, arena.result, shift, buffer.id, buffer.lifetime.deallocs)
-        free_arena(view, func, arena.result, arena_location)
-
-
 def _i64(ir: Any, value: int) -> Any:
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
 
 
-def _replace(view: MlirView, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
-    """`op` becomes a `memref.view` of `arena` at `offset` (its dynamic sizes passed on, its
-    location kept); its deallocs go."""
-    ir = view.ir
-    memref = view.dialect("memref")
-
-    handle = op.handle
-    dynamic = [size.handle for size in dynamic_size_operands(op, view)]
-    with ir.InsertionPoint(handle), handle.location:
-        lowered = memref.ViewOp(handle.results[0].type, arena, offset, dynamic)
-        lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer_id)
-    handle.results[0].replace_all_uses_with(lowered.result)
-    for dealloc in {id(d): d for d in deallocs}.values():
-        dealloc.handle.erase()
-    handle.erase()
-
-
 def free_arena(view: MlirView, func: MOp, arena: Any, location: Any, skip: Any = None) -> None:
     """A `memref.dealloc` of `arena` before each of `func`'s own returns that return no
-    memref in the arena's memory space, but in the block `skip` (`passes/arena.py` on xDSL)."""
+    memref in the arena's memory space, but in the block `skip` (`passes/arena.py` on xDSL).
+    The returns are found in the view's mirror, not through the bindings (which would hand
+    out an object per op): the lowering makes no return and erases none but in the branch
+    to a spilled copy, whose block `skip` the mirror does not hold."""
     ir = view.ir
     memref = view.dialect("memref")
 
     space = str(ir.MemRefType(arena.type).memory_space)
-    for block in func.handle.regions[0].blocks:
-        if skip is not None and block == skip:
-            continue
-        for op_view in block.operations:
-            op = op_view.operation
+    for block in func.regions[0].blocks:
+        for op in block.ops:
             if op.name != "func.return":
+                continue
+            handle = op.handle
+            if skip is not None and handle.block == skip:
                 continue
             if any(
                 isinstance(operand.type, ir.MemRefType) and str(ir.MemRefType(operand.type).memory_space) == space
-                for operand in op.operands
+                for operand in handle.operands
             ):
                 continue
-            with ir.InsertionPoint(op), location:
+            with ir.InsertionPoint(handle), location:
                 memref.DeallocOp(arena)
 
 
@@ -201,9 +157,37 @@ class MlirBuilder(Builder):
             arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
             return arena.result
 
-    def replace(self, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
+    def static_arena(self, func: MOp, size: int, like: MOp, alignment: int, allocs: list[MOp]) -> Any:
+        ir = self.ir
+        self.context = func.handle.context
         with self.context:
-            _replace(self.view, op, arena, self._value(offset), buffer_id, deallocs)
+            self.location = fused_location(self.view, allocs)
+            self.index = ir.IndexType.get()
+            entry = func.handle.regions[0].blocks[0]
+            with ir.InsertionPoint.at_block_begin(entry), self.location:
+                space = ir.MemRefType(like.handle.results[0].type).memory_space
+                arena_type = ir.MemRefType.get([size], ir.IntegerType.get_signless(8), memory_space=space)
+                arena = self.memref.AllocOp(arena_type, [], [], alignment=_i64(ir, alignment))
+                arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
+                return arena.result
+
+    def constant_at(self, op: MOp, value: int) -> Any:
+        with self.ir.InsertionPoint(op.handle), op.handle.location:  # the location brings its context
+            return self.arith.ConstantOp(self.index, self.ir.IntegerAttr.get(self.index, value)).result
+
+    def replace(self, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
+        """`op` becomes a `memref.view` of `arena` at `offset` (its dynamic sizes passed on,
+        its location kept); its deallocs go."""
+        ir = self.ir
+        handle = op.handle
+        dynamic = [size.handle for size in dynamic_size_operands(op, self.view)] if op.operands else []
+        with self.context, ir.InsertionPoint(handle), handle.location:
+            lowered = self.memref.ViewOp(handle.results[0].type, arena, self._value(offset), dynamic)
+            lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer_id)
+        handle.results[0].replace_all_uses_with(lowered.result)
+        for dealloc in {id(d): d for d in deallocs}.values():
+            dealloc.handle.erase()
+        handle.erase()
 
     def free(self, func: MOp, arena: Any, like: MOp) -> None:
         with self.context:  # the spilled copy's block returns the callee's results: no arena there

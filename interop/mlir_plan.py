@@ -15,9 +15,11 @@ round-trip:
   `scratchpad.alloc` / `memref.alloc` / `memref.alloca` replaced by an offset constant
   and a `memref.view` (its dynamic sizes passed on) with the allocation's own location,
   its deallocs removed (`scratchpad.dealloc` too), the arena freed before each
-  `func.return` that hands out no memref of its memory space: the ops `tela-lower` makes,
-  in the same places (a function with several memories gets its arenas in the same
-  order; `telamalloc.interop.mlir_lower`);
+  `func.return` that hands out no memref of its memory space: `tela-lower`'s own code
+  (`passes/lowering.py`, reading the attributes just recorded through the view, writing
+  through `telamalloc.interop.mlir_lower`'s `MlirBuilder`) on the functions this call
+  planned, spilled copies included; an allocation the lowering would find without an
+  offset fails before anything is written;
 - symbolic sizes (dynamic allocations without a declared bound, `passes/symbolic.py`
   through the view): planned for every size at once as `tela-plan` does (the parametric
   attributes, the `dims` option), and lowered by `passes/parametric_lower.py` through
@@ -51,13 +53,13 @@ from xdsl.utils.exceptions import PassFailedException, VerifyException
 
 from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.interop.mlir_lower import MlirBuilder, lower_static
 from telamalloc.interop.mlir_view import MlirView, mlir_location_text
 from telamalloc.passes.collect import PEAK_ATTR
 from telamalloc.passes.diagnostics import diagnostic_handler
 from telamalloc.passes.driver import plan_functions
+from telamalloc.passes.lowering import check_planned, lower_functions
 from telamalloc.passes.options import PlanOptions
-from telamalloc.passes.parametric_lower import lower_parametric
+from telamalloc.passes.parametric_lower import is_parametric
 from telamalloc.passes.plans import FunctionPlan, format_report_line
 from telamalloc.runtime.alloc.parametric import ParametricPlan
 from telamalloc.runtime.alloc.problem import Problem, Solution
@@ -157,6 +159,8 @@ def _plan_in_place(module: Any, options: PlanOptions, lower: bool) -> MlirPlanRe
     try:
         with diagnostic_handler(handler):
             plans = plan_functions(view, view.module, options, check_before_apply=check)
+        if lower:
+            _lower(view, plans)
     except BaseException as error:
         if isinstance(error, MlirPlanError):
             raise
@@ -166,12 +170,6 @@ def _plan_in_place(module: Any, options: PlanOptions, lower: bool) -> MlirPlanRe
         if isinstance(error, PassFailedException | VerifyException):
             raise MlirPlanError(_where(view, view.module), str(error), ErrorKind.BAD_INPUT) from None
         raise
-    if lower:
-        for plan in _lowering_order(plans):
-            if plan.parametric is not None:  # offsets computed at run time, as tela-lower does
-                lower_parametric(plan.problem.func, plan.problem.liveness.view, MlirBuilder(plan.problem.liveness.view))
-            else:
-                lower_static(plan.problem.liveness.view, plan)
     return MlirPlanResult(
         tuple(
             MlirFunctionPlan(plan.name, plan.problem.problem(), plan.solution, format_report_line(plan),
@@ -188,56 +186,36 @@ def _where(view: MlirView, op: Any) -> str:
     return mlir_location_text(handle.location if handle is not None else None, "<mlir module>")
 
 
-def _check_lowerable(view: MlirView, plans: list[FunctionPlan], replaced: set[int]) -> None:
-    """`tela-lower`'s check, before anything is written: a `scratchpad.alloc` left without
-    a plan (the `memory_space` option chose another space) cannot become a view."""
+NO_OFFSET = (
+    "scratchpad buffer has no planned offset and cannot be lowered; plan its memory "
+    "(check the 'memory_space' option) or pass lower=False"
+)
+"""The lowering's diagnostic of an allocation without an offset, worded for this caller."""
+
+
+def _check_lowerable(view: MlirView, plans: Sequence[FunctionPlan], replaced: set[int]) -> None:
+    """The lowering's check of allocations without an offset (`passes/lowering.py`), before
+    planning writes anything, on the functions the lowering will see: a spilled copy in
+    its original's place, a function planned before left as it is, the buffers of `plans`
+    counted as placed; a parametric plan is checked as it is lowered."""
+    functions = {
+        id(func): (func, view) for func in view.functions()
+        if id(func) not in replaced and view.attribute(func, PEAK_ATTR) is None
+    }
+    for plan in plans:  # a spilled copy is read through its own view until it is in place
+        functions.setdefault(id(plan.problem.func), (plan.problem.func, plan.problem.liveness.view))
+    parametric = {id(plan.problem.func) for plan in plans if plan.parametric is not None}
     planned = {id(buffer.op) for plan in plans for buffer in plan.problem.buffers}
-    for op in view.walk():
-        if op.name != "scratchpad.alloc" or id(op) in planned:
-            continue
-        func = op.parent
-        while func is not None and func.name != "func.func":
-            func = func.parent
-        if func is not None and (id(func) in replaced or PEAK_ATTR in func.handle.attributes):
-            continue  # spilled (its copy is planned) or planned before (left unchanged)
-        raise MlirPlanError(
-            _where(view, op),
-            "scratchpad buffer has no planned offset and cannot be lowered; plan its memory "
-            "(check the 'memory_space' option) or pass lower=False",
-            ErrorKind.BAD_INPUT,
-        )
+    for func, func_view in functions.values():
+        if id(func) not in parametric and not is_parametric(func, func_view):
+            check_planned(func_view, func, planned, NO_OFFSET)
 
 
-def _lowering_order(plans: list[FunctionPlan]) -> list[FunctionPlan]:
-    """The plans in `tela-lower`'s order: per function (the plans come per function, in
-    program order), its memories in the order of their first buffer in the function (each
-    arena goes to the top of the entry block, so the arenas end up in the reverse order, as
-    `tela-lower` leaves them)."""
-    ordered: list[FunctionPlan] = []
-    start = 0
-    while start < len(plans):
-        end = start + 1
-        while end < len(plans) and plans[end].problem.func is plans[start].problem.func:
-            end += 1
-        group = plans[start:end]
-        if len(group) > 1:
-            position = _positions(group[0].problem.liveness.view, group[0].problem.func)
-            group = sorted(group, key=lambda plan: min(position[id(b.op)] for b in plan.problem.buffers))
-        ordered += group
-        start = end
-    return ordered
-
-
-def _positions(view: Any, func: Any) -> dict[int, int]:
-    """Each op of `func` (by identity) and its pre-order position."""
-    position: dict[int, int] = {}
-    pending = [func]
-    while pending:
-        op = pending.pop()
-        position[id(op)] = len(position)
-        nested = [inner for region in view.regions(op) for block in view.blocks(region) for inner in view.block_ops(block)]
-        pending.extend(reversed(nested))
-    return position
+def _lower(view: MlirView, plans: Sequence[FunctionPlan]) -> None:
+    """The functions planned now, lowered as `tela-lower` lowers them (spilled copies in
+    place: the view follows the functions planning put in)."""
+    planned = {plan.problem.func.handle for plan in plans}
+    lower_functions(view, [func for func in view.functions() if func.handle in planned], NO_OFFSET)
 
 
 def unknown_ops(module: Any) -> list[str]:

@@ -19,14 +19,18 @@ Types and attributes the collect step reads (memref shapes, `#scratchpad.target`
 distinct text: the module itself never goes through text.
 
 Limits: the mirror is a snapshot: an op created or erased through the bindings after
-`MlirView(module)` is not seen (build a new view); an op moved through the view
-(`move_before`, `move_after`) is. Class-level effects: an xDSL trait whose
+`MlirView(module)` is not seen (build a new view), but for the ops the view itself moves
+(`move_before`, `move_after`) and the functions it puts in (`replace_function`,
+`insert_function_after`), which it mirrors in their places. The lowering
+(`passes/lowering.py`) reads a function before it writes it, and never reads an op it
+erased. Class-level effects: an xDSL trait whose
 effects depend on the op instance (none in the memref, linalg, scf, vector and
 bufferization dialects xDSL 0.74 defines) counts as unknown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -138,6 +142,8 @@ class MlirView(IRView):
         self._definitions = xdsl_context()  # the op classes xDSL defines (no stand-ins)
         self._types: dict[str, Attribute] = {}
         self._attributes: dict[str, Attribute] = {}
+        self._integers: dict[int, Attribute] = {}  # the `i64` attributes, by value
+        self._i64_type: Any = None
         self._classes: dict[str, Any] = {}
         self._terminators: dict[str, bool] = {}
         self._names: dict[MValue, str] | None = None
@@ -313,11 +319,29 @@ class MlirView(IRView):
         attributes = op.handle.attributes
         if name not in attributes:
             return None
-        text = str(attributes[name])
+        value = attributes[name]
+        # Printing an attribute costs more than the rest of a read: the attributes planning
+        # writes one of per buffer (its id, its offset) are read without their text.
+        if isinstance(value, self.ir.StringAttr):
+            with contextlib.suppress(UnicodeDecodeError):  # bytes that are no UTF-8: parsed below
+                return StringAttr(value.value)
+        if isinstance(value, self.ir.IntegerAttr) and value.type == self._i64(op):
+            number = value.value
+            found = self._integers.get(number)
+            if found is None:
+                found = self._integers[number] = self._parse(str(value), type_=False)
+            return found
+        text = str(value)
         found = self._attributes.get(text)
         if found is None:
             found = self._attributes[text] = self._parse(text, type_=False)
         return found
+
+    def _i64(self, op: MOp) -> Any:
+        """The module's `i64` type (its context's)."""
+        if self._i64_type is None:
+            self._i64_type = self.ir.IntegerType.get_signless(64, context=op.handle.context)
+        return self._i64_type
 
     def name_hint(self, value: MValue) -> str | None:
         """MLIR keeps no SSA names from the text it parsed: the name its printer gives
@@ -425,21 +449,28 @@ class MlirView(IRView):
     def replace_function(self, original: MOp, copy: Any) -> None:
         self.ir.InsertionPoint(original.handle).insert(copy)
         original.handle.erase()
-        self._adopt(copy, self._functions.index(original), replace=True)
+        self._adopt(copy, original, replace=True)
 
     def insert_function_after(self, anchor: MOp, copy: Any) -> None:
         self.ir.InsertionPoint.after(anchor.handle).insert(copy)
-        self._adopt(copy, self._functions.index(anchor) + 1, replace=False)
+        self._adopt(copy, anchor, replace=False)
 
-    def _adopt(self, copy: Any, position: int, replace: bool) -> None:
+    def _adopt(self, copy: Any, anchor: MOp, replace: bool) -> None:
         """The mirror learns a function put into the module after it was built (a view is a
-        snapshot otherwise): its symbol and its place among the functions, read through a
-        mirror of its own."""
+        snapshot otherwise), read through a mirror of its own: its place among the
+        functions and in `anchor`'s block (in `anchor`'s place, or after it), its parent
+        (what the lowering reads a module's targets through) and its symbol."""
         function = MlirView(copy).module
-        if replace:
-            self._functions[position] = function
-        else:
-            self._functions.insert(position, function)
+        function.parent, function.block = anchor.parent, anchor.block
+        siblings = anchor.block.ops if anchor.block is not None else []
+        for listed in (siblings, self._functions):
+            at = next((index for index, op in enumerate(listed) if op is anchor), None)
+            if at is None:
+                continue
+            if replace:
+                listed[at] = function
+            else:
+                listed.insert(at + 1, function)
         self._symbols[self.symbol_name(function)] = function
 
     def spill_rewriter(self) -> Any:

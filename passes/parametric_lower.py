@@ -106,9 +106,12 @@ def is_parametric(func: Any, view: IRView = XDSL) -> bool:
 
 class Builder:
     """What the lowering writes, one implementation per front end (`XdslBuilder` here, the
-    MLIR bindings' in `telamalloc.interop.mlir_lower`): index arithmetic and checks
-    inserted before one op of the entry block at one location (`start`), the arena, the
-    views that replace the planned allocations and the arena's deallocs at the returns."""
+    MLIR bindings' in `telamalloc.interop.mlir_lower`), for a fixed plan
+    (`passes/lowering.py`) and a parametric one (here): the arena (of a computed size, or
+    of the peak's bytes: `static_arena`), offset constants, the views that replace the
+    planned allocations and the arena's deallocs at the returns; for a parametric plan
+    also index arithmetic and checks inserted before one op of the entry block at one
+    location (`start`). One builder lowers one arena."""
 
     names = False  # whether values get SSA name hints (`name`)
     branches = False  # whether it builds the branch to a spilled copy (`fallback`)
@@ -148,6 +151,18 @@ class Builder:
 
     def arena(self, size: Any, like: Any, alignment: int) -> Any:
         """A `memref.alloc` of `size` bytes in the memory space of the allocation `like`."""
+        raise NotImplementedError
+
+    def static_arena(self, func: Any, size: int, like: Any, alignment: int, allocs: list[Any]) -> Any:
+        """A `memref.alloc` of `size` bytes (`memref<SIZExi8>` in the memory space of the
+        allocation `like`, `scratchpad.arena`) at the top of `func`'s entry block, before what
+        is there (an arena made before included), at the fused location of `allocs`, which
+        `free` gives the arena's deallocs too. Starts a fixed plan's lowering, as `start` a
+        parametric one's."""
+        raise NotImplementedError
+
+    def constant_at(self, op: Any, value: int) -> Any:
+        """An index constant `value` right before `op`, at `op`'s location."""
         raise NotImplementedError
 
     def replace(self, op: Any, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
@@ -237,6 +252,30 @@ class XdslBuilder(Builder):
         arena.attributes[ARENA_ATTR] = UnitAttr()
         arena.results[0].name_hint = "arena"
         return self._emit(arena).results[0]
+
+    def static_arena(self, func: FuncOp, size: int, like: Operation, alignment: int, allocs: list[Operation]) -> SSAValue:
+        entry = func.body.blocks.first
+        assert entry is not None
+        arena = memref.AllocOp((), (), MemRefType(i8, (size,), memory_space=_memory_space(like)),
+                               IntegerAttr(alignment, 64))
+        arena.attributes[ARENA_ATTR] = UnitAttr()
+        arena.location = fused_location(allocs)
+        arena.results[0].name_hint = "arena"
+        first = entry.first_op
+        if first is None:
+            entry.add_op(arena)
+        else:
+            entry.insert_op_before(arena, first)
+        return arena.results[0]
+
+    def constant_at(self, op: Operation, value: int) -> SSAValue:
+        block = op.parent_block()
+        assert block is not None
+        # `create` skips the IRDL builders' argument checks: thousands of offsets stay cheap
+        constant = arith.ConstantOp.create(result_types=[_INDEX], properties={"value": IntegerAttr(value, _INDEX)})
+        constant.location = op.location
+        block.insert_op_before(constant, op)
+        return constant.results[0]
 
     def replace(self, op: Operation, arena: SSAValue, offset: SSAValue, buffer_id: str, deallocs: list[Any]) -> None:
         block = op.parent_block()
