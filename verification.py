@@ -5,7 +5,7 @@ Verification (`verify_program`): plan and lower a copy of the program with the
 telamalloc passes, run the original (private storage per buffer) and the lowered program
 (one arena) on the same inputs, collect shadow violations of the lowered run, and compare
 every output bit for bit: the results and the arguments the function writes
-(`telamalloc.passes.written`; inputs it never writes are not outputs). The report gives each
+(`telamalloc.passes.analysis.written`; inputs it never writes are not outputs). The report gives each
 planned function's arena on its own (the entry's, then its callees'), never their sum.
 """
 
@@ -25,8 +25,8 @@ from telamalloc.dialects import scratchpad
 from telamalloc.dialects.dims import DimsError, argument_sizes
 from telamalloc.errors import ErrorKind
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.collect import PEAK_ATTR, SCHEDULE_ATTR
-from telamalloc.passes.written import signature, written_arguments
+from telamalloc.passes.analysis.collect import PEAK_ATTR, SCHEDULE_ATTR
+from telamalloc.passes.analysis.written import signature, written_arguments
 from telamalloc.runtime.interp.machine import (
     ARENA_MARK,
     DEFAULT_SEED,

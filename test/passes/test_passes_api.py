@@ -24,7 +24,7 @@ from telamalloc.passes import (
 from telamalloc.passes import (
     TestPrintLivenessPass as PrintLivenessPass,
 )
-from telamalloc.passes.collect import collect_function, selection_for
+from telamalloc.passes.analysis.collect import collect_function, selection_for
 from telamalloc.passes.irview import XDSL
 from telamalloc.runtime.alloc.csv_io import read_problem
 

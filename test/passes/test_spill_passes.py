@@ -13,7 +13,7 @@ from telamalloc.dialects import make_context
 from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass, TelaPlanPass, plan_module
-from telamalloc.passes.spill import SPILL_ATTR
+from telamalloc.passes.rewrite.spill import SPILL_ATTR
 from telamalloc.verification import verify_lowered
 
 HERE = Path(__file__).parent

@@ -39,9 +39,9 @@ from telamalloc.dialects.scratchpad import (
     find_targets,
     memref_byte_size,
 )
-from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.passes.analysis.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.passes.analysis.liveness import DEALLOC_OPS, analyze_function
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import DEALLOC_OPS, analyze_function
 
 _TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc", "memref.dealloc",
                               "memref.load", "memref.copy", "memref.dim"})
