@@ -51,11 +51,10 @@ from typing import Any
 
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.interop.mlir_view import MlirView, mlir_location_text
 from telamalloc.passes.analysis.collect import PEAK_ATTR
-from telamalloc.passes.diagnostics import diagnostic_handler
+from telamalloc.passes.diagnostics import PassFailedAtOp, diagnostic_handler
 from telamalloc.passes.driver import plan_functions
 from telamalloc.passes.options import PlanOptions
 from telamalloc.passes.planning.plans import FunctionPlan, format_report_line

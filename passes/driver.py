@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
+from telamalloc.dialects.scratchpad_types import find_targets
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -48,7 +48,7 @@ from telamalloc.passes.analysis.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
 from telamalloc.passes.planning import outputs

@@ -22,7 +22,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import PassFailedException
 
-from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
+from telamalloc.dialects.scratchpad_types import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.files import AtomicFile
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES

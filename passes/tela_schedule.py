@@ -43,7 +43,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
+from telamalloc.dialects.scratchpad_types import find_targets
 from telamalloc.passes.analysis.collect import (
     SCHEDULE_ATTR,
     FunctionProblem,
@@ -54,7 +54,7 @@ from telamalloc.passes.analysis.collect import (
 )
 from telamalloc.passes.analysis.dependences import Roots, block_graph, block_terminator, schedulable_blocks
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.runtime.alloc.op_order import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load

@@ -50,9 +50,8 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.dims import DimsError
-from telamalloc.dialects.scratchpad import (
-    AllocOp,
-    PassFailedAtOp,
+from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.dialects.scratchpad_types import (
     ScratchpadSpaceAttr,
     TargetAttr,
     element_byte_width,
@@ -61,6 +60,7 @@ from telamalloc.dialects.scratchpad import (
 )
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, resolve_ranges
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.problem import Buffer, Problem

@@ -29,7 +29,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefT
 from xdsl.dialects.func import FuncOp
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
-from telamalloc.dialects.scratchpad import element_byte_width
+from telamalloc.dialects.scratchpad_types import element_byte_width
 from telamalloc.passes.irview import IRView
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.size_expressions import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym

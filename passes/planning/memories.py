@@ -32,13 +32,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import (
-    AllocOp,
-    ScratchpadSpaceAttr,
-    TargetAttr,
-    find_targets,
-    memref_byte_size,
-)
+from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr, TargetAttr, find_targets, memref_byte_size
 from telamalloc.passes.analysis.collect import BOUND_ATTR, OFFSET_ATTR
 from telamalloc.passes.analysis.liveness import DEALLOC_OPS, analyze_function
 from telamalloc.passes.irview import IRView

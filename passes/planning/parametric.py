@@ -45,7 +45,6 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -56,7 +55,7 @@ from telamalloc.passes.analysis.collect import (
     PEAK_ATTR,
     FunctionProblem,
 )
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.runtime.alloc.parametric import (
     ORDER_NODE_LIMIT,
     ParametricPlan,

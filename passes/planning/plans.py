@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import FunctionProblem
-from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, current_progress_stream, emit_remark
 from telamalloc.passes.planning.parametric import describe_ranges
 from telamalloc.passes.rewrite.spill import SpillSummary
 from telamalloc.runtime.alloc.api import solve

@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, DictionaryAttr,
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, ScratchpadSpaceAttr, find_targets, memref_byte_size
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr, find_targets, memref_byte_size
 from telamalloc.passes.analysis.collect import (
     ALLOCATION_OPS,
     ARENA_ALIGNMENT_ATTR,
@@ -46,6 +46,7 @@ from telamalloc.passes.analysis.collect import (
     is_spill_slot,
 )
 from telamalloc.passes.analysis.liveness import trace_buffer
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.rewrite.parametric_lower import ARENA_ATTR, is_parametric, lower_parametric
 

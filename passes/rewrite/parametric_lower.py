@@ -61,11 +61,12 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
-from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
+from telamalloc.dialects.scratchpad_types import memref_byte_size
 from telamalloc.locations import fused_location
 from telamalloc.passes.analysis.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
 from telamalloc.passes.analysis.liveness import trace_buffer
 from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.passes.planning.parametric import (
     ABOVE_ALTERNATIVES_ATTR,

@@ -44,7 +44,8 @@ from xdsl.dialects.builtin import MemRefType, NoneAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp, ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad import DmaOp
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import (
     BUFFER_ATTR,
@@ -58,6 +59,7 @@ from telamalloc.passes.analysis.collect import (
 )
 from telamalloc.passes.analysis.liveness import number_points
 from telamalloc.passes.analysis.uses import BufferUses, analyze_uses
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
