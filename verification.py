@@ -5,7 +5,7 @@ Verification (`verify_program`): plan and lower a copy of the program with the
 telamalloc passes, run the original (private storage per buffer) and the lowered program
 (one arena) on the same inputs, collect shadow violations of the lowered run, and compare
 every output bit for bit: the results and the arguments the function writes
-(`telamalloc.passes.written`; inputs it never writes are not outputs). The report gives each
+(`telamalloc.passes.analysis.written`; inputs it never writes are not outputs). The report gives each
 planned function's arena on its own (the entry's, then its callees'), never their sum.
 """
 
@@ -21,12 +21,13 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, DictionaryAttr, IntegerAttr, Me
 from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import DiagnosticException
 
-from telamalloc.dialects import scratchpad
+from telamalloc.dialects import scratchpad, scratchpad_types
 from telamalloc.dialects.dims import DimsError, argument_sizes
 from telamalloc.errors import ErrorKind
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.collect import PEAK_ATTR, SCHEDULE_ATTR
-from telamalloc.passes.written import signature, written_arguments
+from telamalloc.passes.analysis.collect import PEAK_ATTR, SCHEDULE_ATTR
+from telamalloc.passes.analysis.written import signature, written_arguments
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.runtime.interp.machine import (
     ARENA_MARK,
     DEFAULT_SEED,
@@ -229,7 +230,7 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
     for function in order:
         memories = _arena_bytes_per_memory(function)
         if len(memories) > 1:  # several memories (`scratchpad.targets`): each arena on its own line
-            targets = {target.target_name.data: target.capacity.data for target in scratchpad.find_targets(function)}
+            targets = {target.target_name.data: target.capacity.data for target in scratchpad_types.find_targets(function)}
             for memory, size in memories.items():
                 arenas.append(FunctionArena(f"{function.sym_name.data}.{memory}", size, targets.get(memory)))
             continue
@@ -243,7 +244,7 @@ def function_arenas(module: ModuleOp, entry: func.FuncOp, capacity: int | None =
 def _arena_bytes_per_memory(function: func.FuncOp) -> dict[str, int]:
     """The bytes of `tela-lower`'s marked arenas by memory name (the unnamed
     `#scratchpad.space` is the first target's), in the order the arenas appear."""
-    targets = scratchpad.find_targets(function)
+    targets = scratchpad_types.find_targets(function)
     if len(targets) < 2:
         return {}
     first = targets[0].target_name.data
@@ -255,7 +256,7 @@ def _arena_bytes_per_memory(function: func.FuncOp) -> dict[str, int]:
         if not (isinstance(type_, MemRefType) and type_.get_shape()):
             continue
         space = type_.memory_space
-        name = space.space_name.data if isinstance(space, scratchpad.ScratchpadSpaceAttr) and space.space_name.data else first
+        name = space.space_name.data if isinstance(space, scratchpad_types.ScratchpadSpaceAttr) and space.space_name.data else first
         memories[name] = memories.get(name, 0) + max(type_.get_shape()[0], 0)
     return memories
 
@@ -301,7 +302,7 @@ def plan_and_lower(
     Returns one line per spilled or scheduled function. Planning failures raise `InterpreterError`.
     """
     has_target = any(
-        scratchpad.find_target(op) is not None for op in module.walk() if isinstance(op, func.FuncOp)
+        scratchpad_types.find_target(op) is not None for op in module.walk() if isinstance(op, func.FuncOp)
     )
     mode = "minimize" if capacity is None and not has_target else "fit"
     try:
@@ -309,8 +310,8 @@ def plan_and_lower(
             capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes, schedule=schedule
         ).run(module)
     except DiagnosticException as error:
-        op = error.op if isinstance(error, scratchpad.PassFailedAtOp) else None
-        kind = error.kind if isinstance(error, scratchpad.PassFailedAtOp) else ErrorKind.BAD_INPUT
+        op = error.op if isinstance(error, PassFailedAtOp) else None
+        kind = error.kind if isinstance(error, PassFailedAtOp) else ErrorKind.BAD_INPUT
         raise InterpreterError(f"planning failed: {' '.join(str(error).split())}", op, kind) from None
     scheduled = tuple(_schedule_note(op) for op in module.walk() if isinstance(op, func.FuncOp)
                       and schedule != "none" and SCHEDULE_ATTR in op.attributes)

@@ -390,7 +390,7 @@ def random_symbolic(seed: int, count: int = 60):
     import random
 
     from telamalloc.runtime.alloc.parametric import SymbolicBuffer, parse_ranges
-    from telamalloc.runtime.alloc.symbolic import add, ceildiv, const, mul, sym
+    from telamalloc.runtime.alloc.size_expressions import add, ceildiv, const, mul, sym
 
     rng = random.Random(seed)
     seq, batch = sym("seq"), sym("batch")

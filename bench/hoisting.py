@@ -19,9 +19,9 @@ from __future__ import annotations
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from telamalloc.passes.collect import ALLOCATION_OPS
+from telamalloc.passes.analysis.collect import ALLOCATION_OPS
+from telamalloc.passes.analysis.liveness import is_loop, trace_buffer
 from telamalloc.passes.irview import XDSL
-from telamalloc.passes.liveness import is_loop, trace_buffer
 
 
 def hoist_allocations(module: ModuleOp) -> int:

@@ -15,7 +15,7 @@ func.func @f(%seq : index {scratchpad.dim = "seq=1..2048@512"},
   else `arg<i>`) and a memref's dynamic dimension `<argument>_dim<axis>` (`x_dim0`).
 
 One name on several arguments is one symbol: `%x` and `%y` of the same sequence length
-should both say `seq`. Read by the planner (`passes/symbolic.py`) and the interpreter
+should both say `seq`. Read by the planner (`passes/analysis/sizes.py`) and the interpreter
 (`tela-run --dim`), so both name the same dimensions alike.
 """
 

@@ -58,45 +58,14 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad_types import (
     INT64_MAX,
-    TARGET_ATTR_KEY,
-    TARGETS_ATTR_KEY,
-    PassFailedAtOp,
     ScratchpadSpaceAttr,
     TargetAttr,
     element_byte_width,
-    find_target,
-    find_targets,
     is_main_memory_memref,
-    is_power_of_two,
     is_scratchpad_memref,
     memref_byte_size,
     verify_alignment,
 )
-
-__all__ = [  # the ops defined here and the names of scratchpad_types.py, re-exported
-    "AllocOp",
-    "DeallocOp",
-    "DmaOp",
-    "KernelOp",
-    "ArenaOp",
-    "ViewOp",
-    "Scratchpad",
-    "INT64_MAX",
-    "TARGETS_ATTR_KEY",
-    "TARGET_ATTR_KEY",
-    "PassFailedAtOp",
-    "ScratchpadSpaceAttr",
-    "TargetAttr",
-    "element_byte_width",
-    "find_target",
-    "find_targets",
-    "is_main_memory_memref",
-    "is_power_of_two",
-    "is_scratchpad_memref",
-    "memref_byte_size",
-    "verify_alignment",
-]
-
 
 # --------------------------------------------------------------------------------------
 # Memory effects tied to the values they touch

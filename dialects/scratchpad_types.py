@@ -1,11 +1,9 @@
 """The `scratchpad` dialect's attributes and the rules they carry: the memory space
 `#scratchpad.space`, the target memory `#scratchpad.target<...>` and its lookup on a
-function or module (`find_target`, `find_targets`), the byte-size rule shared by the
-verifiers and the passes (`element_byte_width`, `memref_byte_size`) and the pass failure
-located at an op (`PassFailedAtOp`). The ops are in `scratchpad.py`, which re-exports
-these names: import them from there.
+function or module (`find_target`, `find_targets`) and the byte-size rule shared by the
+verifiers and the passes (`element_byte_width`, `memref_byte_size`). The ops are in
+`scratchpad.py`.
 """
-
 
 from __future__ import annotations
 
@@ -35,9 +33,7 @@ from xdsl.irdl import (
 )
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import PassFailedException, VerifyException
-
-from telamalloc.errors import ErrorKind
+from xdsl.utils.exceptions import VerifyException
 
 INT64_MAX = 2**63 - 1
 TARGET_ATTR_KEY = "scratchpad.target"
@@ -187,32 +183,6 @@ def find_targets(op: Any, attribute: Callable = _own_attribute, parent: Callable
         current = parent(current)
     return ()
 
-
-class PassFailedAtOp(PassFailedException):
-    """A pass failure that names the op it is about.
-
-    `tela-opt` prints the op's source location (`file:line:col`) in front of the message,
-    as MLIR does for diagnostics emitted on an op. `kind` says what went wrong: bad input
-    unless the pass says the answer is no (a plan that does not fit) or that it ran out of
-    time; a driver maps it to its exit status. `notes` are `(op, message)` pairs printed after the error
-    as `file:line:col: note: message` (e.g. the largest buffers live at an overload).
-    """
-
-    op: Operation
-    kind: ErrorKind
-    notes: tuple[tuple[Operation, str], ...]
-
-    def __init__(
-        self,
-        op: Operation,
-        message: str,
-        kind: ErrorKind = ErrorKind.BAD_INPUT,
-        notes: tuple[tuple[Operation, str], ...] = (),
-    ):
-        super().__init__(message)
-        self.op = op
-        self.kind = kind
-        self.notes = notes
 
 
 # --------------------------------------------------------------------------------------

@@ -269,7 +269,7 @@ class _Emitter:
         tensor = self.context.tensor(name)
         if tensor.is_static:
             alloc = self.emit(AllocOp(tensor.memref(scratchpad=True)))
-        else:  # sizes computed from the symbols: tela-plan follows them (passes/symbolic.py)
+        else:  # sizes computed from the symbols: tela-plan follows them (passes/analysis/sizes.py)
             alloc = self.emit(memref.AllocOp(self.sizes.dynamic(tensor.shape), [], tensor.memref(scratchpad=True)))
         alloc.memref.name_hint = self.buffer_names[name]
         self.values[name] = self.allocation[name] = alloc.memref

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 
 
 class OnnxImportError(ValueError):

@@ -54,7 +54,7 @@ from typing import Any
 
 from xdsl.dialects.builtin import ModuleOp
 
-from telamalloc.dialects.scratchpad import TARGET_ATTR_KEY, TargetAttr
+from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types

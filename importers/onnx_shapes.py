@@ -2,7 +2,7 @@
 
 When a model keeps symbolic input dimensions (`tela-import` without `--dim` for them),
 every tensor's shape is a tuple of dims, each an `int` or an `Expr` of the symbols
-(`runtime/alloc/symbolic.py`: sums, products, floor and ceiling divisions by constants;
+(`runtime/alloc/size_expressions.py`: sums, products, floor and ceiling divisions by constants;
 no subtraction). `infer_node` gives a node's first output shape from its inputs' shapes for
 the operators of the op table (`onnx_ops`) and a few more that keep their input's shape.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from telamalloc.importers.onnx_graph import OnnxImportError, node_label
-from telamalloc.runtime.alloc.symbolic import Const, Expr, Product, add, ceildiv, evaluate, floordiv, mul
+from telamalloc.runtime.alloc.size_expressions import Const, Expr, Product, add, ceildiv, evaluate, floordiv, mul
 
 Dim = int | Expr
 Shape = tuple[Dim, ...]

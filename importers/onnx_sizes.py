@@ -4,7 +4,7 @@ When the import keeps symbolic dimensions (`onnx_symbolic`), a tensor's dimensio
 an `Expr` of them. The emitter turns each into `index` values: a symbol is `memref.dim` of
 the first argument that has it, and sums, products, floor and ceiling divisions by
 constants and maxima are `arith.addi`, `muli`, `divui`, `ceildivui` and `maxui`: exactly
-the ops `passes/symbolic.py` follows, so `tela-plan` reads each buffer's byte size as the
+the ops `passes/analysis/sizes.py` follows, so `tela-plan` reads each buffer's byte size as the
 same expression. Equal expressions share one value (`SizeValues`).
 """
 
@@ -30,7 +30,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from telamalloc.dialects.dims import DIMS_ATTR
 from telamalloc.importers.onnx_graph import OnnxImportError, Tensor
 from telamalloc.runtime.alloc.parametric import SymbolRange
-from telamalloc.runtime.alloc.symbolic import CeilDiv, Const, Expr, FloorDiv, Max, Product, Sum, Sym
+from telamalloc.runtime.alloc.size_expressions import CeilDiv, Const, Expr, FloorDiv, Max, Product, Sum, Sym
 
 
 class SizeValues:

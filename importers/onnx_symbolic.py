@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from telamalloc.importers.onnx_graph import OnnxImportError, Tensor
 from telamalloc.importers.onnx_shapes import Shape, Unexpressible, check_against_probes, infer_node, unexpressible
 from telamalloc.runtime.alloc.parametric import RANGE_FORM, SymbolRange
-from telamalloc.runtime.alloc.symbolic import sym, symbols
+from telamalloc.runtime.alloc.size_expressions import sym, symbols
 
 
 def fixed_values(dims: Mapping[str, int | SymbolRange]) -> dict[str, int]:

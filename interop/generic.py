@@ -48,7 +48,7 @@ from xdsl.printer import Printer
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 from telamalloc.ir_text import parse_module_text
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 

@@ -1,8 +1,8 @@
 """The lowering's `Builder` over upstream MLIR's Python bindings: what `plan_mlir_ops(lower=True)` writes.
 
-`MlirBuilder` is the `Builder` of `passes/parametric_lower.py` over the bindings (upstream's
+`MlirBuilder` is the `Builder` of `passes/rewrite/parametric_lower.py` over the bindings (upstream's
 `mlir`, IREE's `iree.compiler`: the view's own `ir` and dialect modules), so that the one
-lowering (`passes/lowering.py`: a fixed plan; `passes/parametric_lower.py`: symbolic sizes)
+lowering (`passes/rewrite/lowering.py`: a fixed plan; `passes/rewrite/parametric_lower.py`: symbolic sizes)
 writes the ops `tela-lower` makes on xDSL, in the same places: the `memref.alloc` arena
 (`scratchpad.arena`; of the peak's bytes at the top of the entry block, or of the computed
 size), the offset constants and the run-time `arith` offsets, the capacity `cf.assert` or
@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import Any
 
 from telamalloc.interop.mlir_view import MlirView, MOp, MValue
-from telamalloc.passes.collect import BUFFER_ATTR
-from telamalloc.passes.parametric_lower import ARENA_ATTR, Builder
-from telamalloc.passes.symbolic import dynamic_size_operands
+from telamalloc.passes.analysis.collect import BUFFER_ATTR
+from telamalloc.passes.analysis.sizes import dynamic_size_operands
+from telamalloc.passes.rewrite.parametric_lower import ARENA_ATTR, Builder
 
 _PREDICATES = {"eq": 0, "ne": 1, "slt": 2, "sle": 3, "sgt": 4, "sge": 5, "ult": 6, "ule": 7, "ugt": 8, "uge": 9}
 
@@ -44,7 +44,7 @@ def _i64(ir: Any, value: int) -> Any:
 
 def free_arena(view: MlirView, func: MOp, arena: Any, location: Any, skip: Any = None) -> None:
     """A `memref.dealloc` of `arena` before each of `func`'s own returns that return no
-    memref in the arena's memory space, but in the block `skip` (`passes/arena.py` on xDSL).
+    memref in the arena's memory space, but in the block `skip` (`passes/rewrite/arena.py` on xDSL).
     The returns are found in the view's mirror, not through the bindings (which would hand
     out an object per op): the lowering makes no return and erases none but in the branch
     to a spilled copy, whose block `skip` the mirror does not hold."""
@@ -69,7 +69,7 @@ def free_arena(view: MlirView, func: MOp, arena: Any, location: Any, skip: Any =
 
 
 class MlirBuilder(Builder):
-    """`passes/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
+    """`passes/rewrite/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
     (a function argument arrives as the view's `MValue` and is unwrapped)."""
 
     branches = True

@@ -2,7 +2,7 @@
 
 `plan_mlir_ops(module, ...)` runs the one liveness and planning core on the module's own
 ops through `MlirView` (`telamalloc.interop.mlir_view`): collect (the shared
-`passes/collect.py`), solve and validate (the shared `solve_function`,
+`passes/analysis/collect.py`), solve and validate (the shared `solve_function`,
 `require_success`), then writes the answer back through the bindings, with no text
 round-trip:
 
@@ -16,13 +16,13 @@ round-trip:
   and a `memref.view` (its dynamic sizes passed on) with the allocation's own location,
   its deallocs removed (`scratchpad.dealloc` too), the arena freed before each
   `func.return` that hands out no memref of its memory space: `tela-lower`'s own code
-  (`passes/lowering.py`, reading the attributes just recorded through the view, writing
+  (`passes/rewrite/lowering.py`, reading the attributes just recorded through the view, writing
   through `telamalloc.interop.mlir_lower`'s `MlirBuilder`) on the functions this call
   planned, spilled copies included; an allocation the lowering would find without an
   offset fails before anything is written;
-- symbolic sizes (dynamic allocations without a declared bound, `passes/symbolic.py`
+- symbolic sizes (dynamic allocations without a declared bound, `passes/analysis/sizes.py`
   through the view): planned for every size at once as `tela-plan` does (the parametric
-  attributes, the `dims` option), and lowered by `passes/parametric_lower.py` through
+  attributes, the `dims` option), and lowered by `passes/rewrite/parametric_lower.py` through
   `MlirBuilder`: the run-time `arith` offsets, the capacity check and the arena.
 
 The result is plain data: per function (or function and memory) its name, the problem
@@ -32,9 +32,9 @@ located at the op's MLIR location (`model.onnx:42:7: error: ...`; a fused or nam
 location points at its first file position) with its notes, and leaves the module
 unchanged: nothing is written unless every function has a plan.
 
-Memory assignment (`assign_memory`, `passes/memories.py`) reads the module through the
+Memory assignment (`assign_memory`, `passes/planning/memories.py`) reads the module through the
 view and moves a buffer to another memory by setting its result type in place. Spilling
-(`on_overflow="spill"`, `passes/spill.py`) rewrites a copy of a function that does not fit
+(`on_overflow="spill"`, `passes/rewrite/spill.py`) rewrites a copy of a function that does not fit
 through `telamalloc.interop.mlir_spill`, and the copy takes the function's place once
 every function has a plan.
 
@@ -51,16 +51,15 @@ from typing import Any
 
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.interop.mlir_view import MlirView, mlir_location_text
-from telamalloc.passes.collect import PEAK_ATTR
-from telamalloc.passes.diagnostics import diagnostic_handler
+from telamalloc.passes.analysis.collect import PEAK_ATTR
+from telamalloc.passes.diagnostics import PassFailedAtOp, diagnostic_handler
 from telamalloc.passes.driver import plan_functions
-from telamalloc.passes.lowering import check_planned, lower_functions
 from telamalloc.passes.options import PlanOptions
-from telamalloc.passes.parametric_lower import is_parametric
-from telamalloc.passes.plans import FunctionPlan, format_report_line
+from telamalloc.passes.planning.plans import FunctionPlan, format_report_line
+from telamalloc.passes.rewrite.lowering import check_planned, lower_functions
+from telamalloc.passes.rewrite.parametric_lower import is_parametric
 from telamalloc.runtime.alloc.parametric import ParametricPlan
 from telamalloc.runtime.alloc.problem import Problem, Solution
 
@@ -194,7 +193,7 @@ NO_OFFSET = (
 
 
 def _check_lowerable(view: MlirView, plans: Sequence[FunctionPlan], replaced: set[int]) -> None:
-    """The lowering's check of allocations without an offset (`passes/lowering.py`), before
+    """The lowering's check of allocations without an offset (`passes/rewrite/lowering.py`), before
     planning writes anything, on the functions the lowering will see: a spilled copy in
     its original's place, a function planned before left as it is, the buffers of `plans`
     counted as placed; a parametric plan is checked as it is lowered."""
@@ -220,6 +219,6 @@ def _lower(view: MlirView, plans: Sequence[FunctionPlan]) -> None:
 
 def unknown_ops(module: Any) -> list[str]:
     """The names of the ops of `module` whose memory effects the planner does not know:
-    neither `passes/effects.py`'s table nor an xDSL op definition names them."""
+    neither `passes/analysis/effects.py`'s table nor an xDSL op definition names them."""
     view = MlirView(module)
     return sorted({op.name for op in view.walk() if op is not view.module and not view.knows(op.name)})

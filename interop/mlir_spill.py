@@ -1,6 +1,6 @@
-"""Spilling an `mlir.ir.Module`'s function through the bindings: `passes/spill.py`'s rewrites.
+"""Spilling an `mlir.ir.Module`'s function through the bindings: `passes/rewrite/spill.py`'s rewrites.
 
-`MlirSpillRewriter` is the `SpillRewriter` of `passes/spill.py` over upstream MLIR's Python
+`MlirSpillRewriter` is the `SpillRewriter` of `passes/rewrite/spill.py` over upstream MLIR's Python
 bindings, so `plan_mlir_ops(..., on_overflow="spill")` spills with the same analysis, the
 same choice of gaps and the same rewrite as `tela-plan{on-overflow=spill}`: a copy of the
 function (`Operation.clone`), each spillable allocation moved to its first use and its
@@ -17,9 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from telamalloc.interop.mlir_view import MlirView, MOp, MValue
-from telamalloc.passes.collect import BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR, SPILL_ATTR, SPILL_SLOT
-from telamalloc.passes.spill import SpillRewriter
-from telamalloc.passes.symbolic import dynamic_size_operands
+from telamalloc.passes.analysis.collect import BUFFER_ATTR, LIFETIME_ATTR, OFFSET_ATTR, SPILL_ATTR, SPILL_SLOT
+from telamalloc.passes.analysis.sizes import dynamic_size_operands
+from telamalloc.passes.rewrite.spill import SpillRewriter
 
 
 class MlirSpillRewriter(SpillRewriter):

@@ -2,7 +2,7 @@
 
 `MlirView(module)` walks an `mlir.ir.Module` once and keeps a light mirror of it: one
 node per op, block, region and value, each holding its `mlir.ir` handle. The analyses
-(`passes/liveness.py`, `passes/effects.py`, the collect step) run on these nodes through
+(`passes/analysis/liveness.py`, `passes/analysis/effects.py`, the collect step) run on these nodes through
 the `IRView` interface (`passes/irview.py`), exactly as they run on xDSL's ops; the
 planner (`telamalloc.interop.mlir_plan`) writes its answers back through the handles.
 The mirror exists because the bindings hand out a new Python object at each access: the
@@ -22,7 +22,7 @@ Limits: the mirror is a snapshot: an op created or erased through the bindings a
 `MlirView(module)` is not seen (build a new view), but for the ops the view itself moves
 (`move_before`, `move_after`) and the functions it puts in (`replace_function`,
 `insert_function_after`), which it mirrors in their places. The lowering
-(`passes/lowering.py`) reads a function before it writes it, and never reads an op it
+(`passes/rewrite/lowering.py`) reads a function before it writes it, and never reads an op it
 erased. Class-level effects: an xDSL trait whose
 effects depend on the op instance (none in the memref, linalg, scf, vector and
 bufferization dialects xDSL 0.74 defines) counts as unknown.
@@ -52,12 +52,12 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.interop.generic import MEMORY_SPACE_PREFIX, decode_memory_space, encode_memory_space, xdsl_context
+from telamalloc.passes.analysis.written import WrittenArguments
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.written import WrittenArguments
 
 KNOWN_BY_NAME = frozenset({"scratchpad.alloc", "scratchpad.dealloc", "scratchpad.dma", "scratchpad.kernel",
                            "scratchpad.arena", "scratchpad.view", "memref.copy", "func.call"})
-"""Ops `passes/effects.py` decides by name whatever xDSL knows of them."""
+"""Ops `passes/analysis/effects.py` decides by name whatever xDSL knows of them."""
 
 
 class MValue:

@@ -13,12 +13,12 @@ For xDSL compilers, the same as plain functions::
     from telamalloc.passes import plan_module, lower_module
     plans = plan_module(module, capacity=1 << 20, mode="fit")  # raises PassFailedAtOp
     lower_module(module)
-    write_plan_viewer("plan.html", plans)  # the plan viewer page (passes/outputs.py)
+    write_plan_viewer("plan.html", plans)  # the plan viewer page (passes/planning/outputs.py)
 """
 
-from telamalloc.passes.liveness import FunctionLiveness, Lifetime, analyze_function
-from telamalloc.passes.outputs import write_plan_viewer
-from telamalloc.passes.plans import FunctionPlan
+from telamalloc.passes.analysis.liveness import FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.planning.outputs import write_plan_viewer
+from telamalloc.passes.planning.plans import FunctionPlan
 from telamalloc.passes.tela_lower import TelaLowerPass, lower_module
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
 from telamalloc.passes.tela_plan import TelaPlanPass, plan_module

@@ -19,6 +19,9 @@ from contextvars import ContextVar
 from typing import TextIO
 
 from xdsl.ir import Operation
+from xdsl.utils.exceptions import PassFailedException
+
+from telamalloc.errors import ErrorKind
 
 Handler = Callable[[str, Operation | None, str], None]  # (kind, op or None, message)
 
@@ -60,3 +63,30 @@ def progress_stream(stream: TextIO | None) -> Iterator[None]:
 
 def current_progress_stream() -> TextIO | None:
     return _PROGRESS.get()
+
+
+class PassFailedAtOp(PassFailedException):
+    """A pass failure that names the op it is about.
+
+    `tela-opt` prints the op's source location (`file:line:col`) in front of the message,
+    as MLIR does for diagnostics emitted on an op. `kind` says what went wrong: bad input
+    unless the pass says the answer is no (a plan that does not fit) or that it ran out of
+    time; a driver maps it to its exit status. `notes` are `(op, message)` pairs printed after the error
+    as `file:line:col: note: message` (e.g. the largest buffers live at an overload).
+    """
+
+    op: Operation
+    kind: ErrorKind
+    notes: tuple[tuple[Operation, str], ...]
+
+    def __init__(
+        self,
+        op: Operation,
+        message: str,
+        kind: ErrorKind = ErrorKind.BAD_INPUT,
+        notes: tuple[tuple[Operation, str], ...] = (),
+    ):
+        super().__init__(message)
+        self.op = op
+        self.kind = kind
+        self.notes = notes

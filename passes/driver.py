@@ -6,13 +6,13 @@ bindings, upstream's or IREE's) with one `PlanOptions` record:
 
 0. schedule (`schedule`, `passes/tela_schedule.py`): the ops reordered to lower LOAD, put
    back when planning fails;
-1. assign memories (`assign_memory`, `passes/memories.py`): the buffers of the unnamed
+1. assign memories (`assign_memory`, `passes/planning/memories.py`): the buffers of the unnamed
    space of functions with several memories; undone when planning fails;
-2. collect (`passes/collect.py`): one problem per function, or per memory of a function
+2. collect (`passes/analysis/collect.py`): one problem per function, or per memory of a function
    with several (`memory_selections`); `dump-problem` writes each as a MiniMalloc CSV;
-3. solve (`passes/plans.py`): a static problem with `telamalloc.solve`; symbolic sizes
-   for every size in their ranges at once (`passes/parametric_plan.py`); what does not fit
-   is spilled when the `on-overflow` policy says so (`passes/spill.py`), a parametric
+3. solve (`passes/planning/plans.py`): a static problem with `telamalloc.solve`; symbolic sizes
+   for every size in their ranges at once (`passes/planning/parametric.py`); what does not fit
+   is spilled when the `on-overflow` policy says so (`passes/rewrite/spill.py`), a parametric
    function that fits only part of its ranges gets a spilled copy planned at the ranges'
    upper ends (`spilled_fallback`);
 4. apply, only once every function has a plan: spilled copies take their originals'
@@ -32,10 +32,9 @@ from typing import Any, TextIO
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
+from telamalloc.dialects.scratchpad_types import find_targets
 from telamalloc.errors import ErrorKind
-from telamalloc.passes import outputs
-from telamalloc.passes.collect import (
+from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
     LIFETIME_ATTR,
@@ -49,13 +48,14 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.memories import assign_memories
 from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
-from telamalloc.passes.parametric_plan import fallback_clone, plan_parametric_function, record_parametric
-from telamalloc.passes.plans import FunctionPlan, format_report_line, require_success, solve_function
-from telamalloc.passes.spill import spill_function
+from telamalloc.passes.planning import outputs
+from telamalloc.passes.planning.memories import assign_memories
+from telamalloc.passes.planning.parametric import fallback_clone, plan_parametric_function, record_parametric
+from telamalloc.passes.planning.plans import FunctionPlan, format_report_line, require_success, solve_function
+from telamalloc.passes.rewrite.spill import spill_function
 from telamalloc.passes.tela_schedule import scheduled
 
 ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"

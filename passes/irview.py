@@ -1,6 +1,6 @@
 """The IR as the liveness and planning core sees it: one small interface, one adapter per front end.
 
-The analyses (`passes/liveness.py`, `passes/effects.py`, the collect step) never touch
+The analyses (`passes/analysis/liveness.py`, `passes/analysis/effects.py`, the collect step) never touch
 an IR library's classes directly: they ask an `IRView` for the structure they walk
 (ops, their operands, results, regions and successors; blocks and their arguments; the
 uses of a value) and for what an op does to a memref operand. Two views implement it:
@@ -12,16 +12,16 @@ uses of a value) and for what an op does to a memref operand. Two views implemen
 
 Ops, blocks, regions and values are whatever the front end uses, hashed and compared
 as it defines (xDSL: by identity). A view answers what its front end knows; which ops
-read and write which operands is decided once, in `passes/effects.py`, from the
+read and write which operands is decided once, in `passes/analysis/effects.py`, from the
 questions below (`declared_access`, `effects_access`, `segment_sizes`). Symbolic sizes
-(`passes/symbolic.py`) follow values through `defining_op`, `argument_block` and
+(`passes/analysis/sizes.py`) follow values through `defining_op`, `argument_block` and
 `signature`. Writing back is the view's too: attributes and properties (`set_attribute`,
 `set_property`, `remove_attribute`), an op moved within its block (`move_before`,
 `move_after`: `tela-schedule`), memory assignment's new types (`retype_allocation`), a function's spilled
 copy put in its place or beside it (`replace_function`, `insert_function_after`); rewrites
 that add ops go through the view's own small interfaces: spilling's `SpillRewriter`
-(`spill_rewriter`, `passes/spill.py`) and the lowering's `Builder`
-(`passes/parametric_lower.py`).
+(`spill_rewriter`, `passes/rewrite/spill.py`) and the lowering's `Builder`
+(`passes/rewrite/parametric_lower.py`).
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ class IRView:
         """The indices of the ranked memref arguments in `function`'s type (for a declaration)."""
         raise NotImplementedError
 
-    # -- values, for following sizes (`passes/symbolic.py`) -----------------------------
+    # -- values, for following sizes (`passes/analysis/sizes.py`) -----------------------------
     def defining_op(self, value: Value) -> Op | None:
         """The op whose result `value` is; None for a block argument."""
         raise NotImplementedError
@@ -187,11 +187,11 @@ class IRView:
         raise NotImplementedError
 
     def builder(self) -> Any:
-        """The `passes/parametric_lower.py` `Builder` that writes this front end's lowered ops."""
+        """The `passes/rewrite/parametric_lower.py` `Builder` that writes this front end's lowered ops."""
         raise NotImplementedError
 
     def spill_rewriter(self) -> Any:
-        """The `passes/spill.py` `SpillRewriter` that clones and rewrites this front end's
+        """The `passes/rewrite/spill.py` `SpillRewriter` that clones and rewrites this front end's
         functions (spilling, the spilled copy of a parametric function)."""
         raise NotImplementedError
 
@@ -201,13 +201,13 @@ class IRView:
         raise NotImplementedError
 
     def written_arguments(self) -> Callable[[Op, int], bool]:
-        """Whether a `func.call` writes its operand `index` (`passes/written.py`, which
+        """Whether a `func.call` writes its operand `index` (`passes/analysis/written.py`, which
         reads the callee through this view)."""
-        from telamalloc.passes.written import WrittenArguments  # written.py reads IR through this module
+        from telamalloc.passes.analysis.written import WrittenArguments  # written.py reads IR through this module
 
         return WrittenArguments(self).call_writes
 
-    # -- what an op does to memory (`passes/effects.py` decides from these) -----------
+    # -- what an op does to memory (`passes/analysis/effects.py` decides from these) -----------
     def segment_sizes(self, op: Op) -> Sequence[int] | None:
         """`op`'s `operandSegmentSizes` (ins/outs of a kernel or linalg op), if any."""
         raise NotImplementedError
@@ -388,12 +388,12 @@ class XdslView(IRView):
         block.insert_op_after(copy, anchor)
 
     def spill_rewriter(self) -> Any:
-        from telamalloc.passes.spill import XdslRewriter  # spill.py reads IR through this module
+        from telamalloc.passes.rewrite.spill import XdslRewriter  # spill.py reads IR through this module
 
         return XdslRewriter()
 
     def builder(self) -> Any:
-        from telamalloc.passes.parametric_lower import XdslBuilder  # it reads IR through this module
+        from telamalloc.passes.rewrite.parametric_lower import XdslBuilder  # it reads IR through this module
 
         return XdslBuilder()
 

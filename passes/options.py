@@ -22,15 +22,15 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import PassFailedException
 
-from telamalloc.dialects.scratchpad import INT64_MAX, is_power_of_two
+from telamalloc.dialects.scratchpad_types import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.files import AtomicFile
-from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
-from telamalloc.passes.outputs import is_picture_path
+from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.passes.planning.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
+from telamalloc.runtime.alloc.op_order import METHODS
 from telamalloc.runtime.alloc.parametric import parse_ranges
 from telamalloc.runtime.alloc.problem import Mode
-from telamalloc.runtime.alloc.schedule import METHODS
 
 MODES = tuple(mode.value for mode in Mode)
 T = TypeVar("T")
@@ -275,14 +275,14 @@ class PlanningOptions(ModulePass):
     tab per planned function; `telamalloc.runtime.show.html`)."""
     on_overflow: str | None = None
     """When the buffers do not fit: 'error' (a diagnostic) or 'spill' (keep values in main
-    memory between uses, with copies, moving the fewest bytes; see `passes/spill.py`);
+    memory between uses, with copies, moving the fewest bytes; see `passes/rewrite/spill.py`);
     default: the IR's `scratchpad.on_overflow` attribute (on the function or an enclosing
     op), else 'error'."""
 
     assign_memory: bool = False
     """With several memories (`scratchpad.targets`), choose the memory of the buffers in the
     unnamed `#scratchpad.space`: the fastest (first) first, by accesses per byte of lifetime
-    (`passes/memories.py`); without it they are the first memory's."""
+    (`passes/planning/memories.py`); without it they are the first memory's."""
 
     layout: str | None = None
     """Write every planned buffer (function, id, op location, lifetime, size, alignment,
@@ -297,7 +297,7 @@ class PlanningOptions(ModulePass):
     dims: str | None = None
     """Ranges of the symbolic dimensions that sizes depend on, 'NAME=LO..HI[@HINT]' separated
     by spaces or commas (the hint: the size to optimize for, default the upper end); they
-    override the arguments' `scratchpad.dim(s)` attributes (`passes/symbolic.py`)."""
+    override the arguments' `scratchpad.dim(s)` attributes (`passes/analysis/sizes.py`)."""
 
     def __post_init__(self) -> None:
         self.plan_options()  # checks every planning option

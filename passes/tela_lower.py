@@ -30,12 +30,12 @@ func.return
   --print-debuginfo` prints them).
 
 A function planned parametrically (symbolic sizes, `scratchpad.order`) computes its offsets
-and its arena's size at run time instead (`passes/parametric_lower.py`).
+and its arena's size at run time instead (`passes/rewrite/parametric_lower.py`).
 
 An allocation in the planned memory without an offset, or a function with offsets but no
 `scratchpad.peak`, fails the pass ("run tela-plan first"); nothing is changed unless every
 function with a fixed plan can be lowered. The lowering itself is written once for every
-IR front end (`passes/lowering.py`, through xDSL's view and `XdslBuilder` here);
+IR front end (`passes/rewrite/lowering.py`, through xDSL's view and `XdslBuilder` here);
 `plan_mlir_ops(lower=True)` runs the same code on an `mlir.ir.Module`.
 """
 
@@ -47,8 +47,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from telamalloc.passes import lowering
 from telamalloc.passes.irview import XDSL
+from telamalloc.passes.rewrite import lowering
 
 
 def lower_module(module: ModuleOp) -> None:

@@ -7,7 +7,7 @@ tela-opt prog.mlir -p 'tela-pipeline{capacity=1048576}'
 
 Plain upstream memref IR needs nothing but a capacity: without a `#scratchpad.target`
 in the IR, every `memref.alloc` / `memref.alloca` without a memory space is planned
-(see `telamalloc.passes.collect`). When planning fails, nothing is lowered and the IR is
+(see `telamalloc.passes.analysis.collect`). When planning fails, nothing is lowered and the IR is
 unchanged.
 """
 
@@ -21,7 +21,7 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.passes.driver import plan_functions
 from telamalloc.passes.irview import XDSL
 from telamalloc.passes.options import PlanningOptions
-from telamalloc.passes.plans import FunctionPlan
+from telamalloc.passes.planning.plans import FunctionPlan
 from telamalloc.passes.tela_lower import lower_module
 
 

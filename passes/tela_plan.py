@@ -1,8 +1,8 @@
 """`tela-plan`: gives every scratchpad buffer a byte offset, with TelaMalloc.
 
 Collect, solve, apply:
-1. collect (`telamalloc.passes.collect`): for every function with a body, the buffers it
-   plans, their lifetimes (`telamalloc.passes.liveness`), sizes and alignments;
+1. collect (`telamalloc.passes.analysis.collect`): for every function with a body, the buffers it
+   plans, their lifetimes (`telamalloc.passes.analysis.liveness`), sizes and alignments;
 2. solve: `telamalloc.solve` on each function's problem, on its own; `dump-problem`
    writes each problem as a MiniMalloc CSV first, so a failing compile can be replayed
    with `tela-alloc`;
@@ -34,11 +34,11 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.passes import driver
-from telamalloc.passes.collect import FunctionProblem
+from telamalloc.passes.analysis.collect import FunctionProblem
 from telamalloc.passes.driver import plan_functions
 from telamalloc.passes.irview import XDSL
 from telamalloc.passes.options import PlanningOptions, PlanOptions
-from telamalloc.passes.plans import FunctionPlan
+from telamalloc.passes.planning.plans import FunctionPlan
 
 
 def plan_module(module: ModuleOp, *, report: TextIO | None = None, **options) -> tuple[FunctionPlan, ...]:

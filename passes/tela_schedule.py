@@ -7,13 +7,13 @@ tela-opt prog.mlir -p 'tela-pipeline{capacity=65536 schedule=auto}'
 
 Collect, solve, apply, block by block (every block that is its region's only block;
 an op with regions moves as one unit, and its own blocks are scheduled on their own):
-1. collect: the block's dependence graph (`passes/dependences.py`: SSA def-use, and on each
+1. collect: the block's dependence graph (`passes/analysis/dependences.py`: SSA def-use, and on each
    buffer, through views and aliases, the order of reads and writes; unknown effects are
-   barriers) with the sizes of the function's planned buffers (`passes/collect.py`);
-2. solve: `telamalloc.runtime.alloc.schedule` on the plain graph (the methods of `method`);
+   barriers) with the sizes of the function's planned buffers (`passes/analysis/collect.py`);
+2. solve: `telamalloc.runtime.alloc.op_order` on the plain graph (the methods of `method`);
 3. apply: the ops are moved into the new order; ops that touch no memory (allocations,
    constants) move to just before their first user. The function's LOAD is then measured
-   with the liveness core (`passes/liveness.py`) and `telamalloc.compute_load`: if it rose,
+   with the liveness core (`passes/analysis/liveness.py`) and `telamalloc.compute_load`: if it rose,
    the block's order is put back, so no function leaves with a LOAD above its input's (an
    order that keeps it, lower on the block's own graph, stays).
 
@@ -43,8 +43,8 @@ from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, find_targets
-from telamalloc.passes.collect import (
+from telamalloc.dialects.scratchpad_types import find_targets
+from telamalloc.passes.analysis.collect import (
     SCHEDULE_ATTR,
     FunctionProblem,
     Selection,
@@ -52,11 +52,11 @@ from telamalloc.passes.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.dependences import Roots, block_graph, block_terminator, schedulable_blocks
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.analysis.dependences import Roots, block_graph, block_terminator, schedulable_blocks
+from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.liveness import FIRST_WRITE, LIFETIME_RULES
-from telamalloc.runtime.alloc.schedule import METHODS, ScheduleConfig, build_model, schedule
+from telamalloc.runtime.alloc.op_order import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load
 
 if TYPE_CHECKING:

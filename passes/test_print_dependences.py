@@ -1,6 +1,6 @@
 """`test-print-dependences`: prints each block's scheduling graph, for FileCheck.
 
-The test pass of `passes/dependences.py` (what `tela-schedule` may not reorder). It
+The test pass of `passes/analysis/dependences.py` (what `tela-schedule` may not reorder). It
 leaves the IR unchanged. For each block that may be scheduled it prints, before the module:
 
 ```
@@ -26,12 +26,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from telamalloc.passes.collect import collect_function, module_has_scratchpad_memrefs, selection_for
-from telamalloc.passes.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
+from telamalloc.passes.analysis.collect import collect_function, module_has_scratchpad_memrefs, selection_for
+from telamalloc.passes.analysis.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
+from telamalloc.passes.analysis.liveness import FIRST_WRITE
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.liveness import FIRST_WRITE
 from telamalloc.passes.options import check_options
-from telamalloc.runtime.alloc.schedule import build_model
+from telamalloc.runtime.alloc.op_order import build_model
 
 
 def format_block(view: IRView, graph: BlockGraph) -> str:

@@ -1,7 +1,7 @@
 """`test-print-liveness`: prints program points and buffer lifetimes, for FileCheck.
 
 The analysis' test pass, in the spirit of MLIR's `test-print-liveness`. It covers the
-same allocations as `tela-plan` (see `telamalloc.passes.collect`) and leaves the IR
+same allocations as `tela-plan` (see `telamalloc.passes.analysis.collect`) and leaves the IR
 unchanged. For each function with a body it prints, before the module:
 
 ```
@@ -36,13 +36,13 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from telamalloc.passes.collect import (
+from telamalloc.passes.analysis.collect import (
     buffer_ids,
     module_has_scratchpad_memrefs,
     selection_for,
 )
+from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, analyze_function
 from telamalloc.passes.irview import XDSL
-from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, analyze_function
 from telamalloc.passes.options import check_options
 from telamalloc.wording import counted
 

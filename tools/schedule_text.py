@@ -1,7 +1,7 @@
 """`tela-alloc --schedule GRAPH.json`: an op order with a lower LOAD, for a graph on file.
 
 Reads the graph (`telamalloc.runtime.alloc.graph_io`, documented in
-docs/schedule-format.md), schedules it (`telamalloc.runtime.alloc.schedule`), prints one
+docs/schedule-format.md), schedules it (`telamalloc.runtime.alloc.op_order`), prints one
 line per method and the answer, and writes `--output`: the order as JSON (`.json`), or the
 buffers' lifetimes in the chosen order as a problem CSV (`.csv`) that `tela-alloc --input`
 plans.
@@ -13,8 +13,8 @@ import time
 
 from telamalloc.runtime.alloc.csv_io import write_problem
 from telamalloc.runtime.alloc.graph_io import read_graph, write_schedule
+from telamalloc.runtime.alloc.op_order import METHODS, ScheduleConfig, build_model, lifetimes, schedule
 from telamalloc.runtime.alloc.problem import Buffer, Problem
-from telamalloc.runtime.alloc.schedule import METHODS, ScheduleConfig, build_model, lifetimes, schedule
 
 SCHEDULE_METHODS = ("auto",) + METHODS
 

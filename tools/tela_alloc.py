@@ -38,7 +38,7 @@ where it may be written, e.g. `0w 3 7w`): when the buffers do not fit the capaci
 intervals between two uses during which a buffer's value waits in main memory (a store
 after its last write before the interval, when it was written since the last store or
 load, and a load before the next use), moving the fewest bytes
-(`telamalloc.runtime.alloc.spill`: proved minimal on small problems, a stated heuristic
+(`telamalloc.runtime.alloc.spill_choice`: proved minimal on small problems, a stated heuristic
 beyond), and lays out the pieces that stay. Prints one `spill:` line per interval, the bytes
 moved and the new LOAD; `--output` gets one row per piece (piece 0 keeps the buffer's id,
 piece k is `<id>.k`) with its offset; `--validate` checks it with
@@ -514,7 +514,7 @@ def _run(argv: Sequence[str] | None) -> int:
 
 def _run_spill(arguments, table) -> int:
     """`--spill`: which intervals to keep in main memory, and the layout of the pieces that stay."""
-    from telamalloc.runtime.alloc.spill import SpillImpossible, parse_uses, plan_with_spills
+    from telamalloc.runtime.alloc.spill_choice import SpillImpossible, parse_uses, plan_with_spills
 
     if arguments.capacity is None or arguments.minimize:
         raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")

@@ -72,7 +72,6 @@ from xdsl.utils.arg_spec import ArgSpec
 from xdsl.utils.exceptions import DiagnosticException, ParseError, ShrinkException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
 from telamalloc.files import AtomicFile
 from telamalloc.ir_text import (
@@ -84,7 +83,7 @@ from telamalloc.ir_text import (
     parse_module_text,
     source_location,
 )
-from telamalloc.passes.diagnostics import diagnostic_handler, progress_stream
+from telamalloc.passes.diagnostics import PassFailedAtOp, diagnostic_handler, progress_stream
 from telamalloc.passes.options import OptionInfo, build_pass, option_infos
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
 from telamalloc.tools.pipeline_syntax import PassEntry, PipelineSyntaxError, parse_pipeline_text

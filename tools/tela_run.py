@@ -12,7 +12,7 @@ With `--output-dir D` the outputs are written to `D/<name>.npy` instead (atomica
 
 Outputs and inputs. The outputs of a function are its results and the memref arguments it
 writes (by `memref.store`, `memref.copy`, `scratchpad.dma` into them, `scratchpad.kernel`
-outs, or a call that writes them; `telamalloc.passes.written`); its inputs are the other
+outs, or a call that writes them; `telamalloc.passes.analysis.written`); its inputs are the other
 arguments. `--inputs` takes one `.npy` file per input, in argument order (`--inputs` may
 repeat; commas separate files): the outputs then start zero-filled. One file per argument,
 outputs included, is accepted as well. Without `--inputs`, every argument gets
@@ -59,7 +59,7 @@ from telamalloc.ir_text import (
     one_line,
     parse_program,
 )
-from telamalloc.passes.written import written_arguments
+from telamalloc.passes.analysis.written import written_arguments
 from telamalloc.runtime.interp import (
     DEFAULT_SEED,
     InterpreterError,

@@ -7,7 +7,7 @@ Reading: a header row is required; columns are found by name, in any order:
 - optional ``alignment`` (a power of two, default 1) and ``offset`` (pins the buffer; an
   empty ``offset`` cell leaves that buffer free, so a file can pin some buffers only);
 - optional ``uses``: the buffer's use points for spilling, kept as text here
-  (``CsvTable.uses``) and parsed by ``telamalloc.runtime.alloc.spill.parse_uses``.
+  (``CsvTable.uses``) and parsed by ``telamalloc.runtime.alloc.spill_choice.parse_uses``.
 - optional ``location``, informational (``file:line:col`` of the allocating op, written by
   ``tela-plan{layout=...}``): read and ignored.
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a

@@ -29,7 +29,7 @@ import os
 from collections.abc import Hashable, Sequence
 
 from telamalloc.files import write_atomically
-from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp, Schedule, ScheduleError, build_model
+from telamalloc.runtime.alloc.op_order import Graph, GraphBuffer, GraphOp, Schedule, ScheduleError, build_model
 
 BUFFER_KEYS = ("id", "size", "input", "output")
 OP_KEYS = ("id", "reads", "writes", "after", "barrier")

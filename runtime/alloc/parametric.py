@@ -1,6 +1,6 @@
 """Parametric plans: one placement for every size in a range, with offsets as expressions.
 
-A buffer's size may be an expression of a few symbols (`symbolic.py`), each with a declared
+A buffer's size may be an expression of a few symbols (`size_expressions.py`), each with a declared
 range `lo..hi` and a hint (the size to optimize for). `plan_parametric` fixes a placement
 **order** at compile time; at run time each buffer's offset is
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, ProblemError
-from telamalloc.runtime.alloc.symbolic import Expr, add, align_up, const, evaluate, maximum, minimum, symbols
+from telamalloc.runtime.alloc.size_expressions import Expr, add, align_up, const, evaluate, maximum, minimum, symbols
 
 # A deterministic work budget for each static plan that proposes an order (no time limit:
 # the same input gives the same order on every machine).
@@ -99,7 +99,7 @@ def parse_ranges(text: str) -> dict[str, SymbolRange]:
 
 @dataclass(frozen=True)
 class SymbolicBuffer:
-    """A buffer whose size is an expression (`symbolic.py`); lifetime `[start, end)`."""
+    """A buffer whose size is an expression (`size_expressions.py`); lifetime `[start, end)`."""
 
     id: Hashable
     start: int
@@ -503,7 +503,7 @@ def largest_fitting(
 ) -> int | None:
     """The largest value of `symbol` in its range whose peak fits `capacity`, the other
     symbols at `others`; None when even its lower end does not fit. Exact: the peak never
-    decreases when a symbol grows (`symbolic.py`), so bisection finds the boundary."""
+    decreases when a symbol grows (`size_expressions.py`), so bisection finds the boundary."""
     symbol_range = plan.ranges[symbol]
     env = dict(others)
 

@@ -2,7 +2,7 @@
 
 `cf.assert %ok, "message"` faults (an `InterpreterError` at the op, with the message)
 when `%ok` is false; the lowered code of a parametric plan checks its arena against the
-capacity this way (`passes/parametric_lower.py`).
+capacity this way (`passes/rewrite/parametric_lower.py`).
 """
 
 from __future__ import annotations

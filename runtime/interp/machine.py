@@ -59,7 +59,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 
-from telamalloc.dialects import scratchpad
+from telamalloc.dialects import scratchpad, scratchpad_types
 from telamalloc.errors import ErrorKind
 from telamalloc.locations import location_text
 
@@ -533,7 +533,7 @@ def is_arena(op: Operation) -> bool:
 def memory_key(type_: MemRefType[Attribute]) -> str | None:
     """The memory a planned buffer or arena of `type_` lives in (None: main memory)."""
     space = type_.memory_space
-    if isinstance(space, scratchpad.ScratchpadSpaceAttr):
+    if isinstance(space, scratchpad_types.ScratchpadSpaceAttr):
         return space.space_name.data
     return None
 

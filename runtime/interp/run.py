@@ -50,7 +50,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.dialects import make_context as dialects_make_context
-from telamalloc.dialects import scratchpad
+from telamalloc.dialects import scratchpad, scratchpad_types
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols, argument_values
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
@@ -251,7 +251,7 @@ def capacity_in_force(function: func.FuncOp, capacity: int | None) -> int | None
     capacity of the function's `#scratchpad.target`, else None (no limit)."""
     if capacity is not None:
         return capacity
-    targets = scratchpad.find_targets(function)
+    targets = scratchpad_types.find_targets(function)
     return targets[0].capacity.data if targets else None
 
 
@@ -375,7 +375,7 @@ def _machine(module: ModuleOp, function: func.FuncOp, capacity: int | None, hono
         shadow=shadow,
         collect=collect_violations,
     )
-    targets = scratchpad.find_targets(function)
+    targets = scratchpad_types.find_targets(function)
     if len(targets) > 1:
         machine.capacities = {target.target_name.data: target.capacity.data for target in targets}
         first = targets[0].target_name.data
@@ -478,7 +478,7 @@ def _argument_value(
     if not isinstance(type_, MemRefType):
         return python_scalar(array[()])
     name = argument_name(function, index)
-    if not scratchpad.is_main_memory_memref(type_) and not scratchpad.is_scratchpad_memref(type_):
+    if not scratchpad_types.is_main_memory_memref(type_) and not scratchpad_types.is_scratchpad_memref(type_):
         raise InterpreterError(
             f"argument {name} '{type_}' is in memory space '{type_.memory_space}'; "
             "arguments live in main memory (no memory space) or the scratchpad",

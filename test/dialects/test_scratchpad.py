@@ -28,24 +28,18 @@ from xdsl.parser import Parser
 from xdsl.traits import MemoryEffectKind, get_effects
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import (
+from telamalloc.dialects.scratchpad import AllocOp, ArenaOp, DeallocOp, DmaOp, KernelOp, Scratchpad, ViewOp
+from telamalloc.dialects.scratchpad_types import (
     TARGET_ATTR_KEY,
-    AllocOp,
-    ArenaOp,
-    DeallocOp,
-    DmaOp,
-    KernelOp,
-    PassFailedAtOp,
-    Scratchpad,
     ScratchpadSpaceAttr,
     TargetAttr,
-    ViewOp,
     element_byte_width,
     find_target,
     is_main_memory_memref,
     is_scratchpad_memref,
     memref_byte_size,
 )
+from telamalloc.passes.diagnostics import PassFailedAtOp
 
 SPACE = ScratchpadSpaceAttr()
 

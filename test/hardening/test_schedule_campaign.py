@@ -53,7 +53,7 @@ def test_no_reordering_changes_an_output() -> None:
 def test_the_campaign_finds_the_global_argument_alias(monkeypatch) -> None:
     # the campaign is able to fail: with the arguments taken as apart from the globals (the
     # dependence bug it was written for), some of its programs change their outputs
-    from telamalloc.passes import dependences
+    from telamalloc.passes.analysis import dependences
 
     original = dependences.Roots.__init__
 

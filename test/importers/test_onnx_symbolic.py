@@ -16,7 +16,7 @@ from telamalloc.importers.onnx_graph import OnnxImportError
 from telamalloc.importers.onnx_import import ImportOptions, import_onnx
 from telamalloc.importers.onnx_shapes import Unexpressible, broadcast, infer_node
 from telamalloc.runtime.alloc.parametric import SymbolRange
-from telamalloc.runtime.alloc.symbolic import ceildiv, evaluate, floordiv, mul, sym
+from telamalloc.runtime.alloc.size_expressions import ceildiv, evaluate, floordiv, mul, sym
 from telamalloc.tools import tela_import, tela_opt, tela_run
 
 

@@ -36,7 +36,8 @@ import pytest
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from telamalloc.dialects.scratchpad import DmaOp, KernelOp, ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad import DmaOp, KernelOp
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 from telamalloc.importers.onnx_import import ImportOptions, import_onnx
 from telamalloc.passes.tela_plan import collect_module, plan_module
 from telamalloc.runtime.alloc.parametric import SymbolRange

@@ -27,7 +27,7 @@ import pytest
 from telamalloc.interop.generic import print_generic, xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
-from telamalloc.passes.plans import format_report_line
+from telamalloc.passes.planning.plans import format_report_line
 from telamalloc.passes.tela_lower import lower_module
 
 from .conftest import require_mlir_bindings

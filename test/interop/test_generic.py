@@ -8,7 +8,7 @@ import pytest
 from xdsl.dialects.builtin import MemRefType, NoneAttr, StringAttr
 from xdsl.utils.exceptions import PassFailedException
 
-from telamalloc.dialects.scratchpad import ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 from telamalloc.interop import InteropError, parse_generic, plan_generic, print_generic
 from telamalloc.interop.__main__ import main as interop_main
 from telamalloc.runtime.interp import run_program

@@ -1,4 +1,4 @@
-"""The one lowering (`passes/lowering.py`) on both front ends: the same diagnostics from the
+"""The one lowering (`passes/rewrite/lowering.py`) on both front ends: the same diagnostics from the
 same checks, before anything is written; and the functions an `MlirView` puts into its
 module, which the lowering reads after planning."""
 
@@ -10,7 +10,8 @@ import pytest
 from telamalloc.interop import parse_mlir, print_generic
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
-from telamalloc.passes import lowering, plan_module
+from telamalloc.passes import plan_module
+from telamalloc.passes.rewrite import lowering
 from telamalloc.passes.tela_lower import lower_module
 
 from .conftest import require_mlir_bindings

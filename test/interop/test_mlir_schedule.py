@@ -16,7 +16,7 @@ from telamalloc.interop import parse_mlir, print_generic
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.collect import SCHEDULE_ATTR
+from telamalloc.passes.analysis.collect import SCHEDULE_ATTR
 from telamalloc.passes.diagnostics import diagnostic_handler
 
 from .conftest import require_mlir_bindings

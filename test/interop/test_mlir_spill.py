@@ -1,5 +1,5 @@
 """Spilling on an `mlir.ir.Module` (`plan_mlir_ops(on_overflow="spill")`): the same spilled
-program and plans as `tela-plan{on-overflow=spill}` (`passes/spill.py` through its MLIR
+program and plans as `tela-plan{on-overflow=spill}` (`passes/rewrite/spill.py` through its MLIR
 rewriter), failures alike with the module unchanged, and the spilled, lowered MLIR run by
 our interpreter to the outputs of the program as written."""
 

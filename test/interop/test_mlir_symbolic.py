@@ -13,7 +13,7 @@ from telamalloc.interop import parse_mlir, print_generic, to_xdsl
 from telamalloc.interop.generic import xdsl_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import plan_module
-from telamalloc.passes.plans import format_report_line
+from telamalloc.passes.planning.plans import format_report_line
 from telamalloc.passes.tela_lower import lower_module
 from telamalloc.runtime.interp import InterpreterError, run_program
 

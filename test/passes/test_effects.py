@@ -1,4 +1,4 @@
-"""passes/effects.py: which ops read and write which memref operands, the one table the
+"""passes/analysis/effects.py: which ops read and write which memref operands, the one table the
 liveness analysis, the spill use points and the written-arguments analysis share."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from xdsl.dialects.test import Test
 
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
-from telamalloc.passes.effects import READ_WRITE, Access, operand_access, operands_access, writes_whole
+from telamalloc.passes.analysis.effects import READ_WRITE, Access, operand_access, operands_access, writes_whole
 from telamalloc.passes.irview import XDSL
 
 SP = "memref<4xf32, #scratchpad.space>"

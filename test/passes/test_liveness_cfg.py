@@ -10,7 +10,7 @@ import pytest
 
 from telamalloc.interop import LOOPS_PIPELINE, have_mlir_bindings, parse_generic
 from telamalloc.passes import analyze_function, plan_module
-from telamalloc.passes.collect import selection_for
+from telamalloc.passes.analysis.collect import selection_for
 from telamalloc.passes.irview import XDSL
 from telamalloc.verification import verify_program
 

@@ -10,9 +10,9 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import IntegerAttr
 
 from telamalloc.dialects import make_context
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass, plan_module
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.runtime.interp import InterpreterError
 from telamalloc.verification import verify_lowered, verify_program
 

@@ -10,7 +10,7 @@ import pytest
 
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
-from telamalloc.passes.parametric_plan import ALTERNATIVES_ATTR
+from telamalloc.passes.planning.parametric import ALTERNATIVES_ATTR
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
 from telamalloc.passes.tela_plan import collect_module
 from telamalloc.runtime.alloc.parametric import SymbolRange, sample_sizes

@@ -8,7 +8,7 @@ import pytest
 
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
-from telamalloc.passes.parametric_plan import FALLBACK_ATTR
+from telamalloc.passes.planning.parametric import FALLBACK_ATTR
 from telamalloc.passes.tela_pipeline import TelaPipelinePass
 from telamalloc.passes.tela_plan import collect_module, plan_module
 from telamalloc.runtime.interp import InterpreterError, run_program

@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
 import telamalloc
-from telamalloc.dialects.scratchpad import PassFailedAtOp, Scratchpad
+from telamalloc.dialects.scratchpad import Scratchpad
 from telamalloc.passes import (
     TelaLowerPass,
     TelaPipelinePass,
@@ -24,7 +24,8 @@ from telamalloc.passes import (
 from telamalloc.passes import (
     TestPrintLivenessPass as PrintLivenessPass,
 )
-from telamalloc.passes.collect import collect_function, selection_for
+from telamalloc.passes.analysis.collect import collect_function, selection_for
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import XDSL
 from telamalloc.runtime.alloc.csv_io import read_problem
 

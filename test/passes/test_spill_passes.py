@@ -10,10 +10,11 @@ from xdsl.dialects import memref
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
 
 from telamalloc.dialects import make_context
-from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp
+from telamalloc.dialects.scratchpad import DmaOp
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass, TelaPlanPass, plan_module
-from telamalloc.passes.spill import SPILL_ATTR
+from telamalloc.passes.diagnostics import PassFailedAtOp
+from telamalloc.passes.rewrite.spill import SPILL_ATTR
 from telamalloc.verification import verify_lowered
 
 HERE = Path(__file__).parent

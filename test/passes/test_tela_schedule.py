@@ -13,7 +13,7 @@ import pytest
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import TelaPipelinePass
-from telamalloc.passes.collect import SCHEDULE_ATTR
+from telamalloc.passes.analysis.collect import SCHEDULE_ATTR
 from telamalloc.passes.tela_schedule import TelaSchedulePass
 from telamalloc.verification import verify_program
 
@@ -99,7 +99,7 @@ def test_free_ops_sink_before_every_user() -> None:
     # an allocation A read by K2 and viewed by V, which K reads later: V sinks to just before
     # K, and A must stay before K2 (not follow V past K2)
     from telamalloc.passes.tela_schedule import sink_free_ops
-    from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp, build_model, is_valid_order
+    from telamalloc.runtime.alloc.op_order import Graph, GraphBuffer, GraphOp, build_model, is_valid_order
 
     graph = Graph(
         (GraphOp("A"), GraphOp("V", after=("A",)), GraphOp("K2", reads=("a",), after=("A",)),

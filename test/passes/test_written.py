@@ -1,4 +1,4 @@
-"""`telamalloc.passes.written`: which arguments a function writes, found statically, and the
+"""`telamalloc.passes.analysis.written`: which arguments a function writes, found statically, and the
 inputs completed with zero-filled outputs."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
-from telamalloc.passes.written import signature, written_arguments
+from telamalloc.passes.analysis.written import signature, written_arguments
 from telamalloc.runtime.interp import InterpreterError, find_entry, run_program
 from telamalloc.verification import complete_inputs
 

@@ -10,7 +10,7 @@ them) and checked in a fresh process for what actually gets loaded:
   nothing but numpy;
 - dialects import nothing of passes or tools; no library imports a driver (`tools/`), so
   exit statuses are mapped by the drivers alone (libraries raise errors with a kind);
-- passes import presentation only inside functions (the output layer, `passes/outputs.py`),
+- passes import presentation only inside functions (the output layer, `passes/planning/outputs.py`),
   never when a pass module is imported;
 - `ir_text` imports nothing of interop (interop reads text through it);
 - `errors.py` and `files.py` import only the standard library (every layer uses them);

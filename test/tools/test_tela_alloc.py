@@ -260,7 +260,7 @@ def test_start_up_imports_only_what_a_plain_run_needs():
     # viewer, the batch, spill and portfolio modules are imported only when used
     code = ("import sys, telamalloc.tools.tela_alloc; "
             "print(sorted(m for m in ('ortools.sat.python.cp_model', 'pandas', 'matplotlib', 'telamalloc.runtime.show.html', "
-            "'telamalloc.batch', 'telamalloc.runtime.alloc.spill', 'telamalloc.runtime.alloc.portfolio') "
+            "'telamalloc.batch', 'telamalloc.runtime.alloc.spill_choice', 'telamalloc.runtime.alloc.portfolio') "
             "if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr

@@ -11,7 +11,8 @@ from xdsl.passes import ModulePass
 from xdsl.universe import Universe
 from xdsl.utils.exceptions import PassFailedException
 
-from telamalloc.dialects.scratchpad import AllocOp, PassFailedAtOp
+from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.tools import tela_opt
 from telamalloc.tools.tela_opt import TelaOptMain
 

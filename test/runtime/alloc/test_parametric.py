@@ -15,7 +15,7 @@ from telamalloc.runtime.alloc.parametric import (
     plan_parametric,
     sample_sizes,
 )
-from telamalloc.runtime.alloc.symbolic import add, ceildiv, const, evaluate, mul, sym
+from telamalloc.runtime.alloc.size_expressions import add, ceildiv, const, evaluate, mul, sym
 
 seq, batch = sym("seq"), sym("batch")
 RANGES = {"seq": SymbolRange(1, 2048, 512), "batch": SymbolRange(1, 8, 4)}

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from telamalloc.runtime.alloc.schedule import (
+from telamalloc.runtime.alloc.op_order import (
     METHODS,
     Graph,
     GraphBuffer,
@@ -22,7 +22,7 @@ from telamalloc.runtime.alloc.schedule import (
     order_load,
     schedule,
 )
-from telamalloc.runtime.alloc.schedule_exact import exact_order
+from telamalloc.runtime.alloc.op_order_exact import exact_order
 from telamalloc.runtime.alloc.validate import compute_load
 
 
@@ -181,7 +181,7 @@ def test_empty_graph_and_deterministic() -> None:
 
 
 def test_sinking_producers_keeps_dependences_and_defers_loads() -> None:
-    from telamalloc.runtime.alloc.schedule import lpmf_order, sink_producers
+    from telamalloc.runtime.alloc.op_order import lpmf_order, sink_producers
 
     for seed in range(30):
         model = build_model(random_graph(15, seed))

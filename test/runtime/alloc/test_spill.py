@@ -1,4 +1,4 @@
-"""The spill choice on plain data (`runtime/alloc/spill.py`), against an exact CP-SAT model.
+"""The spill choice on plain data (`runtime/alloc/spill_choice.py`), against an exact CP-SAT model.
 
 The CP-SAT model is written from the problem statement, sharing no code with the branch
 and bound: a boolean per gap between consecutive uses (non-empty, after the first write),
@@ -14,7 +14,7 @@ import random
 import pytest
 
 from telamalloc.runtime.alloc.problem import Buffer, Problem
-from telamalloc.runtime.alloc.spill import (
+from telamalloc.runtime.alloc.spill_choice import (
     SpillBuffer,
     SpillImpossible,
     Use,

@@ -1,10 +1,10 @@
-"""The symbolic size expressions (`runtime/alloc/symbolic.py`): folding, evaluation, monotonicity."""
+"""The symbolic size expressions (`runtime/alloc/size_expressions.py`): folding, evaluation, monotonicity."""
 
 import random
 
 import pytest
 
-from telamalloc.runtime.alloc.symbolic import (
+from telamalloc.runtime.alloc.size_expressions import (
     AlignUp,
     Const,
     Max,

@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 
-from telamalloc.dialects import scratchpad
+from telamalloc.dialects import scratchpad, scratchpad_types
 from telamalloc.ir_text import parse_program
 from telamalloc.passes import lower_module, plan_module
 from telamalloc.runtime.interp import InterpreterError, ShadowViolation, find_entry, make_context, random_inputs, run_program
@@ -546,7 +546,7 @@ def test_planned_but_not_lowered_programs_run_at_their_offsets(name):
     assert [o.value.tobytes() for o in before.outputs] == [o.value.tobytes() for o in after.outputs]
     assert 0 < after.arena_bytes == max(
         _offset(op) + (op.byte_size() if isinstance(op, scratchpad.AllocOp)
-                       else scratchpad.memref_byte_size(op.results[0].type))
+                       else scratchpad_types.memref_byte_size(op.results[0].type))
         for op in _planned_buffers(planned).values()
     )
 
@@ -611,7 +611,7 @@ def _move_onto(module: ModuleOp, moved: str, onto: str) -> None:
         size = target.byte_size()
     else:
         target.attributes["scratchpad.offset"] = IntegerAttr(offset, 64)
-        size = scratchpad.memref_byte_size(target.results[0].type)
+        size = scratchpad_types.memref_byte_size(target.results[0].type)
     function = target.parent_op()
     while not isinstance(function, func.FuncOp):
         function = function.parent_op()

@@ -21,13 +21,13 @@ from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.files import write_atomically
 from telamalloc.ir_text import source_location
-from telamalloc.passes.collect import FunctionProblem
+from telamalloc.passes.analysis.collect import FunctionProblem
 from telamalloc.passes.diagnostics import emit_remark
 from telamalloc.runtime.alloc.csv_io import write_problem, write_solution
 from telamalloc.runtime.alloc.problem import Problem
 
 if TYPE_CHECKING:
-    from telamalloc.passes.plans import FunctionPlan
+    from telamalloc.passes.planning.plans import FunctionPlan
 
 @dataclass(frozen=True)
 class OutputRequests:
@@ -49,7 +49,7 @@ class OutputRequests:
                 _require_writable(option, path)
 
     def write(self, plans: Sequence) -> None:
-        """Write every requested file for ``plans`` (`passes/plans.py` FunctionPlan, in program order)."""
+        """Write every requested file for ``plans`` (`passes/planning/plans.py` FunctionPlan, in program order)."""
         if self.plot is not None:
             _draw_plans(self.plot, plans)
         if self.report_json is not None:

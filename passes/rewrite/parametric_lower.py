@@ -1,6 +1,6 @@
 """`tela-lower` for parametric plans: offsets and the arena's size computed at run time.
 
-A function planned by `passes/parametric_plan.py` (it has `scratchpad.order`) is lowered to:
+A function planned by `passes/planning/parametric.py` (it has `scratchpad.order`) is lowered to:
 
 ```mlir
 // a = 4n B, b = 8n B, c = 4n B, placed b, a, c (test/passes/tela-lower-dims.mlir)
@@ -61,13 +61,14 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
-from telamalloc.dialects.scratchpad import PassFailedAtOp, memref_byte_size
+from telamalloc.dialects.scratchpad_types import memref_byte_size
 from telamalloc.locations import fused_location
-from telamalloc.passes.arena import free_arena_at_returns
-from telamalloc.passes.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
+from telamalloc.passes.analysis.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
+from telamalloc.passes.analysis.liveness import trace_buffer
+from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.liveness import trace_buffer
-from telamalloc.passes.parametric_plan import (
+from telamalloc.passes.planning.parametric import (
     ABOVE_ALTERNATIVES_ATTR,
     ABOVE_ATTR,
     ALIGNMENT_ATTR,
@@ -80,9 +81,9 @@ from telamalloc.passes.parametric_plan import (
     RANGES_ATTR,
     SIZE_ATTR,
 )
-from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, dynamic_size_operands
+from telamalloc.passes.rewrite.arena import free_arena_at_returns
 from telamalloc.runtime.alloc.parametric import parse_ranges
-from telamalloc.runtime.alloc.symbolic import (
+from telamalloc.runtime.alloc.size_expressions import (
     AlignUp,
     CeilDiv,
     Const,
@@ -107,7 +108,7 @@ def is_parametric(func: Any, view: IRView = XDSL) -> bool:
 class Builder:
     """What the lowering writes, one implementation per front end (`XdslBuilder` here, the
     MLIR bindings' in `telamalloc.interop.mlir_lower`), for a fixed plan
-    (`passes/lowering.py`) and a parametric one (here): the arena (of a computed size, or
+    (`passes/rewrite/lowering.py`) and a parametric one (here): the arena (of a computed size, or
     of the peak's bytes: `static_arena`), offset constants, the views that replace the
     planned allocations and the arena's deallocs at the returns; for a parametric plan
     also index arithmetic and checks inserted before one op of the entry block at one

@@ -1,8 +1,8 @@
 """Spilling for `tela-plan{on-overflow=spill}`: make a function that does not fit, fit.
 
 Collect, solve, apply, as the planning pass:
-1. collect: the function's buffers and their use points (`passes/uses.py`);
-2. solve: `choose_spills` (`runtime/alloc/spill.py`: exact branch and bound on small
+1. collect: the function's buffers and their use points (`passes/analysis/uses.py`);
+2. solve: `choose_spills` (`runtime/alloc/spill_choice.py`: exact branch and bound on small
    functions, a stated heuristic beyond) picks the gaps between uses to keep in main
    memory so that at most the target bytes are live at every point, moving the fewest
    bytes;
@@ -44,9 +44,10 @@ from xdsl.dialects.builtin import MemRefType, NoneAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 
-from telamalloc.dialects.scratchpad import DmaOp, PassFailedAtOp, ScratchpadSpaceAttr
+from telamalloc.dialects.scratchpad import DmaOp
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
 from telamalloc.errors import ErrorKind
-from telamalloc.passes.collect import (
+from telamalloc.passes.analysis.collect import (
     BUFFER_ATTR,
     LIFETIME_ATTR,
     OFFSET_ATTR,
@@ -56,12 +57,13 @@ from telamalloc.passes.collect import (
     Selection,
     collect_function,
 )
+from telamalloc.passes.analysis.liveness import number_points
+from telamalloc.passes.analysis.uses import BufferUses, analyze_uses
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.liveness import number_points
-from telamalloc.passes.uses import BufferUses, analyze_uses
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
-from telamalloc.runtime.alloc.spill import SpillChoice, SpillImpossible, attempts, choose_spills
+from telamalloc.runtime.alloc.spill_choice import SpillChoice, SpillImpossible, attempts, choose_spills
 from telamalloc.wording import counted
 
 ON_OVERFLOW = ("error", "spill")

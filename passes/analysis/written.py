@@ -5,7 +5,7 @@ inputs from its outputs before running it (`--inputs` takes the inputs alone, th
 are allocated zero-filled: `verification.complete_inputs`) and `--verify` compares exactly
 what the function writes.
 
-An argument is written when a view of it reaches a write, as `passes/effects.py` (the one
+An argument is written when a view of it reaches a write, as `passes/analysis/effects.py` (the one
 table of which ops read and write which operands) tells: `memref.store` (its memref),
 `memref.copy` (its target), `scratchpad.dma` (its destination), `scratchpad.kernel` (its
 `outs`), linalg's `outs`, a `func.call` whose callee writes that argument (a callee without
@@ -25,7 +25,7 @@ from typing import Any
 
 from xdsl.dialects import func
 
-from telamalloc.passes.effects import Access, operand_access
+from telamalloc.passes.analysis.effects import Access, operand_access
 from telamalloc.passes.irview import XDSL, IRView
 
 
@@ -53,7 +53,7 @@ def written_arguments(function: func.FuncOp) -> frozenset[int]:
 
 class WrittenArguments:
     """The written-arguments analysis with its answers kept per function (a call graph's
-    callees are analysed once); `call_writes` answers `passes/effects.py`'s question about
+    callees are analysed once); `call_writes` answers `passes/analysis/effects.py`'s question about
     a `func.call`. `view`: the front end (`passes/irview.py`; `callee` finds a call's
     function in it, `declared_memrefs` the memref arguments of a declaration)."""
 

@@ -7,7 +7,7 @@ For a buffer allocated in block B, every use of its SSA value is *projected* ont
 of B that holds it (the use itself, or the `scf.for` / `scf.if` / ... around it), so a use
 inside a loop is a use of the whole loop, as liveness counts it. Each projected op is one
 `Use` spanning the op's points (`first..last`, its nested points included) and `writes`
-when any use in it may write the buffer, as `passes/effects.py` tells (the one table the
+when any use in it may write the buffer, as `passes/analysis/effects.py` tells (the one table the
 liveness analysis uses too): a kernel's `outs`, a DMA's destination, the memref of a
 `memref.store`, the target of a `memref.copy`, linalg's `outs`, and, conservatively, any
 use by an op with unknown effects or a `func.call`.
@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from telamalloc.passes.collect import FunctionProblem, PlannedBuffer
-from telamalloc.passes.effects import Access, operand_access
+from telamalloc.passes.analysis.collect import FunctionProblem, PlannedBuffer
+from telamalloc.passes.analysis.effects import Access, operand_access
+from telamalloc.passes.analysis.liveness import DEALLOC_OPS, ESCAPING_OPS, number_points
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import DEALLOC_OPS, ESCAPING_OPS, number_points
-from telamalloc.runtime.alloc.spill import SpillBuffer, Use
+from telamalloc.runtime.alloc.spill_choice import SpillBuffer, Use
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class BufferUses:
 
 def writes_operand(op: Any, operand_index: int, view: IRView) -> bool:
     """True when `op` may write the memref it takes as operand `operand_index`
-    (`passes/effects.py`; a `func.call` is taken to write what it gets)."""
+    (`passes/analysis/effects.py`; a `func.call` is taken to write what it gets)."""
     return Access.WRITE in operand_access(op, operand_index, view=view)
 
 

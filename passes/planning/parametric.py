@@ -1,8 +1,8 @@
 """`tela-plan` for functions with symbolic sizes: one plan for every size in the ranges.
 
-A function some of whose buffers have symbolic sizes (`passes/symbolic.py`) gets a
+A function some of whose buffers have symbolic sizes (`passes/analysis/sizes.py`) gets a
 parametric plan (`runtime/alloc/parametric.py`): a placement order fixed now, the offsets
-computed at run time (`passes/parametric_lower.py`). What the IR records:
+computed at run time (`passes/rewrite/parametric_lower.py`). What the IR records:
 
 - on the function: `scratchpad.order` (the buffer ids in placement order),
   `scratchpad.peak_tops` (the ids whose tops bound the arena's size), with several
@@ -45,9 +45,8 @@ from xdsl.dialects.builtin import (
     i64,
 )
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.passes.collect import (
+from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
     BOUND_ATTR,
     BUFFER_ATTR,
@@ -56,7 +55,7 @@ from telamalloc.passes.collect import (
     PEAK_ATTR,
     FunctionProblem,
 )
-from telamalloc.passes.diagnostics import emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.runtime.alloc.parametric import (
     ORDER_NODE_LIMIT,
     ParametricPlan,
@@ -66,7 +65,7 @@ from telamalloc.runtime.alloc.parametric import (
     sample_sizes,
 )
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Stats, Status
-from telamalloc.runtime.alloc.symbolic import const
+from telamalloc.runtime.alloc.size_expressions import const
 from telamalloc.runtime.alloc.validate import compute_load, validate
 
 ORDER_ATTR = "scratchpad.order"  # on a parametric func: buffer ids in placement order
@@ -179,7 +178,7 @@ def _fitting(function_problem: FunctionProblem, plan: ParametricPlan, capacity: 
 def fallback_clone(rewriter: Any, function_problem: FunctionProblem, taken: set[str]) -> Any:
     """The spilled fallback of a parametric function before it is planned: a private copy
     named `@<name>.spilled` (not yet in the module; made by the front end's `rewriter`, a
-    `passes/spill.py` `SpillRewriter`) whose buffers of symbolic size carry
+    `passes/rewrite/spill.py` `SpillRewriter`) whose buffers of symbolic size carry
     `scratchpad.bound` = their size at the ranges' upper ends, so that it is planned as a
     static function. Sound for every size in the ranges: a buffer never outgrows its bound
     there, so it stays inside the slot the static plan gives it. `taken`: the module's

@@ -1,6 +1,6 @@
 """Spilling: when the buffers do not fit, choose which gaps between uses to keep in main memory.
 
-Plain data, no xDSL import: the planning pass (`passes/spill.py`) and `tela-alloc --spill`
+Plain data, no xDSL import: the planning pass (`passes/rewrite/spill.py`) and `tela-alloc --spill`
 both call `choose_spills`.
 
 The model. A buffer is live over `[start, end)` and used at a sorted list of `Use`s (a use

@@ -1,6 +1,6 @@
 """A function's plan: the kernel's answer to one function's problem, and what is said of it.
 
-`solve_function` solves a `FunctionProblem` (`passes/collect.py`) with `telamalloc.solve`
+`solve_function` solves a `FunctionProblem` (`passes/analysis/collect.py`) with `telamalloc.solve`
 (the live progress line when a driver asked for it), checks every layout with the
 independent validator before it reaches the IR, and emits the remarks a user would want
 (conservative lifetimes, an unproved optimum, the greedy fallback). `require_success`
@@ -16,12 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp
 from telamalloc.errors import ErrorKind
-from telamalloc.passes.collect import FunctionProblem
-from telamalloc.passes.diagnostics import current_progress_stream, emit_remark
-from telamalloc.passes.parametric_plan import describe_ranges
-from telamalloc.passes.spill import SpillSummary
+from telamalloc.passes.analysis.collect import FunctionProblem
+from telamalloc.passes.diagnostics import PassFailedAtOp, current_progress_stream, emit_remark
+from telamalloc.passes.planning.parametric import describe_ranges
+from telamalloc.passes.rewrite.spill import SpillSummary
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.parametric import ParametricPlan
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status

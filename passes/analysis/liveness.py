@@ -11,7 +11,7 @@ from its own number to the last number inside it.
 Lifetimes start, with the default rule `FIRST_WRITE` (`lifetimes=first-write`), at the
 buffer's first write, so that allocations a pipeline hoisted to the entry cost nothing
 until used; with `ALLOC` (`lifetimes=alloc`), at the allocation. Which ops write and read
-a buffer is `passes/effects.py`'s one table (a store, a copy or DMA target, a kernel's or
+a buffer is `passes/analysis/effects.py`'s one table (a store, a copy or DMA target, a kernel's or
 linalg op's outs, any op whose effects write it; unknown effects read and write):
 - a write inside a loop that does not hold the allocation makes the buffer live from the
   outermost such loop's entry (a later iteration may read what an earlier one wrote),
@@ -77,9 +77,9 @@ from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from telamalloc.passes.effects import Access, CallWrites, operands_access, writes_whole
+from telamalloc.passes.analysis.effects import Access, CallWrites, operands_access, writes_whole
+from telamalloc.passes.analysis.written import WrittenArguments
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.written import WrittenArguments
 
 DEALLOC_OPS = frozenset({"memref.dealloc", "scratchpad.dealloc"})
 """Ops that free the buffer they take."""
@@ -349,7 +349,7 @@ def analyze_function(
 
     `rule`: lifetimes start at the first write (`FIRST_WRITE`) or at the allocation
     (`ALLOC`). `call_writes` tells which arguments a `func.call` writes (default: the
-    written-arguments analysis of `passes/written.py` over `view`). `view`: the front end
+    written-arguments analysis of `passes/analysis/written.py` over `view`). `view`: the front end
     `func` belongs to (`passes/irview.py`).
     """
     if rule not in LIFETIME_RULES:

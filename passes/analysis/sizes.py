@@ -16,7 +16,7 @@ operand of a `memref.alloc` / `memref.alloca` is followed back, through the IR v
 Anything else (a loaded value, a loop's induction variable, a subtraction, a call) stops
 the walk: `SizeNotFollowed` names the value and the op it comes from, and the buffer then
 needs a declared bound (`scratchpad.bound`), as before. The byte size is the element width
-times the static dimensions times the followed dynamic ones (`runtime/alloc/symbolic.py`).
+times the static dimensions times the followed dynamic ones (`runtime/alloc/size_expressions.py`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefT
 from xdsl.dialects.func import FuncOp
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
-from telamalloc.dialects.scratchpad import element_byte_width
+from telamalloc.dialects.scratchpad_types import element_byte_width
 from telamalloc.passes.irview import IRView
 from telamalloc.runtime.alloc.parametric import SymbolRange
-from telamalloc.runtime.alloc.symbolic import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
+from telamalloc.runtime.alloc.size_expressions import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
 
 _DIVISIONS = frozenset({"arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivui", "arith.ceildivsi"})
 _CEILING = frozenset({"arith.ceildivui", "arith.ceildivsi"})

@@ -32,16 +32,11 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import (
-    AllocOp,
-    ScratchpadSpaceAttr,
-    TargetAttr,
-    find_targets,
-    memref_byte_size,
-)
-from telamalloc.passes.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr, TargetAttr, find_targets, memref_byte_size
+from telamalloc.passes.analysis.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.passes.analysis.liveness import DEALLOC_OPS, analyze_function
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import DEALLOC_OPS, analyze_function
 
 _TYPE_FREE_USERS = frozenset({"scratchpad.kernel", "scratchpad.dma", "scratchpad.dealloc", "memref.dealloc",
                               "memref.load", "memref.copy", "memref.dim"})

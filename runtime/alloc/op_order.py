@@ -10,7 +10,7 @@ order's:
   it matters (a read after the write before it, a write after the reads and the write
   before it: RAW, WAR, WAW), `after` edges are kept, and a `barrier` op stays after every
   op before it and before every op after it;
-- lifetimes (the liveness core's rule, `passes/liveness.py`): a buffer lives from its first
+- lifetimes (the liveness core's rule, `passes/analysis/liveness.py`): a buffer lives from its first
   access (its first write, when nothing reads it before) to its last access, an input from
   the start, an output to the end; at an op's own point, what it reads and what it writes
   are both live. LOAD is `telamalloc.compute_load` of those lifetimes;
@@ -20,7 +20,7 @@ order's:
   `lookahead` (LPMF that scores each of its best candidates by the best next step after
   it); each heuristic's order is also tried with the ops that only start buffers moved to
   just before their first user (`sink_producers`: a weight loaded early only holds bytes);
-  and `exact` (`schedule_exact.py`: a search over the sets of ops already run, which
+  and `exact` (`op_order_exact.py`: a search over the sets of ops already run, which
   proves the minimum on small graphs). The lowest LOAD wins; ties go to the earlier method
   in `METHODS`, so the given order is kept when nothing is better.
 
@@ -440,7 +440,7 @@ def dfs_order(model: Model) -> list[int]:
 
 def _exact(model: Model, bound: int, deadline: float | None, config: ScheduleConfig,
            cancel: Callable[[], bool] | None) -> tuple[list[int] | None, bool]:
-    from telamalloc.runtime.alloc.schedule_exact import exact_order
+    from telamalloc.runtime.alloc.op_order_exact import exact_order
 
     return exact_order(model, bound, deadline, config.exact_max_states, cancel)
 

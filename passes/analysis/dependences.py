@@ -1,13 +1,13 @@
 """The dependences between the ops of one block, as a plain-data scheduling graph.
 
 A pure analysis: it reads the IR and never changes it. Each op of the block (but its
-terminator, which stays last) is one node of a `telamalloc.runtime.alloc.schedule.Graph`;
+terminator, which stays last) is one node of a `telamalloc.runtime.alloc.op_order.Graph`;
 an op with regions is one node with everything inside it (it moves as a unit). A node:
 - follows the nodes that define the SSA values it, or any op inside it, uses;
 - reads and writes *roots*: the allocation a memref value comes from, through views,
   casts, subviews and the other ops that return a memref of their memref operands, and
   through the iteration arguments and results of structured ops; which ops read and write
-  which operands is `passes/effects.py`'s table, and a dealloc counts as a write (it stays
+  which operands is `passes/analysis/effects.py`'s table, and a dealloc counts as a write (it stays
   after every access). Memref arguments of the function share one root: they may alias
   each other and every global the function names (a caller may pass `@G` itself), so an
   argument's roots are that root and each such global's;
@@ -15,7 +15,7 @@ an op with regions is one node with everything inside it (it moves as a unit). A
   in it has unknown memory effects, touches memory that is not one of its operands, calls
   a function, takes an address, or uses a memref whose root the analysis cannot name.
 
-Buffer sizes are those of the function's planned buffers (`passes/collect.py`); other
+Buffer sizes are those of the function's planned buffers (`passes/analysis/collect.py`); other
 roots weigh nothing. A buffer allocated outside the block is an input and an output of its
 graph (it lives across the whole block); one used by the block's terminator or escaping
 the function is an output.
@@ -34,11 +34,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from telamalloc.passes.collect import ALLOCATION_OPS, PlannedBuffer
-from telamalloc.passes.effects import Access, operand_access
+from telamalloc.passes.analysis.collect import ALLOCATION_OPS, PlannedBuffer
+from telamalloc.passes.analysis.effects import Access, operand_access
+from telamalloc.passes.analysis.liveness import ALLOC, DEALLOC_OPS
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import ALLOC, DEALLOC_OPS
-from telamalloc.runtime.alloc.schedule import Graph, GraphBuffer, GraphOp
+from telamalloc.runtime.alloc.op_order import Graph, GraphBuffer, GraphOp
 
 ARGUMENTS = "<arguments>"
 """The root of every memref argument of the function (they may alias each other and any

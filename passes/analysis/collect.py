@@ -20,9 +20,9 @@ Sizes and alignments:
 - a static shape takes `memref_byte_size` bytes; a dynamic one its declared bound: the
   `bound` of a `scratchpad.alloc`, the `scratchpad.bound` attribute of a `memref.alloc`;
 - a dynamic `memref.alloc` / `memref.alloca` without a bound has a symbolic size, an
-  expression of the function's dynamic dimensions (`passes/symbolic.py`), each with a range
+  expression of the function's dynamic dimensions (`passes/analysis/sizes.py`), each with a range
   (the `dims` option, else the argument's `scratchpad.dim(s)` attribute); the function is
-  then planned parametrically (`passes/parametric_plan.py`), and `size` holds the size at
+  then planned parametrically (`passes/planning/parametric.py`), and `size` holds the size at
   the ranges' upper ends (the most it ever takes);
 - the alignment is the op's declared one, else the larger of the element width and the
   default alignment (the `alignment` option, else the target's);
@@ -50,21 +50,21 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.dims import DimsError
-from telamalloc.dialects.scratchpad import (
-    AllocOp,
-    PassFailedAtOp,
+from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.dialects.scratchpad_types import (
     ScratchpadSpaceAttr,
     TargetAttr,
     element_byte_width,
     find_target,
     memref_byte_size,
 )
+from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, resolve_ranges
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
-from telamalloc.passes.symbolic import FunctionSymbols, SizeNotFollowed, resolve_ranges
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.problem import Buffer, Problem
-from telamalloc.runtime.alloc.symbolic import Expr, evaluate, symbols
+from telamalloc.runtime.alloc.size_expressions import Expr, evaluate, symbols
 
 ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
 
@@ -182,7 +182,7 @@ class FunctionProblem:
 
     @property
     def parametric(self) -> bool:
-        """Some buffer's size is symbolic: planned with `passes/parametric_plan.py`."""
+        """Some buffer's size is symbolic: planned with `passes/planning/parametric.py`."""
         return self.ranges is not None
 
     @property
@@ -193,7 +193,7 @@ class FunctionProblem:
 
     @property
     def rule(self) -> str:
-        """Where its lifetimes start: 'first-write' or 'alloc' (`passes/liveness.py`)."""
+        """Where its lifetimes start: 'first-write' or 'alloc' (`passes/analysis/liveness.py`)."""
         return self.liveness.rule
 
     def problem(self) -> Problem:
@@ -209,7 +209,7 @@ def collect_function(
     dims: Mapping[str, SymbolRange] | None = None,
 ) -> FunctionProblem:
     """The problem of `func`; `capacity` / `default_alignment` None: the target's; `rule`:
-    where lifetimes start (`passes/liveness.py`); `dims`: symbol ranges that override the
+    where lifetimes start (`passes/analysis/liveness.py`); `dims`: symbol ranges that override the
     argument attributes'."""
     target = selection.target
     if capacity is None and target is not None:

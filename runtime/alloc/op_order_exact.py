@@ -24,7 +24,7 @@ import heapq
 import time
 from collections.abc import Callable
 
-from telamalloc.runtime.alloc.schedule import Model, initial_live
+from telamalloc.runtime.alloc.op_order import Model, initial_live
 
 CHECK_EVERY = 256
 """States expanded between two looks at the deadline and the cancel flag."""

@@ -3,7 +3,7 @@
 It reads what planning recorded (`passes/driver.py`'s `record_plan`: each allocation's
 offset and id, the function's `scratchpad.peak` and `scratchpad.alignment`, or one
 `scratchpad.memories` entry per memory) through the front end's `IRView`, and writes
-through the view's `Builder` (`passes/parametric_lower.py`: xDSL's `XdslBuilder`, the MLIR
+through the view's `Builder` (`passes/rewrite/parametric_lower.py`: xDSL's `XdslBuilder`, the MLIR
 bindings' `MlirBuilder` in `interop/mlir_lower.py`). `tela-lower` calls it with xDSL's view
 (`passes/tela_lower.py` shows the ops it makes), `plan_mlir_ops(lower=True)` with the
 view of its `mlir.ir.Module`.
@@ -34,8 +34,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, DictionaryAttr,
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad import PassFailedAtOp, ScratchpadSpaceAttr, find_targets, memref_byte_size
-from telamalloc.passes.collect import (
+from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr, find_targets, memref_byte_size
+from telamalloc.passes.analysis.collect import (
     ALLOCATION_OPS,
     ARENA_ALIGNMENT_ATTR,
     BOUND_ATTR,
@@ -45,9 +45,10 @@ from telamalloc.passes.collect import (
     PEAK_ATTR,
     is_spill_slot,
 )
+from telamalloc.passes.analysis.liveness import trace_buffer
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
-from telamalloc.passes.liveness import trace_buffer
-from telamalloc.passes.parametric_lower import ARENA_ATTR, is_parametric, lower_parametric
+from telamalloc.passes.rewrite.parametric_lower import ARENA_ATTR, is_parametric, lower_parametric
 
 NO_OFFSET = "scratchpad buffer has no planned offset; run tela-plan first"
 """The diagnostic of an allocation left without an offset, as `tela-lower` words it."""
