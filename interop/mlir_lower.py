@@ -171,9 +171,14 @@ class MlirBuilder(Builder):
                 arena.operation.attributes[ARENA_ATTR] = ir.UnitAttr.get()
                 return arena.result
 
+    # An offset constant and a view per buffer: `Operation.create` builds them without the
+    # dialect's Python builder (the same op, for half the time).
     def constant_at(self, op: MOp, value: int) -> Any:
-        with self.ir.InsertionPoint(op.handle), op.handle.location:  # the location brings its context
-            return self.arith.ConstantOp(self.index, self.ir.IntegerAttr.get(self.index, value)).result
+        ir, index = self.ir, self.index
+        with ir.InsertionPoint(op.handle), op.handle.location:  # the location brings its context
+            constant = ir.Operation.create("arith.constant", results=[index],
+                                           attributes={"value": ir.IntegerAttr.get(index, value)})
+        return constant.results[0]
 
     def replace(self, op: MOp, arena: Any, offset: Any, buffer_id: str, deallocs: list[Any]) -> None:
         """`op` becomes a `memref.view` of `arena` at `offset` (its dynamic sizes passed on,
@@ -182,9 +187,10 @@ class MlirBuilder(Builder):
         handle = op.handle
         dynamic = [size.handle for size in dynamic_size_operands(op, self.view)] if op.operands else []
         with self.context, ir.InsertionPoint(handle), handle.location:
-            lowered = self.memref.ViewOp(handle.results[0].type, arena, self._value(offset), dynamic)
-            lowered.operation.attributes[BUFFER_ATTR] = ir.StringAttr.get(buffer_id)
-        handle.results[0].replace_all_uses_with(lowered.result)
+            lowered = ir.Operation.create("memref.view", results=[handle.results[0].type],
+                                          operands=[arena, self._value(offset), *dynamic],
+                                          attributes={BUFFER_ATTR: ir.StringAttr.get(buffer_id)})
+        handle.results[0].replace_all_uses_with(lowered.results[0])
         for dealloc in {id(d): d for d in deallocs}.values():
             dealloc.handle.erase()
         handle.erase()
