@@ -101,7 +101,7 @@ _INDEX = IndexType()
 _COMBINE = {Sum: "arith.addi", Product: "arith.muli", Max: "arith.maxui"}
 
 
-def is_parametric(func: Any, view: IRView = XDSL) -> bool:
+def is_parametric(func: Any, view: IRView) -> bool:
     return view.attribute(func, ORDER_ATTR) is not None
 
 
@@ -439,10 +439,9 @@ def _function_ops(view: IRView, func: Any) -> list[Any]:
     return found
 
 
-def lower_parametric(func: Any, view: IRView = XDSL, builder: Builder | None = None) -> None:
+def lower_parametric(func: Any, view: IRView, builder: Builder) -> None:
     """Lowers one parametrically planned function (see the module doc); `view` reads it,
-    `builder` writes it (xDSL's by default)."""
-    builder = builder if builder is not None else XdslBuilder()
+    `builder` (the view's) writes it."""
     order = _ids(view, func, ORDER_ATTR)
     ops = _function_ops(view, func)
     allocs: dict[str, Any] = {}
