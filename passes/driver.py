@@ -32,7 +32,6 @@ from typing import Any, TextIO
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
 from xdsl.utils.exceptions import PassFailedException, VerifyException
 
-from telamalloc.dialects.scratchpad_types import find_targets
 from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
@@ -40,12 +39,14 @@ from telamalloc.passes.analysis.collect import (
     LIFETIME_ATTR,
     LOAD_ATTR,
     MEMORIES_ATTR,
-    OFFSET_ATTR,
     PEAK_ATTR,
     FunctionProblem,
     Selection,
     collect_function,
+    function_targets,
+    memory_selections_of,
     module_has_scratchpad_memrefs,
+    offset_name,
     selection_for,
 )
 from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
@@ -124,7 +125,7 @@ def _plan_functions(view: IRView, module: Any, options: PlanOptions, report: Tex
     for original, copy in changes.fallbacks:
         view.insert_function_after(original, copy)
     for plan in plans:
-        record_plan(view, plan)
+        record_plan(plan)
     requests.write(plans)
     return tuple(plans)
 
@@ -287,10 +288,7 @@ def memory_selections(view: IRView, func: Any, has_scratchpad: bool, options: Pl
     """What to plan of `func`: one selection, or one per memory of its `scratchpad.targets`
     (only the memory named by the `memory-space` option, when given)."""
     memory_space = options.memory_space
-    try:
-        targets = find_targets(func, view.attribute, view.parent_op)
-    except VerifyException as error:
-        raise PassFailedAtOp(func, str(error)) from None
+    targets = function_targets(func, view)
     names = [target.target_name.data for target in targets]
     function_name = view.symbol_name(func)
     if memory_space is not None and memory_space not in names:
@@ -308,27 +306,22 @@ def memory_selections(view: IRView, func: Any, has_scratchpad: bool, options: Pl
             f"'@{function_name}' has several memories ({', '.join(repr(n) for n in names)}); "
             "give each target its capacity, or pass 'memory-space=<name>' with 'capacity'",
         )
-    return [
-        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0, view=view)
-        for index, target in enumerate(targets)
-        if memory_space is None or target.target_name.data == memory_space
-    ]
+    return memory_selections_of(targets, view, memory_space)
 
 
-def record_plan(view: IRView, plan: FunctionPlan) -> None:
+def record_plan(plan: FunctionPlan) -> None:
     """Writes the offsets, ids, lifetimes, peak and LOAD of a successful plan into the IR
-    (a parametric plan: `record_parametric`), through the view of its function."""
+    (a parametric plan: `record_parametric`), through the view of its function (a spilled
+    copy's own, until it is in place)."""
     solution = plan.solution
     assert solution.offsets is not None and solution.peak is not None
     if plan.parametric is not None:
         record_parametric(plan.problem, solution, plan.parametric, plan.fits, plan.fallback)
         return
-    view = plan.problem.liveness.view  # a spilled copy's own view, until it is in place
+    view = plan.problem.liveness.view
     arena_alignment = 1
     for buffer, offset in zip(plan.problem.buffers, solution.offsets):
-        # a scratchpad.alloc holds its offset itself; an upstream allocation as an attribute
-        offset_name = "offset" if view.name(buffer.op) == "scratchpad.alloc" else OFFSET_ATTR
-        view.set_property(buffer.op, offset_name, IntegerAttr(offset, i64))
+        view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset, i64))
         view.set_attribute(buffer.op, BUFFER_ATTR, StringAttr(buffer.id))
         view.set_attribute(buffer.op, LIFETIME_ATTR,
                            DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end)))

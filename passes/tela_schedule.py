@@ -41,20 +41,20 @@ from typing import TYPE_CHECKING, Any
 from xdsl.context import Context
 from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, ModuleOp, i64
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import VerifyException
 
-from telamalloc.dialects.scratchpad_types import find_targets
 from telamalloc.passes.analysis.collect import (
     SCHEDULE_ATTR,
     FunctionProblem,
     Selection,
     collect_function,
+    function_targets,
+    memory_selections_of,
     module_has_scratchpad_memrefs,
     selection_for,
 )
 from telamalloc.passes.analysis.dependences import Roots, block_graph, block_terminator, schedulable_blocks
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
-from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
+from telamalloc.passes.diagnostics import emit_remark
 from telamalloc.passes.irview import XDSL, IRView
 from telamalloc.runtime.alloc.op_order import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load
@@ -172,17 +172,10 @@ def schedule_module(
 
 def _selections(view: IRView, func: Any, has_scratchpad: bool, memory_space: int | None) -> list[Selection]:
     """The memories whose buffers count: one, or each of `scratchpad.targets`."""
-    try:
-        targets = find_targets(func, view.attribute, view.parent_op)
-    except VerifyException as error:
-        raise PassFailedAtOp(func, str(error)) from None
+    targets = function_targets(func, view)
     if len(targets) <= 1 or memory_space is not None:
         return [selection_for(func, has_scratchpad, memory_space, view)]
-    return [
-        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0,
-                  view=view)
-        for index, target in enumerate(targets)
-    ]
+    return memory_selections_of(targets, view)
 
 
 @dataclass(frozen=True)

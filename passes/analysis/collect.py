@@ -56,6 +56,7 @@ from telamalloc.dialects.scratchpad_types import (
     TargetAttr,
     element_byte_width,
     find_target,
+    find_targets,
     memref_byte_size,
 )
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
@@ -126,6 +127,35 @@ def module_has_scratchpad_memrefs(module: Any, view: IRView) -> bool:
             if isinstance(type_, MemRefType) and isinstance(type_.memory_space, ScratchpadSpaceAttr):
                 return True
     return False
+
+
+def offset_name(op: Any, view: IRView) -> str:
+    """Where an allocation's planned offset is recorded: a `scratchpad.alloc`'s own
+    `offset`, else the `scratchpad.offset` attribute."""
+    return "offset" if view.name(op) == "scratchpad.alloc" else OFFSET_ATTR
+
+
+def recorded_offset(op: Any, view: IRView) -> int | None:
+    """The byte offset recorded on an allocation (planned before, or pinned by hand), or None."""
+    return _optional_int(view.attribute(op, offset_name(op, view)))
+
+
+def function_targets(func: Any, view: IRView) -> tuple[TargetAttr, ...]:
+    """`find_targets` of `func` (of the front end `view`), its error a failure at `func`."""
+    try:
+        return find_targets(func, view.attribute, view.parent_op)
+    except VerifyException as error:
+        raise PassFailedAtOp(func, str(error)) from None
+
+
+def memory_selections_of(targets: tuple[TargetAttr, ...], view: IRView, only: str | None = None) -> list[Selection]:
+    """One selection per memory of a function with several (`scratchpad.targets`, the first
+    also taking the unnamed `#scratchpad.space`); `only`: just the memory of that name."""
+    return [
+        Selection(target, main_memory=False, space_name=target.target_name.data, default_space=index == 0, view=view)
+        for index, target in enumerate(targets)
+        if only is None or target.target_name.data == only
+    ]
 
 
 def function_target(func: Any, view: IRView) -> TargetAttr | None:
@@ -355,7 +385,7 @@ def _scratchpad_buffer(
     alignment = _optional_int(view.attribute(op, "alignment"))
     if alignment is None:
         alignment = max(element_byte_width(memref_type.element_type), default_alignment)
-    return PlannedBuffer(lifetime, buffer_id, size, alignment, _optional_int(view.attribute(op, "offset")))
+    return PlannedBuffer(lifetime, buffer_id, size, alignment, recorded_offset(op, view))
 
 
 def _memref_buffer(
@@ -400,15 +430,7 @@ def _memref_buffer(
         alignment = declared.value.data
     else:
         alignment = max(width, default_alignment)
-    pinned = view.attribute(op, OFFSET_ATTR)
-    return PlannedBuffer(
-        lifetime,
-        buffer_id,
-        size,
-        alignment,
-        pinned.value.data if isinstance(pinned, IntegerAttr) else None,
-        symbolic,
-    )
+    return PlannedBuffer(lifetime, buffer_id, size, alignment, recorded_offset(op, view), symbolic)
 
 
 def _shared_memory_space(func: FuncOp, buffers: tuple[PlannedBuffer, ...], view: IRView) -> Attribute | None:

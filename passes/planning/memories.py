@@ -34,7 +34,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import AllocOp
 from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr, TargetAttr, find_targets, memref_byte_size
-from telamalloc.passes.analysis.collect import BOUND_ATTR, OFFSET_ATTR
+from telamalloc.passes.analysis.collect import BOUND_ATTR, offset_name
 from telamalloc.passes.analysis.liveness import DEALLOC_OPS, analyze_function
 from telamalloc.passes.irview import IRView
 
@@ -90,11 +90,7 @@ def _byte_size(op: Any, view: IRView) -> int:
 
 
 def _pinned(op: Any, view: IRView) -> bool:
-    if isinstance(op, AllocOp):
-        return op.offset is not None
-    if view.name(op) == "scratchpad.alloc":
-        return view.attribute(op, "offset") is not None
-    return view.attribute(op, OFFSET_ATTR) is not None
+    return view.attribute(op, offset_name(op, view)) is not None
 
 
 def assign_function(

@@ -41,9 +41,9 @@ from telamalloc.passes.analysis.collect import (
     BOUND_ATTR,
     BUFFER_ATTR,
     MEMORIES_ATTR,
-    OFFSET_ATTR,
     PEAK_ATTR,
     is_spill_slot,
+    recorded_offset,
 )
 from telamalloc.passes.analysis.liveness import trace_buffer
 from telamalloc.passes.diagnostics import PassFailedAtOp
@@ -107,8 +107,7 @@ def check_planned(view: IRView, func: Any, planned: Collection[int], no_offset: 
 def _planned_offset(view: IRView, op: Any) -> int | None:
     """The byte offset planning recorded on an allocation (a `scratchpad.alloc`'s `offset`,
     else `scratchpad.offset`), or None."""
-    recorded = view.attribute(op, "offset" if view.name(op) == "scratchpad.alloc" else OFFSET_ATTR)
-    return recorded.value.data if isinstance(recorded, IntegerAttr) else None
+    return recorded_offset(op, view)
 
 
 def _function_arenas(view: IRView, func: Any, no_offset: str) -> list[_Arena]:
