@@ -30,7 +30,7 @@ from telamalloc.passes import plan_module
 from telamalloc.passes.planning.plans import format_report_line
 from telamalloc.passes.tela_lower import lower_module
 
-from .conftest import require_mlir_bindings
+from .conftest import require_mlir_bindings, without_ids
 
 require_mlir_bindings()
 
@@ -88,8 +88,7 @@ def _normalized(text: str) -> str:
     unregistered there; xDSL's is a property)."""
     printed = str(parse_mlir(text))
     printed = re.sub(r"<\{(offset = \d+ : i64)\}> \{", r"{\1, ", printed)
-    printed = re.sub(r'"[\w#.]+"(?=[,\]}])', '"_"', printed)
-    return re.sub(r"(\(|of )%\w+", r"\1%_", printed)
+    return without_ids(printed)
 
 
 def _in(directory: Path, options: dict) -> dict:

@@ -19,7 +19,7 @@ from telamalloc.passes import TelaPipelinePass
 from telamalloc.passes.analysis.collect import SCHEDULE_ATTR
 from telamalloc.passes.diagnostics import diagnostic_handler
 
-from .conftest import require_mlir_bindings
+from .conftest import require_mlir_bindings, without_ids
 
 require_mlir_bindings()
 
@@ -46,14 +46,6 @@ def _campaign_generator():
     return sys.modules[name].generate
 
 
-def _normalized(text: str) -> str:
-    """Buffer ids and the argument names of run-time messages aside (MLIR keeps no SSA
-    names from its input), as `test_mlir_symbolic.py` compares lowered modules; both sides
-    are printed by MLIR, so the ops' own SSA names are MLIR's on both."""
-    text = re.sub(r'"[\w#]+"(?=[,\]}])', '"_"', text)  # ids: in lists and as `scratchpad.buffer`
-    return re.sub(r"(\(|of )%\w+", r"\1%_", text)
-
-
 def _both(text: str, name: str, **options):
     """`tela-pipeline` on xDSL and `plan_mlir_ops` (lowered) on the same program, with
     `options`: (xDSL's module as MLIR prints it, its remarks, the MLIR module's text, its
@@ -64,14 +56,14 @@ def _both(text: str, name: str, **options):
     try:
         with diagnostic_handler(lambda kind, op, message: xdsl_remarks.append(f"{kind}: {message}")):
             TelaPipelinePass(**options).run(xdsl_module)
-        xdsl_text = _normalized(str(parse_mlir(print_generic(xdsl_module))))
+        xdsl_text = without_ids(str(parse_mlir(print_generic(xdsl_module))))
     except Exception as error:  # the failure itself is compared (without its location)
         xdsl_text = ("error", str(error))
     try:
         result = plan_mlir_ops(mlir_module, **options)
         mlir_remarks = [remark.split(": ", 1)[1] for remark in result.remarks]
         assert mlir_module.operation.verify()
-        mlir_text = _normalized(str(mlir_module))
+        mlir_text = without_ids(str(mlir_module))
     except MlirPlanError as error:
         mlir_remarks = None
         mlir_text = ("error", error.message)

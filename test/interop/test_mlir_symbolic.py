@@ -17,7 +17,7 @@ from telamalloc.passes.planning.plans import format_report_line
 from telamalloc.passes.tela_lower import lower_module
 from telamalloc.runtime.interp import InterpreterError, run_program
 
-from .conftest import require_mlir_bindings
+from .conftest import require_mlir_bindings, without_ids
 
 require_mlir_bindings()
 
@@ -65,12 +65,6 @@ def _plans_alike(text: str, name: str, **options):
     return xdsl_plans
 
 
-def _normalized(text: str) -> str:
-    """Buffer ids and the argument names of run-time messages aside (MLIR names its own)."""
-    text = re.sub(r'"[\w#]+"(?=[,\]}])', '"_"', text)  # ids: in lists and as `scratchpad.buffer`
-    return re.sub(r"(\(|of )%\w+", r"\1%_", text)
-
-
 def _lowered_alike(text: str, name: str, **options):
     """Plans and lowers both ways; returns (the unplanned xDSL module, the MLIR module)."""
     xdsl_module, mlir_module = _modules(text, name)
@@ -79,7 +73,7 @@ def _lowered_alike(text: str, name: str, **options):
     lower_module(xdsl_module)
     plan_mlir_ops(mlir_module, **options)
     assert mlir_module.operation.verify()
-    assert _normalized(str(mlir_module)) == _normalized(str(parse_mlir(print_generic(xdsl_module))))
+    assert without_ids(str(mlir_module)) == without_ids(str(parse_mlir(print_generic(xdsl_module))))
     return original, mlir_module
 
 
