@@ -14,6 +14,11 @@ func.func @f(%seq : index {scratchpad.dim = "seq=1..2048@512"},
 - without an attribute, an `index` argument is named after its SSA name (`%seq`: `seq`,
   else `arg<i>`) and a memref's dynamic dimension `<argument>_dim<axis>` (`x_dim0`).
 
+Every option and attribute that names a dimension is checked against the names there are,
+by one rule (`check_dimension_names`): a `tela-run --dim`, `tela-import --dim` or `dims`
+option naming no dimension, the same name given twice, a misspelled `scratchpad.dimz` or a
+`scratchpad.dims` on an `index` argument are errors, never ignored.
+
 One name on several arguments is one symbol: `%x` and `%y` of the same sequence length
 should both say `seq`. Read by the planner (`passes/analysis/sizes.py`) and the interpreter
 (`tela-run --dim`), so both name the same dimensions alike.
@@ -21,14 +26,15 @@ should both say `seq`. Read by the planner (`passes/analysis/sizes.py`) and the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ArrayAttr, IndexType, MemRefType, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute
 
-from telamalloc.runtime.alloc.parametric import SymbolRange, parse_range
+from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names, parse_range
 
 DIM_ATTR = "scratchpad.dim"  # on an index argument: "NAME[=LO..HI[@HINT]]"
 DIMS_ATTR = "scratchpad.dims"  # on a memref argument: ["NAME[=LO..HI[@HINT]]", ...], one per `?`
@@ -51,6 +57,28 @@ def _argument_attribute(func: FuncOp, index: int, key: str) -> Attribute | None:
     if func.arg_attrs is None or index >= len(func.arg_attrs.data):
         return None
     return func.arg_attrs.data[index].data.get(key)
+
+
+def _check_keys(func: FuncOp, index: int, type_: Attribute, where: str) -> None:
+    """Raises DimsError for an argument attribute that looks like a dimension's but is not
+    the one this argument reads (`scratchpad.dims` on an `index`, `scratchpad.dimz`, ...):
+    such a typo would otherwise leave the dimension unnamed without a word."""
+    if func.arg_attrs is None or index >= len(func.arg_attrs.data):
+        return
+    expected = DIM_ATTR if isinstance(type_, IndexType) else DIMS_ATTR if isinstance(type_, MemRefType) else None
+    for key in func.arg_attrs.data[index].data:
+        if key == expected:
+            continue
+        if key in (DIM_ATTR, DIMS_ATTR):
+            kind = "an 'index' argument" if key == DIM_ATTR else "a memref argument"
+            fix = f"write '{expected}'" if expected else "drop it (only index and memref arguments have dimensions)"
+            raise DimsError(f"{where}: '{key}' names the dimension of {kind}, not of '{type_}'; {fix}")
+        if key.startswith("scratchpad.") or difflib.get_close_matches(key, (DIM_ATTR, DIMS_ATTR), n=1, cutoff=0.8):
+            fix = f"did you mean '{expected}'?" if expected else "drop it"
+            raise DimsError(
+                f"{where}: unknown argument attribute '{key}' (the dimensions' attributes are '{DIM_ATTR}' on an "
+                f"'index' argument and '{DIMS_ATTR}' on a memref argument); {fix}"
+            )
 
 
 def _named(text: str, where: str) -> tuple[str, SymbolRange | None]:
@@ -76,6 +104,7 @@ def argument_symbols(func: FuncOp) -> tuple[dict[str, Source], dict[str, SymbolR
         hint = block.args[index].name_hint if block is not None and index < len(block.args) else None
         argument = f"%{hint}" if hint else f"argument #{index}"
         where = f"'@{func.sym_name.data}' {argument}"
+        _check_keys(func, index, type_, where)
         named: list[tuple[str, SymbolRange | None, Source]] = []
         if isinstance(type_, IndexType):
             attribute = _argument_attribute(func, index, DIM_ATTR)
@@ -114,6 +143,16 @@ def argument_symbols(func: FuncOp) -> tuple[dict[str, Source], dict[str, SymbolR
                     )
                 ranges[name] = symbol_range
     return sources, ranges
+
+
+def check_dimension_option(func: FuncOp, given: Iterable[str], option: str) -> None:
+    """Raises DimsError when a name in `given` (the names an option sets, e.g. `--dim`) is
+    none of `func`'s dimensions (`check_dimension_names`, the one rule for every option)."""
+    sources, _ = argument_symbols(func)
+    try:
+        check_dimension_names(given, list(sources), option, f"'@{func.sym_name.data}'")
+    except ValueError as error:
+        raise DimsError(str(error)) from None
 
 
 def argument_values(func: FuncOp, values: Mapping[str, int]) -> dict[Source, int]:

@@ -60,7 +60,7 @@ from telamalloc.importers.onnx_emit import emit
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
-from telamalloc.runtime.alloc.parametric import SymbolRange
+from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names
 
 
 @contextlib.contextmanager
@@ -175,17 +175,10 @@ def symbolic_dims(model) -> list[str]:
 def bind_dims(model, dims: Mapping[str, int | SymbolRange]) -> None:
     """Set every symbolic input dimension `dims` fixes (a value, or a range of one value);
     a name that is no symbolic input dimension is an error."""
-    known = symbolic_dims(model)
-    unknown = [name for name in dims if name not in known]
-    if unknown:
-        names = ", ".join(f"'{name}'" for name in unknown)
-        verb = "names" if len(unknown) == 1 else "name"
-        have = (
-            "its symbolic dimensions are " + ", ".join(f"'{name}'" for name in known)
-            if known
-            else "the model has no symbolic dimensions, so drop the option"
-        )
-        raise OnnxImportError(f"--dim {names} {verb} no symbolic dimension of the model's inputs; {have}")
+    try:
+        check_dimension_names(dims, symbolic_dims(model), "--dim", "the model's inputs")
+    except ValueError as error:
+        raise OnnxImportError(str(error)) from None
     fixed = fixed_values(dims)
     for value in model.graph.input:
         if not value.type.HasField("tensor_type"):

@@ -49,6 +49,7 @@ from telamalloc.passes.analysis.collect import (
     offset_name,
     selection_for,
 )
+from telamalloc.passes.analysis.sizes import check_dims_option
 from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
@@ -264,6 +265,7 @@ def collect_module(view: IRView, module: Any, options: PlanOptions) -> list[Func
     """
     has_scratchpad = module_has_scratchpad_memrefs(module, view)
     ranges = options.ranges
+    check_dims_option(view, module, ranges)
     problems: list[FunctionProblem] = []
     for func in view.functions(module):
         if view.attribute(func, PEAK_ATTR) is not None:

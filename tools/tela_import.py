@@ -51,7 +51,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.files import write_atomically
 from telamalloc.importers.onnx_import import ImportedModel, ImportOptions, OnnxImportError, import_onnx
-from telamalloc.runtime.alloc.parametric import SymbolRange, parse_range
+from telamalloc.runtime.alloc.parametric import RangeValueError, SymbolRange, dimension_map, parse_range
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
 from telamalloc.wording import counted
 
@@ -82,6 +82,8 @@ def _dimension(text: str) -> tuple[str, int | SymbolRange]:
     parser of `tela-plan{dims=...}`). Every size must be positive."""
     try:
         name, symbol_range = parse_range(text)
+    except RangeValueError as error:  # the form is right, the values are not: say which
+        raise argparse.ArgumentTypeError(str(error)) from None
     except ValueError:
         symbol_range = None
     if symbol_range is None or symbol_range.lo <= 0:
@@ -92,6 +94,13 @@ def _dimension(text: str) -> tuple[str, int | SymbolRange]:
     if symbol_range.lo == symbol_range.hi and symbol_range.hint is None:
         return name, symbol_range.lo
     return name, symbol_range
+
+
+def _dims(arguments: argparse.Namespace) -> dict[str, int | SymbolRange]:
+    try:
+        return dimension_map(arguments.dim, "--dim")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _parser() -> _Parser:
@@ -196,7 +205,7 @@ def _run_iree(arguments) -> int:
 
     try:
         result = plan_onnx_with_iree(arguments.model, capacity=arguments.capacity, verify=arguments.verify,
-                                     seed=arguments.seed, time_limit=arguments.time_limit, dims=dict(arguments.dim))
+                                     seed=arguments.seed, time_limit=arguments.time_limit, dims=_dims(arguments))
     except PassFailedException as error:
         print(f"{PROG}: error: {arguments.model}: planning failed: {' '.join(str(error).split())}", file=sys.stderr)
         return ExitStatus.NO
@@ -241,7 +250,7 @@ def _run(argv: Sequence[str] | None) -> int:
         capacity=arguments.capacity,
         alignment=64 if arguments.alignment is None else arguments.alignment,
         target_name=arguments.target or "l1",
-        dims=dict(arguments.dim),
+        dims=_dims(arguments),
         max_global_bytes=arguments.max_global_bytes,
     )
     imported = import_onnx(arguments.model, options)

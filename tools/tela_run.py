@@ -53,6 +53,7 @@ import numpy as np
 from xdsl.dialects import func
 
 from telamalloc.dialects import make_context
+from telamalloc.dialects.dims import DimsError, check_dimension_option
 from telamalloc.files import open_atomically
 from telamalloc.ir_text import (
     Diagnostic,
@@ -60,6 +61,7 @@ from telamalloc.ir_text import (
     parse_program,
 )
 from telamalloc.passes.analysis.written import written_arguments
+from telamalloc.runtime.alloc.parametric import RangeValueError, dimension_map, parse_range
 from telamalloc.runtime.interp import (
     DEFAULT_SEED,
     InterpreterError,
@@ -93,10 +95,22 @@ def _seed(text: str) -> int:
 
 
 def _dim(text: str) -> tuple[str, int]:
-    name, separator, value = text.partition("=")
-    if not separator or not name.strip() or not value.strip().isdigit():
-        raise argparse.ArgumentTypeError(f"invalid --dim '{text}'; expected NAME=VALUE with a size >= 0, e.g. 'seq=128'")
-    return name.strip(), int(value)
+    """`NAME=VALUE`, read by the parser of `tela-plan{dims=...}` (ASCII digits only); a run
+    takes one size per dimension, so a range is refused with what to give instead."""
+    try:
+        name, symbol_range = parse_range(text)
+    except RangeValueError:
+        symbol_range = None
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid --dim '{text}'; expected NAME=VALUE with a size >= 0, e.g. 'seq=128'"
+        ) from None
+    if symbol_range is None or symbol_range.lo != symbol_range.hi or symbol_range.hint is not None:
+        raise argparse.ArgumentTypeError(
+            f"--dim '{text}' gives a range, but a run takes one size per dimension; give NAME=VALUE, "
+            "e.g. 'seq=128' (ranges are for tela-plan's 'dims' option and tela-import)"
+        )
+    return name, symbol_range.lo
 
 
 def _argument_parser() -> argparse.ArgumentParser:
@@ -289,6 +303,19 @@ def _write_outputs(outputs: Sequence[Output], directory: str) -> list[str]:
     return written
 
 
+def _dims(function: func.FuncOp, pairs: Sequence[tuple[str, int]]) -> dict[str, int]:
+    """The `--dim` values, each given once and each naming a dimension of `function`."""
+    try:
+        dims = dimension_map(pairs, "--dim")
+    except ValueError as error:
+        raise UserError(str(error)) from None
+    try:
+        check_dimension_option(function, dims, "--dim")
+    except DimsError as error:
+        raise InterpreterError(str(error), function) from None
+    return dims
+
+
 def run(argv: Sequence[str] | None) -> int:
     args = _argument_parser().parse_args(argv)
     if args.capacity is not None and args.capacity <= 0:
@@ -304,6 +331,7 @@ def run(argv: Sequence[str] | None) -> int:
                             delay=2.0)
     try:
         function = find_entry(module, args.entry)
+        dims = _dims(function, args.dim)
         if inputs is not None:
             inputs = complete_inputs(function, inputs)
         with progress:
@@ -318,7 +346,7 @@ def run(argv: Sequence[str] | None) -> int:
                     on_overflow=args.on_overflow,
                     lifetimes=args.lifetimes,
                     schedule=args.schedule,
-                    dims=dict(args.dim),
+                    dims=dims,
                 )
             else:
                 result = run_program(
@@ -328,7 +356,7 @@ def run(argv: Sequence[str] | None) -> int:
                     seed=args.seed,
                     capacity=args.capacity,
                     shadow=not args.no_shadow,
-                    dims=dict(args.dim),
+                    dims=dims,
                 )
     except InterpreterError as error:
         raise Diagnostic(op_location(error.op, name), error.message, error.kind) from None

@@ -27,11 +27,13 @@ from typing import Any
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType
 from xdsl.dialects.func import FuncOp
+from xdsl.utils.exceptions import PassFailedException
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols
 from telamalloc.dialects.scratchpad_types import element_byte_width
+from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
-from telamalloc.runtime.alloc.parametric import SymbolRange
+from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names
 from telamalloc.runtime.alloc.size_expressions import Const, Expr, add, ceildiv, const, floordiv, maximum, mul, sym
 
 _DIVISIONS = frozenset({"arith.divui", "arith.divsi", "arith.floordivsi", "arith.ceildivui", "arith.ceildivsi"})
@@ -171,6 +173,26 @@ class FunctionSymbols:
         raise SizeNotFollowed(
             value, f"'{spelled(value, view)}' is a dimension of '{spelled(source, view)}', not of a function argument"
         )
+
+
+def check_dims_option(view: IRView, module: Any, option: Mapping[str, SymbolRange] | None) -> None:
+    """Raises PassFailedAtOp on a function whose `scratchpad.dim(s)` attributes are malformed
+    or misspelled (every function, symbolic or not), PassFailedException when the `dims`
+    option names a dimension that no function of `module` has (`check_dimension_names`: one
+    rule for every option naming dimensions)."""
+    known: dict[str, None] = {}
+    for func in view.functions(module):
+        try:
+            sources, _ = argument_symbols(view.signature(func))
+        except DimsError as error:
+            raise PassFailedAtOp(func, str(error)) from None
+        known.update(dict.fromkeys(sources))
+    if not option:
+        return
+    try:
+        check_dimension_names(option, list(known), "dims", "the module's functions")
+    except ValueError as error:
+        raise PassFailedException(str(error)) from None
 
 
 def resolve_ranges(

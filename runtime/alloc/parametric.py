@@ -25,10 +25,12 @@ Plain data only: no IR. The design and the argument: `docs/design/dynamic-shapes
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, ProblemError
@@ -37,6 +39,8 @@ from telamalloc.runtime.alloc.size_expressions import Expr, add, align_up, const
 # A deterministic work budget for each static plan that proposes an order (no time limit:
 # the same input gives the same order on every machine).
 ORDER_NODE_LIMIT = 20_000
+
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True)
@@ -67,8 +71,31 @@ class SymbolRange:
         return f"{self.lo}..{self.hi}" + ("" if self.hint is None else f"@{self.hint}")
 
 
-_RANGE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.$-]*)\s*=\s*(\d+)(?:\s*\.\.\s*(\d+))?(?:\s*@\s*(\d+))?\s*$")
+# ASCII only: `\d` alone would take any script's digits (`n=٣..٤` read as 3..4).
+_RANGE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.$-]*)\s*=\s*(\d+)(?:\s*\.\.\s*(\d+))?(?:\s*@\s*(\d+))?\s*$", re.ASCII)
 RANGE_FORM = "'NAME=LO..HI[@HINT]' or 'NAME=VALUE', e.g. 'seq=1..2048@512'"
+
+
+def check_dimension_names(given: Iterable[str], known: Sequence[str], option: str, owner: str) -> None:
+    """The one rule for every option and attribute that names a dimension (`tela-import
+    --dim`, `tela-run --dim`, the `dims` option of `tela-plan` and of `plan_mlir_ops`): each
+    name in `given` must be one of `known`, the dimensions of `owner` (e.g. "'@main'").
+    Raises ValueError naming the unknown names, the closest known one, and the known ones."""
+    unknown = [name for name in dict.fromkeys(given) if name not in known]
+    if not unknown:
+        return
+    names = ", ".join(f"'{name}'" for name in unknown)
+    verb = "names" if len(unknown) == 1 else "name"
+    if not known:
+        raise ValueError(f"{option} {names} {verb} no symbolic dimension of {owner}; there are none, so drop the option")
+    close = [match for name in unknown for match in difflib.get_close_matches(name, known, n=1)]
+    guess = f" (did you mean '{close[0]}'?)" if len(unknown) == 1 and close else ""
+    listed = ", ".join(f"'{name}'" for name in known)
+    raise ValueError(f"{option} {names} {verb} no symbolic dimension of {owner}{guess}; its symbolic dimensions are {listed}")
+
+
+class RangeValueError(ValueError):
+    """A dimension written in the right form whose values make no range (`seq=8..2`)."""
 
 
 def parse_range(text: str) -> tuple[str, SymbolRange]:
@@ -81,7 +108,7 @@ def parse_range(text: str) -> tuple[str, SymbolRange]:
     try:
         return name, SymbolRange(int(lo), int(lo if hi is None else hi), None if hint is None else int(hint))
     except ValueError as error:
-        raise ValueError(f"invalid dimension '{text}': {error}") from None
+        raise RangeValueError(f"invalid dimension '{text}': {error}") from None
 
 
 def parse_ranges(text: str) -> dict[str, SymbolRange]:
@@ -95,6 +122,17 @@ def parse_ranges(text: str) -> dict[str, SymbolRange]:
             raise ValueError(f"the dimension '{name}' is given twice in '{text}'")
         ranges[name] = symbol_range
     return ranges
+
+
+def dimension_map(pairs: Iterable[tuple[str, _V]], option: str) -> dict[str, _V]:
+    """`(name, value)` pairs of a repeated option (`--dim seq=8 --dim batch=2`) as a mapping;
+    a name given twice is an error (never the last one silently)."""
+    values: dict[str, _V] = {}
+    for name, value in pairs:
+        if name in values:
+            raise ValueError(f"{option} '{name}' is given twice ('{values[name]}' and '{value}'); give it once")
+        values[name] = value
+    return values
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,14 @@ from xdsl.utils.exceptions import InterpretationError
 
 from telamalloc.dialects import make_context as dialects_make_context
 from telamalloc.dialects import scratchpad, scratchpad_types
-from telamalloc.dialects.dims import DimsError, Source, argument_sizes, argument_symbols, argument_values
+from telamalloc.dialects.dims import (
+    DimsError,
+    Source,
+    argument_sizes,
+    argument_symbols,
+    argument_values,
+    check_dimension_option,
+)
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
 )
@@ -192,6 +199,7 @@ def random_inputs(
     """
     try:
         _, declared = argument_symbols(function)
+        check_dimension_option(function, dims or {}, "dims")
         values = {name: symbol_range.target for name, symbol_range in declared.items()} | dict(dims or {})
         given = argument_values(function, values)
     except DimsError as error:

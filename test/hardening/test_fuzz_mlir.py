@@ -136,6 +136,15 @@ MLIR_CASES = [
     ("pass-option-dims-invalid", "tela-opt", SMALL, ["-p", "tela-plan{dims=seq=8..2}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{dims=seq=8..2}': invalid dims: invalid dimension 'seq=8..2': "
      "the range '8..2' is empty: its lower end is above its upper end"),
+    ("pass-option-dims-unknown-name", "tela-opt",
+     _func("  %a = memref.alloc(%n) : memref<?xf32>\n  \"test.op\"(%a) : (memref<?xf32>) -> ()\n",
+           '%n: index {scratchpad.dim = "seq=1..64"}'),
+     ["-p", "tela-plan{capacity=1024 dims=sq=1..8}"], 2,
+     "bad.mlir: error: pass 'tela-plan' failed: dims 'sq' names no symbolic dimension of the module's functions "
+     "(did you mean 'seq'?); its symbolic dimensions are 'seq'"),
+    ("pass-option-dims-unicode-digits", "tela-opt", SMALL, ["-p", "tela-plan{dims=n=٣..٤}"], 2,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{dims=n=٣..٤}': invalid dims: invalid dimension 'n=٣..٤'; "
+     "expected 'NAME=LO..HI[@HINT]' or 'NAME=VALUE', e.g. 'seq=1..2048@512'"),
     ("run-dynamic-capacity-exceeded", "tela-run",
      _func("  %a = memref.alloc(%n) : memref<?xf32>\n  %c0 = arith.constant 0 : index\n"
            "  %v = arith.constant 1.0 : f32\n  memref.store %v, %a[%c0] : memref<?xf32>\n",

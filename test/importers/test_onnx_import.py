@@ -339,7 +339,7 @@ def test_values_that_are_not_dense_tensors_are_named(value, kind):
 @pytest.mark.parametrize(
     "dims, message",
     [
-        ({"batc": 1}, "--dim 'batc' names no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
+        ({"batc": 1}, "--dim 'batc' names no symbolic dimension of the model's inputs (did you mean 'batch'?); its symbolic dimensions are 'batch', 'seq'"),
         ({"batch": 1, "a": 2, "b": 3}, "--dim 'a', 'b' name no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
     ],
 )
@@ -361,7 +361,7 @@ def test_unknown_dims_of_a_model_without_symbolic_dimensions():
     with pytest.raises(OnnxImportError) as error:
         import_onnx(model, ImportOptions(dims={"n": 1}))
     assert str(error.value) == (
-        "--dim 'n' names no symbolic dimension of the model's inputs; the model has no symbolic dimensions, so drop the option"
+        "--dim 'n' names no symbolic dimension of the model's inputs; there are none, so drop the option"
     )
 
 

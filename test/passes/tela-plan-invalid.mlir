@@ -107,6 +107,24 @@ builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity
 }
 
 // -----
+// A misspelled dimension attribute: the dimension would stay unnamed without a word.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@misspelled' %x: unknown argument attribute 'scratchpad.dimz' (the dimensions' attributes are 'scratchpad.dim' on an 'index' argument and 'scratchpad.dims' on a memref argument); did you mean 'scratchpad.dims'?}}
+  func.func @misspelled(%x : memref<?xf32> {scratchpad.dimz = ["n=1..8"]}) {
+    func.return
+  }
+}
+
+// -----
+// A dimension attribute of an index argument on a memref argument.
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
+  // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@wrong_kind' %x: 'scratchpad.dim' names the dimension of an 'index' argument, not of 'memref<?xf32>'; write 'scratchpad.dims'}}
+  func.func @wrong_kind(%x : memref<?xf32> {scratchpad.dim = "n=1..8"}) {
+    func.return
+  }
+}
+
+// -----
 // One symbol, two different ranges.
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 16>} {
   // expected-error @+1 {{pass 'tela-plan' failed: 'func.func' op '@two_ranges' declares two ranges for 'seq': '1..8' and '1..16'; declare one}}

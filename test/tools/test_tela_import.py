@@ -205,13 +205,20 @@ IMPORT_CASES = [
      "bad.onnx: output 'z' is neither computed by a node nor an input of the model; "
      "compute it by a node or drop it from the graph's outputs"),
     ("unknown-dim", _relu([_value("x", shape=("batch", "seq"))], [_value("y", shape=("batch", "seq"))]), ["--dim", "batc=1"],
-     "bad.onnx: --dim 'batc' names no symbolic dimension of the model's inputs; its symbolic dimensions are 'batch', 'seq'"),
+     "bad.onnx: --dim 'batc' names no symbolic dimension of the model's inputs (did you mean 'batch'?); its symbolic dimensions are 'batch', 'seq'"),
     ("unknown-dim-without-symbolic-dimensions", _relu(), ["--dim", "n=1"],
      "bad.onnx: --dim 'n' names no symbolic dimension of the model's inputs; "
-     "the model has no symbolic dimensions, so drop the option"),
+     "there are none, so drop the option"),
     ("bad-dim-syntax", _relu(), ["--dim", "n"],
      "argument --dim: dimension 'n' must be NAME=VALUE or NAME=LO..HI[@HINT] with positive sizes, e.g. 'batch=1' "
      "or 'seq=1..2048@512'"),
+    ("empty-dim-range", _relu([_value("x", shape=("seq",))], [_value("y", shape=("seq",))]), ["--dim", "seq=8..2"],
+     "argument --dim: invalid dimension 'seq=8..2': the range '8..2' is empty: its lower end is above its upper end"),
+    ("unicode-digits-in-dim", _relu([_value("x", shape=("n",))], [_value("y", shape=("n",))]), ["--dim", "n=٣..٤"],
+     "argument --dim: dimension 'n=٣..٤' must be NAME=VALUE or NAME=LO..HI[@HINT] with positive sizes, e.g. "
+     "'batch=1' or 'seq=1..2048@512'"),
+    ("dim-given-twice", _relu([_value("x", shape=("seq",))], [_value("y", shape=("seq",))]),
+     ["--dim", "seq=2", "--dim", "seq=1..8"], "--dim 'seq' is given twice ('2' and '1..8'); give it once"),
     ("capacity-zero", _relu(), ["--capacity", "0"], "argument --capacity: capacity '0' must be a positive number of bytes"),
     ("alignment-without-capacity", _relu(), ["--alignment", "64"],
      "--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment"),

@@ -455,13 +455,65 @@ def test_a_dimension_without_a_value_or_range_is_named(tmp_path, capsys):
                    "value with --inputs, or its sizes with --dim (x_dim0=<size>)\n")
 
 
-@pytest.mark.parametrize("value", ["seq", "seq=", "=3", "seq=-1", "seq=1..4"])
+@pytest.mark.parametrize("value", ["seq", "seq=", "=3", "seq=-1", "seq=٣", "seq=３"])
 def test_a_malformed_dim_is_a_usage_error(value, tmp_path, capsys):
+    # Digits of other scripts are not sizes (`int` would read 'seq=٣' as 3).
     path = tmp_path / "dyn.mlir"
     path.write_text(DYNAMIC)
     status, out, err = run([path, "--dim", value], capsys)
     assert status == 2 and out == ""
     assert f"invalid --dim '{value}'; expected NAME=VALUE with a size >= 0, e.g. 'seq=128'" in err
+
+
+@pytest.mark.parametrize("value", ["seq=1..4", "seq=8..2", "seq=1..8@4"])
+def test_a_range_given_to_dim_says_a_run_takes_one_size(value, tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run([path, "--dim", value], capsys)
+    assert status == 2 and out == ""
+    assert err == (f"tela-run: error: argument --dim: --dim '{value}' gives a range, but a run takes one size per "
+                   "dimension; give NAME=VALUE, e.g. 'seq=128' (ranges are for tela-plan's 'dims' option and "
+                   "tela-import); run 'tela-run --help' for usage\n")
+
+
+@pytest.mark.parametrize("verify", [[], ["--verify"]])
+def test_a_dim_naming_no_dimension_is_refused_with_the_names_there_are(verify, tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run([path, *verify, "--dim", "sq=3"], capsys)
+    assert status == 2 and out == ""
+    assert err == (f"{path}:1:1: error: --dim 'sq' names no symbolic dimension of '@main' (did you mean 'seq'?); "
+                   "its symbolic dimensions are 'seq'\n")
+
+
+def test_a_dim_given_twice_is_refused(tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    path.write_text(DYNAMIC)
+    status, out, err = run([path, "--dim", "seq=3", "--dim", "seq=4"], capsys)
+    assert status == 2 and out == ""
+    assert err == "tela-run: error: --dim 'seq' is given twice ('3' and '4'); give it once\n"
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("scratchpad.dims = [\"seq\"]}) {", "scratchpad.dimz = [\"seq\"]}) {"),
+         "'@main' %out: unknown argument attribute 'scratchpad.dimz' (the dimensions' attributes are "
+         "'scratchpad.dim' on an 'index' argument and 'scratchpad.dims' on a memref argument); "
+         "did you mean 'scratchpad.dims'?"),
+        (("%n: index {scratchpad.dim = \"seq\"}", "%n: index {scratchpad.dims = [\"seq\"]}"),
+         "'@main' %n: 'scratchpad.dims' names the dimension of a memref argument, not of 'index'; "
+         "write 'scratchpad.dim'"),
+    ],
+    ids=["misspelled", "on-the-wrong-argument"],
+)
+def test_a_misspelled_dimension_attribute_is_refused(edit, message, tmp_path, capsys):
+    path = tmp_path / "dyn.mlir"
+    assert edit[0] in DYNAMIC
+    path.write_text(DYNAMIC.replace(*edit))
+    status, out, err = run([path, "--dim", "seq=3"], capsys)
+    assert status == 2 and out == ""
+    assert err == f"{path}:1:1: error: {message}\n"
 
 
 def test_verify_runs_a_dynamic_program_at_the_sizes_of_its_inputs(tmp_path, capsys):
