@@ -36,6 +36,7 @@ from telamalloc.errors import ErrorKind
 from telamalloc.passes.analysis.collect import (
     ARENA_ALIGNMENT_ATTR,
     BUFFER_ATTR,
+    BUFFERIZE_COMMAND,
     LIFETIME_ATTR,
     LOAD_ATTR,
     MEMORIES_ATTR,
@@ -48,9 +49,10 @@ from telamalloc.passes.analysis.collect import (
     module_has_scratchpad_memrefs,
     offset_name,
     selection_for,
+    tensor_computation,
 )
 from telamalloc.passes.analysis.sizes import check_dims_option
-from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark, emit_warning
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
 from telamalloc.passes.planning import outputs
@@ -142,6 +144,8 @@ def _plan_each(view: IRView, module: Any, options: PlanOptions, report: TextIO |
         emit_remark(module, message)
         if report is not None:
             report.write(f"tela-plan: {message}\n")
+    if not problems and options.memory_space is None:
+        _say_nothing_to_plan(view, module, report)
     dump_paths = outputs.dump_paths(options.dump_problem, problems)
     plans: list[FunctionPlan] = []
     for function_problem in problems:
@@ -152,6 +156,23 @@ def _plan_each(view: IRView, module: Any, options: PlanOptions, report: TextIO |
                 emit_remark(function_problem.func, f"wrote the problem of '@{function_problem.name}' to '{dump_path}'")
         plans += _plan_one(view, module, function_problem, options, report, changes)
     return plans
+
+
+def _say_nothing_to_plan(view: IRView, module: Any, report: TextIO | None) -> None:
+    """No function has a buffer: on tensors, a warning at the first tensor op saying to
+    bufferize first (and how); otherwise a report line, when a report is asked for."""
+    found = tensor_computation(module, view)
+    if found is not None:
+        func, op, type_ = found
+        message = (
+            f"nothing to plan: '@{view.symbol_name(func)}' computes on tensors ('{type_}'), which have no buffers "
+            f"until they are bufferized; bufferize first, e.g. {BUFFERIZE_COMMAND}"
+        )
+        emit_warning(op, message)
+    else:
+        message = "nothing to plan: no function allocates a buffer"
+    if report is not None:
+        report.write(f"tela-plan: {message}\n")
 
 
 def _plan_one(view: IRView, module: Any, function_problem: FunctionProblem, options: PlanOptions,

@@ -18,7 +18,9 @@ Everything `xdsl-opt` accepts works here (`-p/--passes`, `--split-input-file`,
   pass's options, `--list-passes` every pass; `--version` names telamalloc and xDSL;
 - `-` as the input file reads stdin;
 - mlir-opt's debugging flags: `--mlir-print-ir-before-all` / `--mlir-print-ir-after-all`
-  print the module before / after each pass on stderr
+  print the module before / after each pass on stderr (`--mlir-print-ir-before=PASS` /
+  `--mlir-print-ir-after=PASS`: before / after each run of the passes named, each a pass of
+  the pipeline; flags are never abbreviated, as in mlir-opt)
   (`// -----// IR Dump After TelaPlanPass (tela-plan) //----- //`, as mlir-opt), in the
   output's form (`--print-op-generic`, debug info); `--mlir-timing` prints mlir-opt's
   execution time report on stderr at the end, with the parsing, each pass, the
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import importlib.metadata
 import inspect
 import io
@@ -137,6 +140,7 @@ class TelaOptMain(xDSLOptMain):
 
     def __init__(self, args: Sequence[str] | None = None):
         self._current_pass: ModulePass | None = None
+        self._print_ir: dict[str, frozenset[str]] = {"before": frozenset(), "after": frozenset()}  # --mlir-print-ir-before/after
         self._timings: dict[str, float] = {}  # `--mlir-timing`: seconds per phase, in first-seen order
         self._emitted: list[Emitted] | None = None  # the current chunk's diagnostics
         super().__init__(
@@ -223,6 +227,15 @@ class TelaOptMain(xDSLOptMain):
             action="store_true",
             help="print the IR after each pass on stderr, as mlir-opt",
         )
+        for when in ("before", "after"):
+            arg_parser.add_argument(
+                f"--mlir-print-ir-{when}",
+                metavar="PASS",
+                action="append",
+                default=[],
+                help=f"print the IR {when} each run of pass PASS on stderr, as mlir-opt (repeat it, "
+                "or separate names with commas, for several passes)",
+            )
         arg_parser.add_argument(
             "--mlir-timing",
             action="store_true",
@@ -240,6 +253,9 @@ class TelaOptMain(xDSLOptMain):
             raise UserError(f"{message}; run '{TOOL_NAME} --help' for usage")
 
         arg_parser.error = usage_error  # type: ignore[method-assign]
+        # No abbreviated flags (as mlir-opt): '--mlir-print-ir-after' alone would otherwise be
+        # taken for '--mlir-print-ir-after-all'.
+        arg_parser.allow_abbrev = False
 
     # --- pipeline ---------------------------------------------------------------------
 
@@ -254,11 +270,26 @@ class TelaOptMain(xDSLOptMain):
         except (PipelineSyntaxError, ValueError) as error:
             reason = one_line(str(error))
             raise UserError(f"invalid pass pipeline '{text}': {reason}") from None
+        self._print_ir = {when: self._printed_passes(when, passes) for when in ("before", "after")}
         self.args.passes = ""
         super().setup_pipeline()  # xDSL's callback (verification, timing, printing)
         self.pipeline = dataclasses.replace(
             self.pipeline, passes=passes, callback=self._locating_callback(self.pipeline.callback)
         )
+
+    def _printed_passes(self, when: str, passes: Sequence[ModulePass]) -> frozenset[str]:
+        """The pass names of `--mlir-print-ir-{when}`, each a pass of the pipeline (a name
+        that is not would print nothing, without a word)."""
+        flag = f"--mlir-print-ir-{when}"
+        names = [name.strip() for value in getattr(self.args, f"mlir_print_ir_{when}") for name in value.split(",")]
+        in_pipeline = list(dict.fromkeys(pass_.name for pass_ in passes))
+        for name in names:
+            if name not in in_pipeline:
+                close = difflib.get_close_matches(name, in_pipeline, n=1)
+                guess = f" (did you mean '{close[0]}'?)" if close else ""
+                listed = ", ".join(f"'{pass_name}'" for pass_name in in_pipeline) or "none"
+                raise UserError(f"{flag} names '{name}', which is no pass of the pipeline{guess}; its passes: {listed}")
+        return frozenset(names)
 
     def build_passes(self, text: str) -> tuple[ModulePass, ...]:
         """The passes of pipeline `text`; ValueError (one line) for any mistake in it."""
@@ -315,7 +346,7 @@ class TelaOptMain(xDSLOptMain):
             nonlocal started
             if previous is not None:
                 self._time(previous.name, time.perf_counter() - started)
-                if self.args.mlir_print_ir_after_all:
+                if self.args.mlir_print_ir_after_all or previous.name in self._print_ir["after"]:
                     self._dump_ir("After", previous, module)
             self._current_pass = following
             if callback is not None:
@@ -326,7 +357,8 @@ class TelaOptMain(xDSLOptMain):
                     after = "" if previous is None else f" (after pass '{previous.name}')"
                     raise self._verification_diagnostic(module, error, after) from None
                 self._time("Verifier", time.perf_counter() - verifying)
-            if following is not None and self.args.mlir_print_ir_before_all:
+            if following is not None and (self.args.mlir_print_ir_before_all
+                                          or following.name in self._print_ir["before"]):
                 self._dump_ir("Before", following, module)
             started = time.perf_counter()
 

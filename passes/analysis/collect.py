@@ -44,6 +44,8 @@ from xdsl.dialects.builtin import (
     MemRefType,
     NoneAttr,
     StringAttr,
+    TensorType,
+    UnrankedTensorType,
 )
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Operation
@@ -127,6 +129,29 @@ def module_has_scratchpad_memrefs(module: Any, view: IRView) -> bool:
             if isinstance(type_, MemRefType) and isinstance(type_.memory_space, ScratchpadSpaceAttr):
                 return True
     return False
+
+
+BUFFERIZE_COMMAND = (
+    "tela-mlir-opt FILE --pass-pipeline=\"$(python -c 'from telamalloc.interop import LOOPS_PIPELINE; "
+    "print(LOOPS_PIPELINE)')\" -o FILE.loops.mlir"
+)
+
+
+def tensor_computation(module: Any, view: IRView) -> tuple[Any, Any, Attribute] | None:
+    """The first function of `module` that computes on tensors, with the op (the function
+    itself for an argument) and the tensor type; None when no function does. Tensors have
+    no buffers to plan until they are bufferized, so a module of them plans nothing."""
+    tensors = (TensorType, UnrankedTensorType)
+    for func in view.functions(module):
+        for type_ in view.signature(func).function_type.inputs.data:
+            if isinstance(type_, tensors):
+                return func, func, type_
+        for op in view.walk(func):
+            for result in view.results(op):
+                type_ = view.value_type(result)
+                if isinstance(type_, tensors):
+                    return func, op, type_
+    return None
 
 
 def offset_name(op: Any, view: IRView) -> str:

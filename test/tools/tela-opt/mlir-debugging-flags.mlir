@@ -19,6 +19,20 @@
 // STDOUT-NOT: IR Dump
 // STDOUT:     scratchpad.peak = 2048 : i64
 
+// --mlir-print-ir-after=PASS / --mlir-print-ir-before=PASS: around the passes named only.
+// RUN: tela-opt %s -p 'tela-plan{capacity=4096},tela-lower' --mlir-print-ir-after=tela-plan --mlir-print-ir-before=tela-lower,tela-plan 2>&1 >/dev/null | filecheck %s --check-prefix=NAMED
+// NAMED:      // -----// IR Dump Before TelaPlanPass (tela-plan) //----- //
+// NAMED:      // -----// IR Dump After TelaPlanPass (tela-plan) //----- //
+// NAMED:      // -----// IR Dump Before TelaLowerPass (tela-lower) //----- //
+// NAMED-NOT:  IR Dump
+
+// A name that is no pass of the pipeline is an error (it would print nothing); the bare
+// flag is no abbreviation of --mlir-print-ir-after-all.
+// RUN: not tela-opt %s -p 'tela-plan{capacity=4096},tela-lower' --mlir-print-ir-after=tela-lowr 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// UNKNOWN: tela-opt: error: --mlir-print-ir-after names 'tela-lowr', which is no pass of the pipeline (did you mean 'tela-lower'?); its passes: 'tela-plan', 'tela-lower'
+// RUN: not tela-opt %s -p 'tela-plan{capacity=4096}' --mlir-print-ir-after 2>&1 | filecheck %s --check-prefix=BARE
+// BARE: tela-opt: error: argument --mlir-print-ir-after: expected one argument; run 'tela-opt --help' for usage
+
 // RUN: tela-opt %s -p 'tela-plan{capacity=4096},tela-lower' --mlir-timing 2>&1 >/dev/null | filecheck %s --check-prefix=TIMING
 // TIMING:      Execution time report
 // TIMING:      Total Execution Time: {{[0-9.]+}} seconds
