@@ -278,13 +278,19 @@ def _parse_through_mlir(
         return None  # xDSL cannot read MLIR's generic form of it either: its first error stands
     file_name = StringAttr(name)
     lines = LineIndex(text)
+    def in_file(location: FileLineColLoc) -> FileLineColLoc:
+        return FileLineColLoc(file_name, IntAttr(location.line.data + line_offset), location.column)
+
     for op in module.walk():
         location = op.location
         if isinstance(location, FileLineColLoc) and location.filename.data == "-":  # MLIR's name for a string
             _restore_names(op, text, lines.offset(location.line.data, location.column.data))
-            op.location = FileLineColLoc(
-                file_name, IntAttr(location.line.data + line_offset), location.column
-            )
+            op.location = in_file(location)
+        for region in op.regions:  # block arguments (a function's) have their own locations
+            for block in region.blocks:
+                for argument in block.args:
+                    if isinstance(argument.location, FileLineColLoc) and argument.location.filename.data == "-":
+                        argument.location = in_file(argument.location)
     return module
 
 
@@ -347,6 +353,19 @@ _NO_OPERATION = "Could not parse entire input!"  # xDSL's message when no op can
 _UNTERMINATED_STRING = "End of file reached before closing string literal."  # (also at the end of a line)
 
 
+def _at_the_end(span: Span[str]) -> bool:
+    """Whether a parse error stands where the text ends: past its last token (MLIR puts
+    it there, xDSL past the last character), or on a last token cut short (`func.`,
+    `memref<`) while a region is still open or the last line has no end: a truncated
+    file, whichever parser read it."""
+    content = span.input.content
+    tail = content[span.start:].strip()
+    if not tail:
+        return True
+    cut_short = content.count("{") > content.count("}") or not content.endswith("\n")
+    return len(tail.split()) == 1 and cut_short
+
+
 def parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
     """A located parse error; three of xDSL's messages are made to say what is wrong."""
     position = span.get_location()
@@ -355,7 +374,7 @@ def parse_diagnostic(span: Span[str], message: str) -> Diagnostic:
         message = "expected an operation; check for stray text or an unbalanced '}'"
     elif message == _UNTERMINATED_STRING:
         message = "unterminated string literal; close it with '\"' on the same line"
-    if span.start >= len(span.input.content) and not message.startswith("values used but not defined"):
+    if _at_the_end(span) and not message.startswith("values used but not defined"):
         message = f"unexpected end of input ({message}); the file may be truncated or miss a '}}'"
     return Diagnostic(f"{position.file}:{position.line}:{position.col}", message)
 

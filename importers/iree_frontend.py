@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -236,7 +237,8 @@ def _to_linalg(path: str | os.PathLike, dims: Mapping[str, int]) -> tuple[str, l
         if imported.returncode != 0:
             raise OnnxImportError(f"{path}: IREE's ONNX importer failed: {_first_error(imported.stderr)}")
         lowered = subprocess.run(
-            [str(binary), *TORCH_TO_LINALG, torch_file, "-o", linalg_file], capture_output=True, text=True
+            [str(binary), *TORCH_TO_LINALG, "--mlir-print-debuginfo", torch_file, "-o", linalg_file],
+            capture_output=True, text=True,
         )
         if lowered.returncode != 0:
             raise _lowering_error(path, lowered.stderr)
@@ -269,6 +271,7 @@ def plan_onnx_with_iree(
     from mlir import ir
 
     from telamalloc.interop import LOOPS_PIPELINE, InteropError, plan_mlir_module, run_pipeline
+    from telamalloc.interop.mlir_plan import MlirPlanError
 
     linalg, remarks = _to_linalg(path, dims or {})
     path = os.fspath(path)
@@ -286,11 +289,36 @@ def plan_onnx_with_iree(
             )
         except InteropError as error:
             raise OnnxImportError(f"{path}: {error}") from None
+        except MlirPlanError as error:  # located in the model the user gave, not in IREE's text
+            notes = tuple((_in_model(path, where), note) for where, note in error.notes)
+            raise MlirPlanError(_in_model(path, error.location), error.message, error.kind, notes) from None
         functions = _plan_figures(planned)
         verified, how = (False, "not verified (verification not asked for)")
         if verify:
             verified, how = _verify(module, planned, seed)
         return IreeResult(loops, str(planned), functions, verified, how, tuple(remarks))
+
+
+_NAMED_LOCATION = re.compile(r'^loc\(("(?:[^"\\]|\\.)*")\)$')
+_TEXT_POSITION = re.compile(r"^-:(\d+):(\d+)$")
+
+
+def _in_model(path: str, location: str) -> str:
+    """A planning diagnostic's location (`interop.mlir_plan`) in terms of the model: the ops
+    keep their ONNX node's name as their location (`loc("relu1")`, through iree-opt's
+    `--mlir-print-debuginfo`), a function its graph's (`loc("graph:main")`); a position in
+    IREE's linalg text, which is never written, is named as such; anything else is the model."""
+    named = _NAMED_LOCATION.match(location)
+    if named:
+        name = json.loads(named[1])
+        if name.startswith("graph:"):
+            return f"{path}: graph '{name.removeprefix('graph:')}'"
+        if name and not name.startswith("onnx_importer."):  # unnamed nodes, the importer's constants: no node
+            return f"{path}: node '{name}'"
+    position = _TEXT_POSITION.match(location)
+    if position:
+        return f"{path}: line {position[1]}, column {position[2]} of the linalg program IREE made of it"
+    return path
 
 
 def _plan_figures(module) -> dict[str, dict[str, int]]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -625,6 +626,27 @@ def _location_kind(location: Any) -> str | None:
 
 
 def mlir_location_text(location: Any, fallback: str) -> str:
-    """`file:line:col` of an MLIR location, else `fallback`."""
+    """`file:line:col` of an MLIR location; for one that names no file (a name, as
+    importers give ops the names of their model's nodes), `loc("NAME")` as MLIR prints it;
+    else `fallback`."""
     position = None if location is None else file_position(location)
-    return fallback if position is None else f"{position[0]}:{position[1]}:{position[2]}"
+    if position is not None:
+        return f"{position[0]}:{position[1]}:{position[2]}"
+    name = location_name(location)
+    return fallback if name is None else f"loc({json.dumps(name)})"
+
+
+def location_name(location: Any) -> str | None:
+    """The first name inside an MLIR location (a name location, or one inside a fused or
+    call-site location); None when it has none."""
+    pending = [] if location is None else [location]
+    while pending:
+        current = pending.pop(0)
+        kind = _location_kind(current)
+        if kind == "name":
+            return current.name_str
+        if kind == "callsite":
+            pending[:0] = [current.callee, current.caller]
+        elif kind == "fused":
+            pending[:0] = list(current.locations)
+    return None

@@ -8,7 +8,7 @@ from xdsl.utils.lexer import Input, Span
 
 from telamalloc import mlir_text
 from telamalloc.interop.generic import xdsl_context
-from telamalloc.ir_text import LineIndex, parse_module_text
+from telamalloc.ir_text import LineIndex, parse_diagnostic, parse_module_text
 
 
 def test_line_index_agrees_with_xdsls_span_locations():
@@ -64,3 +64,28 @@ def test_ssa_names_survive_the_generic_form_fallback():
     assert [result.name_hint for result in two[1].results] == [None, None]  # a group keeps MLIR's numbering
     copy = next(op for op in module.walk() if op.name == "memref.copy")
     assert (copy.location.filename.data, copy.location.line.data, copy.location.column.data) == ("in.mlir", 3, 3)
+
+
+@pytest.mark.skipif(not mlir_text.have_bindings(), reason="the mlir extra is not installed (CI installs it)")
+def test_the_generic_form_fallback_locates_function_arguments_in_the_file():
+    """Arguments have locations of their own: MLIR's `loc("-":...)` (its name for a string)
+    becomes the file's, as for the ops (`--mlir-print-debuginfo` prints them)."""
+    module = parse_module_text(xdsl_context(allow_unregistered=True), PRETTY, "in.mlir")
+    func = next(op for op in module.walk() if op.name == "func.func")
+    locations = [argument.location for argument in func.body.blocks.first.args]
+    assert [(loc.filename.data, loc.line.data) for loc in locations] == [("in.mlir", 1), ("in.mlir", 1)]
+
+
+@pytest.mark.skipif(not mlir_text.have_bindings(), reason="the mlir extra is not installed (CI installs it)")
+@pytest.mark.parametrize("cut", ["  %g = ", "  %g = memref.get_global @G : memref<", "  %g = memref.get_glo"])
+def test_a_truncated_file_read_through_mlir_says_it_ends_early(cut):
+    """A file that needs MLIR's generic form (`memref.global`), cut short: MLIR's error at
+    the end ("expected operation name in quotes") says the input ended, as xDSL's does."""
+    text = ('memref.global "private" constant @G : memref<4xf32> = dense<1.0>\n'
+            "func.func @main(%x: memref<4xf32>) {\n" + cut)
+    with pytest.raises(Exception) as raised:
+        parse_module_text(xdsl_context(), text, "cut.mlir")
+    diagnostic = parse_diagnostic(raised.value.span, raised.value.msg)
+    assert str(diagnostic).startswith("cut.mlir:3:")
+    assert "unexpected end of input (" in str(diagnostic)
+    assert str(diagnostic).endswith("); the file may be truncated or miss a '}'")

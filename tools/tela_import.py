@@ -207,7 +207,11 @@ def _run_iree(arguments) -> int:
         result = plan_onnx_with_iree(arguments.model, capacity=arguments.capacity, verify=arguments.verify,
                                      seed=arguments.seed, time_limit=arguments.time_limit, dims=_dims(arguments))
     except PassFailedException as error:
-        print(f"{PROG}: error: {arguments.model}: planning failed: {' '.join(str(error).split())}", file=sys.stderr)
+        location = getattr(error, "location", arguments.model)  # MlirPlanError: in the model (a node)
+        message = getattr(error, "message", str(error))
+        notes = "".join(f" (note: {note})" if where == location else f" (note: {where}: {note})"
+                        for where, note in getattr(error, "notes", ()))
+        print(f"{PROG}: error: {location}: planning failed: {' '.join((message + notes).split())}", file=sys.stderr)
         return ExitStatus.NO
     for remark in result.remarks:
         print(f"{PROG}: remark: {remark}", file=sys.stderr)

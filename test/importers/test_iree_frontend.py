@@ -125,6 +125,35 @@ def test_a_capacity_below_load_is_a_planning_failure(tmp_path: Path, capsys) -> 
 
 
 @needs_iree
+def test_a_planning_failure_is_located_at_the_models_node(tmp_path: Path, capsys) -> None:
+    """The ops keep their ONNX node's name through IREE's tools and MLIR's bufferization:
+    the error names the node of the model, not a line of IREE's text (never written)."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu1"), helper.make_node("Sigmoid", ["a"], ["b"], name="sig1"),
+             helper.make_node("Add", ["a", "b"], ["y"], name="add1")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])])
+    path = tmp_path / "small.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    output = tmp_path / "small.mlir"
+    assert tela_import.main(["--frontend=iree", str(path), "--capacity", "64", "-o", str(output)]) == 1
+    assert capsys.readouterr().err == (
+        f"tela-import: error: {path}: node 'relu1': planning failed: cannot plan '@g': 1 buffer live here (program "
+        "point #6) need '256' B but capacity is '64' B; raise the capacity or shorten these lifetimes (note: buffer "
+        "'alloc' of '256' B, allocated here, is live at program point #6)\n")
+    assert not output.exists()
+
+
+def test_planning_locations_are_named_in_the_model() -> None:
+    assert iree_frontend._in_model("m.onnx", 'loc("relu1")') == "m.onnx: node 'relu1'"
+    assert iree_frontend._in_model("m.onnx", 'loc("graph:main")') == "m.onnx: graph 'main'"
+    assert iree_frontend._in_model("m.onnx", 'loc("onnx_importer.none")') == "m.onnx"
+    assert iree_frontend._in_model("m.onnx", 'loc("")') == "m.onnx"  # an unnamed node
+    assert iree_frontend._in_model("m.onnx", "-:130:11") == (
+        "m.onnx: line 130, column 11 of the linalg program IREE made of it")
+    assert iree_frontend._in_model("m.onnx", "<mlir module>") == "m.onnx"
+
+
+@needs_iree
 def test_a_file_that_is_no_model_is_one_line(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_text("not a model")
