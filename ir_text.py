@@ -16,8 +16,9 @@ import re
 from collections import defaultdict
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc, UnrankedMemRefType
 from xdsl.ir import Block, Operation
+from xdsl.irdl import AttrSizedOperandSegments, VarOperandDef
 from xdsl.parser import Parser
 from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.parser.generic_parser import ParserState
@@ -58,8 +59,24 @@ def locate_verification_failure(module: Operation, error: Exception, fallback: s
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as op_error:
-            return Diagnostic(source_location(op, fallback), f"'{op.name}' op {one_line(str(op_error))}{suffix}")
+            message = _unranked_operand(op, one_line(str(op_error))) or one_line(str(op_error))
+            return Diagnostic(source_location(op, fallback), f"'{op.name}' op {message}{suffix}")
     return Diagnostic(fallback, one_line(str(error)) + suffix)
+
+
+def _unranked_operand(op: Operation, message: str) -> str | None:
+    """For an op that xDSL defines on ranked memrefs only (`memref.rank`, ...) given an
+    unranked one, which MLIR allows: what to do instead of xDSL's constraint text."""
+    if "should be of base attribute memref" not in message:
+        return None
+    for index, operand in enumerate(op.operands):
+        if isinstance(operand.type, UnrankedMemRefType) and str(operand.type) in message:
+            return (
+                f"operand #{index} is the unranked '{operand.type}', valid MLIR, but xDSL's definition of the op "
+                "takes ranked memrefs only; cast it to a ranked memref with 'memref.cast' first, or keep the op "
+                "out of what telamalloc reads"
+            )
+    return None
 
 
 def find_dominance_violation(module: Operation, fallback: str) -> Diagnostic | None:
@@ -257,8 +274,20 @@ def _parse_through_mlir(
     def known(op_name: str) -> bool:
         return ctx.allow_unregistered or ctx.get_optional_op(op_name) is not None
 
+    def segment_groups(op_name: str) -> tuple[bool, ...] | None:
+        """The operand groups (True: variadic) of an op whose xDSL definition sizes them by
+        an `operandSegmentSizes` attribute (not a property: upstream's ops with one print it)."""
+        op_type = ctx.get_optional_op(op_name)
+        definition = getattr(op_type, "get_irdl_definition", None)
+        if definition is None:
+            return None
+        irdl = definition()
+        if not any(isinstance(option, AttrSizedOperandSegments) and not option.as_property for option in irdl.options):
+            return None
+        return tuple(isinstance(operand, VarOperandDef) for _, operand in irdl.operands)
+
     try:
-        generic = mlir_text.generic_text_via_mlir(text, known)
+        generic = mlir_text.generic_text_via_mlir(text, known, segment_groups)
     except mlir_text.MlirRejects as rejection:
         if not lacks_custom_format:
             return None

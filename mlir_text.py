@@ -9,6 +9,10 @@ with each op's source position as a `loc(...)`, which xDSL then reads: the ops k
 positions of the original text. `ir_text.parse_module_text` does this by itself; without
 the bindings, `missing_custom_format_hint` says what to do.
 
+Where xDSL's definition of an op sizes its operand groups by an `operandSegmentSizes`
+attribute that upstream's op does not record (`gpu.dealloc`, `memref.dma_start`), the
+attribute is added on the way, so that such ops are read in their custom form too.
+
 Only text that upstream MLIR accepts crosses: ops of our `scratchpad` dialect in their
 custom form, or a `#scratchpad.space` memory space, are not MLIR's (it rejects them), so
 for such text xDSL's own diagnostic stands.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from telamalloc.extras import install_hint
@@ -69,13 +74,20 @@ def missing_custom_format_hint(xdsl_message: str) -> str | None:
     )
 
 
-def generic_text_via_mlir(text: str, known_op: callable) -> str:
+def generic_text_via_mlir(
+    text: str, known_op: callable, segment_groups: Callable[[str], tuple[bool, ...] | None] = lambda name: None
+) -> str:
     """`text` (any MLIR text upstream MLIR parses) in the generic form, every op with a
     `loc("-":line:col)` of its position in `text`.
 
     `known_op(name)` says whether xDSL knows an op; the first op it does not know raises
-    `UnknownToXdsl` (naming every unknown op) before any printing. Raises `MlirRejects`
-    when upstream MLIR does not accept the text and `ImportError` without the bindings.
+    `UnknownToXdsl` (naming every unknown op) before any printing. `segment_groups(name)`
+    gives the operand groups (True: variadic) of an op whose xDSL definition sizes them by
+    an `operandSegmentSizes` attribute that upstream's op has not (`gpu.dealloc`,
+    `memref.dma_start`): the attribute is added (`_segment_sizes`), so that xDSL reads the
+    op; one whose sizes cannot be told raises `MlirRejects` saying so. Raises
+    `MlirRejects` when upstream MLIR does not accept the text and `ImportError` without
+    the bindings.
     """
     from mlir import ir
 
@@ -91,19 +103,68 @@ def generic_text_via_mlir(text: str, known_op: callable) -> str:
 
         def visit(op: ir.Operation) -> ir.WalkResult:
             name = op.name
+            groups = segment_groups(name)
+            if groups is not None and "operandSegmentSizes" not in op.attributes:
+                sizes = _segment_sizes(op, groups)
+                if sizes is None:  # reported after the walk: an exception here would be MLIR's RuntimeError
+                    unsized.append((*(_position(op.location) or (1, 1)), name))
+                else:
+                    op.attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get(sizes)
             if not known_op(name):
                 position = _position(op.location)
                 if name not in unknown or (position is not None and (unknown[name] is None or position < unknown[name])):
                     unknown[name] = position
             return ir.WalkResult.ADVANCE
 
+        unsized: list[tuple[int, int, str]] = []
         module.operation.walk(visit)
+        if unsized:
+            line, column, name = min(unsized)
+            fix = (
+                "drop the stride and elements-per-stride operands (xDSL's op has none)"
+                if name == "memref.dma_start"
+                else "write the op in the generic form with its 'operandSegmentSizes'"
+            )
+            raise MlirRejects(line, column, (
+                f"'{name}' with these operands is valid MLIR, but xDSL's definition of the op cannot place them (it "
+                f"sizes its operand groups by 'operandSegmentSizes', which MLIR does not record); {fix}, or keep "
+                "the op out of what telamalloc reads"))
         if unknown:
             # The first op with a position in the text (ops that a custom form implies,
             # e.g. the body of `linalg.fill`, have none).
             line, column = min((position for position in unknown.values() if position is not None), default=(1, 1))
             raise UnknownToXdsl(line, column, sorted(unknown))
         return module.operation.get_asm(print_generic_op_form=True, enable_debug_info=True, use_local_scope=True)
+
+
+def _segment_sizes(op: ir.Operation, groups: tuple[bool, ...]) -> list[int] | None:
+    """The operand segment sizes of `op` (`groups`: True for a variadic group) that
+    upstream MLIR does not record: with one variadic group, all operands the single ones
+    leave; `memref.dma_start`'s index groups by its memrefs' ranks (source, destination,
+    tag), without the optional stride pair, which xDSL's op has no place for. None when the
+    sizes cannot be told."""
+    from mlir import ir
+
+    count = len(op.operands)
+    singles = groups.count(False)
+    if groups.count(True) == 1 and count >= singles:
+        return [count - singles if variadic else 1 for variadic in groups]
+    if op.name == "memref.dma_start" and groups == (False, True, False, True, False, False, True):
+        types = [operand.type for operand in op.operands]
+        if not isinstance(types[0], ir.MemRefType):
+            return None
+        source = types[0].rank
+        if count <= source + 1 or not isinstance(types[source + 1], ir.MemRefType):
+            return None
+        destination = types[source + 1].rank
+        tag_at = source + destination + 3
+        if count <= tag_at or not isinstance(types[tag_at], ir.MemRefType):
+            return None
+        tag = types[tag_at].rank
+        if count != tag_at + 1 + tag:  # the stride pair, or a malformed op
+            return None
+        return [1, source, 1, destination, 1, 1, tag]
+    return None
 
 
 def _position(location: ir.Location) -> tuple[int, int] | None:

@@ -4,11 +4,13 @@ import random
 
 import pytest
 from xdsl.dialects.builtin import FileLineColLoc
+from xdsl.dialects.gpu import GPU
 from xdsl.utils.lexer import Input, Span
 
 from telamalloc import mlir_text
+from telamalloc.dialects import make_context
 from telamalloc.interop.generic import xdsl_context
-from telamalloc.ir_text import LineIndex, parse_diagnostic, parse_module_text
+from telamalloc.ir_text import Diagnostic, LineIndex, parse_diagnostic, parse_module_text, parse_program
 
 
 def test_line_index_agrees_with_xdsls_span_locations():
@@ -89,3 +91,59 @@ def test_a_truncated_file_read_through_mlir_says_it_ends_early(cut):
     assert str(diagnostic).startswith("cut.mlir:3:")
     assert "unexpected end of input (" in str(diagnostic)
     assert str(diagnostic).endswith("); the file may be truncated or miss a '}'")
+
+
+GPU_DEALLOC = """func.func @f() {
+  %m = gpu.alloc () : memref<4xf32>
+  gpu.dealloc %m : memref<4xf32>
+  func.return
+}
+"""
+
+DMA_START = """func.func @f(%src: memref<40x8xf32>, %dst: memref<40xf32, 1>, %tag: memref<1xi32>) {
+  %c0 = arith.constant 0 : index
+  %n = arith.constant 8 : index
+  memref.dma_start %src[%c0, %c0], %dst[%c0], %n, %tag[%c0]STRIDE : memref<40x8xf32>, memref<40xf32, 1>, memref<1xi32>
+  func.return
+}
+"""
+
+
+@pytest.mark.skipif(not mlir_text.have_bindings(), reason="the mlir extra is not installed (CI installs it)")
+def test_ops_whose_segments_mlir_does_not_record_are_read_in_their_custom_form():
+    """`gpu.dealloc` and `memref.dma_start` size their operand groups in xDSL by an
+    `operandSegmentSizes` attribute that upstream's ops have not: the generic form MLIR
+    prints gets them (from the one variadic group, from the memrefs' ranks)."""
+    ctx = make_context(GPU)
+    module = parse_program(ctx, GPU_DEALLOC, "gpu.mlir")
+    dealloc = next(op for op in module.walk() if op.name == "gpu.dealloc")
+    assert list(dealloc.attributes["operandSegmentSizes"].get_values()) == [0, 1]
+    module = parse_program(ctx, DMA_START.replace("STRIDE", ""), "dma.mlir")
+    dma = next(op for op in module.walk() if op.name == "memref.dma_start")
+    assert list(dma.attributes["operandSegmentSizes"].get_values()) == [1, 2, 1, 1, 1, 1, 1]
+    assert (len(dma.src_indices), len(dma.dest_indices), len(dma.tag_indices)) == (2, 1, 1)
+
+
+@pytest.mark.skipif(not mlir_text.have_bindings(), reason="the mlir extra is not installed (CI installs it)")
+def test_a_strided_dma_start_says_what_xdsl_cannot_hold():
+    with pytest.raises(Diagnostic) as raised:
+        parse_program(make_context(GPU), DMA_START.replace("STRIDE", ", %n, %n"), "dma.mlir")
+    assert str(raised.value) == (
+        "dma.mlir:4:3: error: 'memref.dma_start' with these operands is valid MLIR, but xDSL's definition of the op "
+        "cannot place them (it sizes its operand groups by 'operandSegmentSizes', which MLIR does not record); drop "
+        "the stride and elements-per-stride operands (xDSL's op has none), or keep the op out of what telamalloc reads")
+
+
+@pytest.mark.parametrize(("form", "column"), [("custom", 8), ("generic", 3)])
+def test_memref_rank_of_an_unranked_memref_says_what_to_do(form, column):
+    op = ("memref.rank %x : memref<*xf32>" if form == "custom"
+          else '"memref.rank"(%x) : (memref<*xf32>) -> index')
+    text = f"func.func @f(%x: memref<*xf32>) -> index {{\n  %r = {op}\n  func.return %r : index\n}}\n"
+    if form == "custom" and not mlir_text.have_bindings():
+        pytest.skip("the custom form is read through MLIR's generic form (the mlir extra)")
+    with pytest.raises(Diagnostic) as raised:
+        parse_program(make_context(), text, "rank.mlir")
+    assert str(raised.value) == (
+        f"rank.mlir:2:{column}: error: 'memref.rank' op operand #0 is the unranked 'memref<*xf32>', valid MLIR, but xDSL's "
+        "definition of the op takes ranked memrefs only; cast it to a ranked memref with 'memref.cast' first, or keep "
+        "the op out of what telamalloc reads")
