@@ -281,14 +281,16 @@ def plan_onnx_with_iree(
             module = ir.Module.parse(linalg)
             run_pipeline(module, LOOPS_PIPELINE)
         except (ir.MLIRError, InteropError) as error:
-            raise OnnxImportError(f"{path}: upstream MLIR cannot bufferize the model: {_one_line(error)}") from None
+            raise OnnxImportError(
+                f"{path}: upstream MLIR cannot bufferize the model: {_located_in_model(path, _one_line(error))}"
+            ) from None
         loops = str(module)
         try:
             planned = plan_mlir_module(
                 module, mode="minimize" if capacity is None else "fit", capacity=capacity, time_limit=time_limit
             )
         except InteropError as error:
-            raise OnnxImportError(f"{path}: {error}") from None
+            raise OnnxImportError(f"{path}: {_located_in_model(path, str(error))}") from None
         except MlirPlanError as error:  # located in the model the user gave, not in IREE's text
             notes = tuple((_in_model(path, where), note) for where, note in error.notes)
             raise MlirPlanError(_in_model(path, error.location), error.message, error.kind, notes) from None
@@ -319,6 +321,18 @@ def _in_model(path: str, location: str) -> str:
     if position:
         return f"{path}: line {position[1]}, column {position[2]} of the linalg program IREE made of it"
     return path
+
+
+_LOCATION_IN_TEXT = re.compile(r'loc\("(?:[^"\\]|\\.)*"\)|(?<![\w/.])-:\d+:\d+')
+
+
+def _located_in_model(path: str, message: str) -> str:
+    """`message` (MLIR's, about the program IREE made of the model) with each location it
+    quotes named in the model (`_in_model`, without repeating the model's path)."""
+    def named(match: re.Match) -> str:
+        return _in_model(path, match[0]).removeprefix(path).removeprefix(": ") or "the model"
+
+    return _LOCATION_IN_TEXT.sub(named, message)
 
 
 def _plan_figures(module) -> dict[str, dict[str, int]]:

@@ -151,6 +151,8 @@ def test_planning_locations_are_named_in_the_model() -> None:
     assert iree_frontend._in_model("m.onnx", "-:130:11") == (
         "m.onnx: line 130, column 11 of the linalg program IREE made of it")
     assert iree_frontend._in_model("m.onnx", "<mlir module>") == "m.onnx"
+    assert iree_frontend._located_in_model("m.onnx", 'error: loc("relu1"): op failed; -:130:11: note: here') == (
+        "error: node 'relu1': op failed; line 130, column 11 of the linalg program IREE made of it: note: here")
 
 
 @needs_iree
