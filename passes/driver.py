@@ -159,8 +159,9 @@ def _plan_each(view: IRView, module: Any, options: PlanOptions, report: TextIO |
 
 
 def _say_nothing_to_plan(view: IRView, module: Any, report: TextIO | None) -> None:
-    """No function has a buffer: on tensors, a warning at the first tensor op saying to
-    bufferize first (and how); otherwise a report line, when a report is asked for."""
+    """No function has a buffer to plan: on tensors, a warning at the first tensor op saying
+    to bufferize first (and how); otherwise, unless the functions were planned before (each
+    has its remark), a report line when a report is asked for."""
     found = tensor_computation(module, view)
     if found is not None:
         func, op, type_ = found
@@ -169,6 +170,8 @@ def _say_nothing_to_plan(view: IRView, module: Any, report: TextIO | None) -> No
             f"until they are bufferized; bufferize first, e.g. {BUFFERIZE_COMMAND}"
         )
         emit_warning(op, message)
+    elif any(view.attribute(func, PEAK_ATTR) is not None for func in view.functions(module)):
+        return  # planned before: each such function has its remark
     else:
         message = "nothing to plan: no function allocates a buffer"
     if report is not None:
