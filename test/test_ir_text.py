@@ -111,13 +111,17 @@ DMA_START = """func.func @f(%src: memref<40x8xf32>, %dst: memref<40xf32, 1>, %ta
 
 @pytest.mark.skipif(not mlir_text.have_bindings(), reason="the mlir extra is not installed (CI installs it)")
 def test_ops_whose_segments_mlir_does_not_record_are_read_in_their_custom_form():
-    """`gpu.dealloc` and `memref.dma_start` size their operand groups in xDSL by an
+    """`gpu.dealloc`, `gpu.memcpy` and `memref.dma_start` size their operand groups in xDSL by an
     `operandSegmentSizes` attribute that upstream's ops have not: the generic form MLIR
     prints gets them (from the one variadic group, from the memrefs' ranks)."""
     ctx = make_context(GPU)
     module = parse_program(ctx, GPU_DEALLOC, "gpu.mlir")
     dealloc = next(op for op in module.walk() if op.name == "gpu.dealloc")
     assert list(dealloc.attributes["operandSegmentSizes"].get_values()) == [0, 1]
+    memcpy = ("func.func @f(%a: memref<4xf32>, %b: memref<4xf32>) {\n"
+              "  gpu.memcpy %a, %b : memref<4xf32>, memref<4xf32>\n  func.return\n}\n")
+    copy = next(op for op in parse_program(ctx, memcpy, "memcpy.mlir").walk() if op.name == "gpu.memcpy")
+    assert list(copy.attributes["operandSegmentSizes"].get_values()) == [0, 1, 1]
     module = parse_program(ctx, DMA_START.replace("STRIDE", ""), "dma.mlir")
     dma = next(op for op in module.walk() if op.name == "memref.dma_start")
     assert list(dma.attributes["operandSegmentSizes"].get_values()) == [1, 2, 1, 1, 1, 1, 1]
