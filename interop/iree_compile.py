@@ -24,6 +24,8 @@ from __future__ import annotations
 import ctypes
 import importlib.metadata
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +102,39 @@ class IreeCompileResult:
     stream: str | None = None  # the module after the stream phase (MLIR text), when asked for
 
 
+MIN_ONNX_OPSET = 17
+"""Models below this default-domain opset are converted by IREE's importer (`--opset-version`):
+torch-mlir lowers the operators of recent opsets only."""
+
+
+def _opset(path: str) -> int | None:
+    import onnx
+
+    model = onnx.load(path, load_external_data=False)
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
+def import_onnx(path: str | os.PathLike, folder: str | os.PathLike) -> str:
+    """The ONNX model `path` imported by IREE's importer (`iree-import-onnx`, run as a
+    subprocess, converting a model below `MIN_ONNX_OPSET` first) into `folder`; returns the
+    `.mlir` file. An `IreeCompileError` (one line naming the model) when it cannot."""
+    path = os.fspath(path)
+    target = os.path.join(os.fspath(folder), os.path.splitext(os.path.basename(path))[0] + ".mlir")
+    command = [sys.executable, "-m", "iree.compiler.tools.import_onnx", path, "-o", target]
+    try:
+        opset = _opset(path)
+    except Exception as error:  # onnx raises DecodeError and others for a file that is no model
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise IreeCompileError(f"{path}: cannot read the ONNX model: {reason}") from None
+    if opset is not None and opset < MIN_ONNX_OPSET:
+        command[4:4] = ["--opset-version", str(MIN_ONNX_OPSET)]
+    imported = subprocess.run(command, capture_output=True, text=True)
+    if imported.returncode != 0:
+        lines = [line.strip() for line in imported.stderr.splitlines() if line.strip()]
+        raise IreeCompileError(f"{path}: IREE's ONNX importer failed: {lines[-1] if lines else 'no message'}")
+    return target
+
+
 def _phase_setters():
     from iree.compiler.api import ctypes_dl
 
@@ -129,6 +164,7 @@ def compile_with_telamalloc(
     session_flags: bool = True,
     step: Callable[[Any], IreePlanReport] | None = None,
     keep_stream: bool = False,
+    vmfb: bool = True,
 ) -> IreeCompileResult:
     """Compiles `source` (an `.mlir` file path, or MLIR text / bytecode as bytes) to a
     `.vmfb` with IREE's pipeline and telamalloc's layout of its packs (`enabled=False`:
@@ -138,8 +174,9 @@ def compile_with_telamalloc(
     that set IREE's global command line, as `tela-iree-compile` does, passes them there and
     `session_flags=False`). `step` replaces telamalloc's step (a callable on the module,
     returning the report; tests write a wrong layout with it); `keep_stream` keeps the module's
-    text after the stream phase in the result. Raises `IreeCompileError` when IREE rejects the input or a
-    flag: IREE prints its own diagnostics on stderr."""
+    text after the stream phase in the result; `vmfb=False` stops after the stream phase (the
+    result's `vmfb` is empty: for measuring the plans alone). Raises `IreeCompileError` when
+    IREE rejects the input or a flag: IREE prints its own diagnostics on stderr."""
     from iree.compiler import passmanager
     from iree.compiler.api import Output, Session, Source
 
@@ -180,6 +217,8 @@ def compile_with_telamalloc(
                 stream = str(module) if keep_stream else None
             except Exception as error:  # IREE's passes raise MLIRError (a subclass of Exception)
                 raise IreeCompileError(f"IREE's stream phase failed: {' '.join(str(error).split())}") from None
+        if not vmfb:
+            return IreeCompileResult(b"", report, stream)
         last = session.invocation()
         last.enable_console_diagnostics()
         set_compile_from(last._inv_p, b"stream")
@@ -188,9 +227,9 @@ def compile_with_telamalloc(
             raise IreeCompileError("IREE's pipeline after the stream phase failed (its diagnostics above)")
         output = Output.open_membuffer()
         last.output_vm_bytecode(output)
-        vmfb = bytes(output.map_memory())
+        built = bytes(output.map_memory())
         output.close()
-        return IreeCompileResult(vmfb, report, stream)
+        return IreeCompileResult(built, report, stream)
     finally:
         session.close()
 
@@ -199,7 +238,9 @@ __all__ = [
     "IREE_RELEASE",
     "IreeCompileError",
     "IreeCompileResult",
+    "MIN_ONNX_OPSET",
     "compile_with_telamalloc",
+    "import_onnx",
     "release_problem",
     "stream_pipelines",
 ]

@@ -41,9 +41,6 @@ from telamalloc.files import write_atomically
 from telamalloc.tools.exit_status import ExitStatus
 
 PROGRAM = "tela-iree-compile"
-MIN_ONNX_OPSET = 17
-"""Models below this default-domain opset are converted by IREE's importer (`--opset-version`):
-torch-mlir lowers the operators of recent opsets only."""
 
 _DELEGATED = {
     "compile-to", "compile-from", "compile-mode", "split-input-file", "dump-compilation-phases-to",
@@ -110,30 +107,6 @@ def _iree_compile_binary() -> str:
     return find_tool("iree-compile")
 
 
-def _opset(path: str) -> int | None:
-    import onnx
-
-    model = onnx.load(path, load_external_data=False)
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
-
-
-def import_onnx(path: str, folder: str) -> str:
-    """`path` imported by IREE's ONNX importer into `folder`; returns the `.mlir` file."""
-    target = os.path.join(folder, os.path.splitext(os.path.basename(path))[0] + ".mlir")
-    command = [sys.executable, "-m", "iree.compiler.tools.import_onnx", path, "-o", target]
-    try:
-        opset = _opset(path)
-    except Exception as error:  # onnx raises DecodeError and others for a file that is no model
-        raise UsageError(f"{path}: cannot read the ONNX model: {' '.join(str(error).split()) or type(error).__name__}")
-    if opset is not None and opset < MIN_ONNX_OPSET:
-        command[4:4] = ["--opset-version", str(MIN_ONNX_OPSET)]
-    imported = subprocess.run(command, capture_output=True, text=True)
-    if imported.returncode != 0:
-        lines = [line.strip() for line in imported.stderr.splitlines() if line.strip()]
-        raise UsageError(f"{path}: IREE's ONNX importer failed: {lines[-1] if lines else 'no message'}")
-    return target
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
@@ -165,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 def _compile(parsed: dict) -> int:
     from iree.compiler.api import _initializeGlobalCL
 
-    from telamalloc.interop.iree_compile import IreeCompileError, compile_with_telamalloc
+    from telamalloc.interop.iree_compile import IreeCompileError, compile_with_telamalloc, import_onnx
     from telamalloc.interop.iree_packs import DEFAULT_ALIGNMENT
 
     source = parsed["input"]
@@ -185,7 +158,7 @@ def _compile(parsed: dict) -> int:
                 source = import_onnx(source, folder)
             result = compile_with_telamalloc(source, enabled=not parsed["disable"], time_limit=parsed["time_limit"],
                                              default_alignment=alignment, session_flags=False)
-        except (UsageError, IreeCompileError) as error:
+        except IreeCompileError as error:
             return _error(str(error))
     lines = result.report.lines()
     try:

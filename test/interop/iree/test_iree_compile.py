@@ -199,3 +199,13 @@ def test_light_onnx_models_build_never_worse_than_iree_and_run_bit_identical(tmp
               for value in graph.input if value.name not in initializers]
     inputs = seeded(shapes)
     assert same_bits(run_vmfb(built["ours"][0], inputs), run_vmfb(built["iree"][0], inputs))
+
+
+def test_a_file_that_is_no_onnx_model_is_one_line_and_no_output(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    model, output = tmp_path / "model.onnx", tmp_path / "out.vmfb"
+    model.write_bytes(b"not a model")
+    done = subprocess.run([tool("tela-iree-compile"), str(model), *FLAGS, "-o", str(output)],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.startswith(f"tela-iree-compile: error: {model}: cannot read the ONNX")
+    assert len(done.stderr.strip().splitlines()) == 1 and not output.exists()

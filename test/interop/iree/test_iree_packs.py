@@ -70,3 +70,17 @@ def test_the_report_sums_the_packs_both_layouts_were_computed_for() -> None:
     assert report.lines()[2] == "m.mlir:12:4: @main: pack of 4 slice(s): IREE's layout kept: 2 slice(s) of dynamic size"
     assert report.summary() == ("module: 3 pack(s), 1 laid out by telamalloc, 1 left to IREE; transient bytes: IREE "
                                 "27648, output 19456 (29.6% less), LOAD 19456; 2 of 2 proved minimal")
+
+
+def test_the_release_check_names_what_is_installed_and_what_to_install(monkeypatch) -> None:
+    import importlib.metadata
+
+    from telamalloc.interop import iree_compile
+
+    versions = {"iree-base-compiler": "3.14.0", "iree-base-runtime": "3.13.0"}
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: versions[name])
+    problem = iree_compile.release_problem()
+    assert problem.startswith("iree-base-compiler 3.14.0 installed, but telamalloc's IREE route is written for IREE "
+                              "3.13.0; install the 'iree' extra")
+    versions["iree-base-compiler"] = "3.13.0rc20261016"
+    assert iree_compile.release_problem() is None
