@@ -279,25 +279,31 @@ def _plan_one(ir: Any, pack: Any, time_limit: float | None, node_limit: int, def
     location = mlir_location_text(pack.location, "<unknown>")
     slices = _slices(ir, pack)
     count = len(slices)
-    if any(item.size is None for item in slices):
-        dynamic = sum(item.size is None for item in slices)
-        return PackReport(function, location, count, None, None, None, False, "iree",
-                          f"{dynamic} slice(s) of dynamic size (telamalloc lays out static packs only)")
-    if not slices:
-        return PackReport(function, location, 0, None, None, None, False, "iree", "no slices")
+    static = [item for item in slices if item.size is not None]
+    dynamic = count - len(static)
+    if not static:
+        reason = f"{dynamic} slice(s) of dynamic size (telamalloc lays out static slices only)" if dynamic else "no slices"
+        return PackReport(function, location, count, None, None, None, False, "iree", reason)
     offset_alignment, range_alignment = _alignments(ir, pack, default_alignment)
-    plan = plan_pack(slices, offset_alignment, range_alignment, time_limit=time_limit, node_limit=node_limit)
-    base = _base_offset(ir, pack, count)
+    try:
+        plan = plan_pack(static, offset_alignment, range_alignment, time_limit=time_limit, node_limit=node_limit)
+    except ValueError as error:  # the allocator's ProblemError: a slice it cannot take as stated
+        return PackReport(function, location, count, None, None, None, False, "iree",
+                          f"telamalloc cannot plan it: {error}")
     ours, iree = plan.ours.total, plan.iree.total
+    above = f"; its {dynamic} dynamic slice(s) packed by IREE above the static ones" if dynamic else ""
     if not enabled:
         return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "iree",
                           "IREE's layout kept (telamalloc's step disabled)")
     if ours >= iree:
         return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "iree",
                           "IREE's layout kept (telamalloc's is no smaller)")
-    _write_layout(ir, pack, plan.ours, base)
+    if dynamic:
+        _write_static_part(ir, pack, slices, plan.ours)
+    else:
+        _write_layout(ir, pack, plan.ours, _base_offset(ir, pack, count))
     return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "telamalloc",
-                      f"telamalloc's layout written ({iree - ours} B less than IREE's)")
+                      f"telamalloc's layout written ({iree - ours} B less than IREE's){above}")
 
 
 def _function_name(ir: Any, op: Any) -> str:
@@ -347,18 +353,65 @@ def _alignments(ir: Any, pack: Any, default_alignment: int) -> tuple[int, int]:
 def _write_layout(ir: Any, pack: Any, layout: PackLayout, base: Any | None) -> None:
     """Replaces the pack as IREE's layout pass would: its total length and each slice offset
     become `arith` constants (plus the base offset when the pack has one); the pack is erased."""
-    arith = __import__(f"{bindings_package(pack)}.dialects.arith", fromlist=["arith"])
-    index = ir.IndexType.get(pack.context)
+    arith = _arith(pack)
     with pack.location, ir.InsertionPoint(pack):
-        def value(number: int) -> Any:
-            constant = arith.ConstantOp(index, ir.IntegerAttr.get(index, number)).result
-            return constant if base is None else arith.AddIOp(base, constant).result
-
         results = list(pack.results)
-        replacements = [value(layout.total)] + [value(offset) for offset in layout.offsets]
+        replacements = [_offset_value(ir, arith, base, layout.total)]
+        replacements += [_offset_value(ir, arith, base, offset) for offset in layout.offsets]
     for result, replacement in zip(results, replacements, strict=True):
         result.replace_all_uses_with(replacement)
     pack.erase()
+
+
+def _write_static_part(ir: Any, pack: Any, slices: Sequence[Slice], layout: PackLayout) -> None:
+    """A pack with static and dynamic slices: the static ones get `layout` (offsets from the
+    base), and a new pack of the dynamic ones alone, based at the static part's total, takes
+    the old one's place: IREE's layout pass then packs them exactly as it would have (it
+    packs a pack's dynamic slices from the end of its static ones)."""
+    arith = _arith(pack)
+    count = len(slices)
+    base = _base_offset(ir, pack, count)
+    results = list(pack.results)
+    sizes = list(pack.operands)[-count:]
+    dynamic = [index for index, item in enumerate(slices) if item.size is None]
+    index_type = ir.IndexType.get(pack.context)
+    intervals = []
+    for index in dynamic:
+        intervals += [ir.IntegerAttr.get(index_type, slices[index].start), ir.IntegerAttr.get(index_type, slices[index].end)]
+    attributes = {name: pack.attributes[name] for name in _named_attributes(pack)
+                  if name not in ("lifetime_intervals", "operandSegmentSizes")}
+    attributes["lifetime_intervals"] = ir.ArrayAttr.get(intervals, context=pack.context)
+    attributes["operandSegmentSizes"] = ir.DenseI32ArrayAttr.get([1, len(dynamic)], context=pack.context)
+    with pack.location, ir.InsertionPoint(pack):
+        static_offsets = {index: _offset_value(ir, arith, base, offset)
+                          for index, offset in zip((i for i, item in enumerate(slices) if item.size is not None),
+                                                   layout.offsets, strict=True)}
+        start = _offset_value(ir, arith, base, layout.total)
+        rest = ir.Operation.create(PACK_OP, results=[index_type] * (len(dynamic) + 1),
+                                   operands=[start] + [sizes[index] for index in dynamic], attributes=attributes)
+    replacements = dict(static_offsets)
+    replacements.update({index: rest.results[1 + position] for position, index in enumerate(dynamic)})
+    results[0].replace_all_uses_with(rest.results[0])
+    for index in range(count):
+        results[1 + index].replace_all_uses_with(replacements[index])
+    pack.erase()
+
+
+def _named_attributes(op: Any) -> list[str]:
+    return [getattr(attribute, "name", attribute) for attribute in op.attributes]
+
+
+def _arith(op: Any) -> Any:
+    import importlib
+
+    return importlib.import_module(f"{bindings_package(op)}.dialects.arith")
+
+
+def _offset_value(ir: Any, arith: Any, base: Any | None, number: int) -> Any:
+    """An index constant `number`, added to `base` when there is one (at the insertion point)."""
+    index = ir.IndexType.get()
+    constant = arith.ConstantOp(index, ir.IntegerAttr.get(index, number)).result
+    return constant if base is None else arith.AddIOp(base, constant).result
 
 
 __all__ = [
