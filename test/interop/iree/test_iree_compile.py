@@ -260,3 +260,14 @@ def test_a_pack_of_dynamic_slices_alone_keeps_irees_layout(tmp_path: Path) -> No
     assert lines[0].endswith("pack of 3 slice(s): IREE's layout kept: 3 slice(s) of dynamic size (telamalloc lays "
                              "out static slices only)"), lines
     assert ours == iree
+
+
+@pytest.mark.slow
+def test_a_flag_of_irees_driver_that_changes_the_route_runs_iree_compile(tmp_path: Path, chain: Path) -> None:
+    ours, theirs = tmp_path / "ours.mlir", tmp_path / "theirs.mlir"
+    done = subprocess.run([tool("tela-iree-compile"), str(chain / "chain.mlir"), *FLAGS, "--compile-to=flow", "-o",
+                           str(ours)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr.startswith("tela-iree-compile: remark: --compile-to=flow: telamalloc")
+    subprocess.run([tool("iree-compile"), str(chain / "chain.mlir"), *FLAGS, "--compile-to=flow", "-o", str(theirs)],
+                   check=True)
+    assert ours.read_text() == theirs.read_text()
