@@ -78,7 +78,7 @@ class PackReport:
     """What became of one pack: IREE's bytes, ours, LOAD (None where not computed: a pack
     left alone), whether our plan is proved minimal, which layout the output has and why."""
 
-    function: str
+    function: str  # `@name`, or `util.initializer`
     location: str
     slices: int
     iree_bytes: int | None
@@ -96,7 +96,7 @@ class PackReport:
         return self.iree_bytes
 
     def line(self) -> str:
-        head = f"{self.location}: @{self.function}: pack of {self.slices} slice(s)"
+        head = f"{self.location}: {self.function}: pack of {self.slices} slice(s)"
         if self.iree_bytes is None:
             return f"{head}: IREE's layout kept: {self.remark}"
         proof = "proved minimal" if self.proved else "not proved minimal"
@@ -307,12 +307,15 @@ def _plan_one(ir: Any, pack: Any, time_limit: float | None, node_limit: int, def
 
 
 def _function_name(ir: Any, op: Any) -> str:
+    """`@name` of the function holding `op`, or `util.initializer` for an initializer's pack."""
     parent = op.parent
     while parent is not None:
         if "sym_name" in parent.attributes:
-            return ir.StringAttr(parent.attributes["sym_name"]).value
+            return "@" + ir.StringAttr(parent.attributes["sym_name"]).value
+        if parent.name == "util.initializer":
+            return parent.name
         parent = parent.parent
-    return "<module>"
+    return "the module"
 
 
 def _constant_index(ir: Any, value: Any) -> int | None:

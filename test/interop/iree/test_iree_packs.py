@@ -62,9 +62,9 @@ def test_the_plan_is_valid_never_worse_than_irees_and_never_below_load(seed: int
 
 
 def test_the_report_sums_the_packs_both_layouts_were_computed_for() -> None:
-    ours = PackReport("main", "m.mlir:3:4", 3, 26624, 18432, 18432, True, "telamalloc", "telamalloc's layout written")
-    kept = PackReport("main", "m.mlir:9:4", 2, 1024, 1024, 1024, True, "iree", "IREE's layout kept")
-    dynamic = PackReport("main", "m.mlir:12:4", 4, None, None, None, False, "iree", "2 slice(s) of dynamic size")
+    ours = PackReport("@main", "m.mlir:3:4", 3, 26624, 18432, 18432, True, "telamalloc", "telamalloc's layout written")
+    kept = PackReport("@main", "m.mlir:9:4", 2, 1024, 1024, 1024, True, "iree", "IREE's layout kept")
+    dynamic = PackReport("@main", "m.mlir:12:4", 4, None, None, None, False, "iree", "2 slice(s) of dynamic size")
     report = IreePlanReport((ours, kept, dynamic))
     assert (report.iree_bytes, report.output_bytes, report.load, report.rewritten) == (27648, 19456, 19456, 1)
     assert report.lines()[2] == "m.mlir:12:4: @main: pack of 4 slice(s): IREE's layout kept: 2 slice(s) of dynamic size"
