@@ -19,8 +19,11 @@ threshold, as `solve` chooses), computes IREE's own greedy layout of the same sl
 keeps the smaller: when ours is smaller the pack is replaced, as IREE's layout pass would
 replace it, by `arith` constants (added to the base offset when the pack has one) for its
 total length and slice offsets, and erased; otherwise the pack stays for IREE's layout pass.
-A pack with a dynamic slice stays too, with a remark. Every layout written is checked by
-the allocator's independent validator first.
+A pack with slices of dynamic size gets a parametric plan computed at run time beside IREE's
+layout, the smaller chosen there (`telamalloc.interop.iree_dynamic`); where none can be built,
+our layout of its static slices and a pack of its dynamic ones above them, which IREE's layout
+pass packs as before. Every static layout written is checked by the allocator's independent
+validator first.
 
 The alignments are IREE's resource configuration: a `stream.resources` attribute on the pack
 or an enclosing op (`#stream.resource_config<{min_buffer_offset_alignment = ..,
@@ -87,6 +90,7 @@ class PackReport:
     proved: bool
     kept: str  # "telamalloc" (our layout written) or "iree" (IREE's layout pass lays it out)
     remark: str
+    dynamic: int = 0  # slices of dynamic size (the byte counts are then those of the static slices)
 
     @property
     def output_bytes(self) -> int | None:
@@ -98,9 +102,10 @@ class PackReport:
     def line(self) -> str:
         head = f"{self.location}: {self.function}: pack of {self.slices} slice(s)"
         if self.iree_bytes is None:
-            return f"{head}: IREE's layout kept: {self.remark}"
+            return f"{head}: {self.remark}" if self.kept == "telamalloc" else f"{head}: IREE's layout kept: {self.remark}"
         proof = "proved minimal" if self.proved else "not proved minimal"
-        return (f"{head}: IREE {self.iree_bytes} B, telamalloc {self.our_bytes} B ({proof}), LOAD {self.load} B: "
+        part = "its static slices: " if self.dynamic else ""
+        return (f"{head}: {part}IREE {self.iree_bytes} B, telamalloc {self.our_bytes} B ({proof}), LOAD {self.load} B: "
                 f"{self.remark}")
 
 
@@ -112,7 +117,8 @@ class IreePlanReport:
 
     @property
     def planned(self) -> tuple[PackReport, ...]:
-        return tuple(pack for pack in self.packs if pack.iree_bytes is not None)
+        """The packs of static slices alone (the ones the module's byte counts sum)."""
+        return tuple(pack for pack in self.packs if pack.iree_bytes is not None and not pack.dynamic)
 
     @property
     def iree_bytes(self) -> int:
@@ -130,12 +136,16 @@ class IreePlanReport:
     def rewritten(self) -> int:
         return sum(pack.kept == "telamalloc" for pack in self.packs)
 
+    @property
+    def left(self) -> int:
+        return sum(pack.kept == "iree" for pack in self.packs)
+
     def summary(self) -> str:
         saved = self.iree_bytes - self.output_bytes
         percent = f" ({100.0 * saved / self.iree_bytes:.1f}% less)" if self.iree_bytes else ""
         proved = sum(pack.proved for pack in self.planned)
         return (f"module: {len(self.packs)} pack(s), {self.rewritten} laid out by telamalloc, "
-                f"{len(self.packs) - len(self.planned)} left to IREE; transient bytes: IREE {self.iree_bytes}, "
+                f"{self.left} left to IREE; transient bytes of static packs: IREE {self.iree_bytes}, "
                 f"output {self.output_bytes}{percent}, LOAD {self.load}; {proved} of {len(self.planned)} proved minimal")
 
     def lines(self) -> list[str]:
@@ -281,29 +291,76 @@ def _plan_one(ir: Any, pack: Any, time_limit: float | None, node_limit: int, def
     count = len(slices)
     static = [item for item in slices if item.size is not None]
     dynamic = count - len(static)
-    if not static:
-        reason = f"{dynamic} slice(s) of dynamic size (telamalloc lays out static slices only)" if dynamic else "no slices"
-        return PackReport(function, location, count, None, None, None, False, "iree", reason)
+    if not slices:
+        return PackReport(function, location, 0, None, None, None, False, "iree", "no slices")
     offset_alignment, range_alignment = _alignments(ir, pack, default_alignment)
+    if dynamic:
+        return _plan_dynamic(ir, pack, function, location, slices, offset_alignment, range_alignment, time_limit,
+                             node_limit, enabled)
     try:
         plan = plan_pack(static, offset_alignment, range_alignment, time_limit=time_limit, node_limit=node_limit)
     except ValueError as error:  # the allocator's ProblemError: a slice it cannot take as stated
         return PackReport(function, location, count, None, None, None, False, "iree",
                           f"telamalloc cannot plan it: {error}")
     ours, iree = plan.ours.total, plan.iree.total
-    above = f"; its {dynamic} dynamic slice(s) packed by IREE above the static ones" if dynamic else ""
     if not enabled:
         return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "iree",
                           "IREE's layout kept (telamalloc's step disabled)")
     if ours >= iree:
         return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "iree",
                           "IREE's layout kept (telamalloc's is no smaller)")
-    if dynamic:
-        _write_static_part(ir, pack, slices, plan.ours)
-    else:
-        _write_layout(ir, pack, plan.ours, _base_offset(ir, pack, count))
+    _write_layout(ir, pack, plan.ours, _base_offset(ir, pack, count))
     return PackReport(function, location, count, iree, ours, plan.load, plan.proved, "telamalloc",
-                      f"telamalloc's layout written ({iree - ours} B less than IREE's){above}")
+                      f"telamalloc's layout written ({iree - ours} B less than IREE's)")
+
+
+def _plan_dynamic(ir: Any, pack: Any, function: str, location: str, slices: list[Slice], offset_alignment: int,
+                  range_alignment: int, time_limit: float | None, node_limit: int, enabled: bool) -> PackReport:
+    """A pack with dynamic slices: the parametric plan of all its slices selected at run time
+    against IREE's layout (`iree_dynamic`); where that cannot be built, our layout of its static
+    slices with IREE's packing of the dynamic ones above (`_write_static_part`)."""
+    from telamalloc.interop.iree_dynamic import DEFAULT_RANGE, plan_dynamic, write_dynamic
+
+    count = len(slices)
+    static_indices = [index for index, item in enumerate(slices) if item.size is not None]
+    static = [slices[index] for index in static_indices]
+    dynamic = count - len(static)
+    try:
+        static_plan = plan_pack(static, offset_alignment, range_alignment, time_limit=time_limit,
+                                node_limit=node_limit) if static else None
+    except ValueError as error:
+        return PackReport(function, location, count, None, None, None, False, "iree",
+                          f"telamalloc cannot plan it: {error}", dynamic)
+    iree_static = dict(zip(static_indices, static_plan.iree.offsets, strict=True)) if static_plan else {}
+    figures = ((static_plan.iree.total, static_plan.ours.total, static_plan.load, static_plan.proved)
+               if static_plan else (None, None, None, False))
+    if not enabled:
+        return PackReport(function, location, count, *figures, "iree", "IREE's layout kept (telamalloc's step disabled)", dynamic)
+    try:
+        plan = plan_dynamic(ir, [(item.start, item.end) for item in slices], list(pack.operands)[-count:],
+                            [item.size for item in slices], iree_static, static_plan.iree.total if static_plan else 0,
+                            offset_alignment, range_alignment)
+    except (ValueError, TypeError) as error:
+        plan, reason = None, f"no parametric plan ({error})"
+    else:
+        reason = ""
+    names = ", ".join(sorted(plan.symbols)) if plan else ""
+    if plan is not None and plan.ratios[0] < 1.0:
+        write_dynamic(ir, _arith(pack), pack, plan, _base_offset(ir, pack, count))
+        low, high = plan.ratios
+        return PackReport(function, location, count, *figures, "telamalloc",
+                          f"parametric plan of its {dynamic} dynamic slice(s) written: over {names} sampled in "
+                          f"{DEFAULT_RANGE.lo}..{DEFAULT_RANGE.hi}, {low:.2f}-{high:.2f}x IREE's bytes; the smaller "
+                          "layout is chosen at run time", dynamic)
+    if plan is not None:
+        reason = f"the parametric plan is no smaller at the sampled sizes of {names}"
+    if static_plan is not None and static_plan.ours.total < static_plan.iree.total:
+        _write_static_part(ir, pack, slices, static_plan.ours)
+        return PackReport(function, location, count, *figures, "telamalloc",
+                          f"telamalloc's layout of the static slices written "
+                          f"({static_plan.iree.total - static_plan.ours.total} B less than IREE's); its {dynamic} "
+                          f"dynamic slice(s) packed by IREE above them ({reason})", dynamic)
+    return PackReport(function, location, count, *figures, "iree", f"IREE's layout kept ({reason})", dynamic)
 
 
 def _function_name(ir: Any, op: Any) -> str:

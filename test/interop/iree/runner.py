@@ -4,25 +4,33 @@ bindings and upstream MLIR's cannot share the test process), in the ways the tes
     python runner.py SOURCE FOLDER FLAG...
 
 writes into FOLDER: `ours.vmfb` (telamalloc's step), `iree.vmfb` (the step disabled),
-`overlap.vmfb` (a deliberately wrong layout: every static slice of every pack at offset 0),
+`overlap.vmfb` (a deliberately wrong layout: every slice of every pack at offset 0; for a pack
+with dynamic slices, through the run-time choice of the parametric step, which must pick it),
 `*.stream.mlir` (the module after the stream phase) and `report.json` (the step's report).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
 
+from iree.compiler import ir
+from iree.compiler.dialects import arith
+
 from telamalloc.interop.iree_compile import compile_with_telamalloc
+from telamalloc.interop.iree_dynamic import plan_dynamic, write_dynamic
 from telamalloc.interop.iree_packs import (
     IreePlanReport,
     PackLayout,
     align_up,
     find_packs,
+    iree_greedy_layout,
     pack_slices,
     write_pack_layout,
 )
+from telamalloc.runtime.alloc.size_expressions import const, maximum
 
 
 def overlapping(module) -> IreePlanReport:
@@ -31,6 +39,16 @@ def overlapping(module) -> IreePlanReport:
         if slices and all(item.size is not None for item in slices):
             top = max(align_up(item.size, 64) for item in slices)
             write_pack_layout(pack, PackLayout(tuple(0 for _ in slices), top))
+        elif slices:  # IREE's layout against "ours" all at 0, in the largest slice's bytes: the run-time
+            # choice (the smaller total; IREE's is at least the largest slice) takes ours
+            static = [index for index, item in enumerate(slices) if item.size is not None]
+            iree = iree_greedy_layout([slices[index] for index in static], 64, 64)
+            plan = plan_dynamic(ir, [(item.start, item.end) for item in slices], list(pack.operands)[-len(slices):],
+                                [item.size for item in slices], dict(zip(static, iree.offsets)),
+                                iree.total if static else 0, 64, 64)
+            largest = maximum(*plan.sizes)
+            wrong = dataclasses.replace(plan, ours_offsets=tuple(const(0) for _ in slices), ours_total=largest)
+            write_dynamic(ir, arith, pack, wrong, None)
     return IreePlanReport(())
 
 

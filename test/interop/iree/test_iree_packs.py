@@ -61,15 +61,21 @@ def test_the_plan_is_valid_never_worse_than_irees_and_never_below_load(seed: int
     assert plan.load <= plan.ours.total <= plan.iree.total and plan.ours.total % range_alignment == 0
 
 
-def test_the_report_sums_the_packs_both_layouts_were_computed_for() -> None:
+def test_the_report_sums_the_static_packs_and_counts_the_layouts_kept() -> None:
     ours = PackReport("@main", "m.mlir:3:4", 3, 26624, 18432, 18432, True, "telamalloc", "telamalloc's layout written")
     kept = PackReport("@main", "m.mlir:9:4", 2, 1024, 1024, 1024, True, "iree", "IREE's layout kept")
-    dynamic = PackReport("@main", "m.mlir:12:4", 4, None, None, None, False, "iree", "2 slice(s) of dynamic size")
-    report = IreePlanReport((ours, kept, dynamic))
-    assert (report.iree_bytes, report.output_bytes, report.load, report.rewritten) == (27648, 19456, 19456, 1)
-    assert report.lines()[2] == "m.mlir:12:4: @main: pack of 4 slice(s): IREE's layout kept: 2 slice(s) of dynamic size"
-    assert report.summary() == ("module: 3 pack(s), 1 laid out by telamalloc, 1 left to IREE; transient bytes: IREE "
-                                "27648, output 19456 (29.6% less), LOAD 19456; 2 of 2 proved minimal")
+    dynamic = PackReport("@main", "m.mlir:12:4", 4, None, None, None, False, "iree", "no parametric plan", 4)
+    mixed = PackReport("util.initializer", "m.mlir:20:4", 5, 4096, 2048, 2048, True, "telamalloc",
+                       "parametric plan of its 2 dynamic slice(s) written", 2)
+    report = IreePlanReport((ours, kept, dynamic, mixed))
+    assert (report.iree_bytes, report.output_bytes, report.load, report.rewritten, report.left) == (
+        27648, 19456, 19456, 2, 2)
+    assert report.lines()[2] == "m.mlir:12:4: @main: pack of 4 slice(s): IREE's layout kept: no parametric plan"
+    assert report.lines()[3] == ("m.mlir:20:4: util.initializer: pack of 5 slice(s): its static slices: IREE 4096 B, "
+                                 "telamalloc 2048 B (proved minimal), LOAD 2048 B: parametric plan of its 2 dynamic "
+                                 "slice(s) written")
+    assert report.summary() == ("module: 4 pack(s), 2 laid out by telamalloc, 2 left to IREE; transient bytes of static "
+                                "packs: IREE 27648, output 19456 (29.6% less), LOAD 19456; 2 of 2 proved minimal")
 
 
 def test_the_release_check_names_what_is_installed_and_what_to_install(monkeypatch) -> None:
