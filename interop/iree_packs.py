@@ -91,6 +91,7 @@ class PackReport:
     kept: str  # "telamalloc" (our layout written) or "iree" (IREE's layout pass lays it out)
     remark: str
     dynamic: int = 0  # slices of dynamic size (the byte counts are then those of the static slices)
+    ratios: tuple[float, float] | None = None  # a parametric plan's total / IREE's, lowest and highest sampled
 
     @property
     def output_bytes(self) -> int | None:
@@ -351,7 +352,7 @@ def _plan_dynamic(ir: Any, pack: Any, function: str, location: str, slices: list
         return PackReport(function, location, count, *figures, "telamalloc",
                           f"parametric plan of its {dynamic} dynamic slice(s) written: over {names} sampled in "
                           f"{DEFAULT_RANGE.lo}..{DEFAULT_RANGE.hi}, {low:.2f}-{high:.2f}x IREE's bytes; the smaller "
-                          "layout is chosen at run time", dynamic)
+                          "layout is chosen at run time", dynamic, plan.ratios)
     if plan is not None:
         reason = f"the parametric plan is no smaller at the sampled sizes of {names}"
     if static_plan is not None and static_plan.ours.total < static_plan.iree.total:

@@ -21,8 +21,8 @@ report saying why, when ours is no smaller or it has slices of dynamic size.
   every run);
 - `--compile-to`, `--compile-from`, `--compile-mode`, `--output-format` other than
   `vm-bytecode`, `--split-input-file`, `--dump-compilation-phases-to`, `--emit-mlir-bytecode`,
-  `--help`, `--version` and IREE's listing flags run `iree-compile` itself (a remark says so):
-  telamalloc's step belongs to a whole compile to a `.vmfb`.
+  `--help` (after this synopsis), `--version` and IREE's listing flags run `iree-compile`
+  itself (a remark says so): telamalloc's step belongs to a whole compile to a `.vmfb`.
 
 Exit status 0 on success; 2 when IREE rejects the input or a flag (IREE's diagnostics, or one
 line `tela-iree-compile: error: ...`), the model cannot be imported, or another IREE release
@@ -121,8 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     if problem is not None:
         return _error(problem)
     if parsed["delegate"] is not None:
-        if parsed["delegate"].lstrip("-").split("=")[0] not in ("help", "help-hidden", "help-list", "version", "h",
-                                                                "iree-hal-list-target-backends", "iree-list-plugins"):
+        flag = parsed["delegate"].lstrip("-").split("=")[0]
+        if flag in ("help", "help-hidden", "help-list", "h"):
+            print(__doc__.split("\n\n")[1].strip() + "\n\n(docs/iree.md; IREE's own options follow)\n", flush=True)
+        elif flag not in ("version", "iree-hal-list-target-backends", "iree-list-plugins"):
             print(f"{PROGRAM}: remark: {parsed['delegate']}: telamalloc lays out the packs of a whole compile to a "
                   ".vmfb; running iree-compile as asked", file=sys.stderr)
         command = [_iree_compile_binary(), *parsed["iree"]]
@@ -150,17 +152,20 @@ def _compile(parsed: dict) -> int:
         if match and match.group(1) == "iree-stream-resource-min-offset-alignment" and match.group(2):
             alignment = int(match.group(2)) if match.group(2).isdigit() else alignment
     _initializeGlobalCL(PROGRAM, *parsed["iree"])  # IREE's own command line: its own errors, and exit
+    imported = None
     with tempfile.TemporaryDirectory(prefix="tela-iree-") as folder:
         try:
             if source == "-":
                 source = sys.stdin.buffer.read()
             elif source.endswith(".onnx"):
-                source = import_onnx(source, folder)
+                source = imported = import_onnx(source, folder)
             result = compile_with_telamalloc(source, enabled=not parsed["disable"], time_limit=parsed["time_limit"],
                                              default_alignment=alignment, session_flags=False)
         except IreeCompileError as error:
             return _error(str(error))
     lines = result.report.lines()
+    if imported is not None:  # locations in the importer's output, which lives no longer than this run
+        lines = [line.replace(imported, f"{parsed['input']} (imported)") for line in lines]
     try:
         if parsed["report"] == "-":
             print("\n".join(lines), file=sys.stderr)

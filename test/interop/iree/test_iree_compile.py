@@ -290,3 +290,34 @@ def test_a_flag_of_irees_driver_that_changes_the_route_runs_iree_compile(tmp_pat
     subprocess.run([tool("iree-compile"), str(chain / "chain.mlir"), *FLAGS, "--compile-to=flow", "-o", str(theirs)],
                    check=True)
     assert ours.read_text() == theirs.read_text()
+
+
+@pytest.mark.slow
+def test_a_model_with_symbolic_batch_and_sequence_gets_a_parametric_plan_below_irees_bytes(tmp_path: Path) -> None:
+    """examples/onnx/dynamic_attention.onnx (`[batch, seq, 16]`): one pack of dynamic slices,
+    planned parametrically below IREE's bytes at every sampled size, and IREE's outputs at
+    several sizes (about 20 s)."""
+    import re
+
+    model = HERE.parents[2] / "examples" / "onnx" / "dynamic_attention.onnx"
+    built = {}
+    for way, extra in (("ours", []), ("iree", ["--tela-disable"])):
+        output, report = tmp_path / f"{way}.vmfb", tmp_path / f"{way}.txt"
+        done = subprocess.run([tool("tela-iree-compile"), str(model), *FLAGS, "-o", str(output),
+                               f"--tela-report={report}", *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        built[way] = output.read_bytes()
+    line = (tmp_path / "ours.txt").read_text().splitlines()[0]
+    assert line.startswith(f"{model} (imported):"), line
+    ratios = re.search(r"parametric plan of its 8 dynamic slice\(s\) written: .*, ([\d.]+)-([\d.]+)x IREE's bytes", line)
+    assert ratios and float(ratios.group(2)) < 1.0, line
+    for batch, sequence in ((1, 1), (2, 17), (8, 300)):
+        inputs = seeded([(batch, sequence, 16)], seed=sequence)
+        assert same_bits(run_vmfb(built["ours"], inputs), run_vmfb(built["iree"], inputs))
+
+
+def test_help_gives_telamalloc_s_synopsis_then_irees_options() -> None:
+    done = subprocess.run([tool("tela-iree-compile"), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert done.stdout.startswith("tela-iree-compile INPUT.mlir|INPUT.onnx -o OUT.vmfb")
+    assert "--tela-disable" in done.stdout and "USAGE: iree-compile" in done.stdout
