@@ -90,3 +90,12 @@ def test_the_release_check_names_what_is_installed_and_what_to_install(monkeypat
                               "3.13.0; install the 'iree' extra")
     versions["iree-base-compiler"] = "3.13.0rc20261016"
     assert iree_compile.release_problem() is None
+    del versions["iree-base-compiler"]
+
+    def version(name: str) -> str:
+        if name not in versions:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return versions[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert iree_compile.release_problem().startswith("IREE's compiler is not installed; install the 'iree' extra")
