@@ -269,6 +269,8 @@ def test_a_pack_with_dynamic_slices_gets_a_parametric_plan_chosen_at_run_time(mi
         expected = run_vmfb(reference, inputs)
         assert same_bits(run_vmfb((mixed / "ours.vmfb").read_bytes(), inputs), expected)
         assert not same_bits(run_vmfb((mixed / "overlap.vmfb").read_bytes(), inputs), expected)
+        # the other branch of the choice: IREE's layout as recomputed and written by telamalloc
+        assert same_bits(run_vmfb((mixed / "recomputed.vmfb").read_bytes(), inputs), expected)
 
 
 @pytest.mark.slow

@@ -99,3 +99,34 @@ def test_the_release_check_names_what_is_installed_and_what_to_install(monkeypat
 
     monkeypatch.setattr(importlib.metadata, "version", version)
     assert iree_compile.release_problem().startswith("IREE's compiler is not installed; install the 'iree' extra")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_irees_layout_of_dynamic_slices_as_expressions_is_valid_at_every_size(seed: int) -> None:
+    """IREE's packing of dynamic slices (binned by size value above the static part), written
+    as expressions by `iree_layout`: non-overlapping and aligned at every sampled size."""
+    from telamalloc.interop.iree_dynamic import iree_layout
+    from telamalloc.runtime.alloc.problem import Buffer, Problem
+    from telamalloc.runtime.alloc.size_expressions import const, evaluate, mul, sym
+
+    generator = np.random.default_rng(seed)
+    count = int(generator.integers(2, 25))
+    slices, sizes, keys, static = [], [], [], []
+    for index in range(count):
+        start = int(generator.integers(0, 12))
+        slices.append((start, start + int(generator.integers(0, 5))))
+        if generator.random() < 0.3:
+            size = int(generator.integers(1, 3000))
+            sizes.append(const(size)), keys.append(None), static.append((index, size))
+        else:
+            factor = int(generator.choice([100, 256, 1000]))  # three size values, shared by several slices
+            sizes.append(mul(factor, sym("s0"))), keys.append(factor)
+    greedy = iree_greedy_layout([Slice(*slices[i], size) for i, size in static], 64, 64)
+    offsets, total = iree_layout(sizes, keys, slices, greedy.total, dict(zip([i for i, _ in static], greedy.offsets)),
+                                 64, 64)
+    for value in (1, 7, 300):
+        env = {"s0": value}
+        problem = Problem([Buffer(i, start, end + 1, -(-evaluate(size, env) // 64) * 64, alignment=64)
+                           for i, ((start, end), size) in enumerate(zip(slices, sizes))])
+        placed = [evaluate(offset, env) for offset in offsets]
+        assert validate(problem, placed, evaluate(total, env)) == []
