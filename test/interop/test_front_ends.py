@@ -58,6 +58,8 @@ FEATURES = {
     "symbolic sizes": (EXAMPLES / "dynamic_attention.mlir", {"mode": "minimize"}),
     "dims": (EXAMPLES / "dynamic_attention.mlir", {"dims": "seq=1..64@16"}),
     "spilled copy": ((PASSES / "tela-plan-dims-spill.mlir", 0), {"capacity": 512, "on_overflow": "spill"}),
+    "spill with calls": (PASSES / "tela-plan-spill-call.mlir", {"on_overflow": "spill"}),
+    "spilled copy with calls": (PASSES / "tela-plan-dims-spill-call.mlir", {"capacity": 512, "on_overflow": "spill"}),
     "several memories": (EXAMPLES / "two_memories.mlir", {}),
     "assign-memory": (EXAMPLES / "two_memories.mlir", {"assign_memory": True}),
     "memory-space": (EXAMPLES / "two_memories.mlir", {"memory_space": "l2", "lower": False}),
