@@ -53,6 +53,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     Signedness,
@@ -71,7 +72,7 @@ PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offse
 PLANNED_BOUND_ATTR = "scratchpad.bound"  # a dynamic memref.alloc's most bytes
 ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
 DEFAULT_SEED = 0
-ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
+ARENA_ALIGNMENT = 64  # bytes; arenas that ask for no alignment start at multiples of this
 MAX_VIOLATIONS = 20  # violations kept per run when collecting instead of raising
 MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer or memory) a run may take
 
@@ -556,11 +557,12 @@ def place_arena(
     key = memory_key(type_)
     memory = machine.memory(key)
     live = machine.live_arenas.setdefault(key, [])
-    base = _aligned(machine.planned_top.get(key, 0))
+    alignment = _arena_alignment(op)
+    base = _aligned(machine.planned_top.get(key, 0), alignment)
     for start, end, _ in sorted(live, key=lambda placed: placed[0]):
         if base + size <= start:
             break
-        base = max(base, _aligned(end))
+        base = max(base, _aligned(end, alignment))
     limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
     if base + size > limit:
         live_bytes = sum(end - start for start, end, _ in live)
@@ -596,8 +598,17 @@ def release_arena(machine: Machine, value: Any) -> None:
                 return
 
 
-def _aligned(offset: int) -> int:
-    return -(-offset // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+def _aligned(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+def _arena_alignment(op: Operation) -> int:
+    """The alignment an arena asks for (`scratchpad.arena align N`, `memref.alloc
+    {alignment = N}`: the lowering's, its buffers' largest), else `ARENA_ALIGNMENT`."""
+    found = op.properties.get("alignment") or op.attributes.get("alignment")
+    if isinstance(found, IntegerAttr) and found.value.data > 0:
+        return found.value.data
+    return ARENA_ALIGNMENT
 
 
 def place_planned(

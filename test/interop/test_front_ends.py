@@ -66,6 +66,8 @@ FEATURES = {
     "schedule": ((PASSES / "tela-schedule.mlir", 0), {"schedule": "auto", "mode": "minimize"}),
     "layout file": (EXAMPLES / "attention.mlir", {"mode": "minimize", "layout": "{out}/layout.json"}),
     "does not fit": (EXAMPLES / "mlp.mlir", {"capacity": 1024}),
+    "calls": (PASSES / "tela-plan-calls.mlir", {}),
+    "calls past the capacity": ((PASSES / "tela-plan-calls-invalid.mlir", 1), {}),
 }
 
 
@@ -199,6 +201,6 @@ def test_every_feature_plans_something_or_fails_as_stated(tmp_path: Path) -> Non
     # the matrix compares real plans: every feature but the failure plans at least one function
     for feature, (where, options) in FEATURES.items():
         result = _xdsl(_source(where), _in(tmp_path, options))
-        assert ("error" in result) == (feature == "does not fit"), feature
+        assert ("error" in result) == (feature in ("does not fit", "calls past the capacity")), feature
         if "plans" in result:
             assert result["plans"], feature
