@@ -566,7 +566,8 @@ def place_arena(
     limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
     if base + size > limit:
         live_bytes = sum(end - start for start, end, _ in live)
-        held = f" while '{live_bytes}' bytes of live arenas (callers' included) hold it" if live else ""
+        held = (f", above '{live_bytes}' bytes of arenas still live (a caller's during a call, or one "
+                "not freed)") if live else ""
         raise InterpreterError(
             f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
             f"past the '{limit}'-byte {memory.name}{held}; plan for a capacity of at most "

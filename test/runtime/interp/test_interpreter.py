@@ -833,5 +833,36 @@ def test_arenas_live_at_once_share_no_byte_and_a_freed_one_makes_room():
 
 def test_a_callee_arena_past_the_capacity_with_its_callers_is_an_error():
     with pytest.raises(InterpreterError, match=r"arena of '64' bytes placed at byte '128' ends at byte '192', "
-                       r"past the '160'-byte planned main-memory arena while '128' bytes of live arenas"):
+                       r"past the '160'-byte planned main-memory arena, above '128' bytes of arenas still live"):
         run_program(parse_program(make_context(), _calls(128, 160), "calls.mlir"), entry="main")
+
+
+def _twice_with_scratchpad_arena(free: bool) -> str:
+    dealloc = f"    scratchpad.dealloc %arena : memref<64xi8, {SP}>\n" if free else ""
+    return f"""
+builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", capacity = 64, alignment = 64>}} {{
+  func.func @f(%x: memref<16xf32>, %y: memref<16xf32>) {{
+    %arena = scratchpad.arena align 64 : memref<64xi8, {SP}>
+    %t = scratchpad.view %arena[0] {{scratchpad.buffer = "t"}} : memref<64xi8, {SP}> to memref<16xf32, {SP}>
+    scratchpad.dma %x -> %t : memref<16xf32> -> memref<16xf32, {SP}>
+    scratchpad.dma %t -> %y : memref<16xf32, {SP}> -> memref<16xf32>
+{dealloc}    func.return
+  }}
+  func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>) {{
+    func.call @f(%x, %y) : (memref<16xf32>, memref<16xf32>) -> ()
+    func.call @f(%x, %z) : (memref<16xf32>, memref<16xf32>) -> ()
+    func.return
+  }}
+}}
+"""
+
+
+def test_a_freed_scratchpad_arena_makes_room_and_a_kept_one_does_not():
+    # @f's 64-byte arena in a 64-byte scratchpad, @f run twice: freed (scratchpad.dealloc),
+    # the second run takes the same bytes; kept, it is still live and the second has no room
+    result = run_program(parse(_twice_with_scratchpad_arena(free=True)), entry="main")
+    x, y, z = (output.value for output in result.outputs)
+    assert np.array_equal(y, x) and np.array_equal(z, x) and not result.violations
+    with pytest.raises(InterpreterError, match=r"arena of '64' bytes placed at byte '64' ends at byte '128', past the "
+                       r"'64'-byte scratchpad, above '64' bytes of arenas still live"):
+        run_program(parse(_twice_with_scratchpad_arena(free=False)), entry="main")
