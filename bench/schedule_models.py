@@ -105,8 +105,16 @@ def transformer(seed: int = 0, tokens: int = 32, width: int = 64, heads: int = 4
     softmax and the mix; the heads' output projections summed, plus the residual. The
     front end emits every head's projections first."""
     b = _Builder(seed)
+    y = b.op("Add", [_attention(b, "x", width, heads), "x"])
+    return b.model("transformer", [("x", (tokens, width))], [(y, (tokens, width))])
+
+
+def _attention(b: _Builder, x: str, width: int, heads: int) -> str:
+    """Attention with parallel heads, every head's projections first (as a front end emits
+    them): per head, Q, K and V projections, scores, softmax and the mix; the heads' output
+    projections summed."""
     d = width // heads
-    projections = [[b.op("MatMul", ["x", b.weight((width, d))]) for _ in range(3)] for _ in range(heads)]
+    projections = [[b.op("MatMul", [x, b.weight((width, d))]) for _ in range(3)] for _ in range(heads)]
     mixed = []
     for q, k, v in projections:
         scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[1, 0])])
@@ -115,8 +123,7 @@ def transformer(seed: int = 0, tokens: int = 32, width: int = 64, heads: int = 4
     for head in mixed:
         part = b.op("MatMul", [head, b.weight((d, width))])
         out = part if out is None else b.op("Add", [out, part])
-    y = b.op("Add", [out, "x"])
-    return b.model("transformer", [("x", (tokens, width))], [(y, (tokens, width))])
+    return out
 
 
 def outputs(seed: int = 0, channels: int = 8, size: int = 16, heads: int = 3):
@@ -133,16 +140,7 @@ def encoder(seed: int = 0, tokens: int = 16, width: int = 32, heads: int = 2):
     norm, then a feed-forward block (4x wider), its residual and a layer norm (opset 17). The
     importer's order is already the minimum: what `schedule=auto` costs where it cannot gain."""
     b = _Builder(seed)
-    d = width // heads
-    projections = [[b.op("MatMul", ["x", b.weight((width, d))]) for _ in range(3)] for _ in range(heads)]
-    mixed = []
-    for q, k, v in projections:
-        scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[1, 0])])
-        mixed.append(b.op("MatMul", [b.op("Softmax", [scores], axis=1), v]))
-    attention = None
-    for head in mixed:
-        part = b.op("MatMul", [head, b.weight((d, width))])
-        attention = part if attention is None else b.op("Add", [attention, part])
+    attention = _attention(b, "x", width, heads)
     norm = b.op("LayerNormalization", [b.op("Add", [attention, "x"]), b.weight((width,)), b.weight((width,))], axis=-1)
     hidden = b.op("Relu", [b.op("Add", [b.op("MatMul", [norm, b.weight((width, 4 * width))]), b.weight((4 * width,))])])
     projected = b.op("Add", [b.op("MatMul", [hidden, b.weight((4 * width, width))]), b.weight((width,))])

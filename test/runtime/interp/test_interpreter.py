@@ -787,9 +787,8 @@ def test_a_parametric_function_run_twice_gets_room_for_each_size():
 def _calls(caller_bytes: int, capacity: int) -> str:
     """@main holds an arena of `caller_bytes` (its value read after the calls) and calls @f
     then @g, each with a 64-byte arena of its own: hand-lowered."""
-    return f"""
-builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", capacity = {capacity}, alignment = 64>}} {{
-  func.func @f(%x: memref<16xf32>, %y: memref<16xf32>) {{
+    callees = "".join(f"""
+  func.func @{name}(%x: memref<16xf32>, %y: memref<16xf32>) {{
     %c0 = arith.constant 0 : index
     %arena = memref.alloc() {{scratchpad.arena}} : memref<64xi8>
     %t = memref.view %arena[%c0][] {{scratchpad.buffer = "t"}} : memref<64xi8> to memref<16xf32>
@@ -797,16 +796,9 @@ builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", capacit
     memref.copy %t, %y : memref<16xf32> to memref<16xf32>
     memref.dealloc %arena : memref<64xi8>
     func.return
-  }}
-  func.func @g(%x: memref<16xf32>, %y: memref<16xf32>) {{
-    %c0 = arith.constant 0 : index
-    %arena = memref.alloc() {{scratchpad.arena}} : memref<64xi8>
-    %u = memref.view %arena[%c0][] {{scratchpad.buffer = "u"}} : memref<64xi8> to memref<16xf32>
-    memref.copy %x, %u : memref<16xf32> to memref<16xf32>
-    memref.copy %u, %y : memref<16xf32> to memref<16xf32>
-    memref.dealloc %arena : memref<64xi8>
-    func.return
-  }}
+  }}""" for name in ("f", "g"))
+    return f"""
+builtin.module attributes {{scratchpad.target = #scratchpad.target<"l1", capacity = {capacity}, alignment = 64>}} {{{callees}
   func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>, %w: memref<16xf32>) {{
     %c0 = arith.constant 0 : index
     %arena = memref.alloc() {{scratchpad.arena}} : memref<{caller_bytes}xi8>
