@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType, UnregisteredOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
@@ -254,6 +254,8 @@ class XdslView(IRView):
         self.scope = scope
 
     def name(self, op: Operation) -> str:
+        if isinstance(op, UnregisteredOp):  # xDSL names every unregistered op 'builtin.unregistered'
+            return op.op_name.data
         return op.name
 
     def operands(self, op: Operation) -> Sequence[SSAValue]:

@@ -22,7 +22,7 @@ function's outputs) all ask the same question of an op and one of its operands:
 - ops that only alias the memref or pass it on (views, casts, subviews, reshapes; the
   iteration arguments of `scf.for` / `scf.while`, yields, branches; deallocs): none; the
   analyses follow the aliases themselves;
-- the ops of `arith` and `math` (`PURE_DIALECTS`): none, as upstream MLIR defines them;
+- the ops of `arith`, `math` and `index` (`PURE_DIALECTS`): none, as upstream MLIR defines them;
 - any other op by its declared memory effects (xDSL's `get_effects`): an effect on the
   operand, or on no value in particular, counts; an op with unknown effects reads and
   writes every memref it takes (the conservative answer).
@@ -64,11 +64,12 @@ _NO_ACCESS = frozenset({"memref.dealloc", "scratchpad.dealloc", "memref.dim", "m
 """Frequent ops that touch no byte of their memref operands (deallocs, metadata); views and
 the other metadata ops say so by their declared effects."""
 
-PURE_DIALECTS = ("arith.", "math.")
-"""Dialects whose every op touches no memory: upstream MLIR gives each op of `arith` and
-`math` no memory effect (`Arith_Op` and `Math_Op` carry `NoMemoryEffect` / `Pure`), while
-xDSL's definitions leave some without an effect trait (`arith.remui`, `arith.extsi` in
-0.74), which reads as unknown effects. Ops are read as upstream defines them."""
+PURE_DIALECTS = ("arith.", "math.", "index.")
+"""Dialects whose every op touches no memory: upstream MLIR gives each op of `arith`,
+`math` and `index` no memory effect (`Arith_Op`, `Math_Op` and `IndexOp` carry
+`NoMemoryEffect` / `Pure`), while xDSL's definitions leave some without an effect trait
+(`arith.remui`, `arith.extsi` in 0.74) and xDSL has no `index` dialect, which reads as
+unknown effects. Ops are read as upstream defines them."""
 
 
 def is_pure(name: str) -> bool:
