@@ -177,9 +177,10 @@ def verify_lowered(
     arenas = function_arenas(lowered, lowered_entry, given_capacity)
     if arenas[0].dynamic and len(arenas) == 1:  # the run's arena is the one sized at run time
         arenas = (dataclasses.replace(arenas[0], bytes=planned.arena_bytes),)
-    elif arenas[0].dynamic:  # a parametric entry with a spilled copy: what the entry itself placed (0: the copy ran)
-        placed = dict(planned.function_arenas).get(arenas[0].name, 0)
-        arenas = (dataclasses.replace(arenas[0], bytes=placed), *arenas[1:])
+    else:  # each parametric function: what it placed itself (its largest run; 0: its spilled copy ran)
+        placed = dict(planned.function_arenas)
+        arenas = tuple(dataclasses.replace(arena, bytes=placed.get(arena.name, 0)) if arena.dynamic else arena
+                       for arena in arenas)
     return VerifyReport(
         entry=reference.entry,
         outputs=tuple(output.name for output in reference.outputs),

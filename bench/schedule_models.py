@@ -39,14 +39,15 @@ class _Builder:
     def conv(self, x: str, cin: int, cout: int, k: int) -> str:
         return self.op("Conv", [x, self.weight((cout, cin, k, k))], pads=[k // 2] * 4)
 
-    def model(self, name: str, inputs: list[tuple[str, tuple[int, ...]]], outputs: list[tuple[str, tuple[int, ...]]]):
+    def model(self, name: str, inputs: list[tuple[str, tuple[int, ...]]], outputs: list[tuple[str, tuple[int, ...]]],
+              opset: int = 13):
         graph = helper.make_graph(
             self.nodes, name,
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in inputs],
             [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in outputs],
             self.inits,
         )
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         onnx.checker.check_model(model)
         return model
 
@@ -104,8 +105,16 @@ def transformer(seed: int = 0, tokens: int = 32, width: int = 64, heads: int = 4
     softmax and the mix; the heads' output projections summed, plus the residual. The
     front end emits every head's projections first."""
     b = _Builder(seed)
+    y = b.op("Add", [_attention(b, "x", width, heads), "x"])
+    return b.model("transformer", [("x", (tokens, width))], [(y, (tokens, width))])
+
+
+def _attention(b: _Builder, x: str, width: int, heads: int) -> str:
+    """Attention with parallel heads, every head's projections first (as a front end emits
+    them): per head, Q, K and V projections, scores, softmax and the mix; the heads' output
+    projections summed."""
     d = width // heads
-    projections = [[b.op("MatMul", ["x", b.weight((width, d))]) for _ in range(3)] for _ in range(heads)]
+    projections = [[b.op("MatMul", [x, b.weight((width, d))]) for _ in range(3)] for _ in range(heads)]
     mixed = []
     for q, k, v in projections:
         scores = b.op("MatMul", [q, b.op("Transpose", [k], perm=[1, 0])])
@@ -114,8 +123,7 @@ def transformer(seed: int = 0, tokens: int = 32, width: int = 64, heads: int = 4
     for head in mixed:
         part = b.op("MatMul", [head, b.weight((d, width))])
         out = part if out is None else b.op("Add", [out, part])
-    y = b.op("Add", [out, "x"])
-    return b.model("transformer", [("x", (tokens, width))], [(y, (tokens, width))])
+    return out
 
 
 def outputs(seed: int = 0, channels: int = 8, size: int = 16, heads: int = 3):
@@ -127,6 +135,19 @@ def outputs(seed: int = 0, channels: int = 8, size: int = 16, heads: int = 3):
     return b.model("outputs", [("x", (1, channels, size, size))], [(r, (1, 1, size, size)) for r in results])
 
 
+def encoder(seed: int = 0, tokens: int = 16, width: int = 32, heads: int = 2):
+    """One encoder layer (26 nodes): attention with parallel heads, the residual and a layer
+    norm, then a feed-forward block (4x wider), its residual and a layer norm (opset 17). The
+    importer's order is already the minimum: what `schedule=auto` costs where it cannot gain."""
+    b = _Builder(seed)
+    attention = _attention(b, "x", width, heads)
+    norm = b.op("LayerNormalization", [b.op("Add", [attention, "x"]), b.weight((width,)), b.weight((width,))], axis=-1)
+    hidden = b.op("Relu", [b.op("Add", [b.op("MatMul", [norm, b.weight((width, 4 * width))]), b.weight((4 * width,))])])
+    projected = b.op("Add", [b.op("MatMul", [hidden, b.weight((4 * width, width))]), b.weight((width,))])
+    y = b.op("LayerNormalization", [b.op("Add", [projected, norm]), b.weight((width,)), b.weight((width,))], axis=-1)
+    return b.model("encoder", [("x", (tokens, width))], [(y, (tokens, width))], opset=17)
+
+
 MODELS = {"inception": inception, "densenet": densenet, "unet": unet, "transformer": transformer,
-          "outputs": outputs}
+          "outputs": outputs, "encoder": encoder}
 """Every helper-built model, by name."""

@@ -28,6 +28,7 @@ class MlirSpillRewriter(SpillRewriter):
     def __init__(self, view: MlirView):
         self.ir = view.ir
         self.memref = view.dialect("memref")
+        self.scope = view  # the copy's calls call the functions of the module it came from
         self.current: MlirView | None = None  # the view of the copy being rewritten
 
     @staticmethod
@@ -38,7 +39,7 @@ class MlirSpillRewriter(SpillRewriter):
         return func.handle.clone()  # detached: no insertion point is set
 
     def view_of(self, func: Any) -> MlirView:
-        self.current = MlirView(func)
+        self.current = MlirView(func, self.scope)
         return self.current
 
     def function(self, func: Any) -> MOp:

@@ -135,8 +135,9 @@ _EFFECT_KINDS = {
 class MlirView(IRView):
     """`IRView` over an `mlir.ir.Module` (see the module doc)."""
 
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, scope: MlirView | None = None):
         operation = getattr(module, "operation", module)
+        self.scope = scope  # the view whose functions a detached copy's calls call (spilling)
         self.package = bindings_package(operation)
         self.ir = importlib.import_module(f"{self.package}.ir")
         self._context = xdsl_context(allow_unregistered=True)  # reads types and attributes
@@ -363,7 +364,10 @@ class MlirView(IRView):
         if call.name != "func.call" or "callee" not in call.handle.attributes:
             return None
         symbol = self.ir.FlatSymbolRefAttr(call.handle.attributes["callee"]).value
-        return self._symbols.get(symbol)
+        found = self._symbols.get(symbol)
+        if found is None and self.scope is not None:
+            return self.scope.callee(call)
+        return found
 
     def declared_memrefs(self, function: MOp) -> frozenset[int]:
         function_type = self.ir.FunctionType(self.ir.TypeAttr(function.handle.attributes["function_type"]).value)

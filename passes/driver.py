@@ -56,6 +56,7 @@ from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark, emit_warn
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.options import ON_OVERFLOW, PlanOptions
 from telamalloc.passes.planning import outputs
+from telamalloc.passes.planning.calls import check_calls
 from telamalloc.passes.planning.memories import assign_memories
 from telamalloc.passes.planning.parametric import fallback_clone, plan_parametric_function, record_parametric
 from telamalloc.passes.planning.plans import FunctionPlan, format_report_line, require_success, solve_function
@@ -117,6 +118,7 @@ def _plan_functions(view: IRView, module: Any, options: PlanOptions, report: Tex
     try:
         changes = _Changes()
         plans = _plan_each(view, module, options, report, changes)
+        check_calls(view, module, plans)
         if check_before_apply is not None:
             check_before_apply(plans, {id(original) for original, _ in changes.replacements})
     except BaseException:

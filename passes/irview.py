@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, UnrankedMemRefType, UnregisteredOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.traits import IsTerminator, MemoryEffectKind, SymbolTable, get_effects
@@ -246,9 +246,16 @@ class IRView:
 
 
 class XdslView(IRView):
-    """`IRView` over xDSL's IR objects."""
+    """`IRView` over xDSL's IR objects. `scope`: the symbol table (a module) in which the
+    calls of a function outside any module resolve: spilling analyses a detached copy of a
+    function, whose `func.call`s still call the module's functions."""
+
+    def __init__(self, scope: Operation | None = None) -> None:
+        self.scope = scope
 
     def name(self, op: Operation) -> str:
+        if isinstance(op, UnregisteredOp):  # xDSL names every unregistered op 'builtin.unregistered'
+            return op.op_name.data
         return op.name
 
     def operands(self, op: Operation) -> Sequence[SSAValue]:
@@ -323,7 +330,10 @@ class XdslView(IRView):
     def callee(self, call: Operation) -> Operation | None:
         if not isinstance(call, func.CallOp):
             return None
-        callee = SymbolTable.lookup_symbol(call, call.callee)
+        table = symbol_table_of(call) or self.scope
+        if table is None:  # a function in no module: the callee is unknown (it may write what it gets)
+            return None
+        callee = SymbolTable.lookup_symbol(table, call.callee)
         return callee if isinstance(callee, func.FuncOp) else None
 
     def declared_memrefs(self, function: Operation) -> frozenset[int]:
@@ -390,7 +400,7 @@ class XdslView(IRView):
     def spill_rewriter(self) -> Any:
         from telamalloc.passes.rewrite.spill import XdslRewriter  # spill.py reads IR through this module
 
-        return XdslRewriter()
+        return XdslRewriter(self.scope)
 
     def builder(self) -> Any:
         from telamalloc.passes.rewrite.parametric_lower import XdslBuilder  # it reads IR through this module
@@ -460,6 +470,14 @@ class XdslView(IRView):
             effect.value is None and effect.kind in (MemoryEffectKind.READ, MemoryEffectKind.WRITE)
             for effect in effects
         )
+
+
+def symbol_table_of(op: Operation) -> Operation | None:
+    """The closest op around `op` (not `op` itself) that is a symbol table, if any."""
+    current = op.parent_op()
+    while current is not None and not current.has_trait(SymbolTable):
+        current = current.parent_op()
+    return current
 
 
 XDSL = XdslView()

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from telamalloc.passes.analysis.collect import ALLOCATION_OPS, PlannedBuffer
-from telamalloc.passes.analysis.effects import Access, operand_access
+from telamalloc.passes.analysis.effects import Access, is_pure, operand_access
 from telamalloc.passes.analysis.liveness import ALLOC, DEALLOC_OPS
 from telamalloc.passes.irview import IRView
 from telamalloc.runtime.alloc.op_order import Graph, GraphBuffer, GraphOp
@@ -184,7 +184,7 @@ def _unknown_effects(view: IRView, op: Any) -> bool:
     name = view.name(op)
     if name in BARRIER_OPS:
         return True
-    if name in _KNOWN_ACCESS_OPS or name in _STRUCTURED or name in ALLOCATION_OPS:
+    if name in _KNOWN_ACCESS_OPS or name in _STRUCTURED or name in ALLOCATION_OPS or is_pure(name):
         return False
     if view.is_terminator(op) or view.successors(op) or name.startswith("linalg."):
         return False

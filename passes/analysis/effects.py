@@ -22,6 +22,7 @@ function's outputs) all ask the same question of an op and one of its operands:
 - ops that only alias the memref or pass it on (views, casts, subviews, reshapes; the
   iteration arguments of `scf.for` / `scf.while`, yields, branches; deallocs): none; the
   analyses follow the aliases themselves;
+- the ops of `arith`, `math` and `index` (`PURE_DIALECTS`): none, as upstream MLIR defines them;
 - any other op by its declared memory effects (xDSL's `get_effects`): an effect on the
   operand, or on no value in particular, counts; an op with unknown effects reads and
   writes every memref it takes (the conservative answer).
@@ -63,6 +64,19 @@ _NO_ACCESS = frozenset({"memref.dealloc", "scratchpad.dealloc", "memref.dim", "m
 """Frequent ops that touch no byte of their memref operands (deallocs, metadata); views and
 the other metadata ops say so by their declared effects."""
 
+PURE_DIALECTS = ("arith.", "math.", "index.")
+"""Dialects whose every op touches no memory: upstream MLIR gives each op of `arith`,
+`math` and `index` no memory effect (`Arith_Op`, `Math_Op` and `IndexOp` carry
+`NoMemoryEffect` / `Pure`), while xDSL's definitions leave some without an effect trait
+(`arith.remui`, `arith.extsi` in 0.74) and xDSL has no `index` dialect, which reads as
+unknown effects. Ops are read as upstream defines them."""
+
+
+def is_pure(name: str) -> bool:
+    """True when the op named `name` touches no memory, whatever its definition's traits say."""
+    return name.startswith(PURE_DIALECTS)
+
+
 _ALIAS_OPS = frozenset({"scf.for", "scf.while", "scf.if", "scf.execute_region", "scf.index_switch",
                         "scf.forall", "scf.parallel", "affine.for", "affine.if", "affine.parallel"})
 """Structured ops whose memref operands are loop bounds or values passed to their regions."""
@@ -91,7 +105,7 @@ def writes_whole(op: Any, index: int, view: IRView) -> bool:
 def operand_access(op: Any, index: int, call_writes: CallWrites | None = None, *, view: IRView) -> Access:
     """What `op` does to the bytes of its operand `index` (see the module doc)."""
     name = view.name(op)
-    if name in _NO_ACCESS:
+    if name in _NO_ACCESS or is_pure(name):
         return Access.NONE
     if name == "memref.load":
         return Access.READ if index == 0 else Access.NONE

@@ -60,7 +60,7 @@ from telamalloc.passes.analysis.collect import (
 from telamalloc.passes.analysis.liveness import number_points
 from telamalloc.passes.analysis.uses import BufferUses, analyze_uses
 from telamalloc.passes.diagnostics import PassFailedAtOp
-from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.irview import IRView, XdslView, symbol_table_of
 from telamalloc.runtime.alloc.api import solve
 from telamalloc.runtime.alloc.problem import Buffer, Problem
 from telamalloc.runtime.alloc.spill_choice import SpillChoice, SpillImpossible, attempts, choose_spills
@@ -266,13 +266,19 @@ class SpillRewriter:
 
 
 class XdslRewriter(SpillRewriter):
-    """`SpillRewriter` over xDSL's IR."""
+    """`SpillRewriter` over xDSL's IR. The copies are detached, so each is read through a
+    view whose calls resolve in the module of the function it copies (`scope`: given for a
+    function that is itself a detached copy)."""
+
+    def __init__(self, scope: Operation | None = None) -> None:
+        self.scope = scope
 
     def clone(self, func: FuncOp) -> FuncOp:
+        self.scope = symbol_table_of(func) or self.scope
         return func.clone()
 
     def view_of(self, func: FuncOp) -> IRView:
-        return XDSL
+        return XdslView(self.scope)
 
     def function(self, func: FuncOp) -> FuncOp:
         return func

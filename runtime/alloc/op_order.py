@@ -21,7 +21,8 @@ order's:
   it); each heuristic's order is also tried with the ops that only start buffers moved to
   just before their first user (`sink_producers`: a weight loaded early only holds bytes);
   and `exact` (`op_order_exact.py`: a search over the sets of ops already run, which
-  proves the minimum on small graphs). The lowest LOAD wins; ties go to the earlier method
+  proves the minimum on small graphs; it runs only when the heuristics stay above
+  `forced_lower_bound`, the bytes live at some op in every order). The lowest LOAD wins; ties go to the earlier method
   in `METHODS`, so the given order is kept when nothing is better.
 
 Limits: the sizes are fixed, the objective is LOAD (not the planned peak), and an op's
@@ -246,6 +247,49 @@ def lower_bound(model: Model) -> int:
     own = (sum(model.sizes[b] for b in touched if not (model.inputs[b] and model.outputs[b]))
            for touched in model.accesses)
     return always + max(own, default=0)
+
+
+def forced_lower_bound(model: Model) -> int:
+    """A LOAD no order can beat, at least `lower_bound`: at each op, every buffer that is
+    live there in every order: it starts at or before the op (an input, or an accessor the
+    op must follow, or the op itself) and ends at or after it (an output, or an accessor
+    that must follow the op, or the op itself). Costs the ops times the buffers (bit sets
+    of each op's ancestors and descendants): for graphs the exact search takes."""
+    count = model.count
+    ancestors = [0] * count
+    for op in range(count):  # predecessors come earlier in the given order
+        mask = 0
+        for pred in model.preds[op]:
+            mask |= ancestors[pred] | 1 << pred
+        ancestors[op] = mask
+    descendants = [0] * count
+    for op in reversed(range(count)):
+        mask = 0
+        for succ in model.succs[op]:
+            mask |= descendants[succ] | 1 << succ
+        descendants[op] = mask
+    everywhere = (1 << count) - 1
+    live = [0] * count
+    always = 0
+    for buffer, users in enumerate(model.accessors):
+        size = model.sizes[buffer]
+        is_input, is_output = model.inputs[buffer], model.outputs[buffer]
+        if size == 0 or not (users or (is_input and is_output)):
+            continue
+        started = everywhere if is_input else 0  # ops at which it has started in every order
+        unfinished = everywhere if is_output else 0  # ... and has not ended
+        for user in users:
+            started |= descendants[user] | 1 << user
+            unfinished |= ancestors[user] | 1 << user
+        forced = started & unfinished
+        if forced == everywhere:
+            always += size
+            continue
+        while forced:
+            low = forced & -forced
+            live[low.bit_length() - 1] += size
+            forced ^= low
+    return always + max(live, default=0)
 
 
 def is_valid_order(model: Model, order: Sequence[int]) -> bool:
@@ -488,7 +532,11 @@ def schedule(
         best = min(best, (load, METHODS.index(name), order, name), key=lambda entry: entry[:2])
     if best[0] <= lower_bound(model):
         proved = True  # an op's own buffers need that much in every order: nothing to search
-    elif "exact" in config.methods and model.count <= config.exact_max_ops:
+    elif "exact" not in config.methods or model.count > config.exact_max_ops:
+        pass
+    elif best[0] <= forced_lower_bound(model):
+        proved = True  # what is live at some op in every order needs that much: the search cannot gain
+    else:
         started = time.perf_counter()
         order, proved = _exact(model, best[0], deadline, config, cancel)
         load = best[0] if order is None else order_load(model, order)

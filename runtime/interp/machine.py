@@ -7,7 +7,8 @@ Memory model
   memory space, a `memref.get_global`).
 - Scratchpad: one byte array per scratchpad memory space. Arenas (`scratchpad.arena`, or
   a 1-D `i8` `memref.alloc` that views are cut from, e.g. the one `tela-lower` emits)
-  are placed in it one after another, and an allocation that carries a planned offset
+  are placed in it at each execution, at the lowest bytes no live arena holds (an arena
+  lives until its `memref.dealloc`: a caller's stays live during a call), and an allocation that carries a planned offset
   (`scratchpad.alloc ... offset N`, `memref.alloc {scratchpad.offset = N}`) lives at that
   offset. Every buffer is a typed numpy view of those bytes (`MemRef`), so the kernels
   compute on the very bytes the plan assigned. The capacity (`capacity` given to
@@ -52,6 +53,7 @@ from xdsl.dialects.builtin import (
     Float32Type,
     Float64Type,
     IndexType,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     Signedness,
@@ -70,7 +72,7 @@ PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offse
 PLANNED_BOUND_ATTR = "scratchpad.bound"  # a dynamic memref.alloc's most bytes
 ARENA_MARK = "scratchpad.arena"  # the unit attribute `tela-lower` puts on its arena alloc
 DEFAULT_SEED = 0
-ARENA_ALIGNMENT = 64  # bytes; arenas start at multiples of this in the scratchpad memory
+ARENA_ALIGNMENT = 64  # bytes; arenas that ask for no alignment start at multiples of this
 MAX_VIOLATIONS = 20  # violations kept per run when collecting instead of raising
 MAX_STORAGE_BYTES = 1 << 30  # the largest block of memory (an argument, buffer or memory) a run may take
 
@@ -301,12 +303,12 @@ class Machine:
     buffer_names: list[str] = field(default_factory=list)
     _buffer_ids: dict[str, int] = field(default_factory=dict)
     memories: dict[str | None, Storage] = field(default_factory=dict)
-    arena_bases: dict[Operation, int] = field(default_factory=dict)
-    arena_top: dict[str | None, int] = field(default_factory=dict)
+    planned_top: dict[str | None, int] = field(default_factory=dict)  # per memory: the end of its offset-planned buffers
+    live_arenas: dict[str | None, list[tuple[int, int, MemRef]]] = field(default_factory=dict)  # (base, end, arena)
     globals: dict[str, MemRef] = field(default_factory=dict)
     violations: list[Violation] = field(default_factory=list)
-    arena_bytes: int = 0  # bytes of all arenas placed
-    arena_sizes: dict[Operation, int] = field(default_factory=dict)  # each placed arena op's bytes
+    arena_bytes: int = 0  # bytes of all arenas placed (each arena op counted at its largest execution)
+    arena_sizes: dict[Operation, int] = field(default_factory=dict)  # each arena op's bytes (its largest execution)
     capacities: dict[str, int] = field(default_factory=dict)  # per memory-space name, overriding `capacity`
 
     def buffer_id(self, name: str) -> int:
@@ -546,30 +548,68 @@ def place_arena(
     size: int,
     dtype: np.dtype,
 ) -> MemRef:
-    """An arena in its scratchpad memory; one place per arena op, kept across executions."""
+    """An arena in its scratchpad memory, placed anew at each execution of `op`: at the
+    lowest aligned byte, above the memory's offset-planned buffers, where it overlaps no
+    arena still live (placed and not yet deallocated: a caller's arena during a call, the
+    previous execution's while a recursive call runs). Each execution gets room for its own
+    size (a parametric function's arena is sized at run time) and the capacity holds for the
+    arenas live at once. `release_arena` ends an arena's life (its dealloc)."""
     key = memory_key(type_)
     memory = machine.memory(key)
-    if op not in machine.arena_bases:
-        top = machine.arena_top.get(key, 0)
-        base = -(-top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
-        limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
-        if base + size > limit:
-            raise InterpreterError(
-                f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
-                f"past the '{limit}'-byte {memory.name}; plan for a capacity of at most "
-                f"'{limit}' bytes",
-                op,
-            )
-        memory.grow(base + size)  # a dynamic arena (a parametric plan) sizes itself at run time
-        machine.arena_bases[op] = base
-        machine.arena_top[key] = base + size
-        machine.arena_bytes += size
+    live = machine.live_arenas.setdefault(key, [])
+    alignment = _arena_alignment(op)
+    base = _aligned(machine.planned_top.get(key, 0), alignment)
+    for start, end, _ in sorted(live, key=lambda placed: placed[0]):
+        if base + size <= start:
+            break
+        base = max(base, _aligned(end, alignment))
+    limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
+    if base + size > limit:
+        live_bytes = sum(end - start for start, end, _ in live)
+        held = (f", above '{live_bytes}' bytes of arenas still live (a caller's during a call, or one "
+                "not freed)") if live else ""
+        raise InterpreterError(
+            f"arena of '{size}' bytes placed at byte '{base}' ends at byte '{base + size}', "
+            f"past the '{limit}'-byte {memory.name}{held}; plan for a capacity of at most "
+            f"'{limit}' bytes",
+            op,
+        )
+    memory.grow(base + size)  # a dynamic arena (a parametric plan) sizes itself at run time
+    previous = machine.arena_sizes.get(op, 0)
+    if size > previous:
+        machine.arena_bytes += size - previous
         machine.arena_sizes[op] = size
-    base = machine.arena_bases[op]
     # A (re)executed allocation starts uninitialized.
     memory.shadow[base : base + size] = UNWRITTEN
     name = buffer_name(op, result, f"arena@{op_location(op, '?')}")
-    return MemRef(memory, machine.buffer_id(name), base, (size,), (1,), dtype, type_)
+    arena = MemRef(memory, machine.buffer_id(name), base, (size,), (1,), dtype, type_)
+    live.append((base, base + size, arena))
+    return arena
+
+
+def release_arena(machine: Machine, value: Any) -> None:
+    """Ends the life of the arena `value` (its `memref.dealloc`): its bytes may hold the
+    next arena placed. Any other value: nothing."""
+    if not isinstance(value, MemRef):
+        return
+    for live in machine.live_arenas.values():
+        for index, (_, _, arena) in enumerate(live):
+            if arena is value:
+                del live[index]
+                return
+
+
+def _aligned(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+def _arena_alignment(op: Operation) -> int:
+    """The alignment an arena asks for (`scratchpad.arena align N`, `memref.alloc
+    {alignment = N}`: the lowering's, its buffers' largest), else `ARENA_ALIGNMENT`."""
+    found = op.properties.get("alignment") or op.attributes.get("alignment")
+    if isinstance(found, IntegerAttr) and found.value.data > 0:
+        return found.value.data
+    return ARENA_ALIGNMENT
 
 
 def place_planned(
@@ -584,8 +624,7 @@ def place_planned(
             f"'{offset + size}', outside the '{limit}'-byte {memory.name}",
             op,
         )
-    top = machine.arena_top.get(key, 0)
-    machine.arena_top[key] = max(top, offset + size)
+    machine.planned_top[key] = max(machine.planned_top.get(key, 0), offset + size)
     machine.arena_bytes = max(machine.arena_bytes, offset + size)
     # A (re)executed allocation starts uninitialized.
     memory.shadow[offset : offset + size] = UNWRITTEN

@@ -43,6 +43,7 @@ from telamalloc.runtime.interp.machine import (
     place_arena,
     place_planned,
     python_scalar,
+    release_arena,
     resolve_shape,
     wrapped_integer,
 )
@@ -82,6 +83,7 @@ class MemRefFunctions(InterpreterFunctions):
 
     @impl(memref.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues) -> PythonValues:
+        release_arena(self.machine, args[0])
         return ()
 
     @impl(memref.LoadOp)

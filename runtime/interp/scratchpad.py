@@ -44,6 +44,7 @@ from telamalloc.runtime.interp.machine import (
     op_location,
     place_arena,
     place_planned,
+    release_arena,
     resolve_shape,
     shape_text,
 )
@@ -103,6 +104,7 @@ class ScratchpadFunctions(InterpreterFunctions):
 
     @impl(scratchpad.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: scratchpad.DeallocOp, args: PythonValues) -> PythonValues:
+        release_arena(self.machine, args[0])  # a `scratchpad.arena` freed: its bytes may hold the next
         return ()
 
     @impl(scratchpad.DmaOp)

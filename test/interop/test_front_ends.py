@@ -58,12 +58,16 @@ FEATURES = {
     "symbolic sizes": (EXAMPLES / "dynamic_attention.mlir", {"mode": "minimize"}),
     "dims": (EXAMPLES / "dynamic_attention.mlir", {"dims": "seq=1..64@16"}),
     "spilled copy": ((PASSES / "tela-plan-dims-spill.mlir", 0), {"capacity": 512, "on_overflow": "spill"}),
+    "spill with calls": (PASSES / "tela-plan-spill-call.mlir", {"on_overflow": "spill"}),
+    "spilled copy with calls": (PASSES / "tela-plan-dims-spill-call.mlir", {"capacity": 512, "on_overflow": "spill"}),
     "several memories": (EXAMPLES / "two_memories.mlir", {}),
     "assign-memory": (EXAMPLES / "two_memories.mlir", {"assign_memory": True}),
     "memory-space": (EXAMPLES / "two_memories.mlir", {"memory_space": "l2", "lower": False}),
     "schedule": ((PASSES / "tela-schedule.mlir", 0), {"schedule": "auto", "mode": "minimize"}),
     "layout file": (EXAMPLES / "attention.mlir", {"mode": "minimize", "layout": "{out}/layout.json"}),
     "does not fit": (EXAMPLES / "mlp.mlir", {"capacity": 1024}),
+    "calls": (PASSES / "tela-plan-calls.mlir", {}),
+    "calls past the capacity": ((PASSES / "tela-plan-calls-invalid.mlir", 1), {}),
 }
 
 
@@ -197,6 +201,6 @@ def test_every_feature_plans_something_or_fails_as_stated(tmp_path: Path) -> Non
     # the matrix compares real plans: every feature but the failure plans at least one function
     for feature, (where, options) in FEATURES.items():
         result = _xdsl(_source(where), _in(tmp_path, options))
-        assert ("error" in result) == (feature == "does not fit"), feature
+        assert ("error" in result) == (feature in ("does not fit", "calls past the capacity")), feature
         if "plans" in result:
             assert result["plans"], feature

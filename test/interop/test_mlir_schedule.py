@@ -111,8 +111,13 @@ def test_the_fork_is_lowered_on_mlir():
         ('"test.op_with_memwrite"() : () -> ()', 1024),  # a write of no value in particular
         ('"test.op_with_memread"() : () -> ()', 1024),  # a read of no value in particular
         ('"test.pureop"() : () -> ()', 576),  # no effect: not a barrier
+        # arith and math ops xDSL leaves without an effect trait: pure, as upstream defines them
+        ("%k = arith.constant 7 : i32\n    %q = arith.remui %k, %k : i32", 576),
+        ("%k = arith.constant 7 : i32\n    %q = arith.extsi %k : i32 to i64", 576),
+        # upstream's index dialect, which xDSL does not define: pure too
+        ('%k = "index.constant"() {value = 7 : index} : () -> index', 576),
     ],
-    ids=["unknown", "write", "read", "pure"],
+    ids=["unknown", "write", "read", "pure", "arith.remui", "arith.extsi", "index.constant"],
 )
 def test_ops_that_touch_unnamed_memory_are_barriers_alike(sync, load_after):
     # after the fork's third map: a barrier keeps the three maps (and %in) before it, so

@@ -107,7 +107,29 @@ PROGRAMS = [
     (REPO / "examples" / "spill.mlir", {}),
     (PASSES / "tela-plan-spill.mlir", {"on_overflow": "spill"}),
     (PASSES / "tela-plan-spill-memref.mlir", {"capacity": 2048, "on_overflow": "spill"}),
+    (PASSES / "tela-plan-spill-call.mlir", {"on_overflow": "spill"}),
 ]
+
+
+def test_a_spill_copy_calls_the_functions_of_its_module():
+    """Spilling reads a copy of the function outside the module: on both front ends the
+    copy's calls find the module's callees (what they write), none is taken as unknown."""
+    from telamalloc.interop.mlir_view import MlirView
+    from telamalloc.passes.irview import XDSL
+
+    text = (PASSES / "tela-plan-spill-call.mlir").read_text()
+    module = parse_program(xdsl_context(), text, "calls.mlir")
+    mlir_view = MlirView(parse_mlir(print_generic(module)))
+    for view, root in ((XDSL, module), (mlir_view, mlir_view.module)):
+        main = next(f for f in view.functions(root) if view.symbol_name(f) == "main")
+        rewriter = view.spill_rewriter()
+        copy = rewriter.clone(main)
+        copy_view = rewriter.view_of(copy)
+        calls = [op for op in copy_view.walk(rewriter.function(copy)) if copy_view.name(op) == "func.call"]
+        callees = [copy_view.symbol_name(copy_view.callee(call)) for call in calls]
+        assert callees == ["mul", "relu", "relu"]
+        writes = copy_view.written_arguments()
+        assert [writes(calls[0], index) for index in range(3)] == [False, False, True]
 
 
 @pytest.mark.parametrize("path, options", PROGRAMS, ids=lambda item: getattr(item, "name", str(item)))

@@ -101,3 +101,37 @@ func.func @loop(%y: memref<4xf32>) {
   scratchpad.dma %r -> %y : !f -> memref<4xf32>
   func.return
 }
+
+// -----
+// The ops of arith and math touch no memory (as upstream MLIR defines them), also those
+// xDSL leaves without an effect trait (arith.remui, arith.extsi): a loop of them is no
+// barrier, so the copy into %b needs nothing of the loop.
+// CHECK-LABEL: dependences of @pure_arith, block of func.func: 11 ops
+// CHECK: #6 scf.for reads <arguments> writes %a after #0, #1, #2, #3, #4
+// CHECK-NEXT: #7 memref.copy reads <arguments> writes %b after #5
+// CHECK: dependences of @pure_arith, block of scf.for: 6 ops
+// CHECK-NEXT: #0 memref.load reads <arguments>
+// CHECK-NEXT: #1 arith.remui after #0
+// CHECK-NEXT: #2 arith.extsi after #1
+// CHECK-NEXT: #3 math.absi after #2
+func.func @pure_arith(%x: memref<16xi32>, %out: memref<16xi32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %k = arith.constant 3 : i32
+  %a = memref.alloc() : memref<16xi32>
+  %b = memref.alloc() : memref<16xi32>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %v = memref.load %x[%i] : memref<16xi32>
+    %r = arith.remui %v, %k : i32
+    %e = arith.extsi %r : i32 to i64
+    %f = math.absi %e : i64
+    %t = arith.addi %r, %r : i32
+    memref.store %t, %a[%i] : memref<16xi32>
+  }
+  memref.copy %x, %b : memref<16xi32> to memref<16xi32>
+  memref.copy %a, %out : memref<16xi32> to memref<16xi32>
+  memref.dealloc %a : memref<16xi32>
+  memref.dealloc %b : memref<16xi32>
+  func.return
+}

@@ -17,8 +17,10 @@ from telamalloc.runtime.alloc.op_order import (
     ScheduleConfig,
     ScheduleError,
     build_model,
+    forced_lower_bound,
     is_valid_order,
     lifetimes,
+    lower_bound,
     order_load,
     schedule,
 )
@@ -93,6 +95,37 @@ def test_exact_matches_every_order() -> None:
         result = schedule(graph)
         assert result.proved
         assert result.load == brute_force_minimum(graph)
+
+
+def test_the_forced_bound_lies_between_the_own_buffers_and_the_minimum() -> None:
+    # what is live at an op in every order: never above the minimum over every order, never
+    # below an op's own buffers; with inputs, outputs, several readers and a barrier
+    for seed in range(60):
+        graph = random_graph(7, seed, branching=3)
+        if seed % 3 == 0:
+            ops = list(graph.ops)
+            ops[3] = GraphOp(ops[3].id, ops[3].reads, ops[3].writes, barrier=True)
+            graph = Graph(tuple(ops), graph.buffers)
+        model = build_model(graph)
+        assert lower_bound(model) <= forced_lower_bound(model) <= brute_force_minimum(graph), seed
+    # the fork: x (1 B) and y's (1 B) producers aside, a big buffer and its producer's input
+    # are live at each produce op in every order
+    assert forced_lower_bound(build_model(fork(4, 100))) == 101
+
+
+def test_a_search_that_cannot_gain_is_skipped() -> None:
+    # a chain: w (8 B) lives from its load to the add, over the relu (a 4 B -> b 12 B), in
+    # every order: 24 B there, above any op's own buffers (the add's: 21 B); the given order
+    # reaches it, so the exact search does not run, and the answer is proved
+    buffers = (GraphBuffer("x", 4, input=True), GraphBuffer("w", 8), GraphBuffer("a", 4),
+               GraphBuffer("b", 12), GraphBuffer("y", 1, output=True))
+    ops = (GraphOp("load", writes=("w",)), GraphOp("mul", reads=("x", "w"), writes=("a",)),
+           GraphOp("relu", reads=("a",), writes=("b",)), GraphOp("add", reads=("b", "w"), writes=("y",)))
+    model = build_model(Graph(ops, buffers))
+    result = schedule(Graph(ops, buffers))
+    assert lower_bound(model) == 21
+    assert result.load == forced_lower_bound(model) == brute_force_minimum(Graph(ops, buffers)) == 24
+    assert result.proved and "exact" not in [trial.method for trial in result.trials]
 
 
 def test_memory_dependences_are_kept() -> None:
