@@ -98,8 +98,12 @@ class Roots:
                     name = f"{name}#{index}"
                 used.add(name)
                 self._names[op] = name
+        # An argument may be any global the function names (a caller may pass `@G` itself),
+        # except a `constant` one: writing a constant global is undefined, so an argument that
+        # is written is never one, and reads do not conflict with reads.
+        constants = _constant_globals(view, func)
         globals_named = {self._global_root(op) for op in view.walk(func) if view.name(op) == "memref.get_global"}
-        self._arguments = frozenset({ARGUMENTS, *globals_named})
+        self._arguments = frozenset({ARGUMENTS, *(root for root in globals_named if root[1] not in constants)})
         self._memo: dict[Any, frozenset | None] = {}
 
     def of(self, value: Any) -> frozenset | None:
@@ -177,6 +181,21 @@ class Roots:
     def _global_root(self, get_global: Any) -> tuple[str, str]:
         """The root of the global a `memref.get_global` names (its `name`: `@G`)."""
         return ("global", str(self.view.attribute(get_global, "name")))
+
+
+def _constant_globals(view: IRView, func: Any) -> frozenset[str]:
+    """The names (`@G`) of the `constant` `memref.global`s beside `func` in its module; none
+    for a function in no module."""
+    module = view.parent_op(func)
+    if module is None:
+        return frozenset()
+    names = set()
+    for region in view.regions(module):
+        for block in view.blocks(region):
+            for op in view.block_ops(block):
+                if view.name(op) == "memref.global" and view.attribute(op, "constant") is not None:
+                    names.add(f"@{view.attribute(op, 'sym_name').data}")
+    return frozenset(names)
 
 
 def _unknown_effects(view: IRView, op: Any) -> bool:

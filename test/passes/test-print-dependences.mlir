@@ -73,6 +73,23 @@ func.func @globals(%x: memref<4xf32>) {
 }
 
 // -----
+// A `constant` global is never written (writing it is undefined), so no written argument is
+// it: the write to %x does not follow the read of @C (an ONNX model's weights stay free).
+// CHECK-LABEL: dependences of @constant_global, block of func.func: 4 ops
+// CHECK-NEXT: #0 memref.get_global
+// CHECK-NEXT: #1 memref.alloc
+// CHECK-NEXT: #2 memref.copy reads global:@C writes %t after #0, #1
+// CHECK-NEXT: #3 memref.copy reads <arguments> writes <arguments>{{$}}
+memref.global "private" constant @C : memref<4xf32> = dense<1.0>
+func.func @constant_global(%x: memref<4xf32>, %y: memref<4xf32>) {
+  %c = memref.get_global @C : memref<4xf32>
+  %t = memref.alloc() : memref<4xf32>
+  memref.copy %c, %t : memref<4xf32> to memref<4xf32>
+  memref.copy %y, %x : memref<4xf32> to memref<4xf32>
+  func.return
+}
+
+// -----
 // A loop is one op of its block, with every access of its body; its iteration argument
 // aliases %acc. Its body is a block of its own, scheduled on its own (%acc and %tmp,
 // allocated outside, live across it).
