@@ -130,6 +130,15 @@ class Budget:
         """The time limit, the cancel flag or the node budget ends the exact schedule."""
         return self.out_of_work or self.interrupted()
 
+    def why_stopped(self, search: str | None = "the search") -> str:
+        """Why the exact schedule ended before its answer: the cancel flag, the node budget or
+        the time limit (in that order)."""
+        if self.counters.cancelled or self.cancelled():
+            return "cancelled"
+        if self.out_of_work:
+            return f"node budget '{self.node_limit}' spent"
+        return "time limit reached" if search is None else f"{search} timed out"
+
     def within(self, seconds: float) -> Budget:
         """The same flag, progress, counters and node budget with a deadline ``seconds`` from
         now (a bounded sub-task such as the infeasibility core); its charged work starts at 0."""

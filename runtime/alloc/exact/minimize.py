@@ -149,7 +149,7 @@ def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) ->
     if low >= high:
         message = f"minimal peak '{high}'" + (" (LOAD)" if high == load else f" (proved: '{high - 1}' bytes do not fit)")
         return Outcome(Status.OK, bounds.best, optimal=True, capacity=high, message=message, lower_bound=high)
-    why = "cancelled" if budget.counters.cancelled else "time limit reached"
+    why = budget.why_stopped(search=None)
     return Outcome(Status.OK, bounds.best, capacity=capacity,
                    message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)", lower_bound=low)
 
