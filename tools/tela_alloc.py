@@ -3,7 +3,7 @@
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
-               [--html=plan.html [--compare=other.csv]]
+               [--html=plan.html [--compare=other.csv]] [--check-bound]
     tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
     tela-alloc --schedule=GRAPH.json [--schedule-method=METHOD] [--output=order.json|lifetimes.csv] [--timeout=10s]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
@@ -26,7 +26,11 @@ only when a valid layout within the capacity exists.
 writes an interactive viewer page, one self-contained HTML file (`telamalloc.runtime.show.html`);
 `--compare` adds another layout of the same problem (a solution CSV, e.g. written by
 `--algorithm=best-fit --output=...`) to that page, side by side or overlaid, with the peak
-difference. `--report`
+difference. `--check-bound`
+confirms the certificate of the lower bound printed (`lower bound:`, `gap:`) independently
+of what proved it (`telamalloc.runtime.alloc.bounds.check_certificate`: LOAD's buffers live
+together, a pin, or a subset that CP-SAT, else our exact search, proves unable to fit one
+byte below the bound); a refuted bound exits 4. `--report`
 writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in `.json` or
 `--report-format=json` is given, else text. All three are written on every outcome, also after
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
@@ -159,6 +163,8 @@ def _parser() -> _Parser:
     parser.add_argument("--schedule-method", default="auto", choices=["auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"],
                         help="--schedule: the method (auto: every method, the lowest LOAD wins)")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
+    parser.add_argument("--check-bound", action="store_true",
+                        help="confirm the lower bound's certificate independently (CP-SAT where installed, else the exact search)")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
     parser.add_argument("--compare", metavar="CSV", help="--html: also show this solution CSV of the same problem (e.g. best-fit's)")
@@ -242,6 +248,9 @@ def _report(solution: Solution) -> str:
     lines.append(f"load: {solution.load}")
     fragmentation = solution.fragmentation
     lines.append(f"fragmentation: {'-' if fragmentation is None else f'{100 * fragmentation:.2f}%'}")
+    if solution.certificate is not None:
+        lines.append(f"lower bound: {solution.lower_bound} ({solution.certificate.describe()})")
+        lines.append(f"gap: {'-' if solution.gap is None else f'{100 * solution.gap:.2f}%'}")
     lines.append(f"seconds: {solution.stats.seconds:.3f}")
     lines.append(f"nodes: {solution.stats.nodes}")
     lines.append(f"backtracks: {solution.stats.backtracks}")
@@ -257,6 +266,23 @@ def _report(solution: Solution) -> str:
         lines.append(f"core: {_ids(solution.core)}")
     lines.append(f"message: {solution.message}")
     return "\n".join(lines)
+
+
+def _check_bound(problem: Problem, solution: Solution) -> bool:
+    """`--check-bound`: one line on the certificate of the solution's lower bound; False when
+    the check refutes it (an internal error)."""
+    from telamalloc.runtime.alloc.bounds import check_certificate
+
+    if solution.certificate is None:
+        print("bound check: no bound to check")
+        return True
+    held, how = check_certificate(problem, solution.certificate)
+    if held is False:
+        print(f"{PROG}: error: the lower bound '{solution.lower_bound}' is refuted: {how} (an internal error; please report it)",
+              file=sys.stderr)
+        return False
+    print(f"bound check: {'confirmed' if held else 'not settled'}: {how}")
+    return True
 
 
 def _exit_status(solution: Solution) -> int:
@@ -331,7 +357,8 @@ def _check_batch_arguments(arguments) -> None:
         raise UsageError("--batch needs --output-dir OUT for the layouts")
     for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
                         ("--compare", arguments.compare), ("--report", arguments.report),
-                        ("--report-format", arguments.report_format), ("--validate", arguments.validate)):
+                        ("--report-format", arguments.report_format), ("--validate", arguments.validate),
+                        ("--check-bound", arguments.check_bound)):
         if value:
             raise UsageError(f"{flag} applies to --input only; --batch validates and writes every layout to --output-dir")
     if arguments.scheduler and arguments.jobs is not None:
@@ -491,6 +518,8 @@ def _run(argv: Sequence[str] | None) -> int:
     except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
         raise ProblemError(f"{arguments.input}: {error}") from None
     print(_report(solution), flush=True)
+    if arguments.check_bound and not _check_bound(table.problem, solution):
+        return ExitStatus.INVALID_SOLUTION
     _write_outputs(arguments, table.problem, solution, compare)
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
@@ -518,7 +547,8 @@ def _run_spill(arguments, table) -> int:
 
     if arguments.capacity is None or arguments.minimize:
         raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")
-    for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report)):
+    for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report),
+                        ("--check-bound", arguments.check_bound)):
         if value:
             raise UsageError(f"{flag} does not apply to --spill")
     if table.uses is None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from telamalloc.runtime.alloc.problem import Overload, Params, Problem, Status, columns_of
+from telamalloc.runtime.alloc.problem import Certificate, Overload, Params, Problem, Status, columns_of
 from telamalloc.runtime.alloc.validate import validate
 
 
@@ -169,6 +169,7 @@ class Outcome:
     capacity: int | None = None
     peak: int | None = None  # the peak of offsets when already known (saves a pass at 10^6 buffers)
     lower_bound: int | None = None  # minimize: the highest peak proved necessary
+    certificate: Certificate | None = None  # what proves lower_bound (None: LOAD, pins or the whole search)
 
 
 def peak_of(problem: Problem, offsets: Sequence[int]) -> int:

@@ -55,7 +55,7 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
     if capacity is not None and load[0] > capacity:
         return overload(load, capacity)
     if algorithm == "large" or (algorithm == "telamalloc" and is_large(instance)):
-        return minimize_large(instance, budget, capacity, lower, algorithm)
+        return minimize_large(instance, budget, capacity, load, algorithm)
     baselines = Baselines(instance)
     if algorithm in GREEDY_ALGORITHMS:
         return _greedy_outcome(instance, baselines, algorithm, capacity, lower)

@@ -49,6 +49,19 @@ def fields(stdout):
     return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
 
 
+def test_check_bound_confirms_the_certificate_of_a_bound_above_load(tmp_path):
+    """CORE_CSV fits in no layout at its LOAD 7: the large planner proves 8 from a
+    sub-problem, and --check-bound confirms the certificate independently."""
+    path = tmp_path / "core.csv"
+    path.write_text(CORE_CSV)
+    result = run(f"--input={path}", "--minimize", "--algorithm=large", "--check-bound")
+    assert result.returncode == 0, result.stderr
+    report = fields(result.stdout)
+    assert report["load"] == "7" and report["peak"] == "8" and report["gap"] == "0.00%"
+    assert report["lower bound"].startswith("8 (") and "do not fit in 7 bytes" in report["lower bound"]
+    assert report["bound check"].startswith("confirmed: ")
+
+
 def test_solved_writes_and_validates(tmp_path):
     out = tmp_path / "out.csv"
     result = run("--capacity=12", f"--input={EXAMPLE}", f"--output={out}", "--validate")

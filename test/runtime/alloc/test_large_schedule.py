@@ -18,7 +18,7 @@ from telamalloc.runtime.alloc.large._large import planner
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.orderings import name_of, orderings_without_limit
 
-from .conftest import DEFAULT, instance_of, large_params, peak_of, unlimited
+from .conftest import DEFAULT, NO_BOUND, instance_of, large_params, peak_of, unlimited
 
 
 def test_above_the_huge_size_the_medium_tier_sweep_and_the_plain_sweep_from_a_32nd_come_first():
@@ -110,7 +110,7 @@ def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
         steps.clear()
         cancel[0] = 0
         solution = solve(problem, mode="minimize", algorithm="large", time_limit=120, cancel=cancel,
-                         params=large_params(floor=(), lanes=1, eager_buffers=eager_buffers))
+                         params=large_params(floor=(), lanes=1, eager_buffers=eager_buffers, bounds=NO_BOUND))
         assert solution.ok and validate(problem, solution.offsets) == []
         assert steps == expected, (eager_buffers, steps)
 
