@@ -221,6 +221,12 @@ class LargeConfig:
     """Buffer placements spent on orderings without a time limit (each places every buffer) ..."""
     min_orderings: int = 4
     """... but at least this many orderings."""
+    effort: int = 1
+    """The deterministic effort knob (work units, not seconds): without a time limit the
+    orderings get ``effort * placements`` buffer placements, beyond the fixed schedule into
+    its seeded random orderings when it is above 1, so more effort gives a layout at least
+    as low before the improvement steps and the same layout on every run and machine.
+    Under a time limit the clock governs (``effort`` is not read)."""
     eager_orderings: int = 2
     """Under a time limit the first this many orderings run back to back before the window
     search; then each ordering that improves is followed by it at once."""
