@@ -164,6 +164,8 @@ def minimize_large(instance: Instance, budget: Budget, capacity: int | None, loa
         within = budget if remaining is None else budget.within(config.share * remaining)
         certificate = prove_bound(instance, certificate, None, within, config)
     lower = certificate.bound
+    if budget.progress is not None and len(budget.progress) > 3:  # a progress display shows the proved bound
+        budget.progress[3] = lower
     offsets, peak, info = large_layout(instance, budget, lower, anytime=True)
     if capacity is not None and peak > capacity:
         return Outcome(
