@@ -4,6 +4,7 @@
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
                [--html=plan.html [--compare=other.csv]] [--check-bound]
+    tela-alloc --input=A.csv --check-bound=report.json
     tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
     tela-alloc --schedule=GRAPH.json [--schedule-method=METHOD] [--output=order.json|lifetimes.csv] [--timeout=10s]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
@@ -30,7 +31,9 @@ difference. `--check-bound`
 confirms the certificate of the lower bound printed (`lower bound:`, `gap:`) independently
 of what proved it (`telamalloc.runtime.alloc.bounds.check_certificate`: LOAD's buffers live
 together, a pin, or a subset that CP-SAT, else our exact search, proves unable to fit one
-byte below the bound); a refuted bound exits 4. `--report`
+byte below the bound); a refuted bound exits 4. `--check-bound=REPORT.json` solves nothing:
+it checks the certificates a JSON `--report` holds against the problem of `--input` (exit 4
+refuted, 3 not settled within the check's work budget, 0 confirmed). `--report`
 writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in `.json` or
 `--report-format=json` is given, else text. All three are written on every outcome, also after
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
@@ -163,8 +166,9 @@ def _parser() -> _Parser:
     parser.add_argument("--schedule-method", default="auto", choices=["auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"],
                         help="--schedule: the method (auto: every method, the lowest LOAD wins)")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
-    parser.add_argument("--check-bound", action="store_true",
-                        help="confirm the lower bound's certificate independently (CP-SAT where installed, else the exact search)")
+    parser.add_argument("--check-bound", nargs="?", const=True, metavar="REPORT",
+                        help="confirm the lower bound's certificate independently (CP-SAT where installed, else the "
+                             "exact search); with a JSON report written by --report: check its certificates, no solve")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
     parser.add_argument("--compare", metavar="CSV", help="--html: also show this solution CSV of the same problem (e.g. best-fit's)")
@@ -283,6 +287,52 @@ def _check_bound(problem: Problem, solution: Solution) -> bool:
         return False
     print(f"bound check: {'confirmed' if held else 'not settled'}: {how}")
     return True
+
+
+def _check_report(arguments) -> int:
+    """`--check-bound=REPORT`: check the certificates of a JSON report against the problem of
+    --input, without solving; a line each. Exit 4 when one is refuted, 3 when one is not
+    settled, else 0."""
+    import json
+
+    from telamalloc.runtime.alloc.bounds import certificate_from_dict, check_certificate
+
+    for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
+                        ("--report", arguments.report), ("--spill", arguments.spill), ("--jobs", arguments.jobs)):
+        if value:
+            raise UsageError(f"--check-bound={arguments.check_bound} checks a report without solving; drop {flag}")
+    path = arguments.check_bound
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except OSError as error:
+        raise UsageError(f"cannot read '{path}': {error.strerror or error}") from None
+    except ValueError as error:
+        raise UsageError(f"'{path}' is not JSON: {error}") from None
+    reports = data.get("reports") if isinstance(data, dict) else None
+    if not isinstance(reports, list) or not reports:
+        raise UsageError(f"'{path}' holds no reports; write one with --report=FILE.json")
+    problem = read_csv(arguments.input).problem
+    worst = ExitStatus.OK
+    checked = 0
+    for index, report in enumerate(reports):
+        name = report.get("name", f"#{index}") if isinstance(report, dict) else f"#{index}"
+        if not isinstance(report, dict) or report.get("certificate") is None:
+            print(f"bound check: {name}: no certificate")
+            continue
+        certificate = certificate_from_dict(report["certificate"], f"{path}: report '{name}'")
+        held, how = check_certificate(problem, certificate)
+        checked += 1
+        if held is False:
+            print(f"{PROG}: error: {name}: the lower bound '{certificate.bound}' is refuted: {how}", file=sys.stderr)
+            worst = ExitStatus.INVALID_SOLUTION
+        else:
+            print(f"bound check: {name}: lower bound {certificate.bound} {'confirmed' if held else 'not settled'}: {how}")
+            if held is None and worst == ExitStatus.OK:
+                worst = ExitStatus.TIMEOUT
+    if not checked:
+        raise UsageError(f"'{path}' has no certificate to check; write it with a tela-alloc that reports lower bounds")
+    return worst
 
 
 def _exit_status(solution: Solution) -> int:
@@ -476,6 +526,8 @@ def _run(argv: Sequence[str] | None) -> int:
     for flag, value in (("--output-dir", arguments.output_dir), ("--scheduler", arguments.scheduler)):
         if value:
             raise UsageError(f"{flag} applies to --batch only")
+    if isinstance(arguments.check_bound, str):
+        return _check_report(arguments)
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
     if arguments.report_format is not None and not arguments.report:

@@ -164,6 +164,23 @@ def _profile(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> tuple[n
     return times, np.cumsum(delta)[: len(times)]
 
 
+def certificate_from_dict(data: object, where: str) -> Certificate:
+    """A certificate read back from a JSON report (``report.certificate_to_dict``);
+    ProblemError naming ``where`` and the field when it is malformed."""
+    if not isinstance(data, dict):
+        raise ProblemError(f"{where}: the certificate is not an object")
+    kind, bound, time, prover, buffers = (data.get(key) for key in ("kind", "bound", "time", "prover", "buffers"))
+    if kind not in KINDS:
+        raise ProblemError(f"{where}: certificate kind '{kind}' is not one of {', '.join(KINDS)}")
+    if type(bound) is not int or bound < 0:
+        raise ProblemError(f"{where}: certificate bound '{bound}' is not a non-negative integer")
+    if time is not None and type(time) is not int:
+        raise ProblemError(f"{where}: certificate time '{time}' is not an integer")
+    if not isinstance(buffers, list) or not buffers or not all(isinstance(i, (str, int)) for i in buffers):
+        raise ProblemError(f"{where}: certificate buffers must be a non-empty list of buffer ids")
+    return Certificate(kind, bound, tuple(buffers), time, prover if isinstance(prover, str) else "")
+
+
 def check_certificate(problem: Problem, certificate: Certificate, work: float = 10.0,
                       node_limit: int = 10_000_000, use_cpsat: bool = True) -> tuple[bool | None, str]:
     """Confirm ``certificate`` on ``problem`` independently of what found it: (True, how) when

@@ -35,7 +35,7 @@ import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from telamalloc.runtime.alloc.problem import Problem, Solution
+from telamalloc.runtime.alloc.problem import Certificate, Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
 
 TEXT_LISTED_BUFFERS = 10  # the text format lists at most this many contended buffers
@@ -85,6 +85,7 @@ class Report:
     load_before_schedule: int | None = None  # bytes: LOAD in the order before tela-schedule; None when it did not run
     lower_bound: int | None = None  # bytes: the highest peak proved necessary (Solution.lower_bound)
     bound_proof: str | None = None  # what proves it (Solution.certificate.describe())
+    certificate: Certificate | None = None  # the proof itself, for `tela-alloc --check-bound=REPORT`
 
 
 def build_report(
@@ -117,6 +118,7 @@ def build_report(
         load_before_schedule=load_before_schedule,
         lower_bound=solution.lower_bound,
         bound_proof=None if solution.certificate is None else solution.certificate.describe(),
+        certificate=solution.certificate,
     )
 
 
@@ -155,6 +157,12 @@ def _json_id(value: Hashable) -> str | int:
     if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     return str(value)
+
+
+def certificate_to_dict(certificate: Certificate) -> dict:
+    """A certificate as JSON data (``bounds.certificate_from_dict`` reads it back)."""
+    return {"kind": certificate.kind, "bound": certificate.bound, "time": certificate.time,
+            "prover": certificate.prover, "buffers": [_json_id(i) for i in certificate.buffer_ids]}
 
 
 def report_to_dict(report: Report) -> dict:
@@ -198,6 +206,8 @@ def report_to_dict(report: Report) -> dict:
     if report.lower_bound is not None:
         data["lower_bound"] = report.lower_bound
         data["bound_proof"] = report.bound_proof
+    if report.certificate is not None:
+        data["certificate"] = certificate_to_dict(report.certificate)
     if report.seconds is None:
         del data["seconds"]
     if report.message is None:

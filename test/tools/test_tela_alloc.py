@@ -1,5 +1,6 @@
 """tela-alloc end to end through a subprocess: every exit status, no traceback, no partial output."""
 
+import json
 import os
 import signal
 import subprocess
@@ -60,6 +61,29 @@ def test_check_bound_confirms_the_certificate_of_a_bound_above_load(tmp_path):
     assert report["load"] == "7" and report["peak"] == "8" and report["gap"] == "0.00%"
     assert report["lower bound"].startswith("8 (") and "do not fit in 7 bytes" in report["lower bound"]
     assert report["bound check"].startswith("confirmed: ")
+
+
+def test_check_bound_reads_the_certificates_of_a_report_and_refutes_a_false_one(tmp_path):
+    """--check-bound=REPORT checks a JSON report's certificates against --input, no solve:
+    confirmed (exit 0), a bound raised by hand refuted (exit 4), a malformed one named (2)."""
+    problem, report = tmp_path / "core.csv", tmp_path / "report.json"
+    problem.write_text(CORE_CSV)
+    solved = run(f"--input={problem}", "--minimize", "--algorithm=large", f"--report={report}")
+    assert solved.returncode == 0, solved.stderr
+    checked = run(f"--input={problem}", f"--check-bound={report}")
+    assert checked.returncode == 0 and "bound check: core: lower bound 8 confirmed: " in checked.stdout
+    data = json.loads(report.read_text())
+    data["reports"][0]["certificate"]["bound"] = 9  # the ten buffers fit in 8 bytes
+    (tmp_path / "raised.json").write_text(json.dumps(data))
+    refuted = run(f"--input={problem}", f"--check-bound={tmp_path / 'raised.json'}")
+    assert refuted.returncode == 4 and "core: the lower bound '9' is refuted" in refuted.stderr
+    data["reports"][0]["certificate"]["kind"] = "magic"
+    (tmp_path / "magic.json").write_text(json.dumps(data))
+    malformed = run(f"--input={problem}", f"--check-bound={tmp_path / 'magic.json'}")
+    assert malformed.returncode == 2 and "certificate kind 'magic' is not one of load, pins, subset" in malformed.stderr
+    assert "Traceback" not in refuted.stderr + malformed.stderr
+    solving = run(f"--input={problem}", f"--check-bound={report}", "--output=x.csv")
+    assert solving.returncode == 2 and "checks a report without solving; drop --output" in solving.stderr
 
 
 def test_solved_writes_and_validates(tmp_path):
