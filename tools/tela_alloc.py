@@ -3,7 +3,7 @@
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
-               [--html=plan.html [--compare=other.csv]] [--check-bound]
+               [--html=plan.html [--compare=other.csv]] [--check-bound] [--effort=N]
     tela-alloc --input=A.csv --check-bound=report.json
     tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
     tela-alloc --schedule=GRAPH.json [--schedule-method=METHOD] [--output=order.json|lifetimes.csv] [--timeout=10s]
@@ -27,7 +27,9 @@ only when a valid layout within the capacity exists.
 writes an interactive viewer page, one self-contained HTML file (`telamalloc.runtime.show.html`);
 `--compare` adds another layout of the same problem (a solution CSV, e.g. written by
 `--algorithm=best-fit --output=...`) to that page, side by side or overlaid, with the peak
-difference. `--check-bound`
+difference. `--effort N` (without `--timeout`) gives the large planner N times its default work
+(`LargeConfig.effort`): more search, and the same layout on every run and machine.
+`--check-bound`
 confirms the certificate of the lower bound printed (`lower bound:`, `gap:`) independently
 of what proved it (`telamalloc.runtime.alloc.bounds.check_certificate`: LOAD's buffers live
 together, a pin, or a subset that CP-SAT, else our exact search, proves unable to fit one
@@ -85,6 +87,7 @@ stop, valid layouts found so far are still written).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import os
 import re
@@ -98,8 +101,9 @@ import numpy as np
 
 from telamalloc import duration
 from telamalloc.runtime.alloc.api import ALGORITHMS
+from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
-from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status, columns_of
+from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError, Solution, Status, columns_of
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
@@ -149,6 +153,19 @@ def parse_jobs(text: str) -> int:
     return int(text)
 
 
+def parse_effort(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"effort '{text}' must be a whole number >= 1")
+    return int(text)
+
+
+def _params(arguments) -> Params | None:
+    """The Params of --effort (None: the defaults)."""
+    if arguments.effort is None:
+        return None
+    return Params(large=dataclasses.replace(LargeConfig(), effort=arguments.effort))
+
+
 def _parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Place buffers in a scratchpad memory (TelaMalloc).", epilog=HELP_EPILOG)
     parser.add_argument("--input", help="problem CSV: id,lower,upper,size[,alignment][,offset]")
@@ -166,6 +183,8 @@ def _parser() -> _Parser:
     parser.add_argument("--schedule-method", default="auto", choices=["auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"],
                         help="--schedule: the method (auto: every method, the lowest LOAD wins)")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
+    parser.add_argument("--effort", type=parse_effort, metavar="N",
+                        help="the large planner's work without --timeout: N times the default, the same layout on every machine")
     parser.add_argument("--check-bound", nargs="?", const=True, metavar="REPORT",
                         help="confirm the lower bound's certificate independently (CP-SAT where installed, else the "
                              "exact search); with a JSON report written by --report: check its certificates, no solve")
@@ -384,6 +403,7 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
                     mode=mode,
                     time_limit=arguments.timeout,
                     algorithm=arguments.algorithm,
+                    params=_params(arguments),
                     cancel=cancel,
                     progress=progress,
                 )
@@ -394,6 +414,7 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
             mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
             time_limit=arguments.timeout,
             algorithm=arguments.algorithm,
+            params=_params(arguments),
             cancel=cancel,
         )
     finally:
@@ -408,7 +429,7 @@ def _check_batch_arguments(arguments) -> None:
     for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
                         ("--compare", arguments.compare), ("--report", arguments.report),
                         ("--report-format", arguments.report_format), ("--validate", arguments.validate),
-                        ("--check-bound", arguments.check_bound)):
+                        ("--check-bound", arguments.check_bound), ("--effort", arguments.effort)):
         if value:
             raise UsageError(f"{flag} applies to --input only; --batch validates and writes every layout to --output-dir")
     if arguments.scheduler and arguments.jobs is not None:
@@ -528,6 +549,8 @@ def _run(argv: Sequence[str] | None) -> int:
             raise UsageError(f"{flag} applies to --batch only")
     if isinstance(arguments.check_bound, str):
         return _check_report(arguments)
+    if arguments.effort is not None and arguments.timeout is not None:
+        raise UsageError("--effort is a work budget for runs without --timeout (under a time limit the clock governs); drop one")
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
     if arguments.report_format is not None and not arguments.report:
@@ -600,7 +623,7 @@ def _run_spill(arguments, table) -> int:
     if arguments.capacity is None or arguments.minimize:
         raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")
     for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report),
-                        ("--check-bound", arguments.check_bound)):
+                        ("--check-bound", arguments.check_bound), ("--effort", arguments.effort)):
         if value:
             raise UsageError(f"{flag} does not apply to --spill")
     if table.uses is None:

@@ -86,6 +86,22 @@ def test_check_bound_reads_the_certificates_of_a_report_and_refutes_a_false_one(
     assert solving.returncode == 2 and "checks a report without solving; drop --output" in solving.stderr
 
 
+def test_effort_gives_the_large_planner_more_work_and_the_same_layout_every_time(tmp_path):
+    """--effort N: LargeConfig.effort from the command line; a work budget, so two runs write
+    the same layout, and it refuses a time limit beside it (the clock would govern)."""
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    outputs = [tmp_path / "one.csv", tmp_path / "two.csv"]
+    for output in outputs:
+        result = run(f"--input={problem}", "--minimize", "--algorithm=large", "--effort=3", f"--output={output}")
+        assert result.returncode == 0 and fields(result.stdout)["peak"] == "8", result.stderr
+    assert outputs[0].read_bytes() == outputs[1].read_bytes()
+    timed = run(f"--input={problem}", "--minimize", "--effort=2", "--timeout=1s")
+    assert timed.returncode == 2 and "--effort is a work budget for runs without --timeout" in timed.stderr
+    zero = run(f"--input={problem}", "--minimize", "--effort=0")
+    assert zero.returncode == 2 and "effort '0' must be a whole number >= 1" in zero.stderr
+
+
 def test_solved_writes_and_validates(tmp_path):
     out = tmp_path / "out.csv"
     result = run("--capacity=12", f"--input={EXAMPLE}", f"--output={out}", "--validate")
