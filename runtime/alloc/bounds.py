@@ -49,7 +49,6 @@ def prove_bound(instance, base: Certificate, target: int | None, budget, config:
     ``base`` when none beats it. Stops early once the bound reaches ``target`` (a known
     peak: the bound proves it optimal). ``budget`` (the solve's Budget): its time limit and
     cancel flag cut the list short."""
-    from telamalloc.runtime.alloc.api import solve  # the sub-problems are solves of their own
     from telamalloc.runtime.alloc.problem import Params
 
     best = base
@@ -65,15 +64,37 @@ def prove_bound(instance, base: Certificate, target: int | None, budget, config:
         if key in tried or len(members) > config.max_buffers[-1] or _stacks(instance, members):
             continue
         tried.add(key)
-        remaining = budget.remaining()
-        sub = _subset_problem(instance, members)
-        solution = solve(sub, mode="minimize", params=sub_params, time_limit=remaining, cancel=budget.cancel)
-        proved = solution.lower_bound
+        proved = _subset_bound(_subset_problem(instance, members), sub_params, budget)
         if proved is not None and proved > best.bound:
             best = Certificate("subset", int(proved), tuple(sub_ids(instance, members)), prover="exact search")
             if target is not None and best.bound >= target:
                 break
     return best
+
+
+def _subset_bound(problem: Problem, params, budget) -> int | None:
+    """The exact path's minimize of a subset (from the better greedy layout, without the
+    large planner's start: ``modes.minimize`` for small problems, minus that step) within
+    ``params.node_limit`` nodes and the time left of ``budget``: its proved lower bound
+    (None when its pins conflict: no layout, which the whole problem reports itself)."""
+    from telamalloc.runtime.alloc import checks
+    from telamalloc.runtime.alloc.baselines import GREEDY_ALGORITHMS, Baselines
+    from telamalloc.runtime.alloc.exact.groups import Groups
+    from telamalloc.runtime.alloc.exact.minimize import minimize
+    from telamalloc.runtime.alloc.exact.race import ExactRun
+    from telamalloc.runtime.alloc.instance import Budget, make_instance
+    from telamalloc.runtime.alloc.proofs import pin_conflict, pinned_top
+    from telamalloc.runtime.alloc.validate import compute_load
+
+    instance = make_instance(problem, params, checks.fast_columns(problem))
+    if pin_conflict(instance, None) is not None:
+        return None
+    load = compute_load(problem)[0]
+    best, _ = Baselines(instance).best(GREEDY_ALGORITHMS)
+    run = ExactRun(instance, Budget(budget.deadline, budget.cancel, node_limit=params.node_limit), Groups(instance))
+    run.groups.remember_layout(best)
+    run.race_steps = False
+    return minimize(run, best, max(load, pinned_top(problem)), load, None).lower_bound
 
 
 def _stacks(instance, members: np.ndarray) -> bool:

@@ -21,7 +21,7 @@ from telamalloc.runtime.alloc.large.orderings import index_of, name_of, ordering
 from telamalloc.runtime.alloc.large.windows import WindowStats
 from telamalloc.runtime.alloc.validate import compute_load
 
-from .conftest import DEFAULT, NO_BOUND, instance_of, large_params, unlimited
+from .conftest import DEFAULT, instance_of, large_params, unlimited
 
 
 def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(monkeypatch):
@@ -59,7 +59,7 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     monkeypatch.setattr(_large, "planner", lambda *arrays, **options: (planners.append(threading.current_thread().name),
                                                                        Recorded(real_planner(*arrays, **options)))[1])
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
-    params = large_params(floor=(), bounds=NO_BOUND)  # the schedule alone (the floor reaches LOAD here)
+    params = large_params(floor=())  # the schedule alone (the floor reaches LOAD here)
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0, params=params)
     assert solution.ok and validate(problem, solution.offsets) == []
     assert "telamalloc-large-lane" in planners  # the second lane started

@@ -111,7 +111,7 @@ def test_above_the_eager_size_one_ordering_runs_before_the_search(monkeypatch):
         steps.clear()
         cancel[0] = 0
         solution = solve(problem, mode="minimize", algorithm="large", time_limit=120, cancel=cancel,
-                         params=large_params(floor=(), lanes=1, eager_buffers=eager_buffers, bounds=NO_BOUND))
+                         params=large_params(floor=(), lanes=1, eager_buffers=eager_buffers))
         assert solution.ok and validate(problem, solution.offsets) == []
         assert steps == expected, (eager_buffers, steps)
 
