@@ -27,7 +27,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from telamalloc.runtime.alloc.config import BoundConfig
-from telamalloc.runtime.alloc.problem import Certificate, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import Certificate, Params, Problem, ProblemError, buffer_ids
 
 KINDS = ("load", "pins", "subset")
 
@@ -49,8 +49,6 @@ def prove_bound(instance, base: Certificate, target: int | None, budget, config:
     ``base`` when none beats it. Stops early once the bound reaches ``target`` (a known
     peak: the bound proves it optimal). ``budget`` (the solve's Budget): its time limit and
     cancel flag cut the list short."""
-    from telamalloc.runtime.alloc.problem import Params
-
     best = base
     if instance.count == 0 or (target is not None and best.bound >= target):
         return best
@@ -77,6 +75,8 @@ def _subset_bound(problem: Problem, params, budget) -> int | None:
     large planner's start: ``modes.minimize`` for small problems, minus that step) within
     ``params.node_limit`` nodes and the time left of ``budget``: its proved lower bound
     (None when its pins conflict: no layout, which the whole problem reports itself)."""
+    # imported here: the greedy baselines and the exact path import the large planner,
+    # which imports this module
     from telamalloc.runtime.alloc import checks
     from telamalloc.runtime.alloc.baselines import GREEDY_ALGORITHMS, Baselines
     from telamalloc.runtime.alloc.exact.groups import Groups
@@ -106,8 +106,6 @@ def _stacks(instance, members: np.ndarray) -> bool:
 
 def sub_ids(instance, members: np.ndarray) -> list[Hashable]:
     """The problem's ids of ``members`` (positions into the instance's arrays)."""
-    from telamalloc.runtime.alloc.problem import buffer_ids
-
     every = buffer_ids(instance.problem)
     live = instance.live
     return [every[int(live[i])] for i in members.tolist()]
@@ -121,8 +119,9 @@ def _subset_problem(instance, members: np.ndarray) -> Problem:
 
 def candidates(instance, config: BoundConfig):
     """The subsets ``prove_bound`` tries, as sorted positions into the instance's arrays:
-    for each of the ``config.points`` most contended program points (at least one buffer
-    apart in time), the buffers live there, then the longest windows around it with at most
+    for each of the ``config.points`` most contended program points of distinct peaks (a
+    point where every buffer live at a point taken is still live is the same peak), the
+    buffers live there, then the longest windows around it with at most
     ``max_buffers`` buffers each, then the buffers live during the lifetime of the heaviest
     buffer live there (the smallest first when they are too many). Deterministic."""
     starts, ends, sizes = instance.starts, instance.ends, instance.sizes
