@@ -72,6 +72,16 @@ def test_every_solution_carries_a_bound_and_its_certificate():
     assert solve(pinned, mode="minimize", algorithm="large").certificate == Certificate("pins", 16, ("a",), prover="pin")
 
 
+def test_the_exact_path_certifies_its_bound_with_the_group_it_proved_too_big():
+    """Three copies of CORE are three static groups: the exact minimize proves 8 on one of
+    them, and that group (10 buffers, not all 30) is the certificate."""
+    problem = core_copies(3)
+    solution = solve(problem, mode="minimize")
+    assert solution.optimal and solution.lower_bound == 8
+    assert solution.certificate.buffer_ids == tuple(f"c0.b{i}" for i in range(10))
+    assert check_certificate(problem, solution.certificate, use_cpsat=False)[0] is True
+
+
 def test_the_bound_is_deterministic_and_has_its_own_switch():
     problem = core_copies(4)
     runs = {solve(problem, mode="minimize", algorithm="large").certificate for _ in range(3)}
