@@ -210,7 +210,8 @@ def run_tela_alloc(path: Path, output: Path, options: list[str], problem) -> Mea
     invalid = validate(problem, offsets)
     if invalid:
         return Measure(note=f"failed: INVALID: {invalid[0]}")
-    return Measure(int(fields["peak"]), done.seconds, done.kib)
+    bound = fields.get("lower bound", "").split(" ", 1)[0]
+    return Measure(int(fields["peak"]), done.seconds, done.kib, bound=int(bound) if bound.isdigit() else None)
 
 
 OMNIMALLOC_CHILD = r"""
@@ -329,8 +330,9 @@ class Bench:
         failed = [measure for measure in measures if measure.peak is None]
         if failed:
             return failed[0]
+        bounds = [m.bound for m in measures if m.bound is not None]
         return Measure(statistics.median_low(m.peak for m in measures), statistics.median(m.seconds for m in measures),
-                       max(m.kib for m in measures))
+                       max(m.kib for m in measures), bound=max(bounds) if bounds else None)  # every bound is proved: the highest
 
     def cached(self, digest: str, key: str, compute: Callable[[], Measure], run: bool = True) -> Measure | None:
         """The cached result of ``key`` on the file ``digest``, else ``compute()`` (when

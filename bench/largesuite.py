@@ -61,16 +61,21 @@ class Measure:
     seconds: float | None = None
     kib: int | None = None
     note: str = ""  # why there is no peak ("failed: ..."), or "misaligned N" (omnimalloc ignores alignments)
+    bound: int | None = None  # ours: the proved lower bound tela-alloc printed (`lower bound:`)
 
     def ratio(self, load: int) -> float | None:
         return None if self.peak is None else self.peak / max(load, 1)
 
+    def gap(self) -> float | None:
+        """peak / bound - 1: how far the peak is at most from the optimum (None: no bound)."""
+        return None if self.peak is None or not self.bound else self.peak / self.bound - 1
+
     def to_json(self) -> dict:
-        return {"peak": self.peak, "seconds": self.seconds, "kib": self.kib, "note": self.note}
+        return {"peak": self.peak, "seconds": self.seconds, "kib": self.kib, "note": self.note, "bound": self.bound}
 
     @staticmethod
     def from_json(data: dict) -> Measure:
-        return Measure(data.get("peak"), data.get("seconds"), data.get("kib"), data.get("note", ""))
+        return Measure(data.get("peak"), data.get("seconds"), data.get("kib"), data.get("note", ""), data.get("bound"))
 
 
 @dataclass
@@ -173,19 +178,23 @@ def best_fast(row: Row) -> tuple[str, Measure] | None:
 
 def main_header() -> list[str]:
     """The header of the per-file table (two lines)."""
-    header = (f"{'problem':<28} {'buffers':>8} {'T':>3} {'large':>7} {'s':>6} {'MB':>5} {'best-fit':>8} {'s':>5} "
+    header = (f"{'problem':<28} {'buffers':>8} {'T':>3} {'large':>7} {'s':>6} {'MB':>5} {'bound':>7} {'gap':>7} {'best-fit':>8} {'s':>5} "
               f"{'1st-fit':>8} {'s':>5} {'omni':>8} {'s':>6} {'MB':>5} {'om-fast':>8} {'which':>6}  beaten by")
     return [header, "-" * len(header)]
 
 
 def main_line(row: Row) -> str:
-    """A file: the planner, ours, omnimalloc's default and its best fast allocator, and the
+    """A file: the planner (peak/LOAD, seconds, memory, its proved bound/LOAD and the gap
+    peak/bound - 1 in %), ours, omnimalloc's default and its best fast allocator, and the
     baselines that beat the planner."""
     p = row.planner
     if p.peak is None:
-        planner = f"{'FAILED':>7} {'-':>6} {'-':>5}"
+        planner = f"{'FAILED':>7} {'-':>6} {'-':>5} {'-':>7} {'-':>7}"
     else:
-        planner = f"{p.ratio(row.load):>7.4f} {_cell(p.seconds, 6, 2)} {_cell(p.kib / 1024 if p.kib else None, 5, 0)}"
+        gap = p.gap()
+        planner = (f"{p.ratio(row.load):>7.4f} {_cell(p.seconds, 6, 2)} {_cell(p.kib / 1024 if p.kib else None, 5, 0)} "
+                   f"{_cell(None if not p.bound else p.bound / max(row.load, 1), 7)} "
+                   f"{'-' if gap is None else f'{100 * gap:.2f}%':>7}")
     cells = [f"{row.name:<28} {row.buffers:>8} {row.timeout:>3g} {planner}"]
     for method in OURS:
         measure = row.baselines.get(method)
@@ -229,6 +238,31 @@ def aggregate_table(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+def family_of(row: Row) -> str:
+    """A generated trace's family (the name without `-<buffers>-s<seed>`), else the row's group."""
+    parts = row.name.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 and parts[1] == str(row.buffers) and parts[2].startswith("s") else row.group
+
+
+def gap_table(rows: Sequence[Row]) -> list[str]:
+    """Per family (or origin) and size: the planner's LOAD gap (peak/LOAD - 1) against its
+    proved gap (peak/bound - 1), geometric means of the ratios and the worst, over the
+    files where the planner reported a bound."""
+    grouped: dict[tuple[str, int], list[Row]] = {}
+    for row in rows:
+        if row.planner.peak is not None and row.planner.bound:
+            grouped.setdefault((family_of(row), row.buffers if family_of(row) != row.group else 0), []).append(row)
+    header = f"{'family':<16} {'buffers':>8} {'files':>5} {'LOAD gap':>9} {'proved gap':>10} {'worst LOAD':>10} {'worst proved':>12}"
+    lines = [header, "-" * len(header)]
+    for (family, buffers), members in grouped.items():
+        load_ratios = [row.planner.peak / max(row.load, 1) for row in members]
+        proved = [row.planner.peak / row.planner.bound for row in members]
+        lines.append(f"{family:<16} {buffers or '-':>8} {len(members):>5} {100 * (geometric_mean(load_ratios) - 1):>8.2f}% "
+                     f"{100 * (geometric_mean(proved) - 1):>9.2f}% {100 * (max(load_ratios) - 1):>9.2f}% "
+                     f"{100 * (max(proved) - 1):>11.2f}%")
+    return lines
+
+
 def beaten_lines(rows: Sequence[Row]) -> list[str]:
     """Every file where a baseline beats the planner: the planner's peak/LOAD, then each
     such baseline's, best first, with the bytes it saves (`*`: an omnimalloc layout that
@@ -257,6 +291,8 @@ def report(rows: Sequence[Row]) -> list[str]:
         lines += ["", "omnimalloc's allocators, peak/LOAD (* its layout breaks an alignment) and seconds of the allocate call:", *omni]
     lines += ["", "Aggregate (peak/LOAD; 'beats large': files where the baseline's peak is lower, of those where both ran):",
               *aggregate_table(rows)]
+    lines += ["", "The planner's gaps: to LOAD and to its proved lower bound (geometric means; the optimum lies between bound and peak):",
+              *gap_table(rows)]
     beaten = beaten_lines(rows)
     lines += ["", f"Files where a baseline beats large: {len(beaten)} of {len(rows)}" + (":" if beaten else "")
               + (" (the bytes each saves; * an omnimalloc layout that breaks an alignment)" if beaten else "")]

@@ -3,7 +3,8 @@
     tela-alloc --capacity=1048576 --input=A.csv --output=out.csv [--timeout=10s]
                [--minimize] [--algorithm=ALGORITHM] [--validate] [--jobs=N]
                [--plot=layout.svg|layout.png] [--report=report.json [--report-format=text|json]]
-               [--html=plan.html [--compare=other.csv]]
+               [--html=plan.html [--compare=other.csv]] [--check-bound] [--effort=N]
+    tela-alloc --input=A.csv --check-bound=report.json
     tela-alloc --spill --capacity=BYTES --input=A.csv --output=pieces.csv [--validate]
     tela-alloc --schedule=GRAPH.json [--schedule-method=METHOD] [--output=order.json|lifetimes.csv] [--timeout=10s]
     tela-alloc --batch=DIR --output-dir=OUT [--capacity=BYTES|--minimize] [--timeout=10s]
@@ -26,7 +27,15 @@ only when a valid layout within the capacity exists.
 writes an interactive viewer page, one self-contained HTML file (`telamalloc.runtime.show.html`);
 `--compare` adds another layout of the same problem (a solution CSV, e.g. written by
 `--algorithm=best-fit --output=...`) to that page, side by side or overlaid, with the peak
-difference. `--report`
+difference. `--effort N` (without `--timeout`) gives the large planner N times its default work
+(`LargeConfig.effort`): more search, and the same layout on every run and machine.
+`--check-bound`
+confirms the certificate of the lower bound printed (`lower bound:`, `gap:`) independently
+of what proved it (`telamalloc.runtime.alloc.bounds.check_certificate`: LOAD's buffers live
+together, a pin, or a subset that CP-SAT, else our exact search, proves unable to fit one
+byte below the bound); a refuted bound exits 4. `--check-bound=REPORT.json` solves nothing:
+it checks the certificates a JSON `--report` holds against the problem of `--input` (exit 4
+refuted, 3 not settled within the check's work budget, 0 confirmed). `--report`
 writes a summary (`telamalloc.runtime.show.report`): JSON when the file ends in `.json` or
 `--report-format=json` is given, else text. All three are written on every outcome, also after
 Ctrl-C. On a terminal, a long solve shows a progress line on stderr (elapsed time, LOAD,
@@ -78,6 +87,7 @@ stop, valid layouts found so far are still written).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import os
 import re
@@ -91,8 +101,9 @@ import numpy as np
 
 from telamalloc import duration
 from telamalloc.runtime.alloc.api import ALGORITHMS
+from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
-from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Problem, ProblemError, Solution, Status, columns_of
+from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError, Solution, Status, columns_of
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus
@@ -142,6 +153,19 @@ def parse_jobs(text: str) -> int:
     return int(text)
 
 
+def parse_effort(text: str) -> int:
+    if not re.fullmatch(r"[0-9]+", text.strip()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"effort '{text}' must be a whole number >= 1")
+    return int(text)
+
+
+def _params(arguments) -> Params | None:
+    """The Params of --effort (None: the defaults)."""
+    if arguments.effort is None:
+        return None
+    return Params(large=dataclasses.replace(LargeConfig(), effort=arguments.effort))
+
+
 def _parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Place buffers in a scratchpad memory (TelaMalloc).", epilog=HELP_EPILOG)
     parser.add_argument("--input", help="problem CSV: id,lower,upper,size[,alignment][,offset]")
@@ -159,6 +183,11 @@ def _parser() -> _Parser:
     parser.add_argument("--schedule-method", default="auto", choices=["auto", "given", "lpmf", "bfs", "dfs", "lookahead", "exact"],
                         help="--schedule: the method (auto: every method, the lowest LOAD wins)")
     parser.add_argument("--validate", action="store_true", help="re-read the written solution and check it independently")
+    parser.add_argument("--effort", type=parse_effort, metavar="N",
+                        help="the large planner's work without --timeout: N times the default, the same layout on every machine")
+    parser.add_argument("--check-bound", nargs="?", const=True, metavar="REPORT",
+                        help="confirm the lower bound's certificate independently (CP-SAT where installed, else the "
+                             "exact search); with a JSON report written by --report: check its certificates, no solve")
     parser.add_argument("--plot", help="draw the layout into this .svg or .png file")
     parser.add_argument("--html", help="write an interactive viewer of the plan to this self-contained .html file")
     parser.add_argument("--compare", metavar="CSV", help="--html: also show this solution CSV of the same problem (e.g. best-fit's)")
@@ -242,6 +271,9 @@ def _report(solution: Solution) -> str:
     lines.append(f"load: {solution.load}")
     fragmentation = solution.fragmentation
     lines.append(f"fragmentation: {'-' if fragmentation is None else f'{100 * fragmentation:.2f}%'}")
+    if solution.certificate is not None:
+        lines.append(f"lower bound: {solution.lower_bound} ({solution.certificate.describe()})")
+        lines.append(f"gap: {'-' if solution.gap is None else f'{100 * solution.gap:.2f}%'}")
     lines.append(f"seconds: {solution.stats.seconds:.3f}")
     lines.append(f"nodes: {solution.stats.nodes}")
     lines.append(f"backtracks: {solution.stats.backtracks}")
@@ -257,6 +289,69 @@ def _report(solution: Solution) -> str:
         lines.append(f"core: {_ids(solution.core)}")
     lines.append(f"message: {solution.message}")
     return "\n".join(lines)
+
+
+def _check_bound(problem: Problem, solution: Solution) -> bool:
+    """`--check-bound`: one line on the certificate of the solution's lower bound; False when
+    the check refutes it (an internal error)."""
+    from telamalloc.runtime.alloc.bounds import check_certificate
+
+    if solution.certificate is None:
+        print("bound check: no bound to check")
+        return True
+    held, how = check_certificate(problem, solution.certificate)
+    if held is False:
+        print(f"{PROG}: error: the lower bound '{solution.lower_bound}' is refuted: {how} (an internal error; please report it)",
+              file=sys.stderr)
+        return False
+    print(f"bound check: {'confirmed' if held else 'not settled'}: {how}")
+    return True
+
+
+def _check_report(arguments) -> int:
+    """`--check-bound=REPORT`: check the certificates of a JSON report against the problem of
+    --input, without solving; a line each. Exit 4 when one is refuted, 3 when one is not
+    settled, else 0."""
+    import json
+
+    from telamalloc.runtime.alloc.bounds import certificate_from_dict, check_certificate
+
+    for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
+                        ("--report", arguments.report), ("--spill", arguments.spill), ("--jobs", arguments.jobs)):
+        if value:
+            raise UsageError(f"--check-bound={arguments.check_bound} checks a report without solving; drop {flag}")
+    path = arguments.check_bound
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except OSError as error:
+        raise UsageError(f"cannot read '{path}': {error.strerror or error}") from None
+    except ValueError as error:
+        raise UsageError(f"'{path}' is not JSON: {error}") from None
+    reports = data.get("reports") if isinstance(data, dict) else None
+    if not isinstance(reports, list) or not reports:
+        raise UsageError(f"'{path}' holds no reports; write one with --report=FILE.json")
+    problem = read_csv(arguments.input).problem
+    worst = ExitStatus.OK
+    checked = 0
+    for index, report in enumerate(reports):
+        name = report.get("name", f"#{index}") if isinstance(report, dict) else f"#{index}"
+        if not isinstance(report, dict) or report.get("certificate") is None:
+            print(f"bound check: {name}: no certificate")
+            continue
+        certificate = certificate_from_dict(report["certificate"], f"{path}: report '{name}'")
+        held, how = check_certificate(problem, certificate)
+        checked += 1
+        if held is False:
+            print(f"{PROG}: error: {name}: the lower bound '{certificate.bound}' is refuted: {how}", file=sys.stderr)
+            worst = ExitStatus.INVALID_SOLUTION
+        else:
+            print(f"bound check: {name}: lower bound {certificate.bound} {'confirmed' if held else 'not settled'}: {how}")
+            if held is None and worst == ExitStatus.OK:
+                worst = ExitStatus.TIMEOUT
+    if not checked:
+        raise UsageError(f"'{path}' has no certificate to check; write it with a tela-alloc that reports lower bounds")
+    return worst
 
 
 def _exit_status(solution: Solution) -> int:
@@ -308,6 +403,7 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
                     mode=mode,
                     time_limit=arguments.timeout,
                     algorithm=arguments.algorithm,
+                    params=_params(arguments),
                     cancel=cancel,
                     progress=progress,
                 )
@@ -318,6 +414,7 @@ def _solve_interruptibly(problem: Problem, arguments) -> Solution:
             mode=Mode.MINIMIZE if arguments.minimize else Mode.FIT,
             time_limit=arguments.timeout,
             algorithm=arguments.algorithm,
+            params=_params(arguments),
             cancel=cancel,
         )
     finally:
@@ -331,7 +428,8 @@ def _check_batch_arguments(arguments) -> None:
         raise UsageError("--batch needs --output-dir OUT for the layouts")
     for flag, value in (("--output", arguments.output), ("--plot", arguments.plot), ("--html", arguments.html),
                         ("--compare", arguments.compare), ("--report", arguments.report),
-                        ("--report-format", arguments.report_format), ("--validate", arguments.validate)):
+                        ("--report-format", arguments.report_format), ("--validate", arguments.validate),
+                        ("--check-bound", arguments.check_bound), ("--effort", arguments.effort)):
         if value:
             raise UsageError(f"{flag} applies to --input only; --batch validates and writes every layout to --output-dir")
     if arguments.scheduler and arguments.jobs is not None:
@@ -449,6 +547,10 @@ def _run(argv: Sequence[str] | None) -> int:
     for flag, value in (("--output-dir", arguments.output_dir), ("--scheduler", arguments.scheduler)):
         if value:
             raise UsageError(f"{flag} applies to --batch only")
+    if isinstance(arguments.check_bound, str):
+        return _check_report(arguments)
+    if arguments.effort is not None and arguments.timeout is not None:
+        raise UsageError("--effort is a work budget for runs without --timeout (under a time limit the clock governs); drop one")
     if arguments.capacity is None and not arguments.minimize:
         raise UsageError("--capacity is required unless --minimize is given")
     if arguments.report_format is not None and not arguments.report:
@@ -491,6 +593,8 @@ def _run(argv: Sequence[str] | None) -> int:
     except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
         raise ProblemError(f"{arguments.input}: {error}") from None
     print(_report(solution), flush=True)
+    if arguments.check_bound and not _check_bound(table.problem, solution):
+        return ExitStatus.INVALID_SOLUTION
     _write_outputs(arguments, table.problem, solution, compare)
     if solution.status is Status.OK and arguments.output:
         capacity = solution.peak if arguments.capacity is None else arguments.capacity
@@ -518,7 +622,8 @@ def _run_spill(arguments, table) -> int:
 
     if arguments.capacity is None or arguments.minimize:
         raise UsageError("--spill needs --capacity (and no --minimize): spilling fits a given capacity")
-    for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report)):
+    for flag, value in (("--jobs", arguments.jobs), ("--plot", arguments.plot), ("--report", arguments.report),
+                        ("--check-bound", arguments.check_bound), ("--effort", arguments.effort)):
         if value:
             raise UsageError(f"{flag} does not apply to --spill")
     if table.uses is None:

@@ -17,9 +17,20 @@ import numpy as np
 
 from telamalloc.runtime.alloc import checks, modes
 from telamalloc.runtime.alloc.baselines import Baselines
+from telamalloc.runtime.alloc.bounds import base_bound, sub_ids
 from telamalloc.runtime.alloc.checks import ALGORITHMS
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, make_instance, peak_of, validated
-from telamalloc.runtime.alloc.problem import Mode, Params, Problem, ProblemError, Solution, Stats, Status, buffer_ids
+from telamalloc.runtime.alloc.problem import (
+    Certificate,
+    Mode,
+    Params,
+    Problem,
+    ProblemError,
+    Solution,
+    Stats,
+    Status,
+    buffer_ids,
+)
 from telamalloc.runtime.alloc.proofs import pin_conflict
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -78,12 +89,15 @@ def solve(
         outcome = modes.fit(instance, budget, capacity, algorithm, load, greedy_first)
     else:
         outcome = modes.minimize(instance, budget, capacity, algorithm, load)
-    return _solution(instance, budget, outcome, load[0], algorithm, mode, time.perf_counter() - started, capacity)
+    return _solution(instance, budget, outcome, load, algorithm, mode, time.perf_counter() - started, capacity)
 
 
-def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: int, algorithm: str, mode: Mode,
+def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: tuple, algorithm: str, mode: Mode,
               seconds: float, capacity: int | None) -> Solution:
-    """The public result. ``capacity`` is the one given (None: minimize without a bound)."""
+    """The public result. ``capacity`` is the one given (None: minimize without a bound);
+    ``load``: compute_load's (bytes, time, ids)."""
+    lower_bound, certificate = _bound(instance, outcome, load, capacity)
+    load = load[0]
     counters = budget.counters
     stats = Stats(counters.nodes, counters.backtracks, seconds, counters.restarts, counters.cancelled)
     peak = outcome.peak if outcome.peak is not None else None if outcome.offsets is None else peak_of(instance.problem, outcome.offsets)
@@ -102,11 +116,29 @@ def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: int, a
         overload=outcome.overload,
         core=outcome.core,
         core_offsets=None if outcome.core is None else _core_layout(instance.problem, outcome.core),
-        lower_bound=outcome.lower_bound,
+        lower_bound=lower_bound,
+        certificate=certificate,
         message=summary if not outcome.message else f"{summary}: {outcome.message}",
         optimum=peak if mode is Mode.MINIMIZE and outcome.optimal and outcome.status is Status.OK else None,
         ids=buffer_ids(instance.problem),
     )
+
+
+def _bound(instance: Instance, outcome: Outcome, load: tuple, capacity: int | None) -> tuple[int, Certificate]:
+    """The Solution's lower bound and its certificate: the path's own when it proved one,
+    else the one that needs no search (LOAD or the pins); an INFEASIBLE fit below LOAD
+    with a core: the core does not fit in the capacity."""
+    base = base_bound(instance, load)
+    if outcome.certificate is not None:
+        return outcome.certificate.bound, outcome.certificate
+    if outcome.status is Status.INFEASIBLE and outcome.core is not None and capacity is not None:
+        if capacity + 1 > base.bound:
+            return capacity + 1, Certificate("subset", capacity + 1, tuple(outcome.core), prover="exact search")
+    bound = outcome.lower_bound
+    if bound is None or bound <= base.bound:
+        return base.bound, base
+    return bound, Certificate("subset", bound, buffer_ids(instance.problem) if len(instance.live) == instance.problem.buffer_count
+                              else tuple(sub_ids(instance, np.arange(instance.count))), prover="exact search")
 
 
 def _core_layout(problem: Problem, core: tuple[Hashable, ...]) -> tuple[int, ...] | None:

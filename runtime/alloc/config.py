@@ -178,6 +178,25 @@ SCHEDULE = (
 
 
 @dataclass(frozen=True)
+class BoundConfig:
+    """The search for lower bounds above LOAD (``bounds.prove_bound``) of the large planner:
+    its work budget and the subsets it tries."""
+
+    nodes: int = 30_000
+    """Kernel nodes each subset's minimize may spend (``Params.node_limit``; CP-SAT does not
+    take part: at 17 to 220 buffers its minimize member took 1 to 12 s per subset where the
+    kernel's 100,000 nodes took 0.1 to 1 s, for the same bounds)."""
+    subsets: int = 8
+    """Subsets tried at most (the search spends at most ``nodes * subsets`` kernel nodes)."""
+    points: int = 3
+    """The most contended program points (of distinct peaks) the subsets are centred on."""
+    max_buffers: tuple[int, ...] = (16, 64, 160, 400)
+    """The windows of each point: the longest one around it with at most this many buffers."""
+    share: float = 0.1
+    """Under a time limit, the share of it the bound may take at most (before the planner)."""
+
+
+@dataclass(frozen=True)
 class LargeConfig:
     """The large-problem planner (``large/``): which orderings in which order, the steps that
     improve the best layout, and the two lanes under a time limit."""
@@ -202,6 +221,12 @@ class LargeConfig:
     """Buffer placements spent on orderings without a time limit (each places every buffer) ..."""
     min_orderings: int = 4
     """... but at least this many orderings."""
+    effort: int = 1
+    """The deterministic effort knob (work units, not seconds): without a time limit the
+    orderings get ``effort * placements`` buffer placements, beyond the fixed schedule into
+    its seeded random orderings when it is above 1, so more effort gives a layout at least
+    as low before the improvement steps and the same layout on every run and machine.
+    Under a time limit the clock governs (``effort`` is not read)."""
     eager_orderings: int = 2
     """Under a time limit the first this many orderings run back to back before the window
     search; then each ordering that improves is followed by it at once."""
@@ -251,6 +276,8 @@ class LargeConfig:
     """... or this many times what the checks before the planner took in this call, when
     that is more (the work after the planner is of the same kind, and slows down as much on
     a loaded machine or beside other solves)."""
+    bounds: BoundConfig = field(default_factory=BoundConfig)
+    """The lower bound above LOAD proved before the planner (``subsets=0``: LOAD only)."""
     windows: WindowSearchConfig = field(default_factory=WindowSearchConfig)
     """The window search with the exact kernel."""
     replacement: ReplacementConfig = field(default_factory=ReplacementConfig)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from telamalloc.runtime.alloc.problem import Overload, Params, Problem, Status, columns_of
+from telamalloc.runtime.alloc.problem import Certificate, Overload, Params, Problem, Status, columns_of
 from telamalloc.runtime.alloc.validate import validate
 
 
@@ -130,6 +130,15 @@ class Budget:
         """The time limit, the cancel flag or the node budget ends the exact schedule."""
         return self.out_of_work or self.interrupted()
 
+    def why_stopped(self, search: str | None = "the search") -> str:
+        """Why the exact schedule ended before its answer: the cancel flag, the node budget or
+        the time limit (in that order)."""
+        if self.counters.cancelled or self.cancelled():
+            return "cancelled"
+        if self.out_of_work:
+            return f"node budget '{self.node_limit}' spent"
+        return "time limit reached" if search is None else f"{search} timed out"
+
     def within(self, seconds: float) -> Budget:
         """The same flag, progress, counters and node budget with a deadline ``seconds`` from
         now (a bounded sub-task such as the infeasibility core); its charged work starts at 0."""
@@ -160,6 +169,7 @@ class Outcome:
     capacity: int | None = None
     peak: int | None = None  # the peak of offsets when already known (saves a pass at 10^6 buffers)
     lower_bound: int | None = None  # minimize: the highest peak proved necessary
+    certificate: Certificate | None = None  # what proves lower_bound (None: LOAD, pins or the whole search)
 
 
 def peak_of(problem: Problem, offsets: Sequence[int]) -> int:

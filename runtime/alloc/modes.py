@@ -43,8 +43,7 @@ def fit(instance: Instance, budget: Budget, capacity: int, algorithm: str, load:
     outcome = fit_search(run, capacity, load)
     if outcome.status is not Status.TIMEOUT:
         return outcome
-    why = "cancelled" if budget.counters.cancelled else "the search timed out"
-    return baselines.fallback(budget, capacity, why)
+    return baselines.fallback(budget, capacity, budget.why_stopped())
 
 
 def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm: str, load: tuple) -> Outcome:
@@ -56,7 +55,7 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
     if capacity is not None and load[0] > capacity:
         return overload(load, capacity)
     if algorithm == "large" or (algorithm == "telamalloc" and is_large(instance)):
-        return minimize_large(instance, budget, capacity, lower, algorithm)
+        return minimize_large(instance, budget, capacity, load, algorithm)
     baselines = Baselines(instance)
     if algorithm in GREEDY_ALGORITHMS:
         return _greedy_outcome(instance, baselines, algorithm, capacity, lower)
@@ -73,8 +72,7 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
         if outcome.status is Status.INFEASIBLE:
             return outcome
         if outcome.status is Status.TIMEOUT:
-            why = "cancelled" if budget.counters.cancelled else "the search timed out"
-            return baselines.fallback(budget, capacity, why)
+            return baselines.fallback(budget, capacity, budget.why_stopped())
         best = outcome.offsets
     # under a time limit the kernel's steps are its own (CP-SAT works beside them, never
     # taking their time: see exact/minimize.py); without one CP-SAT races inside the steps

@@ -332,6 +332,30 @@ class Overload:
 
 
 @dataclass(frozen=True)
+class Certificate:
+    """Why every layout's peak is at least ``bound`` (the kinds: ``bounds``' module docstring).
+
+    ``buffer_ids``: kind "load", the buffers live at ``time``; kind "pins", the pinned buffer
+    that ends highest; kind "subset", the buffers that cannot fit within ``bound - 1`` bytes.
+    ``prover``: what found the proof ("sum", "pin", "exact search")."""
+
+    kind: str
+    bound: int
+    buffer_ids: tuple[Hashable, ...]
+    time: int | None = None
+    prover: str = "sum"
+
+    def describe(self) -> str:
+        """One line for a report: the bound and what proves it."""
+        count = len(self.buffer_ids)
+        if self.kind == "load":
+            return f"LOAD: {count} buffers live at time {self.time}"
+        if self.kind == "pins":
+            return f"pinned buffer '{self.buffer_ids[0]}' ends at {self.bound}"
+        return f"{count} buffers do not fit in {self.bound - 1} bytes ({self.prover})"
+
+
+@dataclass(frozen=True)
 class Solution:
     status: Status
     offsets: tuple[int, ...] | None  # one per Problem.buffers entry; None when no valid layout is known
@@ -346,7 +370,8 @@ class Solution:
     overload: Overload | None = None  # INFEASIBLE by LOAD: the overloaded point
     core: tuple[Hashable, ...] | None = None  # INFEASIBLE below LOAD: buffers that cannot fit together
     core_offsets: tuple[int, ...] | None = None  # with a core: a best-fit layout of its buffers (core order), above the capacity
-    lower_bound: int | None = None  # minimize mode: the highest peak proved necessary (== peak when optimal)
+    lower_bound: int | None = None  # the highest peak proved necessary (== peak when optimal; fit mode INFEASIBLE: above the capacity)
+    certificate: Certificate | None = None  # what proves lower_bound (bounds.check_certificate confirms it)
     message: str = ""  # a one-line human summary of the result
     optimum: int | None = None  # minimize mode: the proved minimal peak (None when not proved, and in fit mode)
     ids: tuple[Hashable, ...] = field(default=(), repr=False)  # the buffer ids in problem order (offsets follows it), for `offsets_by_id`
@@ -366,6 +391,14 @@ class Solution:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    @property
+    def gap(self) -> float | None:
+        """(peak - lower_bound) / lower_bound: how far the peak is at most from the optimum
+        (0.0 when proved optimal); None when no layout or no bound is known or the bound is 0."""
+        if self.peak is None or not self.lower_bound:
+            return None
+        return (self.peak - self.lower_bound) / self.lower_bound
 
     @property
     def fragmentation(self) -> float | None:

@@ -11,7 +11,8 @@
 - other layouts of the same problem (`compare=`) side by side or overlaid, with the peak
   difference;
 - a summary panel from `telamalloc.runtime.show.report` (status, peak, LOAD,
-  fragmentation, solver, time, nodes, optimality) and, for an infeasible plan, the
+  fragmentation, the proved lower bound with the gap and its proof, solver, time, nodes,
+  optimality) and, for an infeasible plan, the
   explanation (the overloaded point and its buffers, or the core) drawn on the chart: with
   no layout, the explaining buffers are placed by stacking them (overload) or best-fit
   (core) so that the chart shows them crossing the capacity line.
@@ -209,6 +210,7 @@ def _plan_data(page: PlanPage, timing: bool) -> dict:
         built = build_report(page.name, problem, solution, timing=timing)
         report = report_to_dict(built)
         report["capacity"] = data["capacity"]
+        report.pop("certificate", None)  # its ids are for --check-bound; the page shows bound_proof
         if built.contended is not None:  # the page indexes buffers by position, not id
             report["contended"]["buffers"] = [index[b.id] for b in built.contended.buffers]
         data["report"] = _jsonable(report)

@@ -35,7 +35,7 @@ import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from telamalloc.runtime.alloc.problem import Problem, Solution
+from telamalloc.runtime.alloc.problem import Certificate, Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
 
 TEXT_LISTED_BUFFERS = 10  # the text format lists at most this many contended buffers
@@ -83,6 +83,9 @@ class Report:
     optimum: int | None = None  # minimize mode: the proved minimal peak in bytes, None when not proved
     lifetimes: str | None = None  # a function's plan: where its lifetimes start ('first-write' or 'alloc')
     load_before_schedule: int | None = None  # bytes: LOAD in the order before tela-schedule; None when it did not run
+    lower_bound: int | None = None  # bytes: the highest peak proved necessary (Solution.lower_bound)
+    bound_proof: str | None = None  # what proves it (Solution.certificate.describe())
+    certificate: Certificate | None = None  # the proof itself, for `tela-alloc --check-bound=REPORT`
 
 
 def build_report(
@@ -113,6 +116,9 @@ def build_report(
         optimum=solution.optimum,
         lifetimes=lifetimes,
         load_before_schedule=load_before_schedule,
+        lower_bound=solution.lower_bound,
+        bound_proof=None if solution.certificate is None else solution.certificate.describe(),
+        certificate=solution.certificate,
     )
 
 
@@ -153,6 +159,12 @@ def _json_id(value: Hashable) -> str | int:
     return str(value)
 
 
+def certificate_to_dict(certificate: Certificate) -> dict:
+    """A certificate as JSON data (``bounds.certificate_from_dict`` reads it back)."""
+    return {"kind": certificate.kind, "bound": certificate.bound, "time": certificate.time,
+            "prover": certificate.prover, "buffers": [_json_id(i) for i in certificate.buffer_ids]}
+
+
 def report_to_dict(report: Report) -> dict:
     """A JSON-ready dict with the keys in a fixed order."""
     contended = None
@@ -191,6 +203,11 @@ def report_to_dict(report: Report) -> dict:
         data["lifetimes"] = report.lifetimes
     if report.load_before_schedule is not None:
         data["load_before_schedule"] = report.load_before_schedule
+    if report.lower_bound is not None:
+        data["lower_bound"] = report.lower_bound
+        data["bound_proof"] = report.bound_proof
+    if report.certificate is not None:
+        data["certificate"] = certificate_to_dict(report.certificate)
     if report.seconds is None:
         del data["seconds"]
     if report.message is None:
@@ -247,6 +264,9 @@ def _text_block(report: Report) -> str:
     if report.mode == "minimize":
         lines.append(f"  optimum:       {_bytes(report.optimum, 'not proved')}")
     lines.append(f"  fragmentation: {fragmentation}")
+    if report.lower_bound is not None:
+        gap = "" if report.peak is None or not report.lower_bound else f", gap {100 * (report.peak - report.lower_bound) / report.lower_bound:.2f}%"
+        lines.append(f"  lower bound:   {_bytes(report.lower_bound)}{gap} ({report.bound_proof})")
     if report.seconds is not None:
         lines.append(f"  solve time:    {report.seconds:.3f} s")
     lines.append(

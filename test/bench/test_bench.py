@@ -51,11 +51,13 @@ def test_bench_large_runs_the_families_through_tela_alloc(tmp_path):
     rows = rows_of(result.stdout)
     assert set(rows) == {"unet-3000-s0", "training-3000-s0"}
     for row in rows.values():
-        large, best_fit, first_fit = float(row[3]), float(row[6]), float(row[8])
+        large, best_fit, first_fit = float(row[3]), float(row[8]), float(row[10])
         assert 1.0 <= large <= min(best_fit, first_fit)
         # tela-alloc's own peak memory, not inherited from the (bigger) benchmark process
         assert 5 <= int(row[5]) < 1000
-        assert row[10:12] == ["-", "-"]  # omnimalloc not run (--others-max 0)
+        bound, gap = float(row[6]), float(row[7].rstrip("%"))  # the proved bound / LOAD, peak / bound - 1
+        assert 1.0 <= bound <= large and gap == pytest.approx(100 * (large / bound - 1), abs=0.01)
+        assert row[12:14] == ["-", "-"]  # omnimalloc not run (--others-max 0)
     assert sorted(path.name for path in (tmp_path / "traces").iterdir()) == [
         "manifest.json", "training-3000-0.csv", "unet-3000-0.csv"]
     # the aggregate: one group (3000), the planner and our two baselines
@@ -103,7 +105,7 @@ def test_bench_large_reports_a_failing_omnimalloc_in_its_column(tmp_path):
                        env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     row = rows_of(result.stdout)["unet-2000-s0"]
-    assert row[10:14] == ["failed", "-", "-", "-"]  # omni failed; no fast allocator has a layout
+    assert row[12:16] == ["failed", "-", "-", "-"]  # omni failed; no fast allocator has a layout
     assert "Traceback" not in result.stderr
     assert "bench_large: om:greedy_by_size failed on unet-2000-s0: RuntimeError: the conflict relation is too dense" in result.stderr
 
@@ -124,7 +126,7 @@ def test_bench_large_without_omnimalloc_leaves_its_columns_out(tmp_path):
                        "--cache", str(tmp_path / "cache"), "--timeout", "100000=5", env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "omnimalloc is not installed" in result.stderr and "omnimalloc is not installed" in result.stdout
-    assert rows_of(result.stdout)["unet-1000-s0"][10:12] == ["-", "-"]
+    assert rows_of(result.stdout)["unet-1000-s0"][12:14] == ["-", "-"]
 
 
 def test_bench_large_overhead_measures_each_phase(tmp_path):

@@ -102,14 +102,30 @@ def test_the_beaten_list_names_each_file_and_its_better_baselines_best_first():
 
 def test_the_file_line_shows_ours_omnimalloc_and_who_beats_the_planner():
     line = largesuite.main_line(ROWS[0]).split()
-    assert line[:6] == ["a-10000-s0", "10000", "2", "1.0000", "1.00", "2"]
-    assert line[6:10] == ["1.1000", "1.00", "1.0000", "1.00"]  # ours
-    assert line[10:13] == ["0.9900", "1.00", "2"]  # omnimalloc's default
-    assert line[13:15] == ["1.0000", "size"]  # its best fast allocator
-    assert line[15] == "omni"  # beaten by
+    assert line[:8] == ["a-10000-s0", "10000", "2", "1.0000", "1.00", "2", "-", "-"]  # no bound reported
+    assert line[8:12] == ["1.1000", "1.00", "1.0000", "1.00"]  # ours
+    assert line[12:15] == ["0.9900", "1.00", "2"]  # omnimalloc's default
+    assert line[15:17] == ["1.0000", "size"]  # its best fast allocator
+    assert line[17] == "omni"  # beaten by
+    bounded = Row("b-10000-s0", "10000", 10_000, 1000, 2.0, Measure(1100, 1.0, 2048, bound=1050))
+    assert largesuite.main_line(bounded).split()[6:8] == ["1.0500", "4.76%"]
     failed = largesuite.main_line(ROWS[2])
     assert "FAILED" in failed and "(failed: exit 3: TIMEOUT)" in failed
     assert len(largesuite.main_header()[0]) == len(largesuite.main_header()[1])
+
+
+def test_the_gap_table_sets_the_load_gap_against_the_proved_gap_per_family():
+    rows = [Row("growing-10000-s0", "10000", 10_000, 1000, 2.0, Measure(1200, bound=1100)),
+            Row("growing-10000-s1", "10000", 10_000, 1000, 2.0, Measure(1100, bound=1000)),
+            Row("deepnet-10000-s0", "10000", 10_000, 1000, 2.0, Measure(1000, bound=1000)),
+            Row("G_1", "idealloc", 816, 1000, 2.0, Measure(1010, bound=1000)),
+            Row("nobound-10000-s0", "10000", 10_000, 1000, 2.0, Measure(1010))]
+    lines = largesuite.gap_table(rows)
+    growing = lines[2].split()
+    assert growing[:3] == ["growing", "10000", "2"]
+    assert growing[3] == f"{100 * (math.sqrt(1.2 * 1.1) - 1):.2f}%" and growing[5:] == ["20.00%", "10.00%"]
+    assert lines[3].split()[:5] == ["deepnet", "10000", "1", "0.00%", "0.00%"]
+    assert lines[4].split()[:3] == ["idealloc", "-", "1"] and len(lines) == 5  # no bound: not counted
 
 
 def test_a_misaligned_omnimalloc_layout_is_marked():

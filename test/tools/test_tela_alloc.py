@@ -1,5 +1,6 @@
 """tela-alloc end to end through a subprocess: every exit status, no traceback, no partial output."""
 
+import json
 import os
 import signal
 import subprocess
@@ -47,6 +48,58 @@ def run(*arguments, timeout=60):
 
 def fields(stdout):
     return dict(line.split(": ", 1) for line in stdout.splitlines() if ": " in line)
+
+
+def test_check_bound_confirms_the_certificate_of_a_bound_above_load(tmp_path):
+    """CORE_CSV fits in no layout at its LOAD 7: the large planner proves 8 from a
+    sub-problem, and --check-bound confirms the certificate independently."""
+    path = tmp_path / "core.csv"
+    path.write_text(CORE_CSV)
+    result = run(f"--input={path}", "--minimize", "--algorithm=large", "--check-bound")
+    assert result.returncode == 0, result.stderr
+    report = fields(result.stdout)
+    assert report["load"] == "7" and report["peak"] == "8" and report["gap"] == "0.00%"
+    assert report["lower bound"].startswith("8 (") and "do not fit in 7 bytes" in report["lower bound"]
+    assert report["bound check"].startswith("confirmed: ")
+
+
+def test_check_bound_reads_the_certificates_of_a_report_and_refutes_a_false_one(tmp_path):
+    """--check-bound=REPORT checks a JSON report's certificates against --input, no solve:
+    confirmed (exit 0), a bound raised by hand refuted (exit 4), a malformed one named (2)."""
+    problem, report = tmp_path / "core.csv", tmp_path / "report.json"
+    problem.write_text(CORE_CSV)
+    solved = run(f"--input={problem}", "--minimize", "--algorithm=large", f"--report={report}")
+    assert solved.returncode == 0, solved.stderr
+    checked = run(f"--input={problem}", f"--check-bound={report}")
+    assert checked.returncode == 0 and "bound check: core: lower bound 8 confirmed: " in checked.stdout
+    data = json.loads(report.read_text())
+    data["reports"][0]["certificate"]["bound"] = 9  # the ten buffers fit in 8 bytes
+    (tmp_path / "raised.json").write_text(json.dumps(data))
+    refuted = run(f"--input={problem}", f"--check-bound={tmp_path / 'raised.json'}")
+    assert refuted.returncode == 4 and "core: the lower bound '9' is refuted" in refuted.stderr
+    data["reports"][0]["certificate"]["kind"] = "magic"
+    (tmp_path / "magic.json").write_text(json.dumps(data))
+    malformed = run(f"--input={problem}", f"--check-bound={tmp_path / 'magic.json'}")
+    assert malformed.returncode == 2 and "certificate kind 'magic' is not one of load, pins, subset" in malformed.stderr
+    assert "Traceback" not in refuted.stderr + malformed.stderr
+    solving = run(f"--input={problem}", f"--check-bound={report}", "--output=x.csv")
+    assert solving.returncode == 2 and "checks a report without solving; drop --output" in solving.stderr
+
+
+def test_effort_gives_the_large_planner_more_work_and_the_same_layout_every_time(tmp_path):
+    """--effort N: LargeConfig.effort from the command line; a work budget, so two runs write
+    the same layout, and it refuses a time limit beside it (the clock would govern)."""
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    outputs = [tmp_path / "one.csv", tmp_path / "two.csv"]
+    for output in outputs:
+        result = run(f"--input={problem}", "--minimize", "--algorithm=large", "--effort=3", f"--output={output}")
+        assert result.returncode == 0 and fields(result.stdout)["peak"] == "8", result.stderr
+    assert outputs[0].read_bytes() == outputs[1].read_bytes()
+    timed = run(f"--input={problem}", "--minimize", "--effort=2", "--timeout=1s")
+    assert timed.returncode == 2 and "--effort is a work budget for runs without --timeout" in timed.stderr
+    zero = run(f"--input={problem}", "--minimize", "--effort=0")
+    assert zero.returncode == 2 and "effort '0' must be a whole number >= 1" in zero.stderr
 
 
 def test_solved_writes_and_validates(tmp_path):

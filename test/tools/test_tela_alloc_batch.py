@@ -140,6 +140,8 @@ USAGE_CASES = [
      "--input and --batch exclude each other; give one problem or one directory"),
     ("batch-with-output", ["--batch={in}", "--output-dir={out}", "--output=x.csv", "--capacity=12"], 2,
      "--output applies to --input only; --batch validates and writes every layout to --output-dir"),
+    ("batch-with-check-bound", ["--batch={in}", "--output-dir={out}", "--check-bound", "--capacity=12"], 2,
+     "--check-bound applies to --input only; --batch validates and writes every layout to --output-dir"),
     ("batch-without-capacity", ["--batch={in}", "--output-dir={out}"], 2, "--capacity is required unless --minimize is given"),
     ("batch-directory-missing", ["--batch=missing", "--output-dir={out}", "--capacity=12"], 2,
      "batch directory 'missing' is not a directory"),

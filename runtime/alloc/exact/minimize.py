@@ -28,11 +28,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from telamalloc.runtime.alloc.bounds import sub_ids
 from telamalloc.runtime.alloc.exact import cpsat
 from telamalloc.runtime.alloc.exact.fit import fit_step
 from telamalloc.runtime.alloc.exact.race import ExactRun
 from telamalloc.runtime.alloc.instance import Outcome, peak_of
-from telamalloc.runtime.alloc.problem import Status
+from telamalloc.runtime.alloc.problem import Certificate, Status
 
 
 @dataclass
@@ -146,12 +149,27 @@ def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) ->
     if budget.cancelled():
         budget.counters.cancelled = True
     high, low = bounds.high, bounds.low
+    certificate = _certificate(run, min(low, high), load)
     if low >= high:
         message = f"minimal peak '{high}'" + (" (LOAD)" if high == load else f" (proved: '{high - 1}' bytes do not fit)")
-        return Outcome(Status.OK, bounds.best, optimal=True, capacity=high, message=message, lower_bound=high)
-    why = "cancelled" if budget.counters.cancelled else "time limit reached"
-    return Outcome(Status.OK, bounds.best, capacity=capacity,
+        return Outcome(Status.OK, bounds.best, optimal=True, capacity=high, message=message, lower_bound=high,
+                       certificate=certificate)
+    why = budget.why_stopped(search=None)
+    return Outcome(Status.OK, bounds.best, capacity=capacity, certificate=certificate,
                    message=f"best peak '{high}', lower bound '{low}' ({why} before optimality was proved)", lower_bound=low)
+
+
+def _certificate(run: ExactRun, bound: int, load: int) -> Certificate | None:
+    """The smallest static group proved unable to fit in ``bound - 1`` bytes: the subset
+    that certifies a bound above LOAD (None: LOAD or the pins certify it, or no group
+    remembers the proof; then the Solution names every buffer)."""
+    if bound <= load:
+        return None
+    proved = [group for group in run.groups.known() if group.infeasible_at >= bound - 1]
+    if not proved:
+        return None
+    group = min(proved, key=lambda g: (len(g.members), int(g.members.min())))
+    return Certificate("subset", bound, tuple(sub_ids(run.instance, np.sort(group.members))), prover="exact search")
 
 
 def start_member(run: ExactRun, low: int, high: int, step: int) -> _Member | None:

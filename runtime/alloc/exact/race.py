@@ -101,9 +101,10 @@ def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: boo
     time.
 
     ``Params.node_limit``: a step whose kernel budget would take the nodes charged so far
-    beyond it is not started (the schedule ends there, deterministically). A step is
-    charged the kernel's nodes when the kernel answered, else its whole budget (when CP-SAT
-    stops the kernel the nodes it spent depend on timing; the budget does not).
+    beyond it runs with the nodes left (a budget below step 0's still searches); once the
+    budget is charged in full the schedule ends (``Budget.out_of_work``, deterministically). A step is charged
+    the kernel's nodes when the kernel answered, else its whole budget (when CP-SAT stops
+    the kernel the nodes it spent depend on timing; the budget does not).
     ``whole`` (fit mode): a group CP-SAT does not take gets one kernel call without a node
     budget (up to ``Params.node_limit``): steps would only restart it.
     """
@@ -119,15 +120,21 @@ def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: boo
             if status is Status.TIMEOUT and 0 <= left <= result.nodes:
                 budget.out_of_work = True
         return status, (result.offsets if status is Status.OK else None)
-    if limit > 0 and budget.work_used + nodes > limit:
-        budget.out_of_work = True
-        return Status.TIMEOUT, None
+    if limit > 0:  # the last step of a node budget runs with what is left of it
+        nodes = min(nodes, limit - budget.work_used)
+        if nodes <= 0:
+            budget.out_of_work = True
+            return Status.TIMEOUT, None
     if not uses_cpsat(run, group):
         result = kernel_search(run, group.members, capacity, budget.remaining(), node_limit=nodes)
         status = status_of(result)
         _charge(budget, result, status, nodes)
-        return status, (result.offsets if status is Status.OK else None)
-    return _race_with_cpsat(run, group, capacity, step, nodes, need_layout, strict)
+        outcome = status, (result.offsets if status is Status.OK else None)
+    else:
+        outcome = _race_with_cpsat(run, group, capacity, step, nodes, need_layout, strict)
+    if 0 < limit <= budget.work_used:
+        budget.out_of_work = True
+    return outcome
 
 
 def _race_with_cpsat(run: ExactRun, group: Group, capacity: int, step: int, nodes: int, need_layout: bool,

@@ -125,8 +125,8 @@ class Lane:
         if self.huge:  # the eager orderings the other lane runs are not waited for (read once the lanes are settled)
             self.eager = self.config.huge_eager - sum(1 for name in self.schedule[1:self.config.huge_eager]
                                                       if name in self.skipped)
-        stop = self.planning.stop
-        return self.searching and (self.step >= len(self.schedule) or stop is not None and self.step >= self.eager)
+        paced = self.planning.stop is not None or self.config.effort > 1  # improve as it goes (see LargeConfig.effort)
+        return self.searching and (self.step >= len(self.schedule) or paced and self.step >= self.eager)
 
     def _should_stop(self, left: float | None) -> bool:
         planning = self.planning

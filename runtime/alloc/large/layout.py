@@ -13,7 +13,8 @@ so a longer limit never gives a worse layout. Every step's budget counts work, n
 without a limit the layout is the same on every machine.
 
 Like greedy it proves nothing: fit mode answers OK when its peak fits, else TIMEOUT with
-its layout as the fallback; minimize reports LOAD as the lower bound.
+its layout as the fallback; minimize proves a lower bound before it (``bounds``: LOAD, or a
+subset's exact optimum above it) with a certificate, and stops at it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 
 import numpy as np
 
+from telamalloc.runtime.alloc.bounds import base_bound, prove_bound
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, validated
 from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
@@ -150,8 +152,20 @@ def fit_large(instance: Instance, budget: Budget, capacity: int) -> Outcome:
     )
 
 
-def minimize_large(instance: Instance, budget: Budget, capacity: int | None, lower: int, algorithm: str) -> Outcome:
-    """Minimize with the large planner alone (algorithm "large", or a large problem)."""
+def minimize_large(instance: Instance, budget: Budget, capacity: int | None, load: tuple, algorithm: str) -> Outcome:
+    """Minimize with the large planner alone (algorithm "large", or a large problem): first
+    the lower bound (``bounds.prove_bound``, LargeConfig.bounds: its own work budget, and
+    under a time limit at most its share of it), then the planner, which stops once it
+    reaches the bound. ``load``: compute_load's (bytes, time, ids)."""
+    config = instance.params.large.bounds
+    certificate = base_bound(instance, load)
+    if config.subsets > 0:
+        remaining = budget.remaining()
+        within = budget if remaining is None else budget.within(config.share * remaining)
+        certificate = prove_bound(instance, certificate, None, within, config)
+    lower = certificate.bound
+    if budget.progress is not None and len(budget.progress) > 3:  # a progress display shows the proved bound
+        budget.progress[3] = lower
     offsets, peak, info = large_layout(instance, budget, lower, anytime=True)
     if capacity is not None and peak > capacity:
         return Outcome(
@@ -162,9 +176,11 @@ def minimize_large(instance: Instance, budget: Budget, capacity: int | None, low
             capacity=capacity,
             peak=peak,
         )
-    optimal = peak == lower
-    detail = "" if optimal else f", lower bound '{lower}' (the large planner proves no optimality)"
+    optimal = peak <= lower
+    detail = (f", optimal ({certificate.describe()})" if optimal else
+              f", lower bound '{lower}' ({certificate.describe()}), gap {100 * (peak - lower) / max(lower, 1):.2f}%")
     threshold = instance.params.large.threshold
     switched = "" if algorithm == "large" else f" ({instance.count} buffers > {threshold}: exact search skipped)"
     return Outcome(Status.OK, validated(instance, offsets, capacity, "the large planner"), optimal=optimal, peak=peak,
-                   capacity=peak if optimal else capacity, message=f"{note(info)}{switched}: peak '{peak}'{detail}")
+                   capacity=peak if optimal else capacity, message=f"{note(info)}{switched}: peak '{peak}'{detail}",
+                   lower_bound=lower, certificate=certificate)

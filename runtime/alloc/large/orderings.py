@@ -66,9 +66,16 @@ def ordering_at(step: int, count: int, config: LargeConfig) -> str:
 def orderings_without_limit(count: int, config: LargeConfig) -> list[str]:
     """The orderings run without a time limit: as many of the schedule as ``placements``
     buffer placements allow (each ordering places every buffer once), at least
-    ``min_orderings`` (never more than the schedule holds)."""
+    ``min_orderings`` (never more than the schedule holds); with ``effort`` above 1,
+    ``effort * placements`` placements and at least ``effort * min_orderings`` orderings,
+    the schedule's then its seeded random ones. A larger effort runs a longer prefix of
+    the same list."""
     fixed = len(schedule_for(count, config))
-    orderings = max(min(config.min_orderings, fixed), min(fixed, config.placements // max(count, 1)))
+    effort = max(config.effort, 1)
+    if effort == 1:
+        orderings = max(min(config.min_orderings, fixed), min(fixed, config.placements // max(count, 1)))
+    else:
+        orderings = max(effort * config.min_orderings, effort * config.placements // max(count, 1))
     return [ordering_at(step, count, config) for step in range(orderings)]
 
 

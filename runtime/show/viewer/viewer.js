@@ -228,6 +228,10 @@
     }
     if (r.status !== null) {
       row("fragmentation", r.fragmentation === null ? "-" : percent(r.fragmentation));
+      if (r.lower_bound !== undefined && r.lower_bound !== null) {
+        var gap = r.peak === null || !num(r.lower_bound) ? "" : ", gap " + percent((num(r.peak) - num(r.lower_bound)) / num(r.lower_bound));
+        row("lower bound", exactBytes(r.lower_bound) + gap + " (" + r.bound_proof + ")");
+      }
       if (r.seconds !== undefined) row("solve time", r.seconds.toFixed(3) + " s");
       row("search", r.nodes + " nodes, " + r.backtracks + " backtracks, " + r.restarts + " restarts" + (r.cancelled ? ", cancelled" : ""));
     }

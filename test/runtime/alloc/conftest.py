@@ -15,7 +15,7 @@ import numpy as np
 from telamalloc import Buffer, Params, Problem
 from telamalloc.runtime.alloc._greedy import greedy
 from telamalloc.runtime.alloc.checks import fast_columns
-from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.config import BoundConfig, LargeConfig
 from telamalloc.runtime.alloc.instance import Budget, make_instance
 from telamalloc.runtime.alloc.large.orderings import index_of
 
@@ -23,6 +23,9 @@ DEFAULT = LargeConfig()
 SHARES = DEFAULT.gravity_shares
 SWEEP = index_of("sweep-8")
 CONTENTION = index_of("contention")
+
+
+NO_BOUND = BoundConfig(subsets=0)  # LOAD only: no sub-problem solves (their orderings) before the planner
 
 
 def large_params(**changes) -> Params:

@@ -224,7 +224,7 @@ def test_timeout_attaches_the_greedy_fallback(hard_problem):
     solution = solve(hard_problem, params=KERNEL_BUDGET)
     assert solution.status is Status.TIMEOUT and solution.fallback
     assert solution.peak > hard_problem.capacity and validate(Problem(hard_problem.buffers), solution.offsets) == []
-    assert "the search timed out; the " in solution.message and "fallback (peak" in solution.message
+    assert "node budget '5000' spent; the " in solution.message and "fallback (peak" in solution.message
     assert f"does not fit in capacity '{hard_problem.capacity}'" in solution.message
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from telamalloc import Params, solve, validate
 from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.generators import families
 from telamalloc.runtime.alloc.generators.families import deepnet
 from telamalloc.runtime.alloc.generators.tracegen import generate
 from telamalloc.runtime.alloc.large import _large, improve, lane
@@ -18,7 +19,7 @@ from telamalloc.runtime.alloc.large._large import planner
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.orderings import name_of, orderings_without_limit
 
-from .conftest import DEFAULT, instance_of, large_params, peak_of, unlimited
+from .conftest import DEFAULT, NO_BOUND, instance_of, large_params, peak_of, unlimited
 
 
 def test_above_the_huge_size_the_medium_tier_sweep_and_the_plain_sweep_from_a_32nd_come_first():
@@ -185,3 +186,24 @@ def test_above_the_huge_size_the_first_two_orderings_are_compared_after_a_gravit
     assert calls[:6] == [("ordering", "sweep-medium-8"), ("windows",), rounds, ("ordering", "sweep-32"), ("windows",), rounds]
     assert info.orderings >= 2
     assert validate(problem, instance.full_offsets(best)) == [] and peak == peak_of(best, instance.sizes)
+
+
+def test_the_effort_knob_runs_a_longer_prefix_of_the_same_orderings():
+    """LargeConfig.effort: without a time limit, effort E runs the first orderings of the
+    list effort E + 1 runs (into the seeded random ones), so it is a work budget."""
+    one, two, four = (orderings_without_limit(20_000, LargeConfig(effort=effort)) for effort in (1, 2, 4))
+    assert len(one) < len(two) < len(four) and four[: len(two)] == two and two[: len(one)] == one
+    assert any(name.startswith(named.RANDOM) for name in two) and len(two) >= 2 * DEFAULT.min_orderings
+
+
+def test_more_effort_never_gives_a_higher_peak_and_the_same_layout_every_time():
+    """Above effort 1 each ordering that beats the best is improved at once (as under a time
+    limit), so the best improved peak over a longer prefix is never higher (effort 1 improves
+    once, after its orderings: not a prefix of the same steps, checked on this problem)."""
+    problem = families.generate("growing", 2000, 1).problem()  # effort 1 stays 11% above LOAD here
+    solutions = [solve(problem, mode="minimize", algorithm="large", params=large_params(effort=effort, bounds=NO_BOUND))
+                 for effort in (1, 2, 3)]
+    again = solve(problem, mode="minimize", algorithm="large", params=large_params(effort=2, bounds=NO_BOUND))
+    assert again.offsets == solutions[1].offsets and validate(problem, again.offsets) == []
+    peaks = [solution.peak for solution in solutions]
+    assert peaks[0] > peaks[1] >= peaks[2], peaks

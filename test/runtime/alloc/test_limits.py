@@ -107,6 +107,21 @@ def test_a_node_budget_gives_the_same_answer_every_time(shared_benchmarks):
     assert len(answers) == 1
 
 
+SMALL_BUDGET = [Buffer("b0", 1, 4, 16, alignment=128), Buffer("b1", 1, 5, 20), Buffer("b2", 3, 4, 12, alignment=128)]
+
+
+@pytest.mark.parametrize("cpsat", [False, True])
+def test_a_node_budget_below_the_first_step_still_searches(cpsat):
+    """A node budget below step 0's nodes (20,000 < ExactConfig.first_nodes) used to skip
+    the exact search: minimize returned the greedy peak (268 B here, the optimum is 140 B).
+    The last step now runs with the nodes left; a budget spent before the proof says so."""
+    solution = solve(Problem(SMALL_BUDGET), mode="minimize", params=Params(node_limit=20_000, cpsat=cpsat))
+    assert (solution.peak, solution.optimal, solution.lower_bound) == (140, True, 140)
+    starved = solve(Problem(SMALL_BUDGET), mode="minimize", params=Params(node_limit=1, cpsat=False))
+    assert not starved.optimal and starved.lower_bound < starved.peak
+    assert "node budget '1' spent before optimality was proved" in starved.message
+
+
 def test_minimize_is_monotone_in_the_node_budget(shared_benchmarks):
     problem = telamalloc.read_problem(shared_benchmarks / "findings" / "nonmonotone-nodes-57.csv")
     peaks, bounds = [], []

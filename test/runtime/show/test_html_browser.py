@@ -134,6 +134,7 @@ def test_the_page_draws_every_buffer(browser, example):
     summary = page.find(".tela-summary").text
     assert "OK" in summary and "1 MiB (1048576 B)" in summary and "fragmentation 0.00%" in summary
     assert "most contended point" in summary
+    assert "lower bound 1 MiB (1048576 B), gap 0.00% (LOAD: 15 buffers live at time 966656)" in summary
     assert canvas.get_attribute("data-lines") == "capacity peak"
     page.check_console()
 
