@@ -291,6 +291,17 @@ def _parse_through_mlir(
     except mlir_text.MlirRejects as rejection:
         if not lacks_custom_format:
             return None
+        if "scratchpad" in rejection.message:
+            # MLIR stopped at our own dialect, not at a mistake: the op xDSL cannot read in
+            # its custom form is what the user can change.
+            op_name = mlir_text.missing_custom_format_op(error.msg)
+            raise ParseError(
+                error.span,
+                f"xDSL has no custom format for op '{op_name}', and this text cannot be read through "
+                "MLIR's generic form because MLIR does not know the 'scratchpad' dialect; write "
+                f"'{op_name}' in the generic form (as 'mlir-opt --mlir-print-op-generic' prints it, e.g. "
+                f"\"{op_name}\"() <{{...}}> : () -> ())",
+            ) from None
         raise ParseError(_span_at(text, name, rejection.line, rejection.column), rejection.message) from None
     except mlir_text.UnknownToXdsl as unknown:
         listed = ", ".join(f"'{op_name}'" for op_name in unknown.op_names)

@@ -61,14 +61,20 @@ def have_bindings() -> bool:
     return True
 
 
+def missing_custom_format_op(xdsl_message: str) -> str | None:
+    """The op named by xDSL's "does not have a custom format" error (None for any other)."""
+    match = _CUSTOM_FORMAT.search(xdsl_message)
+    return None if match is None else match[1]
+
+
 def missing_custom_format_hint(xdsl_message: str) -> str | None:
     """For xDSL's "does not have a custom format" error: the message that says what to do
     when the MLIR bindings are not installed (None for any other error)."""
-    match = _CUSTOM_FORMAT.search(xdsl_message)
-    if match is None:
+    op_name = missing_custom_format_op(xdsl_message)
+    if op_name is None:
         return None
     return (
-        f"xDSL has no custom format for op '{match[1]}'; {install_hint('mlir')} to have it read "
+        f"xDSL has no custom format for op '{op_name}'; {install_hint('mlir')} to have it read "
         "through MLIR's generic form by itself, or print the input in the generic form "
         "('mlir-opt --mlir-print-op-generic')"
     )

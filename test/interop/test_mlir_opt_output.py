@@ -262,6 +262,24 @@ def test_scratchpad_custom_form_errors_stay_xdsls() -> None:
 
 
 @needs_bindings
+def test_a_custom_form_xdsl_lacks_beside_scratchpad_ops_says_to_write_it_generic(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Neither reader takes the whole text (xDSL lacks `memref.global`'s custom form, MLIR the
+    scratchpad dialect): the message names the op to write in the generic form, at that op."""
+    source = tmp_path / "mixed.mlir"
+    source.write_text(
+        'memref.global "private" constant @C : memref<4xf32> = dense<1.0>\n'
+        "func.func @main() {\n  %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>\n  func.return\n}\n"
+    )
+    assert tela_opt.main([str(source)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"{source}:1:")
+    assert "xDSL has no custom format for op 'memref.global'" in error
+    assert "MLIR does not know the 'scratchpad' dialect; write 'memref.global' in the generic form" in error
+    assert len(error.splitlines()) == 1
+
+
+@needs_bindings
 def test_planned_pretty_output_runs_like_the_original() -> None:
     """The module read through the fallback executes: planned and unplanned agree."""
     from telamalloc.verification import verify_program
