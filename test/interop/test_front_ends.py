@@ -53,6 +53,7 @@ FEATURES = {
     "best-fit": (EXAMPLES / "conv_relu_pool.mlir", {"mode": "minimize", "algorithm": "best-fit"}),
     "lifetimes=alloc": (EXAMPLES / "conv_relu_pool.mlir", {"mode": "minimize", "lifetimes": "alloc"}),
     "control flow": (EXAMPLES / "residual_loop.mlir", {"mode": "minimize"}),
+    "last use, iter_args": (PASSES / "tela-plan-last-use.mlir", {"mode": "minimize"}),
     "upstream memrefs": (EXAMPLES / "upstream_loops.mlir", {"capacity": 65536}),
     "spill": (EXAMPLES / "spill.mlir", {}),
     "symbolic sizes": (EXAMPLES / "dynamic_attention.mlir", {"mode": "minimize"}),
