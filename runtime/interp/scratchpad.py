@@ -97,12 +97,13 @@ class ScratchpadFunctions(InterpreterFunctions):
         offset = op.offset.value.data if op.offset is not None else None
         if offset is None or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", reserved)
-            return (MemRef(storage, buffer, 0, shape, strides, dtype, type_),)
+            return (self.machine.allocated(MemRef(storage, buffer, 0, shape, strides, dtype, type_)),)
         memory = place_planned(self.machine, op, name, memory_key(type_), offset, reserved)
-        return (MemRef(memory, buffer, offset, shape, strides, dtype, type_),)
+        return (self.machine.allocated(MemRef(memory, buffer, offset, shape, strides, dtype, type_)),)
 
     @impl(scratchpad.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: scratchpad.DeallocOp, args: PythonValues) -> PythonValues:
+        self.machine.free(op, args[0])
         return ()
 
     @impl(scratchpad.DmaOp)
@@ -135,7 +136,7 @@ class ScratchpadFunctions(InterpreterFunctions):
     @impl(scratchpad.ArenaOp)
     def run_arena(self, interpreter: Interpreter, op: scratchpad.ArenaOp, args: PythonValues) -> PythonValues:
         type_ = memref_type_of(op.arena)
-        return (place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8)),)
+        return (self.machine.allocated(place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8))),)
 
     @impl(scratchpad.ViewOp)
     def run_view(self, interpreter: Interpreter, op: scratchpad.ViewOp, args: PythonValues) -> PythonValues:
