@@ -46,7 +46,7 @@ a memref's bounds are `InterpreterError`s.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -272,6 +272,12 @@ class MemRef:
         return MemRef(self.storage, self.buffer, offset, shape, strides, self.dtype, type_)
 
 
+def _coincide(first: MemRef, second: MemRef) -> bool:
+    """The two views cover the same bytes element for element."""
+    return (first.storage is second.storage and first.offset == second.offset and first.shape == second.shape
+            and first.strides == second.strides and first.element_size == second.element_size)
+
+
 def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ...]:
     strides: list[int] = []
     step = element_size
@@ -449,6 +455,7 @@ class Machine:
         op: Operation,
         read: Sequence[tuple[MemRef, str]],
         written: Sequence[tuple[MemRef, str]],
+        in_place: Collection[tuple[int, int]] = (),
     ) -> None:
         """An op's outputs must not share bytes with its other operands.
 
@@ -456,15 +463,20 @@ class Machine:
         inputs, so an output that overlaps a *different* buffer among the operands is a
         hazard (the planner's half-open lifetimes make both live at the op). The same
         buffer as input and output (`ins(%a) outs(%a)`) is an explicit in-place update
-        and allowed.
+        and allowed, and so is an output that coincides exactly (same bytes, shape and
+        strides) with an input its kernel may overwrite: `in_place` holds those (output,
+        input) index pairs (element-wise kernels, `passes/analysis/inplace.py`); a later
+        read of that input then finds the output's bytes.
         """
         for output, _ in written:
             self.check_live(op, output, "writes")
         if not self.shadow:
             return
         for index, (output, output_what) in enumerate(written):
-            for other, other_what in [*read, *written[:index]]:
+            for position, (other, other_what) in enumerate([*read, *written[:index]]):
                 if other.buffer == output.buffer:
+                    continue
+                if position < len(read) and (index, position) in in_place and _coincide(output, other):
                     continue
                 overlap = self._overlap(output, other)
                 if overlap is None:
@@ -638,8 +650,13 @@ def place_planned(
     top = machine.arena_top.get(key, 0)
     machine.arena_top[key] = max(top, offset + size)
     machine.arena_bytes = max(machine.arena_bytes, offset + size)
-    # A (re)executed allocation starts uninitialized.
-    memory.shadow[offset : offset + size] = UNWRITTEN
+    # A (re)executed allocation starts uninitialized: the bytes its earlier execution wrote
+    # (or freed) are nobody's. Bytes another buffer wrote stay that buffer's: a plan may
+    # place this one over a buffer whose last use comes after this allocation op (its
+    # lifetime starts at its first write), and a read of them before a write is reported.
+    owners = memory.shadow[offset : offset + size]
+    buffer = machine.buffer_id(name)
+    owners[(owners == buffer) | (owners == FREED - buffer)] = UNWRITTEN
     return memory
 
 

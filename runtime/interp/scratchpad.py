@@ -71,6 +71,17 @@ def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
     )
 
 
+def _in_place_pairs(op: scratchpad.KernelOp) -> set[tuple[int, int]]:
+    """(output, input) pairs whose bytes may coincide: what the kernel declares
+    (`scratchpad.inplace`), else every pair of a library element-wise kernel."""
+    declared = op.attributes.get(scratchpad.INPLACE_ATTR)
+    if isinstance(declared, DenseArrayBase):
+        return {(output, input_) for output, input_ in enumerate(declared.get_values()) if input_ >= 0}
+    if op.kernel_name in scratchpad.ELEMENTWISE_KERNELS:
+        return {(output, input_) for output in range(len(op.outs)) for input_ in range(len(op.ins))}
+    return set()
+
+
 @register_impls
 class ScratchpadFunctions(InterpreterFunctions):
     """The scratchpad dialect: alloc, dealloc, dma, kernel, arena, view."""
@@ -124,7 +135,7 @@ class ScratchpadFunctions(InterpreterFunctions):
         written = [(value, f"output #{index} of {kernel}") for index, value in enumerate(outs)]
         for value, what in read:
             self.machine.check_read(op, value, what)
-        self.machine.check_disjoint(op, read, written)
+        self.machine.check_disjoint(op, read, written, _in_place_pairs(op))
         try:
             run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
         except KernelError as error:
