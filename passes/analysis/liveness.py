@@ -483,21 +483,10 @@ def _last_use(
             continue
         last = extent
         if extent > scope.last_of.get(use.op, extent):
-            ended, ended_at = ENDED_LOOP, _extending_loop(use.op, holders, scope)
+            ended, ended_at = ENDED_LOOP, _entry(use.op, holders, scope)  # the outermost such loop
         else:
             ended, ended_at = ENDED_LAST_USE, scope.point_of.get(use.op)
     return last, ended, ended_at
-
-
-def _extending_loop(user: Operation, holders: set[Operation], scope: _Scope) -> int | None:
-    """The point of the outermost loop around `user` outside `holders` (what `_extent` extends to)."""
-    found = None
-    for parent in scope.parents(user):
-        if parent in holders:
-            break
-        if is_loop(parent, scope.view):
-            found = scope.point_of[parent]
-    return found
 
 
 KEPT_READ = "read before write"
