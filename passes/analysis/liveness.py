@@ -130,6 +130,17 @@ ALLOC = "alloc"
 LIFETIME_RULES = (FIRST_WRITE, ALLOC)
 """Where a lifetime starts: at the buffer's first write (the default) or at its allocation."""
 
+ENDED_LAST_USE = "last use"
+ENDED_LOOP = "loop"
+ENDED_CONTROL_FLOW = "control flow"
+ENDED_ESCAPES = "escapes"
+ENDED_UNUSED = "unused"
+"""The rule that ended a lifetime: the last read or write of the buffer or an alias (an op
+with regions that takes it: that op's end); the end of a loop around a use that does not
+hold the allocation (the next iteration may use it again); dataflow liveness over a region
+with unstructured control flow; an escape (the function's end); no use but deallocs (the
+allocation's own point). A dealloc never ends a lifetime."""
+
 
 @dataclass(frozen=True)
 class Lifetime:
@@ -144,7 +155,7 @@ class Lifetime:
     point: int  # the allocation's own point (start is earlier only in branching regions)
     conservative: bool = False  # widened over a region with unstructured control flow (`cf`)
     kept: str | None = None  # first-write rule: why the start stayed at the allocation (`KEPT_*`)
-    ended: str = "last use"  # the rule that ended it (`ENDED_*`)
+    ended: str = ENDED_LAST_USE  # the rule that ended it (`ENDED_*`)
     ended_at: int | None = None  # the op whose use ended it (last use, loop); None for the others
 
     @property
@@ -457,18 +468,6 @@ def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, 
         ended,
         ended_at,
     )
-
-
-ENDED_LAST_USE = "last use"
-ENDED_LOOP = "loop"
-ENDED_CONTROL_FLOW = "control flow"
-ENDED_ESCAPES = "escapes"
-ENDED_UNUSED = "unused"
-"""The rule that ended a lifetime: the last read or write of the buffer or an alias (an op
-with regions that takes it: that op's end); the end of a loop around a use that does not
-hold the allocation (the next iteration may use it again); dataflow liveness over a region
-with unstructured control flow; an escape (the function's end); no use but deallocs (the
-allocation's own point). A dealloc never ends a lifetime."""
 
 
 def _last_use(
