@@ -292,6 +292,7 @@ def plan_and_lower(
     on_overflow: str | None = None,
     lifetimes: str = "first-write",
     schedule: str = "none",
+    inplace: str | None = None,
 ) -> tuple[str, ...]:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
@@ -299,7 +300,8 @@ def plan_and_lower(
     without targets and without `capacity` is planned in minimize mode; `on_overflow`
     is the pipeline's option ('spill' keeps values in main memory when they do not fit), and
     so are `lifetimes` (where lifetimes start: 'first-write' or 'alloc') and `schedule`
-    ('none', or the `tela-schedule` method that reorders the ops first).
+    ('none', or the `tela-schedule` method that reorders the ops first), and `inplace`
+    (which ops write over a dying input; None: the pipeline's default).
     Returns one line per spilled or scheduled function. Planning failures raise `InterpreterError`.
     """
     has_target = any(
@@ -307,8 +309,9 @@ def plan_and_lower(
     )
     mode = "minimize" if capacity is None and not has_target else "fit"
     try:
+        chosen = {} if inplace is None else {"inplace": inplace}
         plans = TelaPipelinePass(
-            capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes, schedule=schedule
+            capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes, schedule=schedule, **chosen
         ).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, PassFailedAtOp) else None
@@ -345,17 +348,18 @@ def verify_program(
     lifetimes: str = "first-write",
     schedule: str = "none",
     dims: Mapping[str, int] | None = None,
+    inplace: str | None = None,
 ) -> VerifyReport:
     """Plans and lowers a copy of `module`, then checks it with `verify_lowered` (random
     inputs with the symbolic dimensions at `dims`).
 
     `module` itself is not changed. `plan` (default: the telamalloc pipeline with
-    `on_overflow`, `lifetimes` and `schedule`) mutates the copy in place; tests pass their own to
+    `on_overflow`, `lifetimes`, `schedule` and `inplace`) mutates the copy in place; tests pass their own to
     inject faults.
     """
     lowered = module.clone()
     if plan is None:
-        notes = plan_and_lower(lowered, capacity, on_overflow, lifetimes, schedule)
+        notes = plan_and_lower(lowered, capacity, on_overflow, lifetimes, schedule, inplace)
     else:
         notes = plan(lowered, capacity)
     report = verify_lowered(

@@ -382,6 +382,21 @@ def _shape_text(type_: MemRefType[Attribute]) -> str:
     return "x".join("?" if dim == DYNAMIC_INDEX else str(dim) for dim in type_.get_shape())
 
 
+ELEMENTWISE_KERNELS = frozenset(
+    {"copy", "add", "sub", "mul", "div", "pow", "max", "min", "scale", "relu", "neg", "abs",
+     "sqrt", "exp", "log", "tanh", "sigmoid", "erf", "leaky-relu", "clip"}
+)
+"""The library's kernels that compute each output element from the same element of each
+input of the output's shape (and broadcast elements of smaller inputs) and nothing else:
+their output may take the bytes of such an input that dies at them (in place)."""
+
+INPLACE_ATTR = "scratchpad.inplace"
+"""On a `scratchpad.kernel`: `array<i64: ...>`, for each output the index of the input whose
+bytes it may take when that input dies at the kernel (-1: none). The kernel declares that
+it writes each element of that output only after reading the same element of that input,
+and reads no other element of it."""
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """A named compute kernel that reads the `ins` buffers and writes the `outs` buffers.

@@ -1,11 +1,12 @@
 // A small residual network whose activations do not fit the scratchpad: seven layers of
 // 256 f32 values (1 KiB each); every layer reads the previous one, the even layers also
 // add a skip connection from two layers back, and the last layer adds the input again.
-// Every buffer is freed at the end, as a naive frontend emits it, so all eight are live
-// together: LOAD is 8 KiB, while no op needs more than 3 KiB, the target's capacity.
-// Spilling frees each buffer after its last use, keeps the long-lived values (the input
-// x0, the weights w, the skips h1 and h2) in main memory between their uses (a DMA store,
-// a DMA load into a fresh buffer) and plans the rest at the capacity. The module asks for
+// Every buffer is freed at the end, as a naive frontend emits it; each still dies at its
+// last use (a dealloc ends no lifetime), but the long-lived values overlap: six are live
+// at the fourth layer, LOAD 6 KiB, while no op needs more than 3 KiB, the target's
+// capacity. Spilling keeps the long-lived values (the input x0, the weights w, the skips
+// h1 and h2) in main memory between their uses (a DMA store, a DMA load into a fresh
+// buffer) and plans the rest at the capacity. The module asks for
 // it itself (`scratchpad.on_overflow = "spill"`, as it names its target), so the tools
 // need no flag; `on-overflow=error` (`--on-overflow error`) overrides it:
 //

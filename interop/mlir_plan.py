@@ -204,7 +204,8 @@ def _check_lowerable(view: MlirView, plans: Sequence[FunctionPlan], replaced: se
     for plan in plans:  # a spilled copy is read through its own view until it is in place
         functions.setdefault(id(plan.problem.func), (plan.problem.func, plan.problem.liveness.view))
     parametric = {id(plan.problem.func) for plan in plans if plan.parametric is not None}
-    planned = {id(buffer.op) for plan in plans for buffer in plan.problem.buffers}
+    planned = {id(member.op) for plan in plans for buffer in plan.problem.buffers
+               for member in (buffer, *buffer.members)}
     for func, func_view in functions.values():
         if id(func) not in parametric and not is_parametric(func, func_view):
             check_planned(func_view, func, planned, NO_OFFSET)

@@ -21,10 +21,9 @@ know:
 - `buffer-results-to-out-params` turns returned buffers into output arguments
   (destination-passing style), and reuses the caller's buffer instead of an alloc;
 - `convert-linalg-to-loops` and `lower-affine` leave scf loops with arith index math.
-It inserts no deallocs: run telamalloc before MLIR's `buffer-deallocation-pipeline`, so
-that a buffer's last use ends its lifetime (the arena of `tela-lower` is freed at the
-function's return). Deallocs inserted by that pipeline sit at the end of the block and
-would make every temporary live to the end."""
+It inserts no deallocs (the arena of `tela-lower` is freed at the function's return). The
+deallocs MLIR's `buffer-deallocation-pipeline` inserts sit at the end of the block; they
+cost nothing either, as a dealloc ends no lifetime (a buffer's last read or write does)."""
 
 LLVM_PIPELINE = (
     "builtin.module("

@@ -306,7 +306,7 @@ def collect_module(view: IRView, module: Any, options: PlanOptions) -> list[Func
             selections = memory_selections(view, func, has_scratchpad, options)
         for selection in selections:
             function_problem = collect_function(func, selection, options.capacity, options.alignment,
-                                                options.lifetimes, ranges)
+                                                options.lifetimes, ranges, options.inplace)
             if function_problem.buffers:
                 problems.append(function_problem)
     return problems
@@ -348,12 +348,13 @@ def record_plan(plan: FunctionPlan) -> None:
         return
     view = plan.problem.liveness.view
     arena_alignment = 1
-    for buffer, offset in zip(plan.problem.buffers, solution.offsets):
-        view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset, i64))
-        view.set_attribute(buffer.op, BUFFER_ATTR, StringAttr(buffer.id))
-        view.set_attribute(buffer.op, LIFETIME_ATTR,
-                           DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end)))
-        arena_alignment = max(arena_alignment, buffer.alignment)
+    for planned, offset in zip(plan.problem.buffers, solution.offsets):
+        for buffer in (planned, *planned.members):  # in place: the members share its offset
+            view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset, i64))
+            view.set_attribute(buffer.op, BUFFER_ATTR, StringAttr(buffer.id))
+            view.set_attribute(buffer.op, LIFETIME_ATTR,
+                               DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end)))
+        arena_alignment = max(arena_alignment, planned.alignment)
     func = plan.problem.func
     if plan.problem.memory is not None:  # one of several memories: one entry each
         recorded = view.attribute(func, MEMORIES_ATTR)

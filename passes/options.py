@@ -25,6 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 from telamalloc.dialects.scratchpad_types import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.files import AtomicFile
+from telamalloc.passes.analysis.inplace import INPLACE_NONE, INPLACE_RULES
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.planning.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
@@ -52,6 +53,7 @@ _EXPECTED = {
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
     "lifetimes": "'first-write' or 'alloc'",
+    "inplace": "'none', 'declared' or 'elementwise'",
     "schedule": "'none', 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "method": "'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "dims": "ranges of the symbolic dimensions, 'NAME=LO..HI[@HINT]' separated by spaces, e.g. 'dims=\"seq=1..2048@512 batch=1..8\"'",
@@ -142,6 +144,11 @@ def _check_lifetimes(lifetimes: object) -> None:
         raise ValueError(f"invalid lifetimes '{lifetimes}'; expected {_accepted('lifetimes')}")
 
 
+def _check_inplace(inplace: object) -> None:
+    if inplace not in INPLACE_RULES:
+        raise ValueError(f"invalid inplace '{inplace}'; expected {_accepted('inplace')}")
+
+
 def _check_on_overflow(on_overflow: object) -> None:
     if on_overflow is not None and on_overflow not in ON_OVERFLOW:
         raise ValueError(f"invalid on-overflow '{on_overflow}'; expected {_accepted('on-overflow')}")
@@ -176,6 +183,7 @@ _CHECKS = {
     "html": _path_check("html", (".html", ".htm")),
     "layout": _path_check("layout", LAYOUT_FORMATS),
     "lifetimes": _check_lifetimes,
+    "inplace": _check_inplace,
     "on_overflow": _check_on_overflow,
     "assign_memory": _check_flag("assign-memory"),
     "schedule": _check_schedule,
@@ -209,6 +217,7 @@ class PlanOptions:
     on_overflow: str | None = None
     assign_memory: bool = False
     lifetimes: str = FIRST_WRITE
+    inplace: str = INPLACE_NONE
     dims: str | None = None
     plot: str | None = None
     report_json: str | None = None
@@ -293,6 +302,12 @@ class PlanningOptions(ModulePass):
     """Where a buffer's lifetime starts: 'first-write' (its first write: a store, a copy or
     DMA into it, a kernel's or linalg op's outs; allocations hoisted to the entry cost
     nothing until used) or 'alloc' (its allocation, the rule before first-write)."""
+
+    inplace: str = PlanOptions.inplace
+    """Which ops may write their output over an input that dies at them, the output taking
+    the input's bytes (`passes/analysis/inplace.py`): 'none' (the default), 'declared'
+    (kernels that declare it with `scratchpad.inplace`) or 'elementwise' (those and the
+    library's element-wise kernels)."""
 
     dims: str | None = None
     """Ranges of the symbolic dimensions that sizes depend on, 'NAME=LO..HI[@HINT]' separated

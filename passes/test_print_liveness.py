@@ -41,7 +41,16 @@ from telamalloc.passes.analysis.collect import (
     module_has_scratchpad_memrefs,
     selection_for,
 )
-from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, analyze_function
+from telamalloc.passes.analysis.liveness import (
+    ENDED_CONTROL_FLOW,
+    ENDED_LAST_USE,
+    ENDED_LOOP,
+    ENDED_UNUSED,
+    FIRST_WRITE,
+    FunctionLiveness,
+    Lifetime,
+    analyze_function,
+)
 from telamalloc.passes.irview import XDSL
 from telamalloc.passes.options import check_options
 from telamalloc.wording import counted
@@ -66,11 +75,25 @@ def format_liveness(liveness: FunctionLiveness) -> str:
             notes += f", {counted(len(lifetime.deallocs), 'dealloc')}"
         if lifetime.kept is not None:
             notes += f", {lifetime.kept}"
+        notes += _ending(lifetime)
         lines.append(
             f"//   buffer '{buffer_id}' [{lifetime.start}, {lifetime.end}) at "
             f"#{lifetime.point} {lifetime.op.name}{notes}"
         )
     return "\n".join(lines) + "\n"
+
+
+def _ending(lifetime: Lifetime) -> str:
+    """The note that says which rule ended the lifetime (none for an escape: said above)."""
+    if lifetime.ended == ENDED_LAST_USE:
+        return f", ends at last use #{lifetime.ended_at}"
+    if lifetime.ended == ENDED_LOOP:
+        return f", ends with loop #{lifetime.ended_at}"
+    if lifetime.ended == ENDED_CONTROL_FLOW:
+        return ", ends with control flow"
+    if lifetime.ended == ENDED_UNUSED:
+        return ", unused"
+    return ""
 
 
 def _depth(op: Operation, func: Operation) -> int:

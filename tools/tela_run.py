@@ -60,6 +60,7 @@ from telamalloc.ir_text import (
     one_line,
     parse_program,
 )
+from telamalloc.passes.analysis.inplace import INPLACE_RULES
 from telamalloc.passes.analysis.written import written_arguments
 from telamalloc.runtime.alloc.parametric import RangeValueError, dimension_map, parse_range
 from telamalloc.runtime.interp import (
@@ -165,6 +166,14 @@ def _argument_parser() -> argparse.ArgumentParser:
         default="first-write",
         help="with --verify, where buffer lifetimes start: at the first write (the default) or "
         "at the allocation",
+    )
+    parser.add_argument(
+        "--inplace",
+        choices=INPLACE_RULES,
+        default=None,
+        help="with --verify, which ops may write their output over an input that dies at them: "
+        "none (the default), the kernels declaring it (declared), or those and the library's "
+        "element-wise kernels (elementwise)",
     )
     parser.add_argument(
         "--schedule",
@@ -346,6 +355,7 @@ def run(argv: Sequence[str] | None) -> int:
                     on_overflow=args.on_overflow,
                     lifetimes=args.lifetimes,
                     schedule=args.schedule,
+                    inplace=args.inplace,
                     dims=dims,
                 )
             else:

@@ -61,6 +61,7 @@ from telamalloc.dialects.scratchpad_types import (
     find_targets,
     memref_byte_size,
 )
+from telamalloc.passes.analysis.inplace import INPLACE_NONE, inplace_groups
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, resolve_ranges
 from telamalloc.passes.diagnostics import PassFailedAtOp
@@ -211,6 +212,7 @@ class PlannedBuffer:
     alignment: int  # bytes, a power of two
     pinned: int | None  # an offset recorded earlier, kept as is
     symbolic: Expr | None = None  # the size as an expression of the function's symbols (`size`: at the upper ends)
+    members: tuple[PlannedBuffer, ...] = ()  # in place: later buffers that take these bytes (same offset)
 
     @property
     def op(self) -> Operation:
@@ -262,10 +264,13 @@ def collect_function(
     default_alignment: int | None,
     rule: str = FIRST_WRITE,
     dims: Mapping[str, SymbolRange] | None = None,
+    inplace: str = INPLACE_NONE,
 ) -> FunctionProblem:
     """The problem of `func`; `capacity` / `default_alignment` None: the target's; `rule`:
     where lifetimes start (`passes/analysis/liveness.py`); `dims`: symbol ranges that override the
-    argument attributes'."""
+    argument attributes'; `inplace`: which ops may write their output over a dying input
+    (`passes/analysis/inplace.py`): each group of buffers that share bytes so is one buffer
+    of the problem, its first, with the others as its `members` (not with symbolic sizes)."""
     target = selection.target
     if capacity is None and target is not None:
         capacity = target.capacity.data
@@ -295,6 +300,8 @@ def collect_function(
             buffer if buffer.symbolic is None else replace(buffer, size=evaluate(buffer.symbolic, upper))
             for buffer in buffers
         )
+    else:
+        buffers = _in_place(buffers, inplace_groups(buffers, liveness.points, inplace, view))
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
                            function_symbols.found, _load_before_schedule(func, view, memory))
 
@@ -389,6 +396,27 @@ def _planned_buffer(
         return _memref_buffer(lifetime, buffer_id, memref_type, default_alignment, view, function_symbols)
     except VerifyException as error:
         raise PassFailedAtOp(op, f"buffer '{buffer_id}': {error}") from None
+
+
+def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[int]]) -> tuple[PlannedBuffer, ...]:
+    """`buffers` with each in-place group as its first buffer, live until its last member's
+    end, as large and as aligned as its largest member, the others as its `members`."""
+    if not groups:
+        return buffers
+    merged: dict[int, PlannedBuffer] = {}
+    absorbed: set[int] = set()
+    for group in groups:
+        first, members = buffers[group[0]], [buffers[index] for index in group[1:]]
+        end = max(buffer.lifetime.end for buffer in (first, *members))
+        merged[group[0]] = replace(
+            first,
+            lifetime=replace(first.lifetime, end=end),
+            size=max(buffer.size for buffer in (first, *members)),
+            alignment=max(buffer.alignment for buffer in (first, *members)),
+            members=tuple(members),
+        )
+        absorbed.update(group[1:])
+    return tuple(merged.get(index, buffer) for index, buffer in enumerate(buffers) if index not in absorbed)
 
 
 def _optional_int(attribute: Attribute | None) -> int | None:

@@ -32,6 +32,9 @@ or a value aliasing it, is used or deallocated:
   casts, subviews, reshapes, ... and, conservatively, any unknown op returning a memref);
   block arguments of `scf.for` / `scf.while` that receive it as an initial value; results
   of `scf.if`, `scf.execute_region`, `scf.index_switch` and `affine.if` that yield it;
+  for a buffer allocated outside an `scf.for`, the next iteration's argument and the
+  loop's result its `scf.yield` carries it to (a buffer carried through `iter_args` lives
+  from what the loop does to it, not to the end of the function);
 - a use by an op with regions covers that op's whole span (a buffer passed to a loop
   as an iteration argument is live during the whole loop);
 - a use inside a loop that does not contain the allocation covers that loop's whole span:
@@ -40,8 +43,10 @@ or a value aliasing it, is used or deallocated:
   regions that is not known to run them at most once;
 - `func.call` is an ordinary use: the buffer is live during the call (the callee is
   assumed not to keep it);
-- with a dealloc the lifetime includes the dealloc; without one it ends at the last use
-  (a use after a dealloc still extends it, as this analysis does not judge programs);
+- a dealloc reads and writes nothing: the lifetime ends at the last read or write (of
+  the buffer or an alias) wherever the dealloc sits, e.g. at the end of the block where
+  MLIR's buffer-deallocation pipelines leave it (a use after a dealloc still extends it,
+  as this analysis does not judge programs; the interpreter reports such a use);
 - unstructured control flow (a region with several blocks, e.g. after `scf-to-cf`):
   dataflow liveness over the region's control-flow graph. The buffer (with its
   aliases, including the block arguments that `cf.br` / `cf.cond_br` pass it to) is
@@ -59,9 +64,14 @@ or a value aliasing it, is used or deallocated:
   that does not hold its allocation (live across that op whole, like a loop),
   `FunctionLiveness.conservative` is true;
 - a buffer that *escapes* lives to the end of the function: returned by `func.return`,
-  yielded by a terminator other than the structured ones above (`scf.yield` in a loop,
-  `scf.condition`, ...), stored as a value (`memref.store` of the memref itself), or
-  turned into a raw address (`memref.extract_aligned_pointer_as_index`).
+  yielded by a terminator other than the structured ones above (`scf.yield` of a loop
+  that holds the allocation, `scf.condition`, ...), stored as a value (`memref.store` of
+  the memref itself), or turned into a raw address
+  (`memref.extract_aligned_pointer_as_index`).
+
+`Lifetime.ended` says which rule ended each lifetime (`ENDED_*`, printed by
+`test-print-liveness`): its last use, a loop around a use, control flow, an escape, or no
+use at all.
 
 Limits: the analysis is static and per function; it does not follow buffers into callees
 or through memory, and a buffer allocated inside a loop is described for one iteration
@@ -120,6 +130,17 @@ ALLOC = "alloc"
 LIFETIME_RULES = (FIRST_WRITE, ALLOC)
 """Where a lifetime starts: at the buffer's first write (the default) or at its allocation."""
 
+ENDED_LAST_USE = "last use"
+ENDED_LOOP = "loop"
+ENDED_CONTROL_FLOW = "control flow"
+ENDED_ESCAPES = "escapes"
+ENDED_UNUSED = "unused"
+"""The rule that ended a lifetime: the last read or write of the buffer or an alias (an op
+with regions that takes it: that op's end); the end of a loop around a use that does not
+hold the allocation (the next iteration may use it again); dataflow liveness over a region
+with unstructured control flow; an escape (the function's end); no use but deallocs (the
+allocation's own point). A dealloc never ends a lifetime."""
+
 
 @dataclass(frozen=True)
 class Lifetime:
@@ -134,6 +155,8 @@ class Lifetime:
     point: int  # the allocation's own point (start is earlier only in branching regions)
     conservative: bool = False  # widened over a region with unstructured control flow (`cf`)
     kept: str | None = None  # first-write rule: why the start stayed at the allocation (`KEPT_*`)
+    ended: str = ENDED_LAST_USE  # the rule that ended it (`ENDED_*`)
+    ended_at: int | None = None  # the op whose use ended it (last use, loop); None for the others
 
     @property
     def value(self) -> SSAValue:
@@ -233,6 +256,30 @@ def _yielded_aliases(terminator: Operation, operand_index: int, view: IRView) ->
     return tuple(result for result in results if view.is_memref(result))
 
 
+def _carried_aliases(terminator: Operation, operand_index: int, view: IRView) -> tuple[SSAValue, ...] | None:
+    """What an `scf.yield` of an `scf.for` carries its operand to: the next iteration's
+    argument and the loop's result; None for any other terminator. (Only for a buffer
+    allocated outside the loop: one allocated inside it escapes its iteration.)"""
+    loop = view.parent_op(terminator)
+    if view.name(terminator) != "scf.yield" or loop is None or view.name(loop) != "scf.for":
+        return None
+    body = view.first_block(view.regions(loop)[0])
+    arguments = view.block_args(body) if body is not None else ()
+    results = view.results(loop)
+    if operand_index + 1 >= len(arguments) or operand_index >= len(results):
+        return None
+    return (arguments[operand_index + 1], results[operand_index])
+
+
+def _holders(value: SSAValue, view: IRView) -> set[Operation]:
+    """The ops around the op that defines `value` (none for a block argument)."""
+    holders: set[Operation] = set()
+    parent = view.defining_op(value)
+    while parent is not None and (parent := view.parent_op(parent)) is not None:
+        holders.add(parent)
+    return holders
+
+
 BRANCH_OPS = frozenset({"cf.br", "cf.cond_br"})
 """Branches whose forwarded operands the analysis follows into the successors' arguments."""
 
@@ -273,6 +320,7 @@ def _trace(
     uses: list[_Use] = []
     deallocs: list[Operation] = []
     escapes = leaks = False
+    holders = _holders(value, view)
     seen: set[SSAValue] = {value}
     worklist: list[SSAValue] = [value]
     while worklist:
@@ -298,6 +346,8 @@ def _trace(
                 aliases = forwarded
             elif view.is_terminator(op):
                 forwarded = _yielded_aliases(op, index, view)
+                if forwarded is None and view.parent_op(op) not in holders:
+                    forwarded = _carried_aliases(op, index, view)
                 if forwarded is None:
                     escapes = leaks = True
                     continue
@@ -373,9 +423,10 @@ def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, 
     start = point_of[op]
     ancestors = set(scope.parents(op))
     uses, deallocs, escapes, _, leaks = _trace(view.results(op)[0], view, follow_branches=True)
-    last = start
-    for use in uses:
-        last = max(last, _extent(use.op, ancestors, scope))
+    # A dealloc frees the buffer and touches none of its bytes: the lifetime ends at the
+    # last read or write, wherever the dealloc is (a use after it still counts).
+    uses = [use for use in uses if view.name(use.op) not in DEALLOC_OPS]
+    last, ended, ended_at = _last_use(uses, start, ancestors, scope)
     opaque = escapes and any(view.successors(use.op) and view.name(use.op) not in BRANCH_OPS for use in uses)
     regions = list(_branching_regions(op, scope))
     held = {id(region) for region in regions}
@@ -388,7 +439,8 @@ def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, 
             interval = _region_span(region, scope)
             widened = True
         start = min(start, interval[0])
-        last = max(last, interval[1])
+        if interval[1] > last:
+            last, ended, ended_at = interval[1], ENDED_CONTROL_FLOW, None
     kept = None
     if rule == FIRST_WRITE:
         if leaks or (regions and not _all_in_block(uses, view.parent_block(op), view)):
@@ -399,9 +451,41 @@ def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, 
             if kept is None:
                 start = max(start, written_at)
                 if len(holders) > len(ancestors):  # per iteration in those loops: ends there too
-                    last = max([start, *(_extent(use.op, holders, scope) for use in uses)])
+                    last, ended, ended_at = _last_use(uses, start, holders, scope)
+    if escapes:
+        ended, ended_at = ENDED_ESCAPES, None
     end = function_end if escapes else last + 1
-    return Lifetime(op, start, end, escapes, tuple(deallocs), _innermost_loop(op, scope), point_of[op], widened, kept)
+    return Lifetime(
+        op,
+        start,
+        end,
+        escapes,
+        tuple(deallocs),
+        _innermost_loop(op, scope),
+        point_of[op],
+        widened,
+        kept,
+        ended,
+        ended_at,
+    )
+
+
+def _last_use(
+    uses: Sequence[_Use], start: int, holders: set[Operation], scope: _Scope
+) -> tuple[int, str, int | None]:
+    """(the last point the uses keep the buffer live at, the rule that set it, the point
+    of the op that did), with the loops around the uses that are not in `holders`."""
+    last, ended, ended_at = start, ENDED_UNUSED, None
+    for use in sorted(uses, key=lambda use: scope.point_of.get(use.op, -1)):
+        extent = _extent(use.op, holders, scope)
+        if extent < last or (extent == last and ended != ENDED_UNUSED):
+            continue
+        last = extent
+        if extent > scope.last_of.get(use.op, extent):
+            ended, ended_at = ENDED_LOOP, _entry(use.op, holders, scope)  # the outermost such loop
+        else:
+            ended, ended_at = ENDED_LAST_USE, scope.point_of.get(use.op)
+    return last, ended, ended_at
 
 
 KEPT_READ = "read before write"

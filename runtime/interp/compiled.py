@@ -137,6 +137,8 @@ def _accessor_factory(kind: str, rank: int, shadow: bool) -> Callable[..., Calla
             lines.append("        if shadow[a:a + size] != pattern: machine.check_read_element(op, m, a)")
         lines.append("        return unpack(data, a)[0]")
     else:
+        if shadow:  # into bytes a dealloc freed (`machine.FREED`): the op-by-op error
+            lines.append("        if shadow[a] < -1: machine.check_live(op, m, 'writes')")
         lines += [
             "        if mode == 0 and v == v and type(v) is float:",
             "            try:",

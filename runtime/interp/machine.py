@@ -30,6 +30,12 @@ view op itself. Subviews and casts keep their source's identity. Two rules, each
   accelerator may write outputs while it still reads inputs, and the planner's half-open
   lifetimes make an op's operands live at the same point. The same buffer as input and
   output is an explicit in-place update and allowed.
+A use (read or write, whole or element) of a buffer after its dealloc (`memref.dealloc`,
+`scratchpad.dealloc`, through any view of it) is an `InterpreterError` at the use that names
+the dealloc: what a lifetime that ended too early would allow. The dealloc marks the
+buffer's bytes (`FREED - b` in the shadow) so that a compiled loop nest catches it too;
+allocating the buffer again (an allocation inside a loop) makes it live again. A second
+dealloc of the same buffer is an error too.
 The copies spilling adds (`scratchpad.spill = "store"` / `"load"`) move a whole buffer,
 also bytes it has not written yet; those arrive unwritten instead of being reported, so
 the next real read of them is. Element loads and stores are checked element by element,
@@ -41,7 +47,7 @@ a memref's bounds are `InterpreterError`s.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +72,7 @@ from telamalloc.errors import ErrorKind
 from telamalloc.locations import location_text
 
 UNWRITTEN = -1  # shadow value of a byte no buffer has written
+FREED = -2  # shadow value FREED - b: a byte buffer b wrote (or left unwritten) before its dealloc
 BUFFER_TAG = "scratchpad.buffer"  # the discardable attribute naming a lowered view's buffer
 SPILL_TAG = "scratchpad.spill"  # on the copies spilling adds: "store" or "load"
 PLANNED_OFFSET_ATTR = "scratchpad.offset"  # a memref.alloc's planned byte offset
@@ -194,6 +201,8 @@ class Storage:
     data: np.ndarray  # uint8, contiguous, 64-byte aligned
     shadow: np.ndarray  # int32 per byte: the buffer that wrote it last, or UNWRITTEN
     written: bool = False  # some op wrote into it
+    freed: dict[int, tuple[Operation, int, int]] = field(default_factory=dict)
+    # buffer -> (the dealloc that freed it, [low, high) bytes it freed), until allocated again
 
     @classmethod
     def zeros(cls, name: str, size: int) -> Storage:
@@ -263,6 +272,12 @@ class MemRef:
         self, offset: int, shape: tuple[int, ...], strides: tuple[int, ...], type_: MemRefType[Attribute]
     ) -> MemRef:
         return MemRef(self.storage, self.buffer, offset, shape, strides, self.dtype, type_)
+
+
+def _coincide(first: MemRef, second: MemRef) -> bool:
+    """The two views cover the same bytes element for element."""
+    return (first.storage is second.storage and first.offset == second.offset and first.shape == second.shape
+            and first.strides == second.strides and first.element_size == second.element_size)
 
 
 def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ...]:
@@ -342,10 +357,49 @@ class Machine:
 
     # --- shadow memory -----------------------------------------------------------------
 
+    def free(self, op: Operation, value: MemRef) -> None:
+        """A dealloc of `value`'s buffer: its later uses are errors (`check_live`)."""
+        if not self.shadow:
+            return
+        storage = value.storage
+        self.check_live(op, value, "frees")
+        low, high = value.byte_extent()
+        storage.freed[value.buffer] = (op, low, high)
+        if low < high:
+            owners = storage.shadow[low:high]
+            owners[(owners == value.buffer) | (owners == UNWRITTEN)] = FREED - value.buffer
+
+    def allocated(self, value: MemRef) -> MemRef:
+        """An allocation of `value`'s buffer: live again if a dealloc freed it before."""
+        value.storage.freed.pop(value.buffer, None)
+        return value
+
+    def check_live(self, op: Operation, value: MemRef, access: str) -> None:
+        """Reports a use of a buffer after its dealloc (`access`: "reads", "writes", ...)."""
+        freed = value.storage.freed
+        if not freed or value.buffer not in freed or not self.shadow:
+            return
+        dealloc, low, high = freed[value.buffer]
+        first, last = value.byte_extent()
+        if (first < last and (last <= low or high <= first)) or (first == last and not low <= first < high):
+            return  # another allocation under the same name
+        name = self.buffer_names[value.buffer]
+        where = op_location(dealloc, "")
+        freer = f"'{dealloc.name}'" + (f" at {where}" if where else "")
+        if access == "frees":
+            message = f"'{op.name}' frees buffer '{name}' again; {freer} freed it already"
+        else:
+            message = (
+                f"'{op.name}' {access} buffer '{name}' after {freer} freed it; "
+                "move the dealloc after the buffer's last use"
+            )
+        raise InterpreterError(message, op)
+
     def check_read(self, op: Operation, value: MemRef, what: str, carry_foreign: bool = False) -> np.ndarray | None:
         """Reports a read of bytes another buffer (or nobody) wrote last. With
         `carry_foreign` (a spill copy, `is_spill_copy`) nothing is reported: the mask of
         those bytes is returned instead (None when there are none)."""
+        self.check_live(op, value, "reads")
         if not self.shadow or 0 in value.shape:
             return None
         owners = value.shadow_view()
@@ -360,6 +414,7 @@ class Machine:
     def check_read_element(self, op: Operation, value: MemRef, address: int) -> None:
         if not self.shadow:
             return
+        self.check_live(op, value, "reads")
         owners = value.storage.shadow[address : address + value.element_size]
         bad = owners != value.buffer
         if not bad.any():
@@ -384,7 +439,7 @@ class Machine:
         low, high = int(addresses.min()), int(addresses.max()) + 1
         reader = self.buffer_names[value.buffer]
         where = f"bytes [{low}, {high}) of the {value.storage.name}"
-        if writer == UNWRITTEN:
+        if writer <= UNWRITTEN:  # nobody, or a freed buffer that did not read it back
             message = (
                 f"'{op.name}' reads {where} through buffer '{reader}' ({what}) but no buffer "
                 "wrote them; the program reads uninitialized memory"
@@ -402,6 +457,7 @@ class Machine:
         op: Operation,
         read: Sequence[tuple[MemRef, str]],
         written: Sequence[tuple[MemRef, str]],
+        in_place: Collection[tuple[int, int]] = (),
     ) -> None:
         """An op's outputs must not share bytes with its other operands.
 
@@ -409,13 +465,20 @@ class Machine:
         inputs, so an output that overlaps a *different* buffer among the operands is a
         hazard (the planner's half-open lifetimes make both live at the op). The same
         buffer as input and output (`ins(%a) outs(%a)`) is an explicit in-place update
-        and allowed.
+        and allowed, and so is an output that coincides exactly (same bytes, shape and
+        strides) with an input its kernel may overwrite: `in_place` holds those (output,
+        input) index pairs (element-wise kernels, `passes/analysis/inplace.py`); a later
+        read of that input then finds the output's bytes.
         """
+        for output, _ in written:
+            self.check_live(op, output, "writes")
         if not self.shadow:
             return
         for index, (output, output_what) in enumerate(written):
-            for other, other_what in [*read, *written[:index]]:
+            for position, (other, other_what) in enumerate([*read, *written[:index]]):
                 if other.buffer == output.buffer:
+                    continue
+                if position < len(read) and (index, position) in in_place and _coincide(output, other):
                     continue
                 overlap = self._overlap(output, other)
                 if overlap is None:
@@ -626,8 +689,13 @@ def place_planned(
         )
     machine.planned_top[key] = max(machine.planned_top.get(key, 0), offset + size)
     machine.arena_bytes = max(machine.arena_bytes, offset + size)
-    # A (re)executed allocation starts uninitialized.
-    memory.shadow[offset : offset + size] = UNWRITTEN
+    # A (re)executed allocation starts uninitialized: the bytes its earlier execution wrote
+    # (or freed) are nobody's. Bytes another buffer wrote stay that buffer's: a plan may
+    # place this one over a buffer whose last use comes after this allocation op (its
+    # lifetime starts at its first write), and a read of them before a write is reported.
+    owners = memory.shadow[offset : offset + size]
+    buffer = machine.buffer_id(name)
+    owners[(owners == buffer) | (owners == FREED - buffer)] = UNWRITTEN
     return memory
 
 

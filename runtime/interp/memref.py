@@ -75,14 +75,15 @@ class MemRefFunctions(InterpreterFunctions):
 
     @impl(memref.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
-        return (self._allocate(op, op.memref, args[: len(op.dynamic_sizes)]),)
+        return (self.machine.allocated(self._allocate(op, op.memref, args[: len(op.dynamic_sizes)])),)
 
     @impl(memref.AllocaOp)
     def run_alloca(self, interpreter: Interpreter, op: memref.AllocaOp, args: PythonValues) -> PythonValues:
-        return (self._allocate(op, op.memref, args[: len(op.dynamic_sizes)]),)
+        return (self.machine.allocated(self._allocate(op, op.memref, args[: len(op.dynamic_sizes)])),)
 
     @impl(memref.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: memref.DeallocOp, args: PythonValues) -> PythonValues:
+        self.machine.free(op, args[0])
         release_arena(self.machine, args[0])
         return ()
 
@@ -98,6 +99,7 @@ class MemRefFunctions(InterpreterFunctions):
     def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
         element, value, *indices = args
         address = self.machine.element_address(op, value, indices)
+        self.machine.check_live(op, value, "writes")
         np.ndarray((), value.dtype, buffer=value.storage.data, offset=address)[()] = wrapped_integer(
             element, value.dtype
         )

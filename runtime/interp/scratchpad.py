@@ -72,6 +72,17 @@ def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
     )
 
 
+def _in_place_pairs(op: scratchpad.KernelOp) -> set[tuple[int, int]]:
+    """(output, input) pairs whose bytes may coincide: what the kernel declares
+    (`scratchpad.inplace`), else every pair of a library element-wise kernel."""
+    declared = op.attributes.get(scratchpad.INPLACE_ATTR)
+    if isinstance(declared, DenseArrayBase):
+        return {(output, input_) for output, input_ in enumerate(declared.get_values()) if input_ >= 0}
+    if op.kernel_name in scratchpad.ELEMENTWISE_KERNELS:
+        return {(output, input_) for output in range(len(op.outs)) for input_ in range(len(op.ins))}
+    return set()
+
+
 @register_impls
 class ScratchpadFunctions(InterpreterFunctions):
     """The scratchpad dialect: alloc, dealloc, dma, kernel, arena, view."""
@@ -98,12 +109,13 @@ class ScratchpadFunctions(InterpreterFunctions):
         offset = op.offset.value.data if op.offset is not None else None
         if offset is None or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", reserved)
-            return (MemRef(storage, buffer, 0, shape, strides, dtype, type_),)
+            return (self.machine.allocated(MemRef(storage, buffer, 0, shape, strides, dtype, type_)),)
         memory = place_planned(self.machine, op, name, memory_key(type_), offset, reserved)
-        return (MemRef(memory, buffer, offset, shape, strides, dtype, type_),)
+        return (self.machine.allocated(MemRef(memory, buffer, offset, shape, strides, dtype, type_)),)
 
     @impl(scratchpad.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: scratchpad.DeallocOp, args: PythonValues) -> PythonValues:
+        self.machine.free(op, args[0])
         release_arena(self.machine, args[0])  # a `scratchpad.arena` freed: its bytes may hold the next
         return ()
 
@@ -125,7 +137,7 @@ class ScratchpadFunctions(InterpreterFunctions):
         written = [(value, f"output #{index} of {kernel}") for index, value in enumerate(outs)]
         for value, what in read:
             self.machine.check_read(op, value, what)
-        self.machine.check_disjoint(op, read, written)
+        self.machine.check_disjoint(op, read, written, _in_place_pairs(op))
         try:
             run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
         except KernelError as error:
@@ -137,7 +149,7 @@ class ScratchpadFunctions(InterpreterFunctions):
     @impl(scratchpad.ArenaOp)
     def run_arena(self, interpreter: Interpreter, op: scratchpad.ArenaOp, args: PythonValues) -> PythonValues:
         type_ = memref_type_of(op.arena)
-        return (place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8)),)
+        return (self.machine.allocated(place_arena(self.machine, op, op.arena, type_, op.byte_size, np.dtype(np.int8))),)
 
     @impl(scratchpad.ViewOp)
     def run_view(self, interpreter: Interpreter, op: scratchpad.ViewOp, args: PythonValues) -> PythonValues:

@@ -1,5 +1,6 @@
-// The spilling example: eight 1 KiB activations, all freed at the end (LOAD 8 KiB), in a
-// 3 KiB scratchpad. The module asks for spilling (`scratchpad.on_overflow = "spill"`): the
+// The spilling example: eight 1 KiB activations, all freed at the end, six of them live
+// at once (LOAD 6 KiB: a lifetime ends at the last use, not at the dealloc), in a 3 KiB
+// scratchpad. The module asks for spilling (`scratchpad.on_overflow = "spill"`): the
 // program fits and verifies with no flag; with on-overflow=error the plan is refused.
 // RUN: tela-run --verify %S/../../examples/spill.mlir | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify --on-overflow spill %S/../../examples/spill.mlir | filecheck %s --check-prefix=VERIFY
@@ -12,7 +13,7 @@
 // CHECK-LABEL: %y: memref<256xf32>
 // CHECK-NEXT:   1.080907 -0.513042 -1.470552 -1.849792 0.073450 0.390303 {{.*}} 0.011473 -0.277342{{$}}
 // VERIFY: verify: '@main' planned into 3072 bytes (capacity 3072)
-// VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 8192 B -> 3072 B
+// VERIFY-NEXT: verify: @main: spilled 4 intervals of 4 buffers, 8192 B moved by 8 DMA ops (4 loads, 4 stores, proved minimal), LOAD 6144 B -> 3072 B
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
-// REFUSED: error: planning failed: cannot plan '@main': 8 buffers live here (program point #19) need '8192' B but capacity is '3072' B
-// OPT-REFUSED: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op cannot plan '@main': 8 buffers live here (program point #19)
+// REFUSED: error: planning failed: cannot plan '@main': 6 buffers live here (program point #11) need '6144' B but capacity is '3072' B
+// OPT-REFUSED: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op cannot plan '@main': 6 buffers live here (program point #11)

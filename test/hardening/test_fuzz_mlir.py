@@ -174,10 +174,13 @@ MLIR_CASES = [
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
      "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', "
-     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'dims'"),
+     "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'inplace', 'dims'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "
      "'error' or 'spill'"),
+    ("pass-option-inplace-invalid", "tela-opt", SMALL, ["-p", "tela-plan{inplace=always}"], 2,
+     "tela-opt: error: invalid pass pipeline 'tela-plan{inplace=always}': invalid inplace 'always'; expected "
+     "'none', 'declared' or 'elementwise'"),
     ("spill-op-too-large", "tela-opt", SMALL, ["-p", "tela-pipeline{capacity=100 on-overflow=spill}"], 1,
      "bad.mlir:6:5: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op needs '128' bytes for the buffers in "
      "use at this op ('a', 'b') but capacity is '100'; spilling cannot make an op's own buffers smaller (tiling is "

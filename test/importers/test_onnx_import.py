@@ -68,12 +68,12 @@ def test_committed_example_files_match_their_builders(builders):
 def test_mlp_lifetimes_follow_program_order(model_files):
     lifetimes = _lifetimes(import_onnx(model_files["mlp"]).module)
     # Program points: alloc x (0), dma (1), get_global w1 (2), alloc w1 (3), dma (4), alloc
-    # mm1 (5), matmul (6), dealloc x (7): x lives from its first write, [1, 8), 8 x 32 f32 =
-    # 1024 bytes.
-    assert lifetimes["x"] == (1, 8, 1024)
-    # w1 (a memref.global: 8192 bytes) is loaded right before dense1 and freed after it
-    # (dealloc at 8): [4, 9), 32 x 64 x 4.
-    assert lifetimes["w1"] == (4, 9, 8192)
+    # mm1 (5), matmul (6), dealloc x (7): x lives from its first write to its last read,
+    # the matmul, [1, 7) (its dealloc ends nothing), 8 x 32 f32 = 1024 bytes.
+    assert lifetimes["x"] == (1, 7, 1024)
+    # w1 (a memref.global: 8192 bytes) is loaded right before dense1 and last read by it:
+    # [4, 7), 32 x 64 x 4.
+    assert lifetimes["w1"] == (4, 7, 8192)
     # mm1 is written by dense1 and last read by bias1; b1 is loaded only then (at 11).
     assert lifetimes["mm1"][0] == 6 and lifetimes["b1"][0] == 11 and lifetimes["mm1"][1] > lifetimes["b1"][0]
     # w2 is loaded only after layer 1 is done: it never meets w1.

@@ -244,9 +244,9 @@ def test_planning_reuses_memory_of_dead_temporaries(convnet_model):
     assert load <= peak < allocated
 
 
-def test_mlir_deallocation_before_planning_lengthens_lifetimes(convnet_model):
-    """MLIR's deallocation pipeline frees at the end of the block: planning after it
-    sees longer lifetimes (LOOPS_PIPELINE's advice: plan before deallocation)."""
+def test_mlir_deallocation_before_planning_costs_nothing(convnet_model):
+    """MLIR's deallocation pipeline frees at the end of the block; a dealloc ends no
+    lifetime (the last read or write does), so planning after it gives the same peak."""
     convnet = convnet_model
     with ir.Context() as context:
         module = _lowered_to_loops(convnet, context)
@@ -257,7 +257,7 @@ def test_mlir_deallocation_before_planning_lengthens_lifetimes(convnet_model):
         planned_late = plan_mlir_module(with_deallocs, mode="minimize")
         peak_late = _int_attribute(_function(planned_late, convnet.entry), "scratchpad.peak")
         assert str(planned_late).count("memref.dealloc") == 1, "only the arena is freed"
-    assert peak < peak_late
+    assert peak == peak_late
 
 
 def test_run_jit_checks_its_arguments(linalg_model):

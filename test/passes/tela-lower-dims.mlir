@@ -5,9 +5,9 @@
 // Lowering again leaves a lowered function as it is:
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=512},tela-lower' | filecheck %s
 
-// a = 4n B, b = 8n B, c = 4n B, placed b, a, c (tela-plan-dims.mlir): b at 0, a at
-// align(top(b), 4) = 8n, c at align(top(a), 4) = 12n; the arena is top(c) = 16n bytes,
-// which fits 512 B for n <= 32.
+// a = 4n B, b = 8n B, c = 4n B, all three live at the copy into c (a is read again at
+// the end), placed b, a, c: b at 0, a at align(top(b), 4) = 8n, c at align(top(a), 4) =
+// 12n; the arena is top(c) = 16n bytes, which fits 512 B for n <= 32.
 // CHECK-LABEL: func.func @chain
 // CHECK:       %[[C8:.*]] = arith.constant 8 : index
 // CHECK-NEXT:  %[[B:.*]] = arith.muli %[[C8]], %n : index
@@ -45,6 +45,7 @@ func.func @chain(%n : index {scratchpad.dim = "n=1..64@16"}, %x : memref<?xf32> 
   %c = memref.alloc(%n) : memref<?xf32>
   "memref.copy"(%bs, %c) : (memref<?xf32, strided<[1]>>, memref<?xf32>) -> ()
   "memref.copy"(%c, %x) : (memref<?xf32>, memref<?xf32>) -> ()
+  "memref.copy"(%a, %x) : (memref<?xf32>, memref<?xf32>) -> ()
   memref.dealloc %a : memref<?xf32>
   memref.dealloc %b : memref<?xf32>
   memref.dealloc %c : memref<?xf32>

@@ -2,11 +2,13 @@
 // 4 KiB L2); buffers in `#scratchpad.space<"l2">` are planned in L2's arena, those in the
 // unnamed `#scratchpad.space` in the first target's (L1). Each memory gets its own
 // arena; `scratchpad.memories` records each memory's peak, LOAD and arena alignment.
-// RUN: tela-opt %s -p 'tela-plan{report-file="%t.report"}' | filecheck %s --check-prefix=PLAN
+// (`inplace=none` keeps the buffers apart; in place, b and big2 take the bytes of a and
+// big, which die at the kernels that write them: 256 B and 1024 B.)
+// RUN: tela-opt %s -p 'tela-plan{report-file="%t.report" inplace=none}' | filecheck %s --check-prefix=PLAN
 // RUN: filecheck %s --check-prefix=REPORT < %t.report
-// RUN: tela-opt %s -p tela-pipeline | filecheck %s --check-prefix=LOWER
-// RUN: tela-run --verify %s | filecheck %s --check-prefix=VERIFY
-// RUN: tela-opt %s -p 'tela-plan{memory-space="l2" report}' 2>&1 >/dev/null | filecheck %s --check-prefix=ONE
+// RUN: tela-opt %s -p 'tela-pipeline{inplace=none}' | filecheck %s --check-prefix=LOWER
+// RUN: tela-run --verify --inplace none %s | filecheck %s --check-prefix=VERIFY
+// RUN: tela-opt %s -p 'tela-plan{memory-space="l2" report inplace=none}' 2>&1 >/dev/null | filecheck %s --check-prefix=ONE
 // RUN: not tela-opt %s -p 'tela-plan{capacity=100}' 2>&1 | filecheck %s --check-prefix=CAPACITY
 // RUN: not tela-opt %s -p 'tela-plan{memory-space="l3"}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
 

@@ -5,19 +5,20 @@
 // The dims option on the first case only (the one with 'n': a dims option naming no dimension is an error):
 // RUN: sed '/^\/\/ -----/q' %s | tela-opt -p 'tela-plan{capacity=1024 dims="n=1..32@8"}' | filecheck %s --check-prefix=OPTION
 
-// A chain over n in 1..64 (hint 16): a = 4n B, b = 2n f32 = 8n B, c = 4n B. a [3, 11),
-// b [6, 12) and c [8, 13) are all live at #8..#10, so LOAD = 16n = 1024 B at n = 64. The
-// order b, a, c puts a on b (offset 8n) and c on a (offset 12n): peak 16n = LOAD at every n.
+// A chain over n in 1..64 (hint 16): a = 4n B, b = 2n f32 = 8n B, c = 4n B. Each ends at
+// its last copy, not at its dealloc: a [3, 7), b [6, 9), c [8, 10). b is live with a and
+// with c, which are never live together, so LOAD = 12n = 768 B at n = 64. The order b, a,
+// c puts a and c on b (offset 8n): peak 12n = LOAD at every n.
 // CHECK-LABEL: func.func @chain
-// CHECK-SAME:  scratchpad.order = ["b", "a", "c"], scratchpad.peak_tops = ["c"], scratchpad.ranges = {n = "1..64@16"}
-// CHECK-SAME:  scratchpad.peak = 1024 : i64, scratchpad.load = 1024 : i64
+// CHECK-SAME:  scratchpad.order = ["b", "a", "c"], scratchpad.peak_tops = ["a", "c"], scratchpad.ranges = {n = "1..64@16"}
+// CHECK-SAME:  scratchpad.peak = 768 : i64, scratchpad.load = 768 : i64
 // CHECK-SAME:  scratchpad.capacity = 1024 : i64, scratchpad.fits = "the whole range"
-// CHECK:       %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 3, 11>, scratchpad.above = ["b"], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"}
+// CHECK:       %a = memref.alloc(%n) {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 3, 7>, scratchpad.above = ["b"], scratchpad.alignment = 4 : i64, scratchpad.size = "4*n"}
 // CHECK:       %b = memref.alloc(%n2) {{.*}}scratchpad.above = [], {{.*}}scratchpad.size = "8*n"}
-// CHECK:       %c = memref.alloc(%n) {{.*}}scratchpad.above = ["a"], {{.*}}scratchpad.size = "4*n"}
-// The option's range replaces the attribute's: at n = 32, 16n = 512 B.
+// CHECK:       %c = memref.alloc(%n) {{.*}}scratchpad.above = ["b"], {{.*}}scratchpad.size = "4*n"}
+// The option's range replaces the attribute's: at n = 32, 12n = 384 B.
 // OPTION-LABEL: func.func @chain
-// OPTION-SAME:  scratchpad.ranges = {n = "1..32@8"}, scratchpad.peak = 512 : i64
+// OPTION-SAME:  scratchpad.ranges = {n = "1..32@8"}, scratchpad.peak = 384 : i64
 func.func @chain(%n : index {scratchpad.dim = "n=1..64@16"}, %x : memref<?xf32> {scratchpad.dims = ["n"]}) {
   %c2 = arith.constant 2 : index
   %n2 = arith.muli %n, %c2 : index

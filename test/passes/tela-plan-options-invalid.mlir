@@ -24,7 +24,7 @@
 // TIME: tela-opt: error: invalid pass pipeline 'tela-plan{time-limit=soon}': invalid time-limit 'soon'; expected a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'
 // REPORT: tela-opt: error: invalid pass pipeline 'tela-plan{report=maybe}': invalid report 'maybe'; expected 'true' or 'false'
 // SPACE: tela-opt: error: invalid pass pipeline 'tela-plan{memory-space=-1}': invalid memory-space '-1'; expected a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=l2'
-// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'dims'
+// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'inplace', 'dims'
 // LIFETIMES: tela-opt: error: invalid pass pipeline 'tela-plan{lifetimes=first-use}': invalid lifetimes 'first-use'; expected 'first-write' or 'alloc'
 // PRINT-LIFETIMES: tela-opt: error: invalid pass pipeline 'test-print-liveness{lifetimes=alloca}': invalid lifetimes 'alloca'; expected 'first-write' or 'alloc'
 // HTML: tela-opt: error: invalid pass pipeline 'tela-plan{html="plan.svg"}': invalid html 'plan.svg'; expected a '.html' file path, e.g. 'html=plan.html'

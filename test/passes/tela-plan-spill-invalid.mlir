@@ -1,13 +1,14 @@
 // Diagnostics of tela-plan{on-overflow=spill}: a kernel whose own buffers need more than
 // the capacity names the op and the bytes (tiling is out of scope); bad option values
 // list what is accepted. On failure the IR is left unchanged.
-// RUN: not tela-opt %s --split-input-file -p 'tela-plan{on-overflow=spill}' 2>&1 | filecheck %s
-// RUN: not tela-opt %s --split-input-file -p 'tela-plan{capacity=16 on-overflow=spill}' 2>&1 | filecheck --check-prefix=MAIN %s
+// RUN: not tela-opt %s --split-input-file -p 'tela-plan{on-overflow=spill inplace=none}' 2>&1 | filecheck %s
+// RUN: not tela-opt %s --split-input-file -p 'tela-plan{capacity=16 on-overflow=spill inplace=none}' 2>&1 | filecheck --check-prefix=MAIN %s
 // RUN: not tela-opt %s -p 'tela-plan{on-overflow=later}' 2>&1 | filecheck --check-prefix=OPTION %s
 // RUN: tela-opt %s --split-input-file --verify-diagnostics -p 'tela-plan{capacity=4096}' -o /dev/null
 // OPTION: invalid on-overflow 'later'; expected 'error' or 'spill'
 
-// "add" reads a and b and writes c, 1024 bytes each: 3072 bytes at one op, capacity 2048.
+// "add" reads a and b and writes c, 1024 bytes each: 3072 bytes at one op, capacity 2048
+// (with `inplace=none`: in place, c would take the bytes of a, which dies at the add).
 // Spilling moves values out between uses, never out of the op that uses them.
 // CHECK: :[[# @LINE + 9]]:5: error: pass 'tela-plan' failed: 'scratchpad.kernel' op needs '3072' bytes for the buffers in use at this op ('a', 'b', 'c') but capacity is '2048'; spilling cannot make an op's own buffers smaller (tiling is out of scope): split the op or raise the capacity
 !t = memref<256xf32, #scratchpad.space>

@@ -7,18 +7,19 @@
 // RUN: tela-opt %s --split-input-file -p 'test-print-liveness{lifetimes=alloc}' | filecheck %s
 
 // A loop after scf-to-cf: ^bb1 is the header, ^bb2 the body (back edge to ^bb1), ^bb3
-// the exit. a (#2) is read in every iteration of the body and freed in ^bb3: live into
-// ^bb1, ^bb2 and ^bb3, from #2 to its dealloc at #13: [2, 14). b is allocated and freed
-// in the body (#6 to #8): each iteration's b is dead at the back edge, so [6, 9). c lives
-// in ^bb3 only: [11, 13). (The structured analysis of earlier versions gave all three
-// the whole function, [0, 15).)
+// the exit. a (#2) is read in every iteration of the body and freed in ^bb3, which
+// reads nothing of it: live into ^bb1 and ^bb2 and, through the back edge, out of ^bb2,
+// from #2 to the body's last point, the cf.br at #10: [2, 11). b is allocated in the
+// body and last read at #7 (its dealloc at #8 ends nothing): each iteration's b is dead
+// at the back edge, so [6, 8). c, never used, lives at its own point: [11, 12). (The
+// structured analysis of earlier versions gave all three the whole function, [0, 15).)
 // CHECK-LABEL: // liveness of @loop: 15 program points, 3 buffers
 // CHECK:       //   #5 cf.cond_br
 // CHECK:       //   #10 cf.br
 // CHECK:       //   #14 func.return
-// CHECK-NEXT:  //   buffer 'a' [2, 14) at #2 scratchpad.alloc, 1 dealloc
-// CHECK-NEXT:  //   buffer 'b' [6, 9) at #6 scratchpad.alloc, 1 dealloc
-// CHECK-NEXT:  //   buffer 'c' [11, 13) at #11 scratchpad.alloc, 1 dealloc
+// CHECK-NEXT:  //   buffer 'a' [2, 11) at #2 scratchpad.alloc, 1 dealloc, ends with control flow
+// CHECK-NEXT:  //   buffer 'b' [6, 8) at #6 scratchpad.alloc, 1 dealloc, ends at last use #7
+// CHECK-NEXT:  //   buffer 'c' [11, 12) at #11 scratchpad.alloc, 1 dealloc, unused
 func.func @loop(%n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -47,8 +48,8 @@ func.func @loop(%n: index) {
 // ^entry, through both arms (the interval covers them) to its use at #8: [1, 9). No
 // buffer is live out of ^join.
 // CHECK-LABEL: // liveness of @diamond: 10 program points, 2 buffers
-// CHECK:       //   buffer 't' [0, 4) at #0 scratchpad.alloc
-// CHECK-NEXT:  //   buffer 'j' [1, 9) at #1 scratchpad.alloc
+// CHECK:       //   buffer 't' [0, 4) at #0 scratchpad.alloc, ends at last use #3
+// CHECK-NEXT:  //   buffer 'j' [1, 9) at #1 scratchpad.alloc, ends at last use #8
 func.func @diamond(%c: i1) {
   %t = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %j = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
@@ -69,7 +70,7 @@ func.func @diamond(%c: i1) {
 // A buffer passed along a branch: ^next's argument %m aliases a, and its use at #4
 // ends a: [0, 5). The branch itself (#1) is a use, not an escape.
 // CHECK-LABEL: // liveness of @block_argument: 6 program points, 1 buffer
-// CHECK:       //   buffer 'a' [0, 5) at #0 scratchpad.alloc
+// CHECK:       //   buffer 'a' [0, 5) at #0 scratchpad.alloc, ends at last use #4
 func.func @block_argument() {
   %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   cf.br ^next(%a : memref<4xf32, #scratchpad.space>)
@@ -86,7 +87,7 @@ func.func @block_argument() {
 // which comes first: the interval runs from ^early's first point to the end of ^late,
 // [1, 6), although a's own point is #4.
 // CHECK-LABEL: // liveness of @out_of_order: 6 program points, 1 buffer
-// CHECK:       //   buffer 'a' [1, 6) at #4 scratchpad.alloc
+// CHECK:       //   buffer 'a' [1, 6) at #4 scratchpad.alloc, ends with control flow
 func.func @out_of_order() {
   cf.br ^late
 ^early:
@@ -104,7 +105,7 @@ func.func @out_of_order() {
 // (#1). One interval cannot say that; the buffer is live over the whole body, [0, 5),
 // and the function is marked conservative.
 // CHECK-LABEL: // liveness of @carried: 5 program points, 1 buffer, conservative
-// CHECK:       //   buffer 'n' [0, 5) at #1 scratchpad.alloc
+// CHECK:       //   buffer 'n' [0, 5) at #1 scratchpad.alloc, ends with control flow
 func.func @carried(%c: i1, %first: memref<4xf32, #scratchpad.space>) {
   cf.br ^body(%first : memref<4xf32, #scratchpad.space>)
 ^body(%prev: memref<4xf32, #scratchpad.space>):
@@ -119,7 +120,7 @@ func.func @carried(%c: i1, %first: memref<4xf32, #scratchpad.space>) {
 // Structured code inside a block: the scf.for in ^body (#3-#5) reads a, allocated in
 // ^entry, so a is live over the whole loop; it is dead after it: [0, 6).
 // CHECK-LABEL: // liveness of @nested_loop: 8 program points, 1 buffer
-// CHECK:       //   buffer 'a' [0, 6) at #0 scratchpad.alloc
+// CHECK:       //   buffer 'a' [0, 6) at #0 scratchpad.alloc, ends with loop #3
 func.func @nested_loop(%n: index) {
   %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   cf.br ^body

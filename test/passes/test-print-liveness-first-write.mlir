@@ -9,11 +9,11 @@
 // b written at #4 and read at #5: [2, 4) and [4, 6), so 16 bytes hold both. From their
 // allocations they would overlap: [0, 4) and [1, 6), 32 bytes.
 // CHECK-LABEL: // liveness of @disjoint_values: 7 program points, 2 buffers, lifetimes=first-write
-// CHECK:       //   buffer 'a' [2, 4) at #0 scratchpad.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'b' [4, 6) at #1 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 'a' [2, 4) at #0 scratchpad.alloc, ends at last use #3{{$}}
+// CHECK-NEXT:  //   buffer 'b' [4, 6) at #1 scratchpad.alloc, ends at last use #5{{$}}
 // ALLOC-LABEL: // liveness of @disjoint_values: 7 program points, 2 buffers, lifetimes=alloc
-// ALLOC:       //   buffer 'a' [0, 4) at #0 scratchpad.alloc{{$}}
-// ALLOC-NEXT:  //   buffer 'b' [1, 6) at #1 scratchpad.alloc{{$}}
+// ALLOC:       //   buffer 'a' [0, 4) at #0 scratchpad.alloc, ends at last use #3{{$}}
+// ALLOC-NEXT:  //   buffer 'b' [1, 6) at #1 scratchpad.alloc, ends at last use #5{{$}}
 func.func @disjoint_values(%x: memref<4xf32>, %y: memref<4xf32>) {
   %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %b = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
@@ -36,11 +36,11 @@ func.func @disjoint_values(%x: memref<4xf32>, %y: memref<4xf32>) {
 // CHECK-NEXT:  //       #7 arith.constant
 // CHECK-NEXT:  //       #8 memref.store
 // CHECK:       //   #11 scf.for
-// CHECK:       //   buffer 'p' [5, 18) at #0 memref.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'q' [11, 19) at #1 memref.alloc{{$}}
+// CHECK:       //   buffer 'p' [5, 18) at #0 memref.alloc, ends with loop #11{{$}}
+// CHECK-NEXT:  //   buffer 'q' [11, 19) at #1 memref.alloc, ends at last use #18{{$}}
 // ALLOC-LABEL: // liveness of @hoisted_loops
-// ALLOC:       //   buffer 'p' [0, 18) at #0 memref.alloc{{$}}
-// ALLOC-NEXT:  //   buffer 'q' [1, 19) at #1 memref.alloc{{$}}
+// ALLOC:       //   buffer 'p' [0, 18) at #0 memref.alloc, ends with loop #11{{$}}
+// ALLOC-NEXT:  //   buffer 'q' [1, 19) at #1 memref.alloc, ends at last use #18{{$}}
 func.func @hoisted_loops(%out: memref<4x4xf32>) {
   %p = memref.alloc() : memref<4x4xf32>
   %q = memref.alloc() : memref<4x4xf32>
@@ -69,7 +69,7 @@ func.func @hoisted_loops(%out: memref<4x4xf32>) {
 // load at #7 precedes the store at #10 in the body, but both are inside the loop at #4,
 // where the lifetime starts: [4, 12).
 // CHECK-LABEL: // liveness of @carried
-// CHECK:       //   buffer 'acc' [4, 12) at #0 memref.alloc{{$}}
+// CHECK:       //   buffer 'acc' [4, 12) at #0 memref.alloc, ends with loop #4{{$}}
 func.func @carried(%n: index, %out: memref<4xf32>) {
   %acc = memref.alloc() : memref<4xf32>
   %c0 = arith.constant 0 : index
@@ -91,7 +91,7 @@ func.func @carried(%n: index, %out: memref<4xf32>) {
 // #3 comes before the store at #4 (it reads what the allocation left, which no plan
 // defines), so r is [0, 6), noted "read before write".
 // CHECK-LABEL: // liveness of @read_first
-// CHECK:       //   buffer 'r' [0, 6) at #0 memref.alloc, read before write
+// CHECK:       //   buffer 'r' [0, 6) at #0 memref.alloc, read before write, ends at last use #5
 func.func @read_first(%out: memref<4xf32>) {
   %r = memref.alloc() : memref<4xf32>
   %c0 = arith.constant 0 : index
@@ -108,9 +108,9 @@ func.func @read_first(%out: memref<4xf32>) {
 // [7, 9). s is written in both branches (#5 and #8) and read after the if (#10): it starts
 // at the earliest, #5, which covers every point after it on either path: [5, 11).
 // CHECK-LABEL: // liveness of @branches
-// CHECK:       //   buffer 't' [4, 6) at #0 scratchpad.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'e' [7, 9) at #1 scratchpad.alloc{{$}}
-// CHECK-NEXT:  //   buffer 's' [5, 11) at #2 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 't' [4, 6) at #0 scratchpad.alloc, ends at last use #5{{$}}
+// CHECK-NEXT:  //   buffer 'e' [7, 9) at #1 scratchpad.alloc, ends at last use #8{{$}}
+// CHECK-NEXT:  //   buffer 's' [5, 11) at #2 scratchpad.alloc, ends at last use #10{{$}}
 func.func @branches(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   %t = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %e = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
@@ -130,7 +130,7 @@ func.func @branches(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
 // A read in one branch comes before the write in the other (points number the then
 // branch first): the read at #3 may see no write, so u keeps its allocation's start.
 // CHECK-LABEL: // liveness of @branch_read_first
-// CHECK:       //   buffer 'u' [0, 6) at #0 scratchpad.alloc, read before write
+// CHECK:       //   buffer 'u' [0, 6) at #0 scratchpad.alloc, read before write, ends at last use #5
 func.func @branch_read_first(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   %u = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %c0 = arith.constant 0 : index
@@ -146,7 +146,7 @@ func.func @branch_read_first(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
 // A write inside an scf.if inside a loop that does not hold the allocation starts at the
 // loop's entry (#3), as any write in the loop does; the read after the loop is #8: [3, 9).
 // CHECK-LABEL: // liveness of @if_in_loop
-// CHECK:       //   buffer 'v' [3, 9) at #0 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 'v' [3, 9) at #0 scratchpad.alloc, ends at last use #8{{$}}
 func.func @if_in_loop(%n: index, %c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   %v = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %c0 = arith.constant 0 : index
@@ -164,7 +164,7 @@ func.func @if_in_loop(%n: index, %c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
 // A buffer allocated inside the loop is one iteration's: its first write in the body
 // starts it, with no widening to the loop: [4, 6).
 // CHECK-LABEL: // liveness of @alloc_in_loop
-// CHECK:       //   buffer 'w' [4, 6) at #3 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 'w' [4, 6) at #3 scratchpad.alloc, ends at last use #5{{$}}
 func.func @alloc_in_loop(%n: index, %x: memref<4xf32>, %y: memref<4xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -180,7 +180,7 @@ func.func @alloc_in_loop(%n: index, %x: memref<4xf32>, %y: memref<4xf32>) {
 // scf.while is a loop too: the write in its before region (#3) starts the buffer at the
 // loop's entry (#2); the loop's iteration arguments only pass the flag on.
 // CHECK-LABEL: // liveness of @while_loop
-// CHECK:       //   buffer 'm' [2, 9) at #0 memref.alloc{{$}}
+// CHECK:       //   buffer 'm' [2, 9) at #0 memref.alloc, ends at last use #8{{$}}
 func.func @while_loop(%init: i1, %out: memref<4xf32>) {
   %m = memref.alloc() : memref<4xf32>
   %c0 = arith.constant 0 : index
@@ -201,7 +201,7 @@ func.func @while_loop(%init: i1, %out: memref<4xf32>) {
 // Views and aliases count as uses: the subview at #2 writes nothing; the first write is the
 // copy into it at #3, the read the copy out of a at #4: [3, 5).
 // CHECK-LABEL: // liveness of @through_a_view
-// CHECK:       //   buffer 'a' [3, 5) at #0 memref.alloc{{$}}
+// CHECK:       //   buffer 'a' [3, 5) at #0 memref.alloc, ends at last use #4{{$}}
 func.func @through_a_view(%x: memref<4xf32>, %y: memref<8xf32>) {
   %a = memref.alloc() : memref<8xf32>
   %c0 = arith.constant 0 : index
@@ -217,8 +217,8 @@ func.func @through_a_view(%x: memref<4xf32>, %y: memref<8xf32>) {
 // its output (it accumulates), so g, whose first use is the matmul, keeps its
 // allocation's start: [1, 10).
 // CHECK-LABEL: // liveness of @linalg_outs
-// CHECK:       //   buffer 'f' [3, 9) at #0 memref.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'g' [1, 10) at #1 memref.alloc, read before write
+// CHECK:       //   buffer 'f' [3, 9) at #0 memref.alloc, ends at last use #5{{$}}
+// CHECK-NEXT:  //   buffer 'g' [1, 10) at #1 memref.alloc, read before write, ends at last use #9
 func.func @linalg_outs(%a: memref<2x2xf32>, %out: memref<2x2xf32>) {
   %f = memref.alloc() : memref<2x2xf32>
   %g = memref.alloc() : memref<2x2xf32>
@@ -235,8 +235,8 @@ func.func @linalg_outs(%a: memref<2x2xf32>, %out: memref<2x2xf32>) {
 // lives to the end; one turned into an address (#4) is not followed (ops the analysis
 // cannot see may write it) and keeps its start.
 // CHECK-LABEL: // liveness of @conservative
-// CHECK:       //   buffer 'a' [0, 7) at #0 scratchpad.alloc, read before write
-// CHECK-NEXT:  //   buffer 'n' [1, 8) at #1 scratchpad.alloc, never written
+// CHECK:       //   buffer 'a' [0, 7) at #0 scratchpad.alloc, read before write, ends at last use #6
+// CHECK-NEXT:  //   buffer 'n' [1, 8) at #1 scratchpad.alloc, never written, ends at last use #7
 // CHECK-NEXT:  //   buffer 'ret' [5, 10) at #2 scratchpad.alloc, escapes{{$}}
 // CHECK-NEXT:  //   buffer 'ptr' [3, 10) at #3 scratchpad.alloc, escapes, not followed
 func.func @conservative(%x: memref<4xf32>, %y: memref<4xf32>) -> (memref<4xf32, #scratchpad.space>, index) {
@@ -257,8 +257,8 @@ func.func @conservative(%x: memref<4xf32>, %y: memref<4xf32>) -> (memref<4xf32, 
 // is b's first use and a read, so b keeps its start: [0, 5). c, written first by the dma
 // at #2 and read by the kernel at #4: [2, 5).
 // CHECK-LABEL: // liveness of @calls
-// CHECK:       //   buffer 'b' [0, 5) at #0 scratchpad.alloc, read before write
-// CHECK-NEXT:  //   buffer 'c' [2, 5) at #1 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 'b' [0, 5) at #0 scratchpad.alloc, read before write, ends at last use #4
+// CHECK-NEXT:  //   buffer 'c' [2, 5) at #1 scratchpad.alloc, ends at last use #4{{$}}
 func.func @init(%b: memref<4xf32, #scratchpad.space>, %x: memref<4xf32>) {
   scratchpad.dma %x -> %b : memref<4xf32> -> memref<4xf32, #scratchpad.space>
   func.return
@@ -277,8 +277,8 @@ func.func @calls(%x: memref<4xf32>) {
 // first write there (h: [3, 5)); one used across blocks keeps the start the dataflow over
 // the blocks gives (k, "not followed"), to its read in ^done at #8: [1, 9).
 // CHECK-LABEL: // liveness of @blocks
-// CHECK:       //   buffer 'k' [1, 9) at #1 scratchpad.alloc, not followed
-// CHECK-NEXT:  //   buffer 'h' [3, 5) at #2 scratchpad.alloc{{$}}
+// CHECK:       //   buffer 'k' [1, 9) at #1 scratchpad.alloc, not followed, ends at last use #8
+// CHECK-NEXT:  //   buffer 'h' [3, 5) at #2 scratchpad.alloc, ends at last use #4{{$}}
 func.func @blocks(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
   %c0 = arith.constant 0 : index
   %k = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
@@ -304,9 +304,9 @@ func.func @blocks(%c: i1, %x: memref<4xf32>, %y: memref<4xf32>) {
 // iteration: the earlier iterations' elements are still read after the loop, so p lives
 // from the loop's entry (#10) to that read (#14): [10, 15).
 // CHECK-LABEL: // liveness of @renewed_each_iteration
-// CHECK:       //   buffer 't' [5, 7) at #0 scratchpad.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'u' [7, 10) at #1 scratchpad.alloc{{$}}
-// CHECK-NEXT:  //   buffer 'p' [10, 15) at #2 memref.alloc{{$}}
+// CHECK:       //   buffer 't' [5, 7) at #0 scratchpad.alloc, ends at last use #6{{$}}
+// CHECK-NEXT:  //   buffer 'u' [7, 10) at #1 scratchpad.alloc, ends at last use #9{{$}}
+// CHECK-NEXT:  //   buffer 'p' [10, 15) at #2 memref.alloc, ends at last use #14{{$}}
 func.func @renewed_each_iteration(%x: memref<4xf32>, %y: memref<4xf32>) {
   %t = scratchpad.alloc() : memref<4xf32, #scratchpad.space>
   %u = scratchpad.alloc() : memref<4xf32, #scratchpad.space>

@@ -257,7 +257,7 @@ def _random_program(rng: random.Random, buffers: int, hoist: bool = False) -> tu
             name = live.pop(rng.randrange(len(live)))
             if rng.random() < 0.5:
                 ops.append(("dealloc", [name]))
-            # else: no dealloc, the last use ends the lifetime
+            # else: no dealloc (the last use ends the lifetime either way)
     if hoist:
         ops = [op for op in ops if op[0] == "alloc"] + [op for op in ops if op[0] != "alloc"]
     lines: list[str] = []
@@ -275,10 +275,11 @@ def _random_program(rng: random.Random, buffers: int, hoist: bool = False) -> tu
             lines.append(f'    "test.op"({operands}) : ({", ".join(types[name] for name in names)}) -> ()')
         else:
             lines.append(f"    scratchpad.dealloc %{names[0]} : {types[names[0]]}")
+        if kind == "dealloc":
+            continue  # a dealloc reads and writes nothing: the last use ends the lifetime
         for name in names:
             reference[name][1] = point + 1
-            if kind != "dealloc":
-                first_use.setdefault(name, (kind, point))
+            first_use.setdefault(name, (kind, point))
     for name, (kind, point) in first_use.items():
         if kind == "fill":  # the first write, with no read before it
             reference[name][0] = point

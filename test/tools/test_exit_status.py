@@ -28,8 +28,9 @@ TWO_BUFFERS = """builtin.module attributes {scratchpad.target = #scratchpad.targ
   func.func @main() {
     %a = scratchpad.alloc() : memref<16xf32, #scratchpad.space>
     %b = scratchpad.alloc() : memref<16xf32, #scratchpad.space>
-    scratchpad.dealloc %a : memref<16xf32, #scratchpad.space>
-    scratchpad.dealloc %b : memref<16xf32, #scratchpad.space>
+    scratchpad.kernel "fill" outs(%a : memref<16xf32, #scratchpad.space>) params {value = 1.0 : f32}
+    scratchpad.kernel "fill" outs(%b : memref<16xf32, #scratchpad.space>) params {value = 2.0 : f32}
+    scratchpad.kernel "add" ins(%a, %b : memref<16xf32, #scratchpad.space>, memref<16xf32, #scratchpad.space>) outs(%a : memref<16xf32, #scratchpad.space>)
     func.return
   }
 }
@@ -45,8 +46,9 @@ def puzzle_mlir() -> str:
     for buffer in ordered:
         offset = "" if buffer.offset is None else f" offset {buffer.offset}"
         lines.append(f"    %{buffer.id} = scratchpad.alloc(){offset} : memref<{buffer.size}xi8, #scratchpad.space>")
-    for buffer in ordered:
-        lines.append(f"    scratchpad.dealloc %{buffer.id} : memref<{buffer.size}xi8, #scratchpad.space>")
+    operands = ", ".join(f"%{buffer.id}" for buffer in ordered)  # all live together, at this op
+    types = ", ".join(f"memref<{buffer.size}xi8, #scratchpad.space>" for buffer in ordered)
+    lines.append(f'    "test.op"({operands}) : ({types}) -> ()')
     return "\n".join(lines + ["    func.return", "  }", "}", ""])
 
 

@@ -530,3 +530,23 @@ def test_verify_runs_a_dynamic_program_at_the_sizes_of_its_inputs(tmp_path, caps
         "verify: '@main' planned into 112 bytes at these sizes (parametric, minimize)",
         "verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations",
     ]
+
+
+def test_a_use_after_dealloc_is_one_located_line(tmp_path, capsys):
+    # The program's own error: the reference run stops at the use, and --verify with it.
+    path = tmp_path / "freed.mlir"
+    path.write_text(
+        "func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) {\n"
+        "  %a = memref.alloc() : memref<4xf32>\n"
+        '  "memref.copy"(%x, %a) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "  memref.dealloc %a : memref<4xf32>\n"
+        '  "memref.copy"(%a, %y) : (memref<4xf32>, memref<4xf32>) -> ()\n'
+        "  func.return\n}\n"
+    )
+    expected = (f"{path}:5:3: error: 'memref.copy' reads buffer 'a' after 'memref.dealloc' at {path}:4:3 freed "
+                "it; move the dealloc after the buffer's last use\n")
+    for argv in ([path], [path, "--verify", "--capacity", "1024"]):
+        status, out, err = run(argv, capsys)
+        assert (status, out, err) == (2, "", expected), argv
+    status, _, err = run([path, "--no-shadow"], capsys)
+    assert status == 0 and err == ""
