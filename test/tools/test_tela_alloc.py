@@ -63,27 +63,54 @@ def test_check_bound_confirms_the_certificate_of_a_bound_above_load(tmp_path):
     assert report["bound check"].startswith("confirmed: ")
 
 
-def test_check_bound_reads_the_certificates_of_a_report_and_refutes_a_false_one(tmp_path):
-    """--check-bound=REPORT checks a JSON report's certificates against --input, no solve:
-    confirmed (exit 0), a bound raised by hand refuted (exit 4), a malformed one named (2)."""
+def _solved_report(tmp_path):
+    """CORE_CSV solved by the large planner with a JSON report: (problem, report, its data)."""
     problem, report = tmp_path / "core.csv", tmp_path / "report.json"
     problem.write_text(CORE_CSV)
     solved = run(f"--input={problem}", "--minimize", "--algorithm=large", f"--report={report}")
     assert solved.returncode == 0, solved.stderr
+    return problem, report, json.loads(report.read_text())
+
+
+def test_check_bound_reads_the_certificates_of_a_report_and_refutes_a_false_one(tmp_path):
+    """--check-bound=REPORT checks a JSON report's certificates against --input, no solve:
+    confirmed (exit 0), a bound raised by hand refuted (exit 4)."""
+    problem, report, data = _solved_report(tmp_path)
     checked = run(f"--input={problem}", f"--check-bound={report}")
     assert checked.returncode == 0 and "bound check: core: lower bound 8 confirmed: " in checked.stdout
-    data = json.loads(report.read_text())
     data["reports"][0]["certificate"]["bound"] = 9  # the ten buffers fit in 8 bytes
     (tmp_path / "raised.json").write_text(json.dumps(data))
     refuted = run(f"--input={problem}", f"--check-bound={tmp_path / 'raised.json'}")
     assert refuted.returncode == 4 and "core: the lower bound '9' is refuted" in refuted.stderr
+    assert "Traceback" not in refuted.stderr
+
+
+def test_check_bound_names_a_malformed_certificate(tmp_path):
+    problem, _, data = _solved_report(tmp_path)
     data["reports"][0]["certificate"]["kind"] = "magic"
     (tmp_path / "magic.json").write_text(json.dumps(data))
     malformed = run(f"--input={problem}", f"--check-bound={tmp_path / 'magic.json'}")
     assert malformed.returncode == 2 and "certificate kind 'magic' is not one of load, pins, subset" in malformed.stderr
-    assert "Traceback" not in refuted.stderr + malformed.stderr
-    solving = run(f"--input={problem}", f"--check-bound={report}", "--output=x.csv")
+    assert "Traceback" not in malformed.stderr
+
+
+def test_check_bound_of_a_report_refuses_options_that_need_a_solve(tmp_path):
+    problem, report, _ = _solved_report(tmp_path)
+    solving = run(f"--input={problem}", f"--check-bound={report}", f"--output={tmp_path / 'x.csv'}")
     assert solving.returncode == 2 and "checks a report without solving; drop --output" in solving.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_check_bound_of_an_unreadable_report_is_one_line(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    (tmp_path / "empty.json").write_text(json.dumps({"reports": []}))
+    (tmp_path / "text.json").write_text("not json")
+    for name, message in (("missing.json", "cannot read '"), ("empty.json", "holds no reports; write one with --report"),
+                          ("text.json", "is not JSON")):
+        result = run(f"--input={problem}", f"--check-bound={tmp_path / name}")
+        assert result.returncode == 2 and message in result.stderr, (name, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
 def test_effort_gives_the_large_planner_more_work_and_the_same_layout_every_time(tmp_path):
@@ -98,8 +125,23 @@ def test_effort_gives_the_large_planner_more_work_and_the_same_layout_every_time
     assert outputs[0].read_bytes() == outputs[1].read_bytes()
     timed = run(f"--input={problem}", "--minimize", "--effort=2", "--timeout=1s")
     assert timed.returncode == 2 and "--effort is a work budget for runs without --timeout" in timed.stderr
-    zero = run(f"--input={problem}", "--minimize", "--effort=0")
-    assert zero.returncode == 2 and "effort '0' must be a whole number >= 1" in zero.stderr
+
+
+def test_effort_below_one_is_a_usage_error(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    for effort in ("0", "1.5"):
+        result = run(f"--input={problem}", "--minimize", f"--effort={effort}")
+        assert result.returncode == 2 and f"effort '{effort}' must be a whole number >= 1" in result.stderr
+
+
+def test_effort_applies_to_one_problem_solved_whole(tmp_path):
+    problem = tmp_path / "core.csv"
+    problem.write_text(CORE_CSV)
+    batch = run(f"--batch={tmp_path}", f"--output-dir={tmp_path / 'out'}", "--capacity=8", "--effort=2")
+    assert batch.returncode == 2 and "--effort applies to --input only" in batch.stderr
+    spill = run(f"--input={problem}", "--capacity=8", "--spill", "--effort=2")
+    assert spill.returncode == 2 and "--effort does not apply to --spill" in spill.stderr
 
 
 def test_solved_writes_and_validates(tmp_path):
