@@ -23,8 +23,10 @@ gigabyte of hex) and a compiler hands weights over as buffers anyway.
 
 Every node is mapped in a topological order of the graph (the file's order wherever it
 is one). A node the op table does not map is still planned: it becomes
-`scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params; the
-interpreter cannot run those, and `ImportedModel.planned_only` lists them per op type.
+`scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
+node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
+shows `onnx-reference`); nodes the reference cannot run alone (other domains, subgraphs,
+random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
 (`{"batch": 1}`): with a range from `dims` (`{"seq": SymbolRange(1, 2048, 512)}`), else
@@ -46,6 +48,7 @@ fills its output with one value it becomes `fill`, else an opaque `onnx.Constant
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -57,7 +60,7 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
-from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types
+from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, narrow_element_types, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
 from telamalloc.runtime.alloc.parametric import SymbolRange
@@ -342,7 +345,10 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         item = _mapped(node, context, outs, reasons)
-        if item is None:
+        if item is None and _has_reference(node, context.opset):
+            item = opaque(node, outs, context.opset)
+            runnable[node.op_type] = REFERENCE
+        elif item is None:
             item = opaque(node, outs)
             planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
         else:
@@ -351,12 +357,49 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
     return mapped, runnable, dict(sorted(planned_only.items())), reasons
 
 
+@functools.cache
+def _narrow_types() -> frozenset:
+    """bfloat16, float8, float4, 2- and 4-bit integers: numpy holds them through ml_dtypes, the
+    hand-written kernels do not compute on them (ONNX's reference implementation does)."""
+    return frozenset(narrow_element_types())
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Constant"})
+
+REFERENCE = "onnx-reference"
+"""What `ImportedModel.runnable` shows for an op type run by ONNX's reference implementation."""
+
+
+def _has_reference(node, opset: int) -> bool:
+    """Whether the interpreter can run `node` with ONNX's reference implementation
+    (`runtime/interp/onnx_reference.py`): a deterministic default-domain op without
+    subgraphs (a subgraph reads its outer scope, which one node alone does not have)
+    that the reference implements at `opset`."""
+    from onnx import AttributeProto
+    from onnx.reference.ops import load_op
+
+    if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+        return False
+    if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
+            opset < 7 or (len(node.input) > 2 and node.input[2])):
+        return False  # it may train, and without a seed its mask is random
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return False
+    try:
+        load_op("", node.op_type, opset)
+    except Exception:  # NotImplementedError, or a schema the reference does not know at this opset
+        return False
+    return True
+
+
 def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]) -> Kernel | View | None:
     """The node through the op table, or None (the reason kept) when it does not map."""
     if node.domain not in ("", "ai.onnx") or node.op_type not in MAPPERS:
         return None
     if not node.output or not node.output[0]:
         reasons.setdefault(node.op_type, "its first output is omitted")
+        return None
+    narrow = next((name for name in (*inputs(node), *outs) if context.tensor(name).element_type in _narrow_types()), None)
+    if narrow is not None and node.op_type not in VIEW_OPS:
+        reasons.setdefault(node.op_type, f"the kernels compute on numpy's own element types, not '{context.tensor(narrow).element_type}'")
         return None
     try:
         return map_node(node, context, outs)
