@@ -389,7 +389,7 @@ def test_shape_inference_errors_are_one_line():
         import_onnx(model)
     message = str(error.value)
     assert message.startswith("ONNX shape inference failed:") and "\n" not in message
-    assert message.endswith("; fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it")
+    assert message.endswith("; fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True) accepts it")
 
 
 def test_undefined_tensors_are_reported():
@@ -450,3 +450,41 @@ def test_random_nodes_are_not_folded():
     ]
     imported = import_onnx(_model(nodes, [_tensor("x", [4])], [_tensor("y", [4])]))
     assert imported.folded == 0 and imported.nodes == 2
+
+
+def _exported_view(batch="b", seq="s"):
+    """`x.view(b, s, h, d)` as torch.onnx.export writes it: the sizes read by Shape -> Gather
+    -> Unsqueeze, joined by Concat with the constant head sizes, into Reshape."""
+    def const(name, values):
+        dims = [len(values)] if isinstance(values, list) else []
+        data = values if isinstance(values, list) else [values]
+        return helper.make_node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.INT64, dims, data))
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        const("zero", 0), const("one", 1), const("axes", [0]), const("heads", [2, 4]),
+        helper.make_node("Gather", ["shape", "zero"], ["b"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["s"], axis=0),
+        helper.make_node("Unsqueeze", ["b", "axes"], ["b1"]),
+        helper.make_node("Unsqueeze", ["s", "axes"], ["s1"]),
+        helper.make_node("Concat", ["b1", "s1", "heads"], ["view"], axis=0),
+        helper.make_node("Reshape", ["x", "view"], ["r"]),
+        helper.make_node("Transpose", ["r"], ["y"], perm=[0, 2, 1, 3]),
+    ]
+    graph = helper.make_graph(nodes, "exported", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, seq, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 2, seq, 4])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_an_exported_view_gets_its_shape_from_the_folded_shape_subgraph():
+    from onnx.reference import ReferenceEvaluator
+
+    model = _exported_view()
+    imported = import_onnx(model, ImportOptions(dims={"b": 3, "s": 5}))
+    assert imported.planned_only == {} and imported.runnable["Reshape"] == "view"
+    assert imported.folded >= 6  # Shape, the Gathers, Unsqueezes and Concat became one constant
+    x = np.random.default_rng(0).standard_normal((3, 5, 8)).astype(np.float32)
+    report = verify_program(imported.module, inputs=[x, np.zeros((3, 2, 5, 4), np.float32)])
+    assert report.ok, "\n".join(report.lines())
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (written,) = [output.value for output in report.values if output.value.shape == (3, 2, 5, 4)]
+    assert np.array_equal(written, expected)

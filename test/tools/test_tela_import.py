@@ -173,7 +173,7 @@ IMPORT_CASES = [
      _save([helper.make_node("MatMul", ["a", "b"], ["c"])], [_value("a", shape=(2, 3)), _value("b", shape=(4, 5))], [_value("c", shape=(2, 5))]),
      [], "bad.onnx: ONNX shape inference failed: [ShapeInferenceError] Inference error(s): (op_type:MatMul): "
          "[ShapeInferenceError] Incompatible dimensions for matrix multiplication; "
-         "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"),
+         "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True) accepts it"),
     ("shape-not-expressible",
      _save([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2])],
            [_value("x", shape=(1, 1, "h", 4))], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
