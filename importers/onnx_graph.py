@@ -181,6 +181,7 @@ class Graph:
     constants: dict[str, Any]  # initializer, Constant and small folded values, as numpy arrays
     opset: int
     used: set[str] = field(default_factory=set)  # tensors some node reads, and the graph's outputs
+    shape_values: dict[str, Any] = field(default_factory=dict)  # shape tensors computed from kept symbols
 
     def tensor(self, name: str) -> Tensor:
         tensor = self.tensors.get(name)

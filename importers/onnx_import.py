@@ -257,6 +257,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     folded_ids = {id(node) for node in folded_nodes}
     if symbolic is not None:
         tensors.update(symbolic.shapes(graph, tensors, constants, folded_ids))
+        context.shape_values = dict(symbolic.values)
     nodes = [node for node in graph.node if id(node) not in folded_ids]
     mapped, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
     folded_outputs = [name for node in folded_nodes for name in node.output if name]

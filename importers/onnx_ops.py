@@ -328,9 +328,10 @@ def _map_reduce(kernel: str, axes_input_from: int):
 
 
 def _map_view(node, graph: Graph) -> Mapped:
-    """The output's static shape is the view's; a shape or axes input must be a constant,
-    so that the shape the program computes is the one inference found."""
-    if len(node.input) > 1 and node.input[1]:
+    """The output's shape is the view's; a shape or axes input must be a constant, or
+    Reshape's shape computed from the kept symbols (`onnx_shapes.infer_value`), so that the
+    shape the program computes is the one inference found."""
+    if len(node.input) > 1 and node.input[1] and not (node.op_type == "Reshape" and node.input[1] in graph.shape_values):
         _constant(graph, node.input[1], "shape input" if node.op_type == "Reshape" else "axes input")
     return View(node.input[0])
 
