@@ -205,13 +205,6 @@ _WIDER_DTYPES = {
     "i1": "bool", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
     "si8": "int8", "si16": "int16", "si32": "int32", "si64": "int64",
 }
-_ML_DTYPES = {  # element types numpy holds through ml_dtypes (a dependency of onnx)
-    "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2": "float8_e5m2",
-    "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E8M0FNU": "float8_e8m0fnu", "f4E2M1FN": "float4_e2m1fn",
-    "i4": "int4", "ui4": "uint4", "i2": "int2", "ui2": "uint2",
-}
-
-
 def element_dtype(element: str) -> np.dtype | None:
     """The numpy dtype of an MLIR element type's text (`f32`, `i1`, `bf16`, `f8E4M3FN`,
     `i4`, ...): every element type the ONNX importers emit; the narrow floats and
@@ -220,14 +213,9 @@ def element_dtype(element: str) -> np.dtype | None:
         return np.dtype(NUMPY_DTYPES[element])
     if element in _WIDER_DTYPES:
         return np.dtype(_WIDER_DTYPES[element])
-    if element in _ML_DTYPES:
-        try:
-            import ml_dtypes
-        except ImportError:
-            return None
-        dtype = getattr(ml_dtypes, _ML_DTYPES[element], None)
-        return None if dtype is None else np.dtype(dtype)
-    return None
+    from telamalloc.runtime.interp.machine import narrow_dtype
+
+    return narrow_dtype(element)
 
 
 def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None:

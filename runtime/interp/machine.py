@@ -129,7 +129,7 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         return np.dtype(np.float32)
     if isinstance(element_type, Float64Type):
         return np.dtype(np.float64)
-    narrow = _narrow_dtype(element_type)
+    narrow = narrow_dtype(str(element_type))
     if narrow is not None:
         return narrow
     raise InterpreterError(
@@ -145,10 +145,11 @@ _NARROW_DTYPES = {  # element types numpy holds through ml_dtypes (a dependency 
 }
 
 
-def _narrow_dtype(element_type: Attribute) -> np.dtype | None:
-    """bfloat16, the float8 and float4 kinds and 2- and 4-bit integers (one byte each, as
-    `element_byte_width` lays them out), through ml_dtypes when it is installed."""
-    name = _NARROW_DTYPES.get(str(element_type))
+def narrow_dtype(element: str) -> np.dtype | None:
+    """The numpy dtype of bfloat16, the float8 and float4 kinds and 2- and 4-bit integers,
+    by their MLIR names (`bf16`, `f8E4M3FN`, `i4`; one byte each, as `element_byte_width`
+    lays them out), through ml_dtypes when it is installed; None for any other type."""
+    name = _NARROW_DTYPES.get(element)
     if name is None:
         return None
     try:
