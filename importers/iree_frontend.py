@@ -18,8 +18,9 @@ The path (the `iree` extra: IREE's compiler, with the `mlir` extra's bindings):
    capacity) and lowers it to one arena per function;
 5. verification (`verify=True`): MLIR's JIT runs the unplanned and the planned program
    on the same seeded inputs and every output argument must be bit-identical; where the
-   JIT cannot compile the program, `IreeResult.verified` is False and
-   `IreeResult.verification` says why.
+   JIT cannot compile or run the program (an element type it cannot take, named before it
+   runs; an abort of the compiled program, isolated in `run_jit`'s child process),
+   `IreeResult.verified` is False and `IreeResult.verification` says why in one line.
 
 IREE's tools run as subprocesses: IREE's Python package carries its own build of MLIR's
 Python bindings, and loading both into one process breaks the `mlir` extra's (their
@@ -356,7 +357,7 @@ def _entries(module) -> list[tuple[str, list[tuple[tuple[int, ...], np.dtype]]]]
     """Public functions returning nothing, with each memref argument's shape and dtype."""
     from mlir import ir
 
-    from telamalloc.interop.mlir_bindings import NUMPY_DTYPES
+    from telamalloc.interop.mlir_bindings import element_dtype
 
     entries = []
     for op in module.body.operations:
@@ -371,7 +372,11 @@ def _entries(module) -> list[tuple[str, list[tuple[tuple[int, ...], np.dtype]]]]
         arguments = []
         for type_ in function_type.inputs:
             memref = ir.MemRefType(type_)
-            arguments.append((tuple(memref.shape), np.dtype(NUMPY_DTYPES[str(memref.element_type)])))
+            dtype = element_dtype(str(memref.element_type))
+            if dtype is None:
+                raise OnnxImportError(f"argument type '{type_}' of '@{ir.StringAttr(attributes['sym_name']).value}' "
+                                      "has an element type numpy cannot hold")
+            arguments.append((tuple(memref.shape), dtype))
         entries.append((ir.StringAttr(attributes["sym_name"]).value, arguments))
     return entries
 
@@ -393,9 +398,18 @@ def _verify(unplanned, planned, seed: int) -> tuple[bool, str]:
     (telamalloc's interpreter is no fallback here: it runs loop nests of this size far
     slower, and lacks the `math` ops and `memref.copy` these programs hold; issue 15
     items 2-4.)"""
-    from telamalloc.interop import InteropError, run_jit
+    from telamalloc.interop import InteropError, jit_unsupported_types, run_jit
+    from telamalloc.interop.mlir_bindings import jit_element_type_hint
 
-    entries = _entries(unplanned)
+    for module in (unplanned, planned):
+        unsupported = jit_unsupported_types(module)
+        if unsupported:
+            return False, (f"not verified: MLIR's JIT cannot run element type '{unsupported[0]}'"
+                           f"{jit_element_type_hint(unsupported[0])}")
+    try:
+        entries = _entries(unplanned)
+    except OnnxImportError as error:
+        return False, f"not verified: {error}"
     if not entries:
         return False, "not verified: no public function without results to run"
     reasons = []
@@ -416,7 +430,7 @@ def _verify(unplanned, planned, seed: int) -> tuple[bool, str]:
                 if a.tobytes() != b.tobytes():
                     return False, f"mismatch: '@{name}' argument #{index} differs after planning (MLIR's JIT)"
         return True, f"verified with MLIR's JIT: {len(entries)} function(s), outputs bit-identical before and after planning"
-    except (InteropError, RuntimeError) as error:  # the ExecutionEngine raises RuntimeError
+    except (InteropError, RuntimeError) as error:  # the JIT child's failure or abort, one line
         reasons.append(f"MLIR's JIT cannot run it ({diagnostics[0] if diagnostics else _one_line(error)})")
     finally:
         handler.detach()

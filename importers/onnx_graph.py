@@ -13,6 +13,12 @@ from typing import Any
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
+    Float8E8M0FNUType,
     IntegerType,
     MemRefType,
     NoneAttr,
@@ -57,7 +63,26 @@ def element_types() -> dict[int, Attribute]:
         T.UINT32: IntegerType(32, Signedness.UNSIGNED),
         T.UINT64: IntegerType(64, Signedness.UNSIGNED),
         T.BOOL: IntegerType(1),
+        # held by numpy through ml_dtypes (a dependency of onnx); one byte per element
+        T.INT4: IntegerType(4),
+        T.UINT4: IntegerType(4, Signedness.UNSIGNED),
+        **({T.INT2: IntegerType(2), T.UINT2: IntegerType(2, Signedness.UNSIGNED)} if hasattr(T, "INT2") else {}),
+        T.FLOAT8E4M3FN: Float8E4M3FNType(),
+        T.FLOAT8E4M3FNUZ: Float8E4M3FNUZType(),
+        T.FLOAT8E5M2: Float8E5M2Type(),
+        T.FLOAT8E5M2FNUZ: Float8E5M2FNUZType(),
+        **({T.FLOAT8E8M0: Float8E8M0FNUType()} if hasattr(T, "FLOAT8E8M0") else {}),
+        **({T.FLOAT4E2M1: Float4E2M1FNType()} if hasattr(T, "FLOAT4E2M1") else {}),
     }
+
+
+def narrow_element_types() -> list[Attribute]:
+    """The element types numpy holds only through ml_dtypes: bfloat16, float8, float4, 2- and 4-bit integers."""
+    from onnx import TensorProto as T
+
+    narrow = {T.BFLOAT16, T.INT4, T.UINT4, T.FLOAT8E4M3FN, T.FLOAT8E4M3FNUZ, T.FLOAT8E5M2, T.FLOAT8E5M2FNUZ}
+    narrow |= {getattr(T, name) for name in ("INT2", "UINT2", "FLOAT8E8M0", "FLOAT4E2M1") if hasattr(T, name)}
+    return [element_type for number, element_type in element_types().items() if number in narrow]
 
 
 def _type_name(element_type: int) -> str:
@@ -156,6 +181,7 @@ class Graph:
     constants: dict[str, Any]  # initializer, Constant and small folded values, as numpy arrays
     opset: int
     used: set[str] = field(default_factory=set)  # tensors some node reads, and the graph's outputs
+    shape_values: dict[str, Any] = field(default_factory=dict)  # shape tensors computed from kept symbols
 
     def tensor(self, name: str) -> Tensor:
         tensor = self.tensors.get(name)

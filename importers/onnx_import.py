@@ -23,8 +23,10 @@ gigabyte of hex) and a compiler hands weights over as buffers anyway.
 
 Every node is mapped in a topological order of the graph (the file's order wherever it
 is one). A node the op table does not map is still planned: it becomes
-`scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params; the
-interpreter cannot run those, and `ImportedModel.planned_only` lists them per op type.
+`scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
+node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
+shows `onnx-reference`); nodes the reference cannot run alone (other domains, subgraphs,
+random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
 (`{"batch": 1}`): with a range from `dims` (`{"seq": SymbolRange(1, 2048, 512)}`), else
@@ -46,6 +48,7 @@ fills its output with one value it becomes `fill`, else an opaque `onnx.Constant
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -57,7 +60,7 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
-from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, node_label, tensor_types
+from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, narrow_element_types, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
 from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names
@@ -152,12 +155,12 @@ def infer_bound(model):
     """ONNX's shape inference (strict) of `model`; OnnxImportError when it fails."""
     onnx = _onnx()
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as error:
         first_line = str(error).strip().splitlines()[0].rstrip(".") if str(error).strip() else type(error).__name__
         raise OnnxImportError(
             f"ONNX shape inference failed: {first_line}; fix the model until "
-            "onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"
+            "onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True) accepts it"
         ) from None
 
 
@@ -224,6 +227,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     copy.graph.node.extend(ordered)
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
+    prefolded = _fold_shape_subgraphs(copy, options.max_global_bytes)
     symbolic: SymbolicModel | None = None
     if symbolic_dims(copy):
         symbolic = keep_symbols(copy, options.dims, options.default_range, infer_bound)
@@ -246,18 +250,129 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     folded_ids = {id(node) for node in folded_nodes}
     if symbolic is not None:
         tensors.update(symbolic.shapes(graph, tensors, constants, folded_ids))
+        context.shape_values = dict(symbolic.values)
     nodes = [node for node in graph.node if id(node) not in folded_ids]
     mapped, runnable, planned_only, reasons = _map_nodes(nodes, context, {value.name for value in graph.output})
     folded_outputs = [name for node in folded_nodes for name in node.output if name]
     constant_names = [init.name for init in graph.initializer] + folded_outputs
     return _build(model, nodes, mapped, context, options, runnable, planned_only, reasons, constant_names,
-                  len(folded_nodes), symbolic)
+                  len(folded_nodes) + prefolded, symbolic)
 
 
 NONDETERMINISTIC_OPS = frozenset(
     {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli"}
 )
 """Op types whose outputs are not functions of their inputs: never folded."""
+
+
+def _static_shapes(model) -> dict[str, tuple[int, ...]]:
+    """The tensors whose every dimension inference knows, with their shapes."""
+    graph = model.graph
+    shapes: dict[str, tuple[int, ...]] = {}
+    for value in (*graph.input, *graph.value_info, *graph.output):
+        if value.type.HasField("tensor_type") and value.type.tensor_type.HasField("shape"):
+            dims = value.type.tensor_type.shape.dim
+            if all(dim.HasField("dim_value") for dim in dims):
+                shapes[value.name] = tuple(int(dim.dim_value) for dim in dims)
+    for initializer in graph.initializer:
+        shapes[initializer.name] = tuple(int(dim) for dim in initializer.dims)
+    return shapes
+
+
+def _read_in_subgraphs(graph) -> set[str]:
+    """The names the nodes of `graph`'s subgraphs (If, Loop, Scan bodies) read, at any depth."""
+    from onnx import AttributeProto
+
+    names: set[str] = set()
+    for node in graph.node:
+        for attribute in node.attribute:
+            bodies = [attribute.g] if attribute.type == AttributeProto.GRAPH else (
+                list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else [])
+            for body in bodies:
+                names |= {name for inner in body.node for name in inner.input} | _read_in_subgraphs(body)
+    return names
+
+
+def _fold_shape_subgraphs(model, limit: int) -> int:
+    """Fold, in place, the subgraphs that compute shapes: `Shape` and `Size` of a tensor whose
+    shape inference (with data propagation) knows, and the deterministic default-domain
+    nodes without subgraphs that read only known values (initializers, Constant nodes,
+    folded values) and either read such a shape or run while inference leaves some tensor's
+    shape open, up to `limit` bytes an output, become initializers; inference runs again,
+    until nothing more folds. This is how `torch.onnx.export`'s `view(b, s, h, d)` (Shape -> Gather ->
+    Unsqueeze -> Concat -> Reshape) gets its static shape, and a Range or ConstantOfShape of
+    computed bounds its length. Returns the number of nodes folded (0 when inference already
+    knew every shape: the model is left as it is)."""
+    import numpy as np
+    from onnx import AttributeProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    folded_count = 0
+    for _ in range(len(model.graph.node) + 1):
+        shapes = _static_shapes(infer_bound(model))
+        read = {name for node in model.graph.node for name in node.input} | {v.name for v in model.graph.output}
+        shapes_open = not all(name in shapes for node in model.graph.node for name in node.output if name in read)
+        values = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+        for node in model.graph.node:
+            if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
+                value = next((a for a in node.attribute if a.name == "value"), None)
+                if value is not None:
+                    values[node.output[0]] = numpy_helper.to_array(helper.get_attribute_value(value))
+        of_shapes: set[str] = set()  # values computed from a Shape or Size
+        in_subgraphs = _read_in_subgraphs(model.graph)
+        folded = []
+        for node in model.graph.node:  # topological already
+            if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+                continue
+            if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+                continue
+            names = inputs(node)
+            outputs = [name for name in node.output if name]
+            if node.op_type in ("Shape", "Size") and names and names[0] in shapes:
+                shape = np.array(shapes[names[0]], dtype=np.int64)
+                if node.op_type == "Size":
+                    results = [np.array(int(np.prod(shape)), dtype=np.int64)]
+                else:
+                    found = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+                    results = [shape[found.get("start", 0):found.get("end", len(shape))]]
+            elif (names and all(name in values for name in names) and node.op_type != "Constant"
+                  and (shapes_open or any(name in of_shapes for name in names))):
+                graph = helper.make_graph([node], "fold", [helper.make_empty_tensor_value_info(n) for n in names],
+                                          [helper.make_empty_tensor_value_info(n) for n in outputs])
+                sub = helper.make_model(graph, opset_imports=list(model.opset_import), ir_version=model.ir_version)
+                try:
+                    results = ReferenceEvaluator(sub).run(None, {name: values[name] for name in names})
+                except Exception:  # an op the reference lacks, or a value it refuses: left to run
+                    continue
+            else:
+                continue
+            results = [np.asarray(value) for value in results]
+            if len(results) != len(outputs) or any(value.nbytes > limit or value.dtype.kind not in "biuf"
+                                                   for value in results) or any(n in in_subgraphs for n in outputs):
+                continue  # too large, no dense form (bfloat16, ...), or read inside an If/Loop/Scan body
+            values.update(zip(outputs, results))
+            if node.op_type in ("Shape", "Size") or any(name in of_shapes for name in names):
+                of_shapes.update(outputs)
+            folded.append(node)
+        if not folded:
+            break
+        folded_ids = {id(node) for node in folded}
+        kept = [node for node in model.graph.node if id(node) not in folded_ids]
+        read = {name for node in kept for name in node.input} | {value.name for value in model.graph.output}
+        new = [numpy_helper.from_array(values[name], name) for node in folded for name in node.output
+               if name and name in read]
+        del model.graph.node[:]
+        model.graph.node.extend(kept)
+        model.graph.initializer.extend(new)
+        if model.ir_version < 4:  # before IR 4 every initializer is also a graph input
+            model.graph.input.extend(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims))
+                                     for init in new)
+        produced = {init.name for init in new}
+        kept_info = [value for value in model.graph.value_info if value.name not in produced]
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(kept_info)
+        folded_count += len(folded)
+    return folded_count
 
 
 def _constant_foldable(graph, tensors: Mapping[str, Tensor | None]) -> list:
@@ -335,7 +450,10 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         item = _mapped(node, context, outs, reasons)
-        if item is None:
+        if item is None and _has_reference(node, context.opset):
+            item = opaque(node, outs, context.opset)
+            runnable[node.op_type] = REFERENCE
+        elif item is None:
             item = opaque(node, outs)
             planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
         else:
@@ -344,12 +462,49 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
     return mapped, runnable, dict(sorted(planned_only.items())), reasons
 
 
+@functools.cache
+def _narrow_types() -> frozenset:
+    """bfloat16, float8, float4, 2- and 4-bit integers: numpy holds them through ml_dtypes, the
+    hand-written kernels do not compute on them (ONNX's reference implementation does)."""
+    return frozenset(narrow_element_types())
+VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Constant"})
+
+REFERENCE = "onnx-reference"
+"""What `ImportedModel.runnable` shows for an op type run by ONNX's reference implementation."""
+
+
+def _has_reference(node, opset: int) -> bool:
+    """Whether the interpreter can run `node` with ONNX's reference implementation
+    (`runtime/interp/onnx_reference.py`): a deterministic default-domain op without
+    subgraphs (a subgraph reads its outer scope, which one node alone does not have)
+    that the reference implements at `opset`."""
+    from onnx import AttributeProto
+    from onnx.reference.ops import load_op
+
+    if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+        return False
+    if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
+            opset < 7 or (len(node.input) > 2 and node.input[2])):
+        return False  # it may train, and without a seed its mask is random
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return False
+    try:
+        load_op("", node.op_type, opset)
+    except Exception:  # NotImplementedError, or a schema the reference does not know at this opset
+        return False
+    return True
+
+
 def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]) -> Kernel | View | None:
     """The node through the op table, or None (the reason kept) when it does not map."""
     if node.domain not in ("", "ai.onnx") or node.op_type not in MAPPERS:
         return None
     if not node.output or not node.output[0]:
         reasons.setdefault(node.op_type, "its first output is omitted")
+        return None
+    narrow = next((name for name in (*inputs(node), *outs) if context.tensor(name).element_type in _narrow_types()), None)
+    if narrow is not None and node.op_type not in VIEW_OPS:
+        reasons.setdefault(node.op_type, f"the kernels compute on numpy's own element types, not '{context.tensor(narrow).element_type}'")
         return None
     try:
         return map_node(node, context, outs)

@@ -43,8 +43,10 @@ Constant             fill           a Constant that fills its output with one va
 ==================== ============== ================================================
 
 Any other node (or one whose attributes fall outside the table) is still planned: it
-becomes `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params;
-the interpreter cannot run those.
+becomes `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params,
+and, where ONNX's reference implementation can run it (`onnx_import._has_reference`), the
+node itself (`reference_node`), which the interpreter runs with `onnx.reference`
+(`runtime/interp/onnx_reference.py`); the others it cannot run.
 """
 
 from __future__ import annotations
@@ -326,9 +328,10 @@ def _map_reduce(kernel: str, axes_input_from: int):
 
 
 def _map_view(node, graph: Graph) -> Mapped:
-    """The output's static shape is the view's; a shape or axes input must be a constant,
-    so that the shape the program computes is the one inference found."""
-    if len(node.input) > 1 and node.input[1]:
+    """The output's shape is the view's; a shape or axes input must be a constant, or
+    Reshape's shape computed from the kept symbols (`onnx_shapes.infer_value`), so that the
+    shape the program computes is the one inference found."""
+    if len(node.input) > 1 and node.input[1] and not (node.op_type == "Reshape" and node.input[1] in graph.shape_values):
         _constant(graph, node.input[1], "shape input" if node.op_type == "Reshape" else "axes input")
     return View(node.input[0])
 
@@ -405,15 +408,42 @@ def map_node(node, graph: Graph, outs: tuple[str, ...]) -> Mapped:
     return Kernel(mapped.name, mapped.ins, mapped.params, outs[:1])
 
 
-def opaque(node, outs: tuple[str, ...]) -> Kernel:
-    """`onnx.<OpType>` with the node's int, float, string and list attributes as params."""
+def opaque(node, outs: tuple[str, ...], opset: int | None = None) -> Kernel:
+    """`onnx.<OpType>` with the node's int, float, string and list attributes as params;
+    with `opset`, also the node itself (`onnx_node`, `onnx_opset`: see `reference_node`),
+    which the interpreter runs with ONNX's reference implementation."""
     params: dict[str, Attribute] = {}
     for name, value in sorted(attributes(node).items()):
         attribute = _param(value)
         if attribute is not None:
             params[name] = attribute
+    if opset is not None:
+        params["onnx_node"] = StringAttr(reference_node(node, outs))
+        params["onnx_opset"] = _int(opset)
     domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
     return Kernel(f"onnx.{domain}{node.op_type}", tuple(inputs(node)), params, outs)
+
+
+def reference_node(node, outs: tuple[str, ...]) -> str:
+    """The node as the interpreter's `onnx_node` parameter (`runtime/interp/onnx_reference.py`):
+    serialized and base64-encoded, its present inputs renamed `in0, in1, ...` (the kernel's
+    `ins`, in order), the outputs in `outs` renamed `out0, out1, ...` and the others omitted."""
+    import base64
+
+    from onnx import NodeProto
+
+    copy = NodeProto()
+    copy.CopyFrom(node)
+    copy.name = ""  # not part of the semantics; keeps equal nodes equal
+    present = iter(range(len(node.input)))
+    del copy.input[:]
+    copy.input.extend(f"in{next(present)}" if name else "" for name in node.input)
+    written = {name: index for index, name in enumerate(outs)}
+    del copy.output[:]
+    copy.output.extend(f"out{written[name]}" if name in written else "" for name in node.output)
+    while copy.output and not copy.output[-1]:
+        copy.output.pop()
+    return base64.b64encode(copy.SerializeToString(deterministic=True)).decode("ascii")
 
 
 def _param(value: Any) -> Attribute | None:

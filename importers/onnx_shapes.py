@@ -155,10 +155,14 @@ def _quotient(total: Sequence[Dim], known: Sequence[Dim]) -> Dim:
     return normal(mul(constant // known_constant, *factors))
 
 
-def _reshape(node, shape: Shape, constants: Mapping) -> Shape:
-    if len(node.input) < 2 or node.input[1] not in constants:
+def _reshape(node, shape: Shape, constants: Mapping, values: Mapping | None = None) -> Shape:
+    target: list[Dim]
+    if len(node.input) > 1 and values is not None and node.input[1] in values:
+        target = list(values[node.input[1]][0])  # computed from the symbols (`infer_value`)
+    elif len(node.input) < 2 or node.input[1] not in constants:
         raise Unexpressible("its shape input is not a constant")
-    target = [int(v) for v in constants[node.input[1]].reshape(-1)]
+    else:
+        target = [int(v) for v in constants[node.input[1]].reshape(-1)]
     allow_zero = bool(_attributes(node).get("allowzero", 0))
     out: list[Dim | None] = []
     for index, value in enumerate(target):
@@ -203,7 +207,59 @@ def _axes(node, constants: Mapping, rank: int) -> list[int] | None:
     return None
 
 
-def infer_node(node, shapes: Sequence[Shape | None], constants: Mapping) -> Shape | None:
+Value = tuple[tuple[Dim, ...], bool]
+"""A small integer tensor computed from shapes: its elements (dims) and whether it is a scalar."""
+
+
+def infer_value(node, shapes: Mapping[str, Shape], constants: Mapping, values: Mapping[str, Value]) -> Value | None:
+    """The value of `node`'s first output when it computes a shape from the symbols, as
+    `torch.onnx.export` writes `view(b, s, h, d)`: Shape, Gather of constant indices,
+    Unsqueeze, Squeeze, Concat, Slice with constant bounds, Cast and Identity of such values
+    and of constants. None when it is not one (the node runs as it is)."""
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    op, names = node.op_type, [name for name in node.input]
+    found = _attributes(node)
+
+    def value_of(name: str) -> Value | None:
+        if name in values:
+            return values[name]
+        if name in constants:
+            array = constants[name]
+            if array.dtype.kind in "iu" and array.ndim <= 1:
+                return tuple(int(v) for v in array.reshape(-1)), array.ndim == 0
+        return None
+
+    if op == "Shape" and names and names[0] in shapes:
+        shape = tuple(shapes[names[0]])
+        start, end = found.get("start", 0), found.get("end", len(shape))
+        return shape[start:end], False
+    if op in ("Cast", "Identity") and names:
+        return values.get(names[0])
+    if not any(name in values for name in names if name):
+        return None
+    ins = [value_of(name) if name else None for name in names]
+    if ins[0] is None:
+        return None
+    (dims, scalar) = ins[0]
+    if op == "Gather" and len(ins) > 1 and ins[1] is not None and int(found.get("axis", 0)) == 0 and not scalar:
+        picked = tuple(dims[int(index)] for index in ins[1][0])
+        return (picked, True) if ins[1][1] else (picked, False)
+    if op == "Unsqueeze" and scalar:
+        return dims, False
+    if op == "Squeeze" and not scalar and len(dims) == 1:
+        return dims, True
+    if op == "Concat" and all(item is not None and not item[1] for item in ins):
+        return tuple(dim for item in ins if item is not None for dim in item[0]), False
+    if op == "Slice" and not scalar and len(ins) >= 3 and all(item is not None for item in ins[1:]):
+        starts, ends = ins[1][0], ins[2][0]
+        steps = ins[4][0] if len(ins) > 4 and ins[4] is not None else (1,)
+        if len(starts) == 1 and len(ends) == 1 and steps == (1,) and all(isinstance(v, int) for v in (*starts, *ends)):
+            return dims[slice(starts[0], min(ends[0], len(dims)))], False
+    return None
+
+
+def infer_node(node, shapes: Sequence[Shape | None], constants: Mapping, values: Mapping | None = None) -> Shape | None:
     """The first output's shape of `node` from its inputs' (None for an op outside the table).
     Raises Unexpressible when a dimension cannot be expressed."""
     op = node.op_type
@@ -233,7 +289,7 @@ def infer_node(node, shapes: Sequence[Shape | None], constants: Mapping) -> Shap
         total = normal(add(*(shape[axis] for shape in shapes if shape is not None)))
         return (*first[:axis], total, *first[axis + 1:])
     if op == "Reshape":
-        return _reshape(node, first, constants)
+        return _reshape(node, first, constants, values)
     if op == "Flatten":
         axis = _axis(int(found.get("axis", 1)), len(first))
         return (normal(mul(1, *first[:axis])), normal(mul(1, *first[axis:])))

@@ -16,10 +16,18 @@ the element types and static shapes; the symbolic shapes are checked against bot
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from telamalloc.importers.onnx_graph import OnnxImportError, Tensor
-from telamalloc.importers.onnx_shapes import Shape, Unexpressible, check_against_probes, infer_node, unexpressible
+from telamalloc.importers.onnx_shapes import (
+    Shape,
+    Unexpressible,
+    Value,
+    check_against_probes,
+    infer_node,
+    infer_value,
+    unexpressible,
+)
 from telamalloc.runtime.alloc.parametric import RANGE_FORM, SymbolRange
 from telamalloc.runtime.alloc.size_expressions import sym, symbols
 
@@ -44,6 +52,7 @@ class SymbolicModel:
     probe: object  # the model inferred with every symbol at its upper end
     probes: list[tuple[dict[str, int], dict[str, tuple[int, ...] | None]]]  # (values, tensor -> inferred shape)
     inputs: dict[str, Shape]  # the model's inputs' shapes, the kept dimensions symbols
+    values: dict[str, Value] = field(default_factory=dict)  # shape tensors computed from the symbols (`infer_value`)
 
     def shapes(self, graph, tensors: Mapping[str, Tensor | None], constants: Mapping, folded: set[int]) -> dict[str, Tensor]:
         """Every tensor of the graph with its symbolic shape (raises OnnxImportError)."""
@@ -66,8 +75,11 @@ class SymbolicModel:
     def _node(self, node, shapes: dict[str, Shape], constants: Mapping) -> None:
         ins = [shapes.get(name) if name else None for name in node.input]
         outputs = [name for name in node.output if name]
+        value = infer_value(node, shapes, constants, self.values)
+        if value is not None and outputs:
+            self.values[outputs[0]] = value
         try:
-            first = infer_node(node, ins, constants)
+            first = infer_node(node, ins, constants, self.values)
         except Unexpressible as reason:
             used = symbols([dim for shape in ins if shape for dim in shape if not isinstance(dim, int)])
             raise unexpressible(node, outputs[0], str(reason), used or tuple(self.ranges)) from None

@@ -31,7 +31,9 @@ from telamalloc.interop.generic import (
     xdsl_context,
 )
 from telamalloc.interop.mlir_bindings import (
+    element_dtype,
     have_mlir_bindings,
+    jit_unsupported_types,
     mlir_context,
     parse_mlir,
     plan_mlir_module,
@@ -60,6 +62,8 @@ __all__ = [
     "plan_mlir_ops",
     "plan_xdsl_module",
     "print_generic",
+    "element_dtype",
+    "jit_unsupported_types",
     "run_jit",
     "run_pipeline",
     "to_mlir",

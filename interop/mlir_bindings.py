@@ -22,8 +22,14 @@ strided copies too, loading the runner-utils libraries of the bindings (`runtime
 
 from __future__ import annotations
 
-import ctypes
+import json
+import re
+import signal
+import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -31,7 +37,6 @@ from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.extras import install_hint
 from telamalloc.interop.generic import InteropError, parse_generic, print_generic
-from telamalloc.interop.pipelines import LLVM_PIPELINE
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -194,6 +199,23 @@ NUMPY_DTYPES = {
     "i64": np.int64,
     "index": np.int64,
 }
+"""The numpy dtype of each element type MLIR's JIT runs (`JIT_ELEMENT_TYPES`)."""
+
+_WIDER_DTYPES = {
+    "i1": "bool", "ui8": "uint8", "ui16": "uint16", "ui32": "uint32", "ui64": "uint64",
+    "si8": "int8", "si16": "int16", "si32": "int32", "si64": "int64",
+}
+def element_dtype(element: str) -> np.dtype | None:
+    """The numpy dtype of an MLIR element type's text (`f32`, `i1`, `bf16`, `f8E4M3FN`,
+    `i4`, ...): every element type the ONNX importers emit; the narrow floats and
+    integers through ml_dtypes when it is installed. None for a type numpy cannot hold."""
+    if element in NUMPY_DTYPES:
+        return np.dtype(NUMPY_DTYPES[element])
+    if element in _WIDER_DTYPES:
+        return np.dtype(_WIDER_DTYPES[element])
+    from telamalloc.runtime.interp.machine import narrow_dtype
+
+    return narrow_dtype(element)
 
 
 def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None:
@@ -202,29 +224,125 @@ def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None
     `module` is not changed (a copy is lowered with `LLVM_PIPELINE`). Each array must
     have its argument's static shape and element type and be C-contiguous: outputs are
     written into the arrays. The function must return nothing.
+
+    The JIT runs in a child process (`jit_child.py`), joined before this returns: LLVM's
+    and the compiled program's assertions abort the process that runs them (exit 134: a
+    `cf.assert` that fails, such as a lowered parametric plan's capacity check), and an
+    abort there is an `InteropError` here, one line, instead of the end of the caller.
+    Element types the JIT cannot take are refused before it runs (`jit_element_type`).
     """
     _require_bindings()
-    from mlir import execution_engine, ir
-    from mlir import runtime as mlir_runtime
+    from mlir import ir
 
     with module.context:
-        lowered = ir.Module.parse(str(module))
-        function = _find_function(lowered, entry)
-        _check_jit_arguments(function, entry, arrays)
-        function.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-        run_pipeline(lowered, LLVM_PIPELINE)
-        try:
-            engine = execution_engine.ExecutionEngine(lowered, opt_level=2, shared_libs=runtime_libraries())
-        except RuntimeError as error:
+        copy = ir.Module.parse(str(module))  # kept alive while its function is read
+        function = _find_function(copy, entry)
+        unsupported = jit_unsupported_types(module)
+        if unsupported:
             raise InteropError(
-                f"MLIR's JIT cannot compile '@{entry}': {_one_line(error)}; the module may use an "
-                "op that LLVM_PIPELINE does not lower"
-            ) from None
-        descriptors = [
-            ctypes.pointer(ctypes.pointer(mlir_runtime.get_ranked_memref_descriptor(array)))
-            for array in arrays
-        ]
-        engine.invoke(entry, *descriptors)
+                f"MLIR's JIT cannot run '@{entry}': it cannot run element type '{unsupported[0]}'"
+                f"{jit_element_type_hint(unsupported[0])}"
+            )
+        _check_jit_arguments(function, entry, arrays)
+        runtime_libraries()  # a missing library is named here, not by the child
+        with tempfile.TemporaryDirectory(prefix="tela-jit-") as folder:
+            path = Path(folder)
+            (path / "module.mlir").write_text(str(module))
+            (path / "call.json").write_text(json.dumps({
+                "entry": entry, "arguments": len(arrays),
+                "unregistered": bool(module.context.allow_unregistered_dialects),
+            }))
+            for index, array in enumerate(arrays):
+                np.save(path / f"arg{index}.npy", array)
+            child = subprocess.run([sys.executable, "-m", "telamalloc.interop.jit_child", folder],
+                                   capture_output=True, text=True)
+            if child.returncode != 0:
+                raise InteropError(_jit_failure(entry, child.returncode, child.stderr))
+            for index, array in enumerate(arrays):
+                array[...] = np.load(path / f"arg{index}.npy")
+
+
+def _jit_failure(entry: str, status: int, stderr: str) -> str:
+    """One line for a JIT child that failed: MLIR's message, or the signal and the
+    program's last words (a failed `cf.assert` prints its message before the abort)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    lines = [_ASSERTION.sub(r"\1", line) for line in lines]
+    if status > 0:
+        return lines[-1] if lines else f"MLIR's JIT failed running '@{entry}' (exit status {status})"
+    try:
+        name = signal.Signals(-status).name
+    except ValueError:
+        name = f"signal {-status}"
+    said = f": {lines[-1]}" if lines else ""
+    return f"MLIR's JIT aborted running '@{entry}' ({name}{said}); the program or LLVM stopped it"
+
+
+_ASSERTION = re.compile(r"^.*(Assertion `.*' failed)\.?$")  # LLVM's, without its file and function
+
+
+JIT_ELEMENT_TYPES = frozenset({"f16", "f32", "f64", "i8", "i16", "i32", "i64", "index"})
+"""The memref element types MLIR's JIT runs here: each has a numpy dtype that `mlir.runtime`
+passes through ctypes, and LLVM stores it in whole bytes. `i1` is not among them (LLVM's
+store of an `i1` memref element asserts), nor are the sub-byte integers, bf16 and the
+float8 and float4 kinds (no ctypes type)."""
+
+
+def jit_unsupported_types(module: ir.Module) -> list[str]:
+    """The element types of memrefs in `module` (arguments, allocations, globals, views)
+    that MLIR's JIT cannot run, each once, in order of appearance."""
+    from mlir import ir
+
+    found: dict[str, None] = {}
+
+    def note(type_) -> None:
+        if isinstance(type_, ir.TypeAttr):
+            type_ = type_.value
+        if _is_a(type_, ir.MemRefType) or _is_a(type_, ir.UnrankedMemRefType):
+            element = str(ir.ShapedType(type_).element_type)
+            if element not in JIT_ELEMENT_TYPES:
+                found.setdefault(element)
+
+    def visit(operation) -> None:
+        operation = getattr(operation, "operation", operation)
+        for result in operation.results:
+            note(result.type)
+        for index in range(len(operation.attributes)):
+            attribute = operation.attributes[index]
+            if isinstance(attribute.attr, ir.TypeAttr):
+                type_ = attribute.attr.value
+                if _is_a(type_, ir.FunctionType):
+                    for argument in ir.FunctionType(type_).inputs:
+                        note(argument)
+                else:
+                    note(type_)
+        for region in operation.regions:
+            for block in region.blocks:
+                for argument in block.arguments:
+                    note(argument.type)
+                for op in block.operations:
+                    visit(op)
+
+    visit(module.operation)
+    return list(found)
+
+
+def _is_a(type_, kind) -> bool:
+    """Whether an MLIR type is of `kind` (bindings before MLIR 22 test with `isinstance`
+    static methods, later ones downcast)."""
+    test = getattr(kind, "isinstance", None)
+    if test is not None:
+        return bool(test(type_))
+    try:
+        kind(type_)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+def jit_element_type_hint(element: str) -> str:
+    if element == "i1":
+        return " (a memref of i1: LLVM's store of one asserts); verify the program with the interpreter instead"
+    return f" (numpy has no ctypes type for '{element}'); verify the program with the interpreter instead"
 
 
 RUNTIME_LIBRARIES = ("libmlir_c_runner_utils.so", "libmlir_runner_utils.so")
@@ -301,6 +419,8 @@ __all__ = [
     "mlir_context",
     "parse_mlir",
     "plan_mlir_module",
+    "element_dtype",
+    "jit_unsupported_types",
     "run_jit",
     "run_pipeline",
     "to_mlir",

@@ -138,10 +138,35 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         return np.dtype(np.float32)
     if isinstance(element_type, Float64Type):
         return np.dtype(np.float64)
+    narrow = narrow_dtype(str(element_type))
+    if narrow is not None:
+        return narrow
     raise InterpreterError(
         f"element type '{element_type}' is not supported by the interpreter; use i1, i8, "
-        "i16, i32, i64, index, f16, f32 or f64"
+        "i16, i32, i64, index, f16, f32 or f64 (bf16, float8, float4, i2 and i4 with the ml_dtypes package)"
     )
+
+
+_NARROW_DTYPES = {  # element types numpy holds through ml_dtypes (a dependency of onnx): their names there
+    "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2": "float8_e5m2",
+    "f8E5M2FNUZ": "float8_e5m2fnuz", "f8E8M0FNU": "float8_e8m0fnu", "f4E2M1FN": "float4_e2m1fn",
+    "i4": "int4", "ui4": "uint4", "i2": "int2", "ui2": "uint2",
+}
+
+
+def narrow_dtype(element: str) -> np.dtype | None:
+    """The numpy dtype of bfloat16, the float8 and float4 kinds and 2- and 4-bit integers,
+    by their MLIR names (`bf16`, `f8E4M3FN`, `i4`; one byte each, as `element_byte_width`
+    lays them out), through ml_dtypes when it is installed; None for any other type."""
+    name = _NARROW_DTYPES.get(element)
+    if name is None:
+        return None
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    dtype = getattr(ml_dtypes, name, None)
+    return None if dtype is None else np.dtype(dtype)
 
 
 def integer_width(type_: Attribute) -> int:

@@ -1,5 +1,5 @@
 """The scratchpad dialect's ops (alloc, dealloc, dma, kernel, arena, view) on the virtual
-accelerator; kernels run from `kernels.py`.
+accelerator; kernels run from `kernels.py`, ONNX nodes without one from `onnx_reference.py`.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from telamalloc.runtime.interp.machine import (
     resolve_shape,
     shape_text,
 )
+from telamalloc.runtime.interp.onnx_reference import is_reference_kernel, run_reference_kernel
 
 
 def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
@@ -139,7 +140,14 @@ class ScratchpadFunctions(InterpreterFunctions):
             self.machine.check_read(op, value, what)
         self.machine.check_disjoint(op, read, written, _in_place_pairs(op))
         try:
-            run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
+            if is_reference_kernel(op.kernel_name, params):  # an ONNX node: ONNX's reference implementation
+                arrays = [v.array() for v in outs]
+                results = run_reference_kernel(op.kernel_name, [v.array() for v in ins], arrays, params)
+                with np.errstate(all="ignore"):
+                    for array, result in zip(arrays, results, strict=True):
+                        array[...] = result.astype(array.dtype, copy=False)
+            else:
+                run_kernel(op.kernel_name, [v.array() for v in ins], [v.array() for v in outs], params)
         except KernelError as error:
             raise InterpreterError(str(error), op) from None
         for value in outs:

@@ -308,4 +308,8 @@ def test_training_mode_nodes_are_planned_but_not_mapped(opset, node, reason):
     case = Case(node.op_type, [node], {"a": _x(2, 3, 4, 4)}, (2, 3, 4, 4), initializers=initializers, opset=opset)
     model = _model(case)
     imported = import_onnx(model)
-    assert imported.planned_only == {node.op_type: 1} and imported.reasons == {node.op_type: reason}
+    assert imported.reasons == {node.op_type: reason}
+    if node.op_type == "Dropout":  # training without a seed: its mask is random, not run by the reference either
+        assert imported.planned_only == {"Dropout": 1}
+    else:
+        assert imported.planned_only == {} and imported.runnable == {node.op_type: "onnx-reference"}

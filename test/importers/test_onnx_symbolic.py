@@ -142,9 +142,10 @@ def test_an_output_whose_shape_is_computed_asks_for_dim():
     assert "memref<1x1x3x2xf32>" in str(fixed)
 
 
-def test_nodes_whose_kernel_needs_a_symbolic_extent_are_planned_only():
+def test_nodes_whose_kernel_needs_a_symbolic_extent_run_on_the_reference():
     """A global max pool's window and SAME padding are numbers in the kernel's params: over
-    a symbolic extent the node is still imported and planned, as an opaque kernel."""
+    a symbolic extent the node is imported and planned as an ONNX node the interpreter runs
+    with ONNX's reference implementation."""
     nodes = [helper.make_node("Conv", ["x", "w"], ["c"], auto_pad="SAME_UPPER", strides=[2, 2]),
              helper.make_node("GlobalMaxPool", ["c"], ["y"])]
     graph = helper.make_graph(
@@ -152,7 +153,8 @@ def test_nodes_whose_kernel_needs_a_symbolic_extent_are_planned_only():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 1, 1])],
         [numpy_helper.from_array(np.ones((2, 3, 3, 3), dtype=np.float32), "w")])
     imported = import_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
-    assert imported.planned_only == {"Conv": 1, "GlobalMaxPool": 1}
+    assert imported.planned_only == {}  # ONNX's reference implementation runs them
+    assert imported.runnable == {"Conv": "onnx-reference", "GlobalMaxPool": "onnx-reference"}
     assert "symbolic extent" in imported.reasons["Conv"] and "symbolic extent" in imported.reasons["GlobalMaxPool"]
     assert "memref<1x2x?x4xf32, #scratchpad.space>" in str(imported.module)  # ceildiv(h, 2) rows
 

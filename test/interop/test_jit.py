@@ -273,3 +273,47 @@ def test_missing_runtime_libraries_are_named(tmp_path, monkeypatch):
     monkeypatch.setattr(bundled_tools, "mlir_package_dir", lambda: tmp_path)
     with pytest.raises(InteropError, match=r"the MLIR runtime library '.*/lib/libmlir_c_runner_utils.so' is missing; reinstall"):
         runtime_libraries()
+
+
+def test_an_abort_of_the_jitted_program_is_one_error_not_the_end_of_the_process():
+    # a failed cf.assert (as a lowered parametric plan's capacity check) aborts the process
+    # running it: exit 134 before the JIT ran in a child
+    source = """
+func.func @f(%x: memref<4xf32>) {
+  %false = arith.constant false
+  cf.assert %false, "capacity exceeded"
+  return
+}
+"""
+    with ir.Context():
+        module = ir.Module.parse(source)
+        with pytest.raises(InteropError, match=r"^MLIR's JIT aborted running '@f' \(SIGABRT"):
+            run_jit(module, "f", [np.zeros(4, np.float32)])
+
+
+@pytest.mark.parametrize("element, array", [("i1", np.zeros(4, np.bool_)), ("bf16", np.zeros(4, np.uint16))])
+def test_an_element_type_the_jit_cannot_run_is_refused_before_it(element, array):
+    # storing an i1 memref element asserts in MLIR's MemRefToLLVM (an abort); bf16 has no ctypes type
+    source = f"""
+func.func @f(%x: memref<4x{element}>) {{
+  %c1 = arith.constant 1 : index
+  %v = memref.load %x[%c1] : memref<4x{element}>
+  memref.store %v, %x[%c1] : memref<4x{element}>
+  return
+}}
+"""
+    with ir.Context():
+        module = ir.Module.parse(source)
+        with pytest.raises(InteropError, match=f"cannot run element type '{element}'"):
+            run_jit(module, "f", [array])
+
+
+def test_the_dtype_table_covers_every_element_type_the_importers_emit():
+    from telamalloc.interop import element_dtype
+
+    pytest.importorskip("ml_dtypes")
+    expected = {"i1": "bool", "i8": "int8", "ui8": "uint8", "i64": "int64", "index": "int64", "f16": "float16",
+                "bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2FNUZ": "float8_e5m2fnuz", "i4": "int4",
+                "ui4": "uint4", "i2": "int2", "f4E2M1FN": "float4_e2m1fn"}
+    assert {element: str(element_dtype(element)) for element in expected} == expected
+    assert element_dtype("!torch.str") is None

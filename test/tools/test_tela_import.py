@@ -44,15 +44,19 @@ def test_writes_the_program_and_notes_ops_the_interpreter_cannot_run(models, tmp
     assert "// Planned only (no interpreter kernel): none.\n" in text
     assert 'scratchpad.kernel "layer-norm"' in text
     graph = helper.make_graph(
-        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.INT32), helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT)],
+        [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.INT32), helper.make_node("Cast", ["h"], ["c"], to=TensorProto.FLOAT),
+         helper.make_node("RandomUniformLike", ["c"], ["r"]), helper.make_node("RandomUniformLike", ["r"], ["y"])],
         "casts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
     )
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "casts.onnx")
     assert main([str(tmp_path / "casts.onnx"), "-o", str(tmp_path / "casts.mlir")]) == 0
-    assert capsys.readouterr().err.splitlines() == [
-        "tela-import: note: 2 'Cast' nodes planned as 'onnx.Cast' (no interpreter kernel); tela-run cannot execute them"
+    assert capsys.readouterr().err.splitlines() == [  # Cast runs on ONNX's reference implementation; a random op does not
+        "tela-import: note: 2 'RandomUniformLike' nodes planned as 'onnx.RandomUniformLike' (no interpreter kernel); "
+        "tela-run cannot execute them"
     ]
-    assert "// Planned only (no interpreter kernel): Cast (2).\n" in (tmp_path / "casts.mlir").read_text()
+    text = (tmp_path / "casts.mlir").read_text()
+    assert "// Interpreter kernels: Cast -> onnx-reference.\n" in text
+    assert "// Planned only (no interpreter kernel): RandomUniformLike (2).\n" in text
 
 
 def test_views_are_counted_in_the_header(models, capsys):
@@ -110,7 +114,8 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
 PREFIX = "tela-import: error: "
 SUPPORTED = (
     "the supported element types are 'FLOAT', 'DOUBLE', 'FLOAT16', 'BFLOAT16', 'INT8', 'INT16', 'INT32', "
-    "'INT64', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'BOOL': export the model with one of them"
+    "'INT64', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'BOOL', 'INT4', 'UINT4', 'INT2', 'UINT2', 'FLOAT8E4M3FN', "
+    "'FLOAT8E4M3FNUZ', 'FLOAT8E5M2', 'FLOAT8E5M2FNUZ', 'FLOAT8E8M0', 'FLOAT4E2M1': export the model with one of them"
 )
 NO_STATIC_SHAPE = "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
 
@@ -168,7 +173,7 @@ IMPORT_CASES = [
      _save([helper.make_node("MatMul", ["a", "b"], ["c"])], [_value("a", shape=(2, 3)), _value("b", shape=(4, 5))], [_value("c", shape=(2, 5))]),
      [], "bad.onnx: ONNX shape inference failed: [ShapeInferenceError] Inference error(s): (op_type:MatMul): "
          "[ShapeInferenceError] Incompatible dimensions for matrix multiplication; "
-         "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True) accepts it"),
+         "fix the model until onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True) accepts it"),
     ("shape-not-expressible",
      _save([helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2])],
            [_value("x", shape=(1, 1, "h", 4))], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],

@@ -1,0 +1,95 @@
+"""bench/onnx_conformance on a representative subset of ONNX's backend tests: every case that
+runs matches ONNX's expected outputs, none crashes, and a wrong number would be caught.
+The whole suite is the benchmark's (docs/benchmarks.md, section onnx_conformance).
+Generating ONNX's node cases (importing the onnx package's case modules) takes ~5 s, once."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.machinery
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx")
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "bench" / "onnx_conformance"
+_LOADER = importlib.machinery.SourceFileLoader("onnx_conformance", str(SCRIPT))
+_SPEC = importlib.util.spec_from_loader("onnx_conformance", _LOADER)
+conformance = importlib.util.module_from_spec(_SPEC)
+sys.modules["onnx_conformance"] = conformance  # dataclasses look their module up
+_LOADER.exec_module(conformance)
+
+# Cases that run and match: elementwise, broadcasting, matmul, conv, pooling, softmax,
+# normalizations, global pooling, views, integer and boolean tensors.
+MATCHING = (
+    "test_abs", "test_add_bcast", "test_matmul_3d", "test_gemm_all_attributes", "test_conv_with_strides_padding",
+    "test_maxpool_2d_pads", "test_averagepool_2d_ceil", "test_softmax_axis_0", "test_batchnorm_epsilon",
+    "test_globalaveragepool", "test_leakyrelu", "test_flatten_axis2",
+    "test_transpose_all_permutations_3", "test_concat_3d_axis_1", "test_clip_default_int8_inbounds",
+    "test_lrn", "test_relu", "test_erf", "test_sum_one_input",
+    # on ONNX's reference implementation: no hand-written kernel, or attributes outside it, or
+    # a second output read, or an element type through ml_dtypes
+    "test_less", "test_where_example", "test_top_k", "test_attention_3d", "test_div_int8", "test_maxpool_1d_default",
+    "test_layer_normalization_4d_axis1", "test_reduce_sum_keepdims_example", "test_cast_FLOAT_to_BFLOAT16",
+    "test_cast_FLOAT_to_INT4", "test_dequantizelinear_float4e2m1",
+)
+# Cases refused or not run today, each for another reason (they may run one day: then they move above).
+OTHERS = ("test_string_concat", "test_sequence_insert_at_front", "test_constantofshape_float_ones")
+
+
+@pytest.fixture(scope="module")
+def cases():
+    found = conformance.all_cases(["node"], set(MATCHING + OTHERS), None)
+    assert {case.name for case in found} == set(MATCHING + OTHERS)
+    return {case.name: case for case in found}
+
+
+@pytest.mark.parametrize("name", MATCHING)
+def test_the_case_runs_and_matches_onnx(cases, name):
+    outcome = conformance.run_case(cases[name])
+    assert outcome.outcome == "match", outcome
+
+
+@pytest.mark.parametrize("name", OTHERS)
+def test_a_case_that_does_not_run_says_why(cases, name):
+    outcome = conformance.run_case(cases[name])
+    assert outcome.outcome in ("refused", "not run", "match"), outcome
+    assert outcome.outcome == "match" or outcome.reason
+
+
+def test_a_wrong_expected_output_is_caught(cases):
+    case = cases["test_relu"]
+    wrong = tuple(np.asarray(value) + np.asarray(1, dtype=value.dtype) for value in case.outputs)
+    outcome = conformance.run_case(dataclasses.replace(case, outputs=wrong))
+    assert outcome.outcome == "WRONG" and "elements differ" in outcome.detail
+
+
+def test_the_comparison_is_onnx_s():
+    assert conformance.compare(np.float32([1.0, np.nan]), np.float32([1.0005, np.nan]), 1e-3, 1e-7)[:2] == (True, False)
+    assert not conformance.compare(np.float32([1.0]), np.float32([1.01]), 1e-3, 1e-7)[0]
+    assert not conformance.compare(np.int64([2]), np.int64([3]), 1e-3, 1e-7)[0]
+    assert conformance.compare(np.int64([2, 3]), np.int64([2, 3]), 1e-3, 1e-7)[:2] == (True, True)
+
+
+@pytest.mark.slow  # a second process generates every node case again (~5 s)
+def test_the_script_prints_the_table():
+    names = ",".join(("test_abs", "test_string_concat", "test_attention_3d"))
+    result = subprocess.run([sys.executable, str(SCRIPT), "--directories", "node", "--cases", names],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert next(line for line in lines if line.startswith("node")).split()[1] == "3"
+    assert any("element type STRING" in line for line in lines)
+    assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_case_is_a_usage_error(cases, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        conformance.main(["--directories", "node", "--cases", "test_no_such_case"])
+    assert stopped.value.code == 2 and "test_no_such_case" in capsys.readouterr().err
