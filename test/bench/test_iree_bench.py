@@ -33,7 +33,7 @@ def test_bench_iree_measures_a_model_and_checks_irees_allocations() -> None:
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "| inception_v1               |     1 |     62 |   8,624,192 |    7,018,048 |" in result.stdout
-    assert "| dynamic_attention |      8 |       8 |" in result.stdout
+    assert "| dynamic_attention          |      8 |       8 |" in result.stdout
 
 
 def _bench_iree():
