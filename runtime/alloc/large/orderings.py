@@ -20,6 +20,8 @@ NAMES = tuple(spec[0] for spec in FIXED_ORDERINGS)
 RANDOM = "random-"
 _INDEX = {name: index for index, name in enumerate(NAMES)}
 GREEDY = ("best-fit", "first-fit")  # exactly the greedy baselines' layouts
+ROBUST = "start"  # placed by the start sweep: O(log m) per buffer whatever the fragmentation
+GREEDY_BY_COST = ("first-fit", "best-fit")  # the greedy orderings, the cheaper first (it stops at the first gap)
 
 
 def index_of(name: str) -> int:
@@ -52,9 +54,19 @@ def schedule_for(count: int, config: LargeConfig) -> tuple[str, ...]:
     return config.huge_schedule if count > config.huge_buffers else config.schedule
 
 
-def floor_for(count: int, config: LargeConfig) -> tuple[str, ...]:
-    """The floor for ``count`` buffers (``huge_floor`` above ``huge_buffers``)."""
-    return config.huge_floor if count > config.huge_buffers else config.floor
+def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[str, ...]:
+    """The floor for ``count`` buffers (``huge_floor`` above ``huge_buffers``). ``limited``
+    (under a time limit): cheapest-robust first, so that the limit, striking anywhere, has
+    the cheapest layouts done and kept: ``ROBUST`` (when in the floor: its cost never
+    depends on the fragmentation), then the greedy baselines' orderings (``GREEDY_BY_COST``,
+    in the floor or not: the answer is then never worse than a greedy layout that was
+    complete within the limit), then the floor's other members in their order. An empty
+    floor stays empty (the schedule alone, as configured)."""
+    floor = config.huge_floor if count > config.huge_buffers else config.floor
+    if not limited or not floor:
+        return floor
+    robust = (ROBUST,) if ROBUST in floor else ()
+    return robust + GREEDY_BY_COST + tuple(name for name in floor if name != ROBUST and name not in GREEDY)
 
 
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:
