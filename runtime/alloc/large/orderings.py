@@ -58,15 +58,18 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     """The floor for ``count`` buffers (``huge_floor`` above ``huge_buffers``). ``limited``
     (under a time limit): cheapest-robust first, so that the limit, striking anywhere, has
     the cheapest layouts done and kept: ``ROBUST`` (when in the floor: its cost never
-    depends on the fragmentation), then the greedy baselines' orderings (``GREEDY_BY_COST``,
-    in the floor or not: the answer is then never worse than a greedy layout that was
-    complete within the limit), then the floor's other members in their order. An empty
-    floor stays empty (the schedule alone, as configured)."""
+    depends on the fragmentation), then first-fit, the floor's other members in their
+    order, and best-fit last (the greedy baselines' orderings, in the floor or not: the
+    answer is never worse than a greedy layout complete within the limit; best-fit costs
+    more than first-fit and its layout was below first-fit's on no family of the suite,
+    docs/decisions.md). An empty floor stays empty (the schedule alone, as configured)."""
     floor = config.huge_floor if count > config.huge_buffers else config.floor
     if not limited or not floor:
         return floor
     robust = (ROBUST,) if ROBUST in floor else ()
-    return robust + GREEDY_BY_COST + tuple(name for name in floor if name != ROBUST and name not in GREEDY)
+    first, *rest = GREEDY_BY_COST
+    others = tuple(name for name in floor if name != ROBUST and name not in GREEDY)
+    return robust + (first,) + others + tuple(rest)
 
 
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:
