@@ -210,7 +210,7 @@ class LargeConfig:
     the best kept; the schedule and the improvement steps start from it, so the answer is
     never worse than its best member. Orderings of the floor are not run again in the
     schedule. Under a time limit it runs cheapest-robust first, with both greedy baselines'
-    orderings (``orderings.floor_for``)."""
+    orderings (``orderings.floor_for``; not above ``huge_buffers``)."""
     huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit")
     """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit there)."""
     schedule: tuple[str, ...] = SCHEDULE

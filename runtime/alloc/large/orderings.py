@@ -61,14 +61,17 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     depends on the fragmentation), then first-fit, the floor's other members in their
     order, and best-fit last (the greedy baselines' orderings, in the floor or not: the
     answer is never worse than a greedy layout complete within the limit; best-fit costs
-    more than first-fit and its layout was below first-fit's on no family of the suite,
+    more than first-fit and its layout was below first-fit's on no family of the suite).
+    Above ``huge_buffers`` the configured huge floor (the greedy orderings' queries take
+    4-10 s of a 10 s limit there: added, even after the floor's others, they left deepnet
+    at 10^6 at 1.0620 where the schedule reaches 1.0110, below first-fit's 1.0177;
     docs/decisions.md). An empty floor stays empty (the schedule alone, as configured)."""
     floor = config.huge_floor if count > config.huge_buffers else config.floor
-    if not limited or not floor:
+    if not limited or not floor or count > config.huge_buffers:
         return floor
     robust = (ROBUST,) if ROBUST in floor else ()
-    first, *rest = GREEDY_BY_COST
     others = tuple(name for name in floor if name != ROBUST and name not in GREEDY)
+    first, *rest = GREEDY_BY_COST
     return robust + (first,) + others + tuple(rest)
 
 
