@@ -116,8 +116,8 @@ def plan_mlir_ops(
     of any copy of MLIR's Python bindings (upstream's `mlir`, IREE's `iree.compiler`, ...),
     in place (see the module doc). `options` are `tela-plan`'s, the fields of
     `telamalloc.passes.options.PlanOptions` (`capacity`, `alignment`, `mode`, `time_limit`,
-    `algorithm`, `memory_space`, `lifetimes`, `on_overflow`, `assign_memory`; `dims`: the
-    ranges of symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the
+    `algorithm`, `effort` (the large planner's work, without `time_limit`), `memory_space`,
+    `lifetimes`, `on_overflow`, `assign_memory`; `dims`: the ranges of symbolic dimensions, `NAME=LO..HI[@HINT]` separated by spaces, over the
     arguments' `scratchpad.dim(s)` attributes; the output paths `report_json`, `layout`,
     `html`, `plot`, `dump_problem`, written as `tela-plan` writes them; `schedule`: 'none',
     the default, or the `tela-schedule` method that reorders the ops first, as

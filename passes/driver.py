@@ -206,7 +206,7 @@ def _plan_one(view: IRView, module: Any, function_problem: FunctionProblem, opti
                 report.write(format_report_line(fallback) + "\n")
             return [plan, fallback]
     else:
-        plan = solve_function(function_problem, options.mode, options.time_limit, options.algorithm)
+        plan = solve_function(function_problem, options.mode, options.time_limit, options.algorithm, options.effort)
     if plan.parametric is None and policy == "spill" and not plan.solution.ok and options.fit:
         if function_problem.memory is not None and not isinstance(options.memory_space, str):
             raise PassFailedAtOp(
@@ -231,7 +231,7 @@ def _spill(view: IRView, function_problem: FunctionProblem, options: PlanOptions
         function_problem,
         function_problem.selection,
         options.alignment,
-        lambda problem: solve_function(problem, options.mode, options.time_limit, options.algorithm),
+        lambda problem: solve_function(problem, options.mode, options.time_limit, options.algorithm, options.effort),
         options.time_limit,
         view.spill_rewriter(),
     )
@@ -252,7 +252,7 @@ def spilled_fallback(view: IRView, module: Any, function_problem: FunctionProble
     clone_view = rewriter.view_of(clone)
     copy = collect_function(rewriter.function(clone), dataclasses.replace(selection, view=clone_view),
                             function_problem.capacity, options.alignment, function_problem.rule)
-    plan = solve_function(copy, options.mode, options.time_limit, options.algorithm)
+    plan = solve_function(copy, options.mode, options.time_limit, options.algorithm, options.effort)
     if plan.solution.ok:
         return clone, plan
     spilled_copy, _, spilled_plan = _spill(clone_view, copy, options)

@@ -41,6 +41,7 @@ _EXPECTED = {
     "alignment": "a power of two in bytes, e.g. 'alignment=64'",
     "mode": " or ".join(f"'{mode}'" for mode in MODES),
     "algorithm": ", ".join(f"'{name}'" for name in ALGORITHMS),
+    "effort": "a whole number >= 1, e.g. 'effort=4' (without time-limit)",
     "time-limit": "a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'",
     "memory-space": "a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=l2'",
     "dump-problem": "a file path, e.g. 'dump-problem=plan.csv'",
@@ -116,6 +117,11 @@ def _check_time_limit(time_limit: object) -> None:
         raise ValueError(f"invalid time-limit '{time_limit}'; expected {_accepted('time-limit')}")
 
 
+def _check_effort(effort: object) -> None:
+    if effort is not None and (not _is_int(effort) or effort < 1):  # type: ignore[operator]
+        raise ValueError(f"invalid effort '{effort}'; expected {_accepted('effort')}")
+
+
 def _check_memory_space(memory_space: object) -> None:
     if memory_space is not None and not (isinstance(memory_space, str) and memory_space) and (
         not _is_int(memory_space) or memory_space < 0  # type: ignore[operator]
@@ -175,6 +181,7 @@ _CHECKS = {
     "mode": _check_mode,
     "algorithm": _check_algorithm,
     "time_limit": _check_time_limit,
+    "effort": _check_effort,
     "memory_space": _check_memory_space,
     "dump_problem": _path_check("dump-problem"),
     "report_file": _path_check("report-file"),
@@ -212,6 +219,7 @@ class PlanOptions:
     mode: str | Mode = "fit"
     time_limit: float | None = None
     algorithm: str = DEFAULT_ALGORITHM
+    effort: int | None = None  # LargeConfig.effort; None: its default
     dump_problem: str | None = None
     memory_space: int | str | None = None
     on_overflow: str | None = None
@@ -227,6 +235,9 @@ class PlanOptions:
 
     def __post_init__(self) -> None:
         check_options({field.name: getattr(self, field.name) for field in dataclasses.fields(self)})
+        if self.effort is not None and self.time_limit is not None:
+            raise ValueError(f"invalid effort '{self.effort}' with time-limit '{self.time_limit:g}': effort is a work "
+                             "budget for planning without a time limit (under one the clock governs); drop one")
 
     @property
     def fit(self) -> bool:
@@ -257,6 +268,10 @@ class PlanningOptions(ModulePass):
 
     algorithm: str = PlanOptions.algorithm
     """'telamalloc' (exact search), 'best-fit' or 'first-fit' (greedy baselines)."""
+
+    effort: int | None = None
+    """Without `time-limit`: N times the large planner's default work (more search, the same
+    layout on every run and machine; functions above its threshold of buffers); default: 1."""
 
     dump_problem: str | None = None
     """Write each function's problem as a MiniMalloc CSV here, before solving (for replay)."""

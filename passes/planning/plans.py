@@ -11,6 +11,7 @@ report line. Plain data over the IR view of the problem: the same on every front
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +22,8 @@ from telamalloc.passes.analysis.collect import FunctionProblem
 from telamalloc.passes.diagnostics import PassFailedAtOp, current_progress_stream, emit_remark
 from telamalloc.passes.planning.parametric import describe_ranges
 from telamalloc.passes.rewrite.spill import SpillSummary
-from telamalloc.runtime.alloc.api import solve
+from telamalloc.runtime.alloc.api import Params, solve
+from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.parametric import ParametricPlan
 from telamalloc.runtime.alloc.problem import Mode, ProblemError, Solution, Status
 from telamalloc.runtime.alloc.validate import validate
@@ -52,7 +54,8 @@ class FunctionPlan:
 
 
 def solve_function(
-    function_problem: FunctionProblem, mode: str | Mode, time_limit: float | None, algorithm: str
+    function_problem: FunctionProblem, mode: str | Mode, time_limit: float | None, algorithm: str,
+    effort: int | None = None,
 ) -> FunctionPlan:
     func = function_problem.func
     if Mode(mode) is Mode.FIT and function_problem.capacity is None:
@@ -64,6 +67,8 @@ def solve_function(
         )
     problem = function_problem.problem()
     arguments = dict(capacity=function_problem.capacity, mode=mode, time_limit=time_limit, algorithm=algorithm)
+    if effort is not None:  # the large planner's work (LargeConfig.effort); every other default kept
+        arguments["params"] = Params(large=dataclasses.replace(LargeConfig(), effort=effort))
     stream = current_progress_stream()
     try:
         if stream is None:

@@ -209,7 +209,8 @@ class LargeConfig:
     """The floor: plain orderings placed first, each a whole layout with no step after it,
     the best kept; the schedule and the improvement steps start from it, so the answer is
     never worse than its best member. Orderings of the floor are not run again in the
-    schedule."""
+    schedule. Under a time limit it runs cheapest-robust first, with both greedy baselines'
+    orderings (``orderings.floor_for``; not above ``huge_buffers``)."""
     huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit")
     """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit there)."""
     schedule: tuple[str, ...] = SCHEDULE

@@ -173,7 +173,7 @@ MLIR_CASES = [
      "'.html' file path, e.g. 'html=plan.html'"),
     ("pass-option-unknown", "tela-opt", SMALL, ["-p", "tela-plan{bogus=1}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{bogus=1}': unknown option 'bogus' of 'tela-plan'; the options "
-     "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', "
+     "are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'effort', 'dump-problem', 'report', 'report-file', "
      "'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'inplace', 'dims'"),
     ("pass-option-on-overflow-invalid", "tela-opt", SMALL, ["-p", "tela-plan{on-overflow=later}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{on-overflow=later}': invalid on-overflow 'later'; expected "

@@ -15,6 +15,7 @@ argument names aside: MLIR keeps no SSA names), or the same failure. Needs the `
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import re
@@ -50,6 +51,7 @@ FEATURES = {
     "fit": (EXAMPLES / "mlp.mlir", {}),
     "minimize": (EXAMPLES / "attention.mlir", {"mode": "minimize"}),
     "time-limit": (EXAMPLES / "attention.mlir", {"mode": "minimize", "time_limit": 60.0}),
+    "effort": (EXAMPLES / "attention.mlir", {"mode": "minimize", "algorithm": "large", "effort": 2}),
     "best-fit": (EXAMPLES / "conv_relu_pool.mlir", {"mode": "minimize", "algorithm": "best-fit"}),
     "lifetimes=alloc": (EXAMPLES / "conv_relu_pool.mlir", {"mode": "minimize", "lifetimes": "alloc"}),
     "control flow": (EXAMPLES / "residual_loop.mlir", {"mode": "minimize"}),
@@ -208,3 +210,37 @@ def test_every_feature_plans_something_or_fails_as_stated(tmp_path: Path) -> Non
         assert ("error" in result) == (feature in ("does not fit", "calls past the capacity")), feature
         if "plans" in result:
             assert result["plans"], feature
+
+
+def test_effort_reaches_the_large_planner_on_both_front_ends(monkeypatch) -> None:
+    """`effort` is passed by the one planning driver to the large planner
+    (`LargeConfig.effort`) from `plan_module` and `plan_mlir_ops` alike, every other
+    default kept; without it the defaults are untouched; with a time limit both refuse it."""
+    from telamalloc.passes.planning import plans
+    from telamalloc.runtime.alloc.config import LargeConfig
+
+    seen: list[object] = []
+    real_solve = plans.solve
+
+    def recorded(problem, **arguments):
+        seen.append(arguments.get("params"))
+        return real_solve(problem, **arguments)
+
+    monkeypatch.setattr(plans, "solve", recorded)
+    text = (EXAMPLES / "attention.mlir").read_text()
+    options = {"mode": "minimize", "algorithm": "large"}
+    for effort in (None, 3):
+        given = options | ({} if effort is None else {"effort": effort})
+        seen.clear()
+        xdsl = _xdsl(text, given)
+        from_xdsl = list(seen)
+        seen.clear()
+        assert _mlir(_generic(text), given) == xdsl and seen == from_xdsl and seen
+        if effort is None:
+            assert seen == [None] * len(seen)
+        else:
+            assert all(params.large == dataclasses.replace(LargeConfig(), effort=effort) for params in seen)
+    for plan in (lambda: plan_module(parse_program(xdsl_context(), text, "feature.mlir"), effort=2, time_limit=1.0),
+                 lambda: plan_mlir_ops(parse_mlir(_generic(text)), effort=2, time_limit=1.0)):
+        with pytest.raises(ValueError, match="invalid effort '2' with time-limit '1': effort is a work budget"):
+            plan()

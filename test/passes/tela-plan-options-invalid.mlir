@@ -6,6 +6,8 @@
 // RUN: not tela-opt %s -p 'tela-plan{mode=fastest}' 2>&1 | filecheck %s --check-prefix=MODE
 // RUN: not tela-opt %s -p 'tela-plan{algorithm=magic}' 2>&1 | filecheck %s --check-prefix=ALGORITHM
 // RUN: not tela-opt %s -p 'tela-plan{time-limit=soon}' 2>&1 | filecheck %s --check-prefix=TIME
+// RUN: not tela-opt %s -p 'tela-plan{effort=0}' 2>&1 | filecheck %s --check-prefix=EFFORT
+// RUN: not tela-opt %s -p 'tela-pipeline{effort=2 time-limit=1s}' 2>&1 | filecheck %s --check-prefix=EFFORT-LIMIT
 // RUN: not tela-opt %s -p 'tela-plan{report=maybe}' 2>&1 | filecheck %s --check-prefix=REPORT
 // RUN: not tela-opt %s -p 'tela-plan{memory-space=-1}' 2>&1 | filecheck %s --check-prefix=SPACE
 // RUN: not tela-opt %s -p 'tela-plan{colour=blue}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
@@ -24,7 +26,9 @@
 // TIME: tela-opt: error: invalid pass pipeline 'tela-plan{time-limit=soon}': invalid time-limit 'soon'; expected a duration >= 0, in seconds or with a unit, e.g. 'time-limit=2.5', 'time-limit=10s' or 'time-limit=500ms'
 // REPORT: tela-opt: error: invalid pass pipeline 'tela-plan{report=maybe}': invalid report 'maybe'; expected 'true' or 'false'
 // SPACE: tela-opt: error: invalid pass pipeline 'tela-plan{memory-space=-1}': invalid memory-space '-1'; expected a non-negative integer memory space, e.g. 'memory-space=3', or a memory's name, e.g. 'memory-space=l2'
-// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'inplace', 'dims'
+// EFFORT: tela-opt: error: invalid pass pipeline 'tela-plan{effort=0}': invalid effort '0'; expected a whole number >= 1, e.g. 'effort=4' (without time-limit)
+// EFFORT-LIMIT: tela-opt: error: invalid pass pipeline 'tela-pipeline{effort=2 time-limit=1s}': invalid effort '2' with time-limit '1': effort is a work budget for planning without a time limit (under one the clock governs); drop one
+// UNKNOWN: tela-opt: error: invalid pass pipeline 'tela-plan{colour=blue}': unknown option 'colour' of 'tela-plan'; the options are 'capacity', 'alignment', 'mode', 'time-limit', 'algorithm', 'effort', 'dump-problem', 'report', 'report-file', 'memory-space', 'plot', 'report-json', 'html', 'on-overflow', 'assign-memory', 'layout', 'lifetimes', 'inplace', 'dims'
 // LIFETIMES: tela-opt: error: invalid pass pipeline 'tela-plan{lifetimes=first-use}': invalid lifetimes 'first-use'; expected 'first-write' or 'alloc'
 // PRINT-LIFETIMES: tela-opt: error: invalid pass pipeline 'test-print-liveness{lifetimes=alloca}': invalid lifetimes 'alloca'; expected 'first-write' or 'alloc'
 // HTML: tela-opt: error: invalid pass pipeline 'tela-plan{html="plan.svg"}': invalid html 'plan.svg'; expected a '.html' file path, e.g. 'html=plan.html'

@@ -73,7 +73,8 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         elif second is not None:
             missed = second.begin  # once the first ordering misses the goal
         made = planner(*arrays, config=config.placement)  # indexed once for all of this lane's orderings
-        lane = Lane(planning, made, fixed, orderings_without_limit(count, config), floor=floor_for(count, config),
+        lane = Lane(planning, made, fixed, orderings_without_limit(count, config),
+                    floor=floor_for(count, config, limited=stop is not None),
                     skipped=second if second is not None else (),  # its orderings while it runs them
                     done=None if second is None else (lambda: second.at_goal), missed=missed)
         best, best_peak, info = lane.plan()

@@ -6,20 +6,23 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from telamalloc import Params, ProblemError, solve, validate
 from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.generators.families import generate
 from telamalloc.runtime.alloc.large import _large, improve
-from telamalloc.runtime.alloc.large.orderings import name_of, orderings_without_limit
+from telamalloc.runtime.alloc.large.orderings import GREEDY_BY_COST, floor_for, name_of, orderings_without_limit
 
 DEFAULT = LargeConfig()
 FAMILIES = ("crossing", "growing", "dynamic-storage", "routing", "huge-and-tiny", "deepnet")
 
 
-def _recorded_orderings(monkeypatch) -> list[str]:
-    """The list gets the name of each ordering the planner places, in order (not re-sweeps)."""
+def _recorded_orderings(monkeypatch, cancel: np.ndarray | None = None, after: int = 0) -> list[str]:
+    """The list gets the name of each ordering the planner places, in order (not re-sweeps).
+    ``cancel`` is raised as soon as ``after`` orderings are placed: a time limit that
+    strikes right there, without a clock."""
     names: list[str] = []
     real_planner = _large.planner
 
@@ -30,7 +33,10 @@ def _recorded_orderings(monkeypatch) -> list[str]:
         def run(self, **options):
             if options.get("swept") is None:
                 names.append(name_of(options["first"]))
-            return self.made.run(**options)
+            result = self.made.run(**options)
+            if cancel is not None and len(names) == after:
+                cancel[0] = 1
+            return result
 
         def settle(self, *arguments, **options):
             return self.made.settle(*arguments, **options)
@@ -108,3 +114,37 @@ def test_a_floor_naming_an_unknown_ordering_is_an_error():
     problem = generate("deepnet", 50, 0).problem()
     with pytest.raises(ProblemError, match="params.large.floor names an unknown ordering 'nope'"):
         solve(problem, mode="minimize", algorithm="large", params=Params(large=replace(DEFAULT, floor=("start", "nope"))))
+
+
+def test_under_a_time_limit_the_floor_runs_cheapest_robust_first():
+    """"start" (the start sweep's cost does not depend on the fragmentation), then first-fit,
+    the floor's others, best-fit last (above huge_buffers the configured floor); without a limit (and so every deterministic layout)
+    the floor is the configured one."""
+    limited = floor_for(5000, DEFAULT, limited=True)
+    assert limited[:2] == ("start", "first-fit") and limited[-1] == "best-fit"
+    assert len(set(limited)) == len(limited) and set(DEFAULT.floor) <= set(limited)
+    # above huge_buffers the greedy orderings' queries take seconds: the configured floor
+    assert floor_for(DEFAULT.huge_buffers + 1, DEFAULT, limited=True) == DEFAULT.huge_floor
+    assert floor_for(5000, DEFAULT) == DEFAULT.floor
+    assert floor_for(DEFAULT.huge_buffers + 1, DEFAULT) == DEFAULT.huge_floor
+    assert floor_for(5000, replace(DEFAULT, floor=()), limited=True) == ()  # none asked for, none run
+
+
+@pytest.mark.parametrize("family", ["deepnet", "crossing", "growing"])
+@pytest.mark.parametrize("greedy", GREEDY_BY_COST)
+def test_a_limit_right_after_a_greedy_member_keeps_it(monkeypatch, family: str, greedy: str):
+    """The limit strikes (the cancel flag, raised by the recorder) right after first-fit
+    or best-fit is placed: the answer is no worse than the greedy baselines complete by
+    then (on these families "start" alone is worse than first-fit, and best-fit than
+    first-fit)."""
+    problem = generate(family, 5000, 0).problem()
+    limited = floor_for(5000, DEFAULT, limited=True)
+    done = limited[: limited.index(greedy) + 1]
+    peaks = [solve(problem, mode="minimize", algorithm=name).peak for name in GREEDY_BY_COST if name in done]
+    cancel = np.zeros(1, dtype=np.uint8)
+    names = _recorded_orderings(monkeypatch, cancel, len(done))
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=600.0, cancel=cancel,
+                     params=Params(large=replace(DEFAULT, lanes=1)))
+    assert solution.offsets is not None and validate(problem, solution.offsets) == []
+    assert tuple(names) == done  # (a floor member may reach LOAD first: not on these families)
+    assert solution.peak <= min(peaks), solution.message
