@@ -121,7 +121,8 @@ def spill_function(
     capacity = function_problem.capacity
     assert capacity is not None
     # The spilled function is planned without in place (its gaps are chosen on single
-    # buffers): LOAD before is its single buffers', the problem the choice is minimal for.
+    # buffers): LOAD before, and what an op's own buffers need when no choice fits, are
+    # its single buffers', the problem the choice is made (and minimal) for.
     single = function_problem
     if any(buffer.members for buffer in function_problem.buffers):
         single = collect_function(func, selection, capacity, alignment, function_problem.rule)
@@ -139,7 +140,7 @@ def spill_function(
         try:
             choice = choose_spills(spill_buffers, target, time_limit=time_limit, spill_all=spill_all)
         except SpillImpossible as impossible:
-            failure = _impossible(function_problem, impossible, capacity, not padded, last_plan)
+            failure = _impossible(single, impossible, capacity, not padded, last_plan)
             if failure is not None:
                 raise failure from None
             continue  # the buffers in use fit with their alignments: try the next attempt
