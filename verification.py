@@ -28,6 +28,7 @@ from telamalloc.passes import TelaPipelinePass
 from telamalloc.passes.analysis.collect import PEAK_ATTR, SCHEDULE_ATTR
 from telamalloc.passes.analysis.written import signature, written_arguments
 from telamalloc.passes.diagnostics import PassFailedAtOp
+from telamalloc.passes.options import PlanOptions
 from telamalloc.runtime.interp.machine import (
     ARENA_MARK,
     DEFAULT_SEED,
@@ -290,9 +291,9 @@ def plan_and_lower(
     module: ModuleOp,
     capacity: int | None,
     on_overflow: str | None = None,
-    lifetimes: str = "first-write",
+    lifetimes: str = PlanOptions.lifetimes,
     schedule: str = "none",
-    inplace: str | None = None,
+    inplace: str = PlanOptions.inplace,
 ) -> tuple[str, ...]:
     """Plans and lowers `module` in place with the telamalloc pipeline (`tela-pipeline`).
 
@@ -301,7 +302,7 @@ def plan_and_lower(
     is the pipeline's option ('spill' keeps values in main memory when they do not fit), and
     so are `lifetimes` (where lifetimes start: 'first-write' or 'alloc') and `schedule`
     ('none', or the `tela-schedule` method that reorders the ops first), and `inplace`
-    (which ops write over a dying input; None: the pipeline's default).
+    (which ops write over a dying input); their defaults are `PlanOptions`'.
     Returns one line per spilled or scheduled function. Planning failures raise `InterpreterError`.
     """
     has_target = any(
@@ -309,9 +310,9 @@ def plan_and_lower(
     )
     mode = "minimize" if capacity is None and not has_target else "fit"
     try:
-        chosen = {} if inplace is None else {"inplace": inplace}
         plans = TelaPipelinePass(
-            capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes, schedule=schedule, **chosen
+            capacity=capacity, mode=mode, on_overflow=on_overflow, lifetimes=lifetimes, schedule=schedule,
+            inplace=inplace,
         ).run(module)
     except DiagnosticException as error:
         op = error.op if isinstance(error, PassFailedAtOp) else None
@@ -345,10 +346,10 @@ def verify_program(
     shadow: bool = True,
     plan: PlanFunction | None = None,
     on_overflow: str | None = None,
-    lifetimes: str = "first-write",
+    lifetimes: str = PlanOptions.lifetimes,
     schedule: str = "none",
     dims: Mapping[str, int] | None = None,
-    inplace: str | None = None,
+    inplace: str = PlanOptions.inplace,
 ) -> VerifyReport:
     """Plans and lowers a copy of `module`, then checks it with `verify_lowered` (random
     inputs with the symbolic dimensions at `dims`).

@@ -1,6 +1,7 @@
 // Three branches from one input, each a 256 B map and a 32 B row sum, joined at the end:
 // the order a front end emits (every map first) keeps the input and the three maps alive
-// together, LOAD 1024 B; branch by branch, 576 B. tela-schedule finds that order.
+// together, LOAD 1024 B (800 B in place: the copy writes its map over the input, which
+// dies there); branch by branch, 576 B. tela-schedule finds that order.
 //
 //   tela-opt examples/branches.mlir -p 'tela-pipeline{schedule=auto report}'
 //   tela-run --verify --schedule auto examples/branches.mlir

@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 from telamalloc.dialects.scratchpad_types import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.files import AtomicFile
-from telamalloc.passes.analysis.inplace import INPLACE_NONE, INPLACE_RULES
+from telamalloc.passes.analysis.inplace import INPLACE_ELEMENTWISE, INPLACE_RULES
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.planning.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
@@ -225,7 +225,7 @@ class PlanOptions:
     on_overflow: str | None = None
     assign_memory: bool = False
     lifetimes: str = FIRST_WRITE
-    inplace: str = INPLACE_NONE
+    inplace: str = INPLACE_ELEMENTWISE  # measured: docs/decisions.md#in-place-issue-52
     dims: str | None = None
     plot: str | None = None
     report_json: str | None = None
@@ -313,15 +313,15 @@ class PlanningOptions(ModulePass):
     offset) to this `.csv` (the project's CSV format plus `location`; `<stem>.<function>.csv`
     when several functions are planned) or `.json` file."""
 
-    lifetimes: str = FIRST_WRITE
+    lifetimes: str = PlanOptions.lifetimes
     """Where a buffer's lifetime starts: 'first-write' (its first write: a store, a copy or
     DMA into it, a kernel's or linalg op's outs; allocations hoisted to the entry cost
     nothing until used) or 'alloc' (its allocation, the rule before first-write)."""
 
     inplace: str = PlanOptions.inplace
     """Which ops may write their output over an input that dies at them, the output taking
-    the input's bytes (`passes/analysis/inplace.py`): 'none' (the default), 'declared'
-    (kernels that declare it with `scratchpad.inplace`) or 'elementwise' (those and the
+    the input's bytes (`passes/analysis/inplace.py`): 'none', 'declared' (kernels that
+    declare it with `scratchpad.inplace`) or 'elementwise' (the default: those and the
     library's element-wise kernels)."""
 
     dims: str | None = None

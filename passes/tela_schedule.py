@@ -53,9 +53,10 @@ from telamalloc.passes.analysis.collect import (
     selection_for,
 )
 from telamalloc.passes.analysis.dependences import Roots, block_graph, block_terminator, schedulable_blocks
-from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
+from telamalloc.passes.analysis.liveness import LIFETIME_RULES
 from telamalloc.passes.diagnostics import emit_remark
 from telamalloc.passes.irview import XDSL, IRView
+from telamalloc.passes.options import PlanOptions
 from telamalloc.runtime.alloc.op_order import METHODS, ScheduleConfig, build_model, schedule
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -97,7 +98,7 @@ class TelaSchedulePass(ModulePass):
     """Seconds the exact search may spend on each block (`2.5`, `10s`, `500ms`); default:
     no limit but its work budget, so the order is the same on every machine."""
 
-    lifetimes: str = FIRST_WRITE
+    lifetimes: str = PlanOptions.lifetimes
     """Where lifetimes start, as in `tela-plan`: 'first-write' or 'alloc'."""
 
     memory_space: int | None = None
@@ -151,7 +152,7 @@ def schedule_module(
     module: Any,
     config: ScheduleConfig | None = None,
     time_limit: float | None = None,
-    lifetimes: str = FIRST_WRITE,
+    lifetimes: str = PlanOptions.lifetimes,
     memory_space: int | None = None,
 ) -> tuple[FunctionSchedule, ...]:
     """Schedules every function of `module` with planned buffers, through `view` (see the

@@ -30,7 +30,7 @@ from telamalloc.passes.analysis.collect import collect_function, module_has_scra
 from telamalloc.passes.analysis.dependences import BlockGraph, Roots, block_graph, schedulable_blocks
 from telamalloc.passes.analysis.liveness import FIRST_WRITE
 from telamalloc.passes.irview import XDSL, IRView
-from telamalloc.passes.options import check_options
+from telamalloc.passes.options import PlanOptions, check_options
 from telamalloc.runtime.alloc.op_order import build_model
 
 
@@ -66,7 +66,7 @@ class TestPrintDependencesPass(ModulePass):
 
     name = "test-print-dependences"
 
-    lifetimes: str = FIRST_WRITE
+    lifetimes: str = PlanOptions.lifetimes
     """Where lifetimes start: 'first-write' or 'alloc' (with 'alloc', an allocation counts as a write)."""
 
     def __post_init__(self) -> None:

@@ -52,7 +52,7 @@ from telamalloc.passes.analysis.liveness import (
     analyze_function,
 )
 from telamalloc.passes.irview import XDSL
-from telamalloc.passes.options import check_options
+from telamalloc.passes.options import PlanOptions, check_options
 from telamalloc.wording import counted
 
 
@@ -111,7 +111,7 @@ class TestPrintLivenessPass(ModulePass):
 
     name = "test-print-liveness"
 
-    lifetimes: str = FIRST_WRITE
+    lifetimes: str = PlanOptions.lifetimes
     """Where a buffer's lifetime starts: 'first-write' (its first write) or 'alloc' (its allocation)."""
 
     def __post_init__(self) -> None:

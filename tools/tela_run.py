@@ -1,7 +1,7 @@
 """`tela-run`: run a scratchpad/memref program on the reference interpreter, or verify its plan.
 
     tela-run prog.mlir [--entry NAME] [--inputs a.npy,b.npy] [--seed N] [--output-dir D]
-    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc] [--schedule auto]
+    tela-run --verify prog.mlir [--capacity BYTES] [--on-overflow spill] [--lifetimes alloc] [--inplace none] [--schedule auto]
     tela-run --verify prog.mlir --dim seq=128 [--dim batch=4]    (a program with dynamic shapes)
 
 Runs function `NAME` (default `@main`, else the only function with a body) and prints
@@ -31,7 +31,9 @@ With `--output-dir D` it also writes the planned run's outputs to `D/<name>.npy`
 `--on-overflow spill` (or a `scratchpad.on_overflow = "spill"` attribute in the program) a
 program that does not fit is spilled first (`tela-plan`'s `on-overflow=spill`): the
 spilled program is what runs after planning. `--lifetimes alloc` plans with lifetimes from
-the allocations instead of the first writes (`tela-plan`'s `lifetimes` option).
+the allocations instead of the first writes (`tela-plan`'s `lifetimes` option), and
+`--inplace none` without writing outputs over dying inputs (`tela-plan`'s `inplace`
+option; the defaults of both are `tela-plan`'s, `PlanOptions`).
 
 Errors print one line on stderr (`file:line:col: error: ...` when an op is to blame).
 Exit status (the convention of all four tools, `telamalloc.tools.exit_status`): 0 success; 1 the
@@ -61,7 +63,9 @@ from telamalloc.ir_text import (
     parse_program,
 )
 from telamalloc.passes.analysis.inplace import INPLACE_RULES
+from telamalloc.passes.analysis.liveness import LIFETIME_RULES
 from telamalloc.passes.analysis.written import written_arguments
+from telamalloc.passes.options import PlanOptions
 from telamalloc.runtime.alloc.parametric import RangeValueError, dimension_map, parse_range
 from telamalloc.runtime.interp import (
     DEFAULT_SEED,
@@ -162,18 +166,18 @@ def _argument_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--lifetimes",
-        choices=("first-write", "alloc"),
-        default="first-write",
-        help="with --verify, where buffer lifetimes start: at the first write (the default) or "
-        "at the allocation",
+        choices=LIFETIME_RULES,
+        default=PlanOptions.lifetimes,
+        help="with --verify, where buffer lifetimes start: at the first write (first-write) or "
+        "at the allocation (alloc); default: %(default)s, tela-plan's",
     )
     parser.add_argument(
         "--inplace",
         choices=INPLACE_RULES,
-        default=None,
+        default=PlanOptions.inplace,
         help="with --verify, which ops may write their output over an input that dies at them: "
-        "none (the default), the kernels declaring it (declared), or those and the library's "
-        "element-wise kernels (elementwise)",
+        "none, the kernels declaring it (declared), or those and the library's element-wise "
+        "kernels (elementwise); default: %(default)s, tela-plan's",
     )
     parser.add_argument(
         "--schedule",

@@ -17,8 +17,10 @@ An op qualifies (`scratchpad.kernel` only) when
 - the input's lifetime ends at the op (its last use: `Lifetime.ended`) and the output's
   starts there (its first write), in the same loop iteration: no value of the input is
   read after the op writes, and nothing of the output is live before it.
-Each input gives its bytes to one output at most; a buffer that escapes, is pinned, has a
-symbolic size or a lifetime widened over unstructured control flow takes no part.
+Each input gives its bytes to one output at most; a buffer that escapes, has a symbolic
+size or a lifetime widened over unstructured control flow takes no part, nor does a pinned
+one (a recorded `scratchpad.offset`) unless the other is pinned at the same offset (a
+group planned before, so planning twice keeps the first answer).
 
 The interpreter's shadow memory checks every such choice by execution: an op may write an
 output over an input only where the two views coincide exactly and the kernel is one of
@@ -115,8 +117,12 @@ def _fits(source: Any, target: Any, point: int, view: IRView) -> bool:
     """May `target` (the output at `point`) take the bytes of `source` (an input there)?"""
     for buffer in (source, target):
         lifetime = buffer.lifetime
-        if lifetime.escapes or lifetime.conservative or buffer.pinned is not None or buffer.symbolic is not None:
+        if lifetime.escapes or lifetime.conservative or buffer.symbolic is not None:
             return False
+    # Pinned buffers share bytes only when pinned at one offset: planned in place before
+    # (planning twice keeps the first answer) or so placed by hand.
+    if source.pinned != target.pinned:
+        return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
         return False

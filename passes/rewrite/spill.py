@@ -74,7 +74,7 @@ MAX_RETRIES = 16  # lower targets tried when live bytes fit but no layout does
 class SpillSummary:
     """What spilling did to one function (the `report` line and `tela-run --verify` show it)."""
 
-    load_before: int  # LOAD of the function as written
+    load_before: int  # LOAD of the function as written, its buffers single (no in place)
     load_after: int  # LOAD once spilled
     bytes_moved: int  # bytes the added copies load and store
     loads: int  # loads added (copies into the scratchpad)
@@ -120,7 +120,13 @@ def spill_function(
     func = function_problem.func
     capacity = function_problem.capacity
     assert capacity is not None
-    load_before = _load(function_problem)
+    # The spilled function is planned without in place (its gaps are chosen on single
+    # buffers): LOAD before, and what an op's own buffers need when no choice fits, are
+    # its single buffers', the problem the choice is made (and minimal) for.
+    single = function_problem
+    if any(buffer.members for buffer in function_problem.buffers):
+        single = collect_function(func, selection, capacity, alignment, function_problem.rule)
+    load_before = _load(single)
     last_plan = None
     for padded, target, spill_all in attempts(capacity, MAX_RETRIES):
         copy = rewriter.clone(func)
@@ -134,7 +140,7 @@ def spill_function(
         try:
             choice = choose_spills(spill_buffers, target, time_limit=time_limit, spill_all=spill_all)
         except SpillImpossible as impossible:
-            failure = _impossible(function_problem, impossible, capacity, not padded, last_plan)
+            failure = _impossible(single, impossible, capacity, not padded, last_plan)
             if failure is not None:
                 raise failure from None
             continue  # the buffers in use fit with their alignments: try the next attempt

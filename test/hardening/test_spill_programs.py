@@ -57,8 +57,9 @@ def generate(seed: int, depth: int | None = None, **flavour) -> str:
 
 
 def load_of(text: str) -> int | None:
-    """LOAD (from the first write) of the program's one function, None without buffers."""
-    plans = plan_module(parse_program(make_context(), text, "random.mlir"), mode="minimize")
+    """LOAD (from the first write) of the program's one function, None without buffers;
+    of its single buffers (inplace="none"), those a spilled function is planned with."""
+    plans = plan_module(parse_program(make_context(), text, "random.mlir"), mode="minimize", inplace="none")
     return plans[0].solution.load if plans else None
 
 

@@ -27,7 +27,9 @@ def _ops(module: ModuleOp, kind) -> list:
 
 
 def _lifetimes(module: ModuleOp) -> dict[str, tuple[int, int, int]]:
-    problem = collect_module(module, capacity=1 << 30)[0].problem()
+    """Each buffer's own lifetime and size (inplace="none": in place, the default, a group
+    of buffers sharing bytes is one buffer of the problem under its first member's id)."""
+    problem = collect_module(module, capacity=1 << 30, inplace="none")[0].problem()
     return {b.id: (b.start, b.end, b.size) for b in problem.buffers}
 
 

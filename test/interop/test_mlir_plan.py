@@ -258,20 +258,23 @@ def test_options_and_outputs(tmp_path):
 
 
 sys.path.insert(0, str(REPO / "test" / "passes"))
-from test_memories import ASSIGN, ASSIGN_MEMREF  # noqa: E402
+from test_memories import APART, ASSIGN, ASSIGN_MEMREF  # noqa: E402
 
 
 @pytest.mark.parametrize("text", [ASSIGN, ASSIGN_MEMREF], ids=["scratchpad", "upstream"])
 def test_assign_memory_chooses_alike_in_both_embeddings(text):
     """`assign_memory` on an `mlir.ir.Module`: the same buffers move to L2 (four 256-byte
     buffers, L1 holds 512 B: two go), so the same plans (peaks 512 and 512) and the same
-    lowered module, which MLIR verifies."""
-    xdsl_plans, mlir_plans = _both(text, "memories.mlir", assign_memory=True)
+    lowered module, which MLIR verifies. (Buffers apart, as in test_memories: in place, two
+    of the four would be one.)"""
+    xdsl_plans, mlir_plans = _both(text, "memories.mlir", assign_memory=True, inplace=APART)
     assert mlir_plans == xdsl_plans
     assert [plan[3] for plan in xdsl_plans] == [512, 512]
-    xdsl_lowered, mlir_lowered = _lowered_alike(text, "memories.mlir", assign_memory=True)
+    xdsl_lowered, mlir_lowered = _lowered_alike(text, "memories.mlir", assign_memory=True, inplace=APART)
     assert mlir_lowered == xdsl_lowered
     assert mlir_lowered.count("scratchpad.arena") == 2
+    xdsl_plans, mlir_plans = _both(text, "memories.mlir", assign_memory=True)  # in place: alike too
+    assert mlir_plans == xdsl_plans
 
 
 def test_assign_memory_is_undone_on_the_mlir_path_when_planning_fails():
@@ -279,5 +282,5 @@ def test_assign_memory_is_undone_on_the_mlir_path_when_planning_fails():
     module = parse_mlir(print_generic(parse_program(xdsl_context(), text, "memories.mlir")))
     before = str(module)
     with pytest.raises(MlirPlanError, match="cannot plan '@main.l"):
-        plan_mlir_ops(module, assign_memory=True)
+        plan_mlir_ops(module, assign_memory=True, inplace=APART)
     assert str(module) == before

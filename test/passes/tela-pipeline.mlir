@@ -2,7 +2,7 @@
 // capacity: without a target, every memref.alloc / memref.alloca without a memory space
 // is planned into one arena.
 // RUN: tela-opt %s --split-input-file -p 'tela-pipeline{capacity=192}' | filecheck %s
-// RUN: tela-opt %s --split-input-file -p 'tela-pipeline{mode=minimize}' | filecheck %s --check-prefix=MIN
+// RUN: tela-opt %s --split-input-file -p 'tela-pipeline{mode=minimize inplace=none}' | filecheck %s --check-prefix=MIN
 // Plain xdsl-opt sees the passes through the xdsl.universe entry point.
 // RUN: xdsl-opt %s --split-input-file -p 'tela-pipeline{capacity=192}' | filecheck %s
 
@@ -45,12 +45,19 @@ func.func @tiles(%x : memref<16xf32>, %n : index) {
 
 // -----
 // Scratchpad IR with its own target (capacity 96; the capacity option, 192, overrides it).
-// Three 32-byte buffers a [0, 4), b [1, 6), c [4, 8): LOAD 32 + 32 = 64; minimize puts a
-// and c on the same bytes: peak 64.
+// Three 32-byte buffers a [0, 4), b [1, 6), c [4, 8). In place (the default), each relu
+// writes its output over its input, which dies there: one 32-byte buffer, three views at
+// one offset. With inplace=none (MIN), LOAD 32 + 32 = 64; minimize puts a and c on the
+// same bytes: peak 64.
 // CHECK-LABEL: func.func @dialect
-// CHECK-SAME:  scratchpad.load = 64 : i64
-// CHECK:       memref.alloc() {alignment = 4 : i64, scratchpad.arena} : memref<{{[0-9]+}}xi8, #scratchpad.space>
-// CHECK-COUNT-3: memref.view
+// CHECK-SAME:  scratchpad.peak = 32 : i64, scratchpad.load = 32 : i64
+// CHECK:       memref.alloc() {alignment = 4 : i64, scratchpad.arena} : memref<32xi8, #scratchpad.space>
+// CHECK-NEXT:  %[[A:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  memref.view %{{.*}}[%[[A]]][] {scratchpad.buffer = "a"}
+// CHECK-NEXT:  %[[B:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  memref.view %{{.*}}[%[[B]]][] {scratchpad.buffer = "b"}
+// CHECK:       %[[C:.*]] = arith.constant 0 : index
+// CHECK-NEXT:  memref.view %{{.*}}[%[[C]]][] {scratchpad.buffer = "c"}
 // CHECK-NOT:   scratchpad.alloc
 // MIN-LABEL:   func.func @dialect
 // MIN-SAME:    scratchpad.peak = 64 : i64, scratchpad.load = 64 : i64

@@ -1,9 +1,11 @@
 // The capacity holds for what is live at once across calls: a caller's arena stays live
 // during a call and the callee's comes on top of it, so planning fails at the call whose
 // callee's arena ends past the capacity, though each plan fits on its own (exit status 1,
-// as for any plan that does not fit); the IR is left unchanged.
-// RUN: not tela-opt %s --split-input-file -p 'tela-plan' 2>&1 | filecheck %s
-// RUN: not tela-opt %s --split-input-file -p 'tela-pipeline' 2>&1 | filecheck %s
+// as for any plan that does not fit); the IR is left unchanged. The buffers are planned
+// apart (inplace=none): in place, each relu's output would take its input's bytes, halving
+// every arena below the capacity.
+// RUN: not tela-opt %s --split-input-file -p 'tela-plan{inplace=none}' 2>&1 | filecheck %s
+// RUN: not tela-opt %s --split-input-file -p 'tela-pipeline{inplace=none}' 2>&1 | filecheck %s
 
 // @main holds 2048 B (%k and %l) over its call to @f, whose own arena is 2048 B: 4096 B.
 // CHECK: :[[# @LINE + 19]]:5: error: pass '{{tela-plan|tela-pipeline}}' failed: 'func.call' op '@f' needs '2048' bytes for its arena, from byte '2048' while its callers hold their arenas ('@main' 2048 B): '4096' bytes live at once, but capacity is '3072'; give '@f' a target of at most '1024' bytes (its plan then fits beside its callers'), lower the callers' peaks or raise the capacity

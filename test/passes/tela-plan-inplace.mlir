@@ -1,13 +1,15 @@
-// In place (`inplace=elementwise`; the default is 'none'): an element-wise kernel whose input dies at it
+// In place (`inplace=elementwise`, the default): an element-wise kernel whose input dies at it
 // writes its output over the input's bytes; the planner places each chain of such buffers
 // as one buffer (one offset, live from the first one's start to the last one's end).
-// 'declared' keeps only kernels that declare it (`scratchpad.inplace`), 'none' none.
-// RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=elementwise}' 2>%t.default | filecheck %s
+// 'declared' keeps only kernels that declare it (`scratchpad.inplace`), 'none' none (the
+// figures before in place).
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report}' 2>%t.default | filecheck %s
 // RUN: filecheck %s --check-prefix=REPORT < %t.default
-// RUN: tela-opt %s -p 'tela-plan{mode=minimize report}' -o /dev/null 2>&1 | filecheck %s --check-prefix=NONE
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=elementwise}' -o /dev/null 2>&1 | filecheck %s --check-prefix=REPORT
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=none}' -o /dev/null 2>&1 | filecheck %s --check-prefix=NONE
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=declared}' -o /dev/null 2>&1 | filecheck %s --check-prefix=DECLARED
-// RUN: tela-run --verify %s --entry chain --inplace elementwise | filecheck %s --check-prefix=VERIFY
-// RUN: tela-run --verify %s --entry chain | filecheck %s --check-prefix=VERIFY-NONE
+// RUN: tela-run --verify %s --entry chain | filecheck %s --check-prefix=VERIFY
+// RUN: tela-run --verify %s --entry chain --inplace none | filecheck %s --check-prefix=VERIFY-NONE
 // RUN: not tela-opt %s -p 'tela-plan{inplace=always}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // A chain of three element-wise kernels over 256-byte buffers: a dies at the relu that

@@ -9,12 +9,16 @@
 // RUN: tela-run --verify %s --capacity 65536 | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry carried --capacity 65536 | filecheck %s --check-prefix=CARRIED
 // RUN: tela-opt %s -p test-print-liveness -o /dev/null | filecheck %s --check-prefix=LIVENESS
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=none}' -o /dev/null 2>&1 | filecheck %s --check-prefix=NONE
 
 // Each activation (4 KiB) and weight (16 KiB) lives from its first write to its last use:
 // at most one weight, its input and its output are live at once, 16384 + 2 * 4096 =
 // 24576 B. Were the deallocs ending the lifetimes, all seven would be live at the end:
-// 53248 B.
-// CHECK: tela-plan: @main: 7 buffers, LOAD 24576 B, peak 24576 B,
+// 53248 B. Six buffers planned: the relu writes r over h, which dies at it (in place, the
+// default); seven with inplace=none, at the same LOAD (the peak is at a matmul: a weight,
+// its input and its output).
+// CHECK: tela-plan: @main: 6 buffers, LOAD 24576 B, peak 24576 B,
+// NONE: tela-plan: @main: 7 buffers, LOAD 24576 B, peak 24576 B,
 // VERIFY: verify: '@main' planned into 24576 bytes (capacity 65536)
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // LIVENESS-LABEL: // liveness of @main: 23 program points, 7 buffers, lifetimes=first-write

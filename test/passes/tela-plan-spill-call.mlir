@@ -4,9 +4,11 @@
 // RUN: tela-opt %s -p 'tela-plan{on-overflow=spill report}' 2>&1 | filecheck %s
 // RUN: tela-run --verify %s --entry main --on-overflow spill | filecheck %s --check-prefix=VERIFY
 
-// Five 1 KiB activations live at once (LOAD 5 KiB: each lifetime ends at its last use, not
-// at the deallocs at the end), no op needs more than 3 KiB: spilling keeps w, h2 and x0 in
-// main memory between their uses; the calls stay where they were, with the buffers they take.
+// Five 1 KiB activations live at once at the mul that writes h4 (LOAD 5 KiB: each lifetime
+// ends at its last use, the deallocs at the end notwithstanding), no op needs more than
+// 3 KiB: spilling keeps w, h2 and x0 in main memory between their uses; the calls stay
+// where they were, with the buffers they take. (LOAD is that of the single buffers: a
+// spilled function is planned without in place.)
 // CHECK: tela-plan: @main: spilled 3 intervals of 3 buffers, 6144 B moved by 6 DMA ops (3 loads, 3 stores, proved minimal), LOAD 5120 B -> 3072 B
 // CHECK: tela-plan: @main: 12 buffers, LOAD 3072 B, peak 3072 B
 // CHECK-LABEL: func.func @main(

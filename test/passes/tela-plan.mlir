@@ -1,18 +1,26 @@
 // tela-plan records an offset on every scratchpad buffer, its lifetime, and the peak and
 // LOAD of each function. Sizes: memref<4xf32> = 4 * 4 = 16 bytes. Capacities are chosen
 // tight so that the layouts are forced (up to swapping equal buffers).
-// RUN: tela-opt %s --split-input-file -p tela-plan | filecheck %s
+// RUN: tela-opt %s --split-input-file -p 'tela-plan{inplace=none}' | filecheck %s --check-prefixes=CHECK,NONE
+// RUN: tela-opt %s --split-input-file -p tela-plan | filecheck %s --check-prefixes=CHECK,INPLACE
 
 // Lifetimes run from the first write to the last use: a from the dma into it (#2) to the
 // kernel reading it (#3): [2, 4); b from the kernel writing it (#3) to the kernel reading
 // it (#5): [3, 6); c from #5 to the dma out (#6): [5, 7). a and c both overlap b but not
-// each other; with capacity 32 = 16 + 16 = LOAD, b takes one half and a and c share the other.
+// each other; with capacity 32 = 16 + 16 = LOAD, b takes one half and a and c share the other
+// (inplace=none).
 // CHECK-LABEL: func.func @share
-// CHECK-SAME:  scratchpad.peak = 32 : i64, scratchpad.load = 32 : i64, scratchpad.alignment = 4 : i64
-// CHECK:       %a = scratchpad.alloc() offset [[A:0|16]] {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 2, 4>}
-// CHECK-NOT:   offset [[A]] {
-// CHECK:       %b = scratchpad.alloc() offset {{0|16}} {scratchpad.buffer = "b", scratchpad.lifetime = array<i64: 3, 6>}
-// CHECK:       %c = scratchpad.alloc() offset [[A]] {scratchpad.buffer = "c", scratchpad.lifetime = array<i64: 5, 7>}
+// NONE-SAME:   scratchpad.peak = 32 : i64, scratchpad.load = 32 : i64, scratchpad.alignment = 4 : i64
+// NONE:        %a = scratchpad.alloc() offset [[A:0|16]] {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 2, 4>}
+// NONE-NOT:    offset [[A]] {
+// NONE:        %b = scratchpad.alloc() offset {{0|16}} {scratchpad.buffer = "b", scratchpad.lifetime = array<i64: 3, 6>}
+// NONE:        %c = scratchpad.alloc() offset [[A]] {scratchpad.buffer = "c", scratchpad.lifetime = array<i64: 5, 7>}
+// In place (the default), each relu writes its output over its input, which dies there: a,
+// b and c are one buffer at one offset, 16 B, the first one's lifetime spanning the group.
+// INPLACE-SAME: scratchpad.peak = 16 : i64, scratchpad.load = 16 : i64, scratchpad.alignment = 4 : i64
+// INPLACE:      %a = scratchpad.alloc() offset 0 {scratchpad.buffer = "a", scratchpad.lifetime = array<i64: 2, 7>}
+// INPLACE:      %b = scratchpad.alloc() offset 0 {scratchpad.buffer = "b", scratchpad.lifetime = array<i64: 3, 6>}
+// INPLACE:      %c = scratchpad.alloc() offset 0 {scratchpad.buffer = "c", scratchpad.lifetime = array<i64: 5, 7>}
 builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 32>} {
   func.func @share(%x : memref<4xf32>) {
     %a = scratchpad.alloc() : memref<4xf32, #scratchpad.space>

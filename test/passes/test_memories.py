@@ -17,6 +17,10 @@ from telamalloc.runtime.interp import InterpreterError
 from telamalloc.verification import verify_lowered, verify_program
 
 TWO = (Path(__file__).parent / "tela-pipeline-memories.mlir").read_text()
+# TWO's and ASSIGN's buffers are planned apart (inplace="none", as TWO's lit test does):
+# in place, big2 would take big's bytes at the relu, and these tests need both live at
+# once in L2.
+APART = "none"
 
 
 def parse(text: str):
@@ -26,7 +30,7 @@ def parse(text: str):
 def lowered():
     original = parse(TWO)
     copy = original.clone()
-    TelaPipelinePass().run(copy)
+    TelaPipelinePass(inplace=APART).run(copy)
     return original, copy
 
 
@@ -69,13 +73,15 @@ def test_targets_with_one_name_twice_are_rejected():
 def test_a_second_memory_that_does_not_fit_names_it():
     text = TWO.replace('#scratchpad.target<"l2", capacity = 4096>', '#scratchpad.target<"l2", capacity = 1024>')
     with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l2': 2 buffers live here \(program point #3\) need '2048' B"):
-        plan_module(parse(text))
+        plan_module(parse(text), inplace=APART)
     # spilling rewrites one memory at a time, and cannot help here: the relu uses both L2
     # buffers (2048 bytes of 1024)
     with pytest.raises(PassFailedAtOp, match="spilling rewrites one memory of a function at a time"):
-        plan_module(parse(text), on_overflow="spill")
+        plan_module(parse(text), on_overflow="spill", inplace=APART)
     with pytest.raises(PassFailedAtOp, match="needs '2048' bytes for the buffers in use at this op"):
-        plan_module(parse(text), on_overflow="spill", memory_space="l2")
+        plan_module(parse(text), on_overflow="spill", memory_space="l2", inplace=APART)
+    # in place (the default), big2 takes big's bytes: 1024 B, L2's capacity
+    assert [plan.solution.peak for plan in plan_module(parse(text))] == [256, 1024]
 
 
 ASSIGN = """
@@ -104,16 +110,22 @@ def test_assign_memory_fills_the_fast_memory_by_accesses_per_byte_of_lifetime():
     # Four 256-byte buffers, all four live at once (1024 B) but L1 holds 512 B. Operand
     # uses per point of lifetime (from the first write): c 4/5, a 4/6, b 2/5, long 3/10:
     # c and a go to L1, then b and long do not fit there at every point of their
-    # lifetimes and go to L2.
+    # lifetimes and go to L2. (Four buffers apart, inplace="none": in place, c would take
+    # b's bytes at the mul, b's last use.)
     module = parse(ASSIGN)
     with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l1': 4 buffers live here \(program point #7\) need '1024' B"):
-        plan_module(parse(ASSIGN))
-    plans = plan_module(module, assign_memory=True)
+        plan_module(parse(ASSIGN), inplace=APART)
+    plans = plan_module(module, assign_memory=True, inplace=APART)
     spaces = {op.results[0].name_hint: str(op.results[0].type.memory_space) for op in module.walk() if op.name == "scratchpad.alloc"}
     assert spaces == {"long": '#scratchpad.space<"l2">', "a": "#scratchpad.space", "b": '#scratchpad.space<"l2">', "c": "#scratchpad.space"}
     assert [(plan.name, plan.solution.peak) for plan in plans] == [("main.l1", 512), ("main.l2", 512)]
-    report = verify_program(parse(ASSIGN), plan=lambda copy, capacity: TelaPipelinePass(assign_memory=True).run(copy))
-    assert report.ok, report.lines()
+    for inplace in (APART, "elementwise"):
+        report = verify_program(parse(ASSIGN), plan=lambda copy, capacity: TelaPipelinePass(
+            assign_memory=True, inplace=inplace).run(copy))
+        assert report.ok, report.lines()
+    # in place, c and b are one buffer: three live at the mul, 768 B
+    with pytest.raises(PassFailedAtOp, match=r"cannot plan '@main.l1': 3 buffers live here \(program point #5\) need '768' B"):
+        plan_module(parse(ASSIGN))
 
 
 ASSIGN_MEMREF = """
@@ -174,7 +186,7 @@ def test_assign_memory_is_undone_when_planning_fails():
     module = parse(text)
     before = str(module)
     with pytest.raises(PassFailedAtOp):
-        plan_module(module, assign_memory=True)
+        plan_module(module, assign_memory=True, inplace=APART)
     assert str(module) == before
 
 

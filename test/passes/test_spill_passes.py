@@ -160,3 +160,30 @@ def test_an_overflow_policy_in_the_ir_other_than_error_or_spill_is_a_located_err
     )
     # the option overrides the attribute
     assert tela_opt([str(source), "-p", "tela-plan{capacity=16 on-overflow=error}", "-o", str(tmp_path / "out.mlir")]) == 0
+
+
+IN_PLACE_OP = """
+!t = memref<16xf32, #scratchpad.space>
+builtin.module attributes {scratchpad.target = #scratchpad.target<"l1", capacity = 100>} {
+  func.func @main(%x: memref<16xf32>, %y: memref<16xf32>, %z: memref<16xf32>) {
+    %c = scratchpad.alloc() : !t
+    scratchpad.dma %x -> %c : memref<16xf32> -> !t
+    %a = scratchpad.alloc() : !t
+    scratchpad.dma %x -> %a : memref<16xf32> -> !t
+    %b = scratchpad.alloc() : !t
+    scratchpad.kernel "relu" ins(%a : !t) outs(%b : !t)
+    scratchpad.dma %b -> %y : !t -> memref<16xf32>
+    scratchpad.dma %c -> %z : !t -> memref<16xf32>
+    func.return
+  }
+}
+"""
+
+
+def test_an_op_too_large_for_spilling_is_measured_on_single_buffers():
+    # In place, the relu writes b over a: a and b are one 64-byte group, LOAD 128 B with c,
+    # past the 100 B. A spilled function is planned on single buffers (no in place), where
+    # the relu's own a and b need 128 B: the diagnostic names both and their 128 bytes (it
+    # once looked them up among the groups and found a alone, 64 B).
+    with pytest.raises(PassFailedAtOp, match=r"needs '128' bytes for the buffers in use at this op \('a', 'b'\) but capacity is '100'"):
+        plan_module(parse(IN_PLACE_OP), on_overflow="spill")
