@@ -185,6 +185,19 @@ def test_a_model_iree_rejects_gets_irees_diagnostic_and_no_output(tmp_path: Path
         f"tela-iree-compile: error: cannot read '{tmp_path / 'none.mlir'}': no such file")
 
 
+def build_both_ways(tmp_path: Path, model: Path) -> dict[str, tuple[bytes, list[str]]]:
+    """`model` built by the tool with our step ("ours") and without it ("iree",
+    `--tela-disable`): each way's `.vmfb` and the lines of its report."""
+    built = {}
+    for way, extra in (("ours", []), ("iree", ["--tela-disable"])):
+        output, report = tmp_path / f"{way}.vmfb", tmp_path / f"{way}.txt"
+        done = subprocess.run([tool("tela-iree-compile"), str(model), *FLAGS, "-o", str(output),
+                               f"--tela-report={report}", *extra], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        built[way] = (output.read_bytes(), report.read_text().splitlines())
+    return built
+
+
 def _light_model(name: str) -> Path:
     onnx = pytest.importorskip("onnx")
     return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"{name}.onnx"
@@ -199,14 +212,8 @@ def test_light_onnx_models_build_never_worse_than_iree_and_run_bit_identical(tmp
     import onnx
 
     model = _light_model(name)
-    built = {}
-    for way, extra in (("ours", []), ("iree", ["--tela-disable"])):
-        output, report = tmp_path / f"{way}.vmfb", tmp_path / f"{way}.txt"
-        done = subprocess.run([tool("tela-iree-compile"), str(model), *FLAGS, "-o", str(output),
-                               f"--tela-report={report}", *extra], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        built[way] = (output.read_bytes(), report.read_text().splitlines()[-1])
-    summary = built["ours"][1]
+    built = build_both_ways(tmp_path, model)
+    summary = built["ours"][1][-1]
     iree_bytes = int(summary.split("IREE ")[1].split(",")[0])
     output_bytes = int(summary.split("output ")[1].split(" ")[0])
     load = int(summary.split("LOAD ")[1].split(";")[0])
@@ -339,21 +346,15 @@ def test_a_model_with_symbolic_batch_and_sequence_gets_a_parametric_plan_below_i
         model = HERE.parents[2] / "examples" / "onnx" / "dynamic_attention.onnx"
     else:
         model = transformer_model(tmp_path, name, layers=1, symbolic=True)
-    built = {}
-    for way, extra in (("ours", []), ("iree", ["--tela-disable"])):
-        output, report = tmp_path / f"{way}.vmfb", tmp_path / f"{way}.txt"
-        done = subprocess.run([tool("tela-iree-compile"), str(model), *FLAGS, "-o", str(output),
-                               f"--tela-report={report}", *extra], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        built[way] = output.read_bytes()
-    line = (tmp_path / "ours.txt").read_text().splitlines()[0]
+    built = build_both_ways(tmp_path, model)
+    line = built["ours"][1][0]
     assert line.startswith(f"{model} (imported):"), line
     ratios = re.search(rf"parametric plan of its {dynamic} dynamic slice\(s\) written: .*, ([\d.]+)-([\d.]+)x IREE's "
                        "bytes", line)
     assert ratios and float(ratios.group(2)) < 1.0, line
     for batch, sequence in ((1, 1), (2, 17), (8, 300)):
         inputs = seeded([(batch, sequence, width)], seed=sequence)
-        assert same_bits(run_vmfb(built["ours"], inputs), run_vmfb(built["iree"], inputs))
+        assert same_bits(run_vmfb(built["ours"][0], inputs), run_vmfb(built["iree"][0], inputs))
 
 
 def test_help_gives_telamalloc_s_synopsis_then_irees_options() -> None:
