@@ -23,18 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from telamalloc.interop.mlir_lower import MlirIndexCode
+from telamalloc.passes.rewrite.parametric_lower import SizeEmitter
 from telamalloc.runtime.alloc.parametric import SymbolicBuffer, SymbolRange, plan_parametric, sample_sizes
 from telamalloc.runtime.alloc.size_expressions import (
-    AlignUp,
-    CeilDiv,
-    Const,
     Expr,
-    FloorDiv,
-    Max,
-    Min,
-    Product,
-    Sum,
-    Sym,
     add,
     align_up,
     ceildiv,
@@ -165,71 +158,22 @@ def plan_dynamic(ir: Any, slices: Sequence[tuple[int, int]], sizes: Sequence[Any
                        (min(ratios), max(ratios)))
 
 
-class Emitter:
-    """`arith` index code for expressions, at the current insertion point (shared subexpressions
-    emitted once)."""
-
-    def __init__(self, ir: Any, arith: Any, symbols: dict[str, Any]):
-        self.ir, self.arith, self.symbols = ir, arith, symbols
-        self.index = ir.IndexType.get()
-        self._done: dict[int, Any] = {}
-        self._constants: dict[int, Any] = {}
-
-    def constant(self, value: int) -> Any:
-        if value not in self._constants:
-            self._constants[value] = self.arith.ConstantOp(self.index, self.ir.IntegerAttr.get(self.index, value)).result
-        return self._constants[value]
-
-    def fold(self, op: Any, values: list[Any]) -> Any:
-        result = values[0]
-        for value in values[1:]:
-            result = op(result, value).result
-        return result
-
-    def value(self, node: Expr) -> Any:
-        key = id(node)
-        if key in self._done:
-            return self._done[key][1]
-        arith = self.arith
-        if isinstance(node, Const):
-            result = self.constant(node.value)
-        elif isinstance(node, Sym):
-            result = self.symbols[node.name]
-        elif isinstance(node, Sum):
-            result = self.fold(arith.AddIOp, [self.value(term) for term in node.terms])
-        elif isinstance(node, Product):
-            result = self.fold(arith.MulIOp, [self.value(factor) for factor in node.factors])
-        elif isinstance(node, FloorDiv):
-            result = arith.DivUIOp(self.value(node.expr), self.constant(node.divisor)).result
-        elif isinstance(node, CeilDiv):
-            result = arith.CeilDivUIOp(self.value(node.expr), self.constant(node.divisor)).result
-        elif isinstance(node, Max):
-            result = self.fold(arith.MaxUIOp, [self.value(term) for term in node.terms])
-        elif isinstance(node, Min):
-            result = self.fold(arith.MinUIOp, [self.value(term) for term in node.terms])
-        elif isinstance(node, AlignUp):
-            rounded = arith.CeilDivUIOp(self.value(node.expr), self.constant(node.alignment)).result
-            result = arith.MulIOp(rounded, self.constant(node.alignment)).result
-        else:
-            raise TypeError(f"no arith form for '{node}'")
-        self._done[key] = (node, result)  # keeps `node` alive so that its id stays its own
-        return result
-
-
 def write_dynamic(ir: Any, arith: Any, pack: Any, plan: DynamicPlan, base: Any | None) -> None:
     """Replaces the pack by code that computes both layouts and selects the smaller at run time."""
-    with pack.location, ir.InsertionPoint(pack):
-        emit = Emitter(ir, arith, plan.symbols)
-        ours_total, iree_total = emit.value(plan.ours_total), emit.value(plan.iree_total)
-        smaller = arith.CmpIOp(arith.CmpIPredicate.ule, ours_total, iree_total).result
+    code = MlirIndexCode(ir, arith)
+    code.insert_before(pack, pack.location)
+    emit = SizeEmitter(code)
+    emit.symbols.update(plan.symbols)
+    ours_total, iree_total = emit.expr(plan.ours_total), emit.expr(plan.iree_total)
+    smaller = code.compare("ule", ours_total, iree_total)
 
-        def chosen(ours: Any, iree: Any) -> Any:
-            value = ours if ours == iree else arith.SelectOp(smaller, ours, iree).result
-            return value if base is None else arith.AddIOp(base, value).result
+    def chosen(ours: Any, iree: Any) -> Any:
+        value = ours if ours == iree else code.select(smaller, ours, iree)
+        return value if base is None else code.binary("arith.addi", base, value)
 
-        replacements = [chosen(ours_total, iree_total)]
-        replacements += [chosen(emit.value(ours), emit.value(iree))
-                         for ours, iree in zip(plan.ours_offsets, plan.iree_offsets, strict=True)]
+    replacements = [chosen(ours_total, iree_total)]
+    replacements += [chosen(emit.expr(ours), emit.expr(iree))
+                     for ours, iree in zip(plan.ours_offsets, plan.iree_offsets, strict=True)]
     for result, replacement in zip(list(pack.results), replacements, strict=True):
         result.replace_all_uses_with(replacement)
     pack.erase()

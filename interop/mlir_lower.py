@@ -68,24 +68,21 @@ def free_arena(view: MlirView, func: MOp, arena: Any, location: Any, skip: Any =
                 memref.DeallocOp(arena)
 
 
-class MlirBuilder(Builder):
-    """`passes/rewrite/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
-    (a function argument arrives as the view's `MValue` and is unwrapped)."""
+class MlirIndexCode(Builder):
+    """Index arithmetic (`constant`, `binary`, `compare`, `select`) over MLIR-style bindings
+    (upstream's `mlir`, `iree.compiler`), inserted before one op at one location: the part of
+    a `Builder` that needs no `MlirView`, shared by `MlirBuilder` and IREE's dynamic packs
+    (`interop/iree_dynamic.py`)."""
 
-    branches = True
-    fallback_block: Any = None  # the block that calls the spilled copy, once built
+    def __init__(self, ir: Any, arith: Any):
+        self.ir, self.arith = ir, arith
 
-    def __init__(self, view: MlirView):
-        self.view = view
-        self.ir = view.ir
-        self.arith, self.cf, self.memref = view.dialect("arith"), view.dialect("cf"), view.dialect("memref")
-        self.func = view.dialect("func")
-
-    def start(self, before: MOp, allocs: list[MOp]) -> None:
-        self.before = before.handle
-        self.context = before.handle.context
+    def insert_before(self, before: Any, location: Any) -> None:
+        """What follows is inserted before the operation `before` (a bindings handle) at `location`."""
+        self.before = before
+        self.context = before.context
+        self.location = location
         with self.context:
-            self.location = fused_location(self.view, allocs)
             self.index = self.ir.IndexType.get()
 
     def _at(self):
@@ -101,7 +98,8 @@ class MlirBuilder(Builder):
 
     def binary(self, name: str, lhs: Any, rhs: Any) -> Any:
         kind = {"arith.addi": self.arith.AddIOp, "arith.muli": self.arith.MulIOp, "arith.maxui": self.arith.MaxUIOp,
-                "arith.divui": self.arith.DivUIOp, "arith.ceildivui": self.arith.CeilDivUIOp}[name]
+                "arith.minui": self.arith.MinUIOp, "arith.divui": self.arith.DivUIOp,
+                "arith.ceildivui": self.arith.CeilDivUIOp}[name]
         with self._at():
             return kind(self._value(lhs), self._value(rhs)).result
 
@@ -113,6 +111,24 @@ class MlirBuilder(Builder):
     def select(self, condition: Any, true_value: Any, false_value: Any) -> Any:
         with self._at():
             return self.arith.SelectOp(condition, self._value(true_value), self._value(false_value)).result
+
+
+class MlirBuilder(MlirIndexCode):
+    """`passes/rewrite/parametric_lower.py`'s `Builder` over the bindings: values are `mlir.ir.Value`s
+    (a function argument arrives as the view's `MValue` and is unwrapped)."""
+
+    branches = True
+    fallback_block: Any = None  # the block that calls the spilled copy, once built
+
+    def __init__(self, view: MlirView):
+        super().__init__(view.ir, view.dialect("arith"))
+        self.view = view
+        self.cf, self.memref = view.dialect("cf"), view.dialect("memref")
+        self.func = view.dialect("func")
+
+    def start(self, before: MOp, allocs: list[MOp]) -> None:
+        with before.handle.context:
+            self.insert_before(before.handle, fused_location(self.view, allocs))
 
     def dim(self, source: Any, axis: Any) -> Any:
         with self._at():

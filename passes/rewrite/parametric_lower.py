@@ -90,6 +90,7 @@ from telamalloc.runtime.alloc.size_expressions import (
     Expr,
     FloorDiv,
     Max,
+    Min,
     Product,
     Sum,
     Sym,
@@ -98,7 +99,7 @@ from telamalloc.runtime.alloc.size_expressions import (
 
 ARENA_ATTR = "scratchpad.arena"
 _INDEX = IndexType()
-_COMBINE = {Sum: "arith.addi", Product: "arith.muli", Max: "arith.maxui"}
+_COMBINE = {Sum: "arith.addi", Product: "arith.muli", Max: "arith.maxui", Min: "arith.minui"}
 
 
 def is_parametric(func: Any, view: IRView) -> bool:
@@ -125,7 +126,7 @@ class Builder:
         raise NotImplementedError
 
     def binary(self, name: str, lhs: Any, rhs: Any) -> Any:
-        """`arith.addi`, `muli`, `maxui`, `divui` or `ceildivui` of two index values."""
+        """`arith.addi`, `muli`, `maxui`, `minui`, `divui` or `ceildivui` of two index values."""
         raise NotImplementedError
 
     def compare(self, predicate: str, lhs: Any, rhs: Any) -> Any:
@@ -199,7 +200,7 @@ class XdslBuilder(Builder):
 
     def binary(self, name: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         kind = {"arith.addi": arith.AddiOp, "arith.muli": arith.MuliOp, "arith.maxui": arith.MaxUIOp,
-                "arith.divui": arith.DivUIOp, "arith.ceildivui": arith.CeilDivUIOp}[name]
+                "arith.minui": arith.MinUIOp, "arith.divui": arith.DivUIOp, "arith.ceildivui": arith.CeilDivUIOp}[name]
         return self._emit(kind(lhs, rhs)).results[0]
 
     def compare(self, predicate: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
@@ -313,10 +314,13 @@ def _ids(view: IRView, holder: Any, key: str, at: Any = None) -> list[str]:
     return ids
 
 
-class _Emitter:
-    """Index arithmetic through a `Builder`, sharing equal subexpressions."""
+class SizeEmitter:
+    """Index arithmetic for size expressions through a `Builder`, sharing equal subexpressions
+    and folding constant alignments: the parametric lowering's sizes and offsets here, IREE's
+    dynamic packs (`interop/iree_dynamic.py`). `symbols` maps each symbol to its value;
+    `view` names values after their buffers where the builder takes name hints."""
 
-    def __init__(self, builder: Builder, view: IRView):
+    def __init__(self, builder: Builder, view: IRView | None = None):
         self.builder, self.view = builder, view
         self.symbols: dict[str, Any] = {}
         self.values: dict[Expr, Any] = {}
@@ -328,7 +332,7 @@ class _Emitter:
 
     def name(self, value: Any, op: Any, suffix: str) -> None:
         """Names `value` after the buffer `op` (xDSL), unless it is a shared expression's."""
-        if self.builder.names and value not in self.shared:
+        if self.builder.names and self.view is not None and value not in self.shared:
             self.builder.name(value, f"{_stem(self.view, op)}{suffix}")
 
     def expr(self, node: Expr) -> Any:
@@ -340,8 +344,8 @@ class _Emitter:
             self.known[value] = node.value
         elif isinstance(node, Sym):
             value = self.symbols[node.name]
-        elif isinstance(node, Sum | Product | Max):
-            parts = node.terms if isinstance(node, Sum | Max) else node.factors
+        elif isinstance(node, Sum | Product | Max | Min):
+            parts = node.factors if isinstance(node, Product) else node.terms
             value = self.expr(parts[0])
             for part in parts[1:]:
                 value = builder.binary(_COMBINE[type(node)], value, self.expr(part))
@@ -397,7 +401,7 @@ def _ids_of(value: Attribute | None) -> list[str] | None:
 
 
 def _emit_placement(
-    emitter: _Emitter, allocs: dict[str, Any], sizes: dict[str, Any],
+    emitter: SizeEmitter, allocs: dict[str, Any], sizes: dict[str, Any],
     order: list[str], peak_tops: list[str], above: dict[str, list[str]],
 ) -> tuple[dict[str, Any], Any]:
     """The offsets of one placement and its peak, as index values."""
@@ -466,7 +470,7 @@ def lower_parametric(func: Any, view: IRView, builder: Builder) -> None:
     entry = symbols.entry()
     assert entry is not None and view.block_ops(entry)
     builder.start(view.block_ops(entry)[0], [allocs[buffer_id] for buffer_id in order])
-    emitter = _Emitter(builder, view)
+    emitter = SizeEmitter(builder, view)
     sizes = {buffer_id: _size(symbols, emitter, allocs[buffer_id]) for buffer_id in order}
     _check_same_symbols(symbols, emitter)
     offsets, peak = _emit_placement(emitter, allocs, sizes, *placements[0])
@@ -488,7 +492,7 @@ def lower_parametric(func: Any, view: IRView, builder: Builder) -> None:
     builder.free(func, arena, first)
 
 
-def _check_same_symbols(symbols: FunctionSymbols, emitter: _Emitter) -> None:
+def _check_same_symbols(symbols: FunctionSymbols, emitter: SizeEmitter) -> None:
     """One name on several dimensions is one symbol: the sizes are computed from its first
     source, so the others must agree at run time (`cf.assert`), or a view could outgrow the
     bytes its plan computed."""
@@ -510,7 +514,7 @@ def _spelled(symbols: FunctionSymbols, source: Source) -> str:
     return name if source.axis is None else f"dimension {source.axis} of {name}"
 
 
-def _check_capacity(symbols: FunctionSymbols, emitter: _Emitter, peak: Any) -> None:
+def _check_capacity(symbols: FunctionSymbols, emitter: SizeEmitter, peak: Any) -> None:
     view, func = symbols.view, symbols.func
     capacity = view.attribute(func, CAPACITY_ATTR)
     if not isinstance(capacity, IntegerAttr):
@@ -555,7 +559,7 @@ def _check_fallback(view: IRView, func: Any, builder: Builder, name: str) -> Non
         )
 
 
-def _range_checks(symbols: FunctionSymbols, emitter: _Emitter, fallback: SymbolRefAttr) -> list[tuple[Any, str]]:
+def _range_checks(symbols: FunctionSymbols, emitter: SizeEmitter, fallback: SymbolRefAttr) -> list[tuple[Any, str]]:
     """The conditions the spilled copy needs (each symbol read at the entry at most its
     range's upper end: its buffers' slots are planned for those sizes) and their messages."""
     view, func = symbols.view, symbols.func
@@ -582,7 +586,7 @@ def _ranges_text(ranges: Attribute | None) -> str:
     )
 
 
-def _size(symbols: FunctionSymbols, emitter: _Emitter, op: Any) -> Any:
+def _size(symbols: FunctionSymbols, emitter: SizeEmitter, op: Any) -> Any:
     """The bytes the plan gave the buffer: its symbolic size (recorded as `scratchpad.size`,
     followed again here and checked against the record), else its declared bound, else its
     static size."""
@@ -613,7 +617,7 @@ def symbols_of(expr: Expr) -> list[str]:
     return list(symbols(expr))
 
 
-def _read_source(symbols: FunctionSymbols, emitter: _Emitter, source: Source, name: str | None) -> Any:
+def _read_source(symbols: FunctionSymbols, emitter: SizeEmitter, source: Source, name: str | None) -> Any:
     argument = symbols.view.block_args(symbols.entry())[source.argument]
     if source.axis is None:
         return argument
