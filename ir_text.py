@@ -250,6 +250,17 @@ def parse_module_text(
         return module
 
 
+
+def segment_sizes_only_in_xdsl(op_type: type[Operation]) -> bool:
+    """Whether xDSL's definition of the op sizes its operand groups by an `operandSegmentSizes`
+    attribute (not a property: upstream's ops with one print it as a property) that upstream's
+    op does not have (`gpu.dealloc`, `memref.dma_start`): added when MLIR text is read, dropped
+    when it is written for MLIR (`interop.generic.print_generic`)."""
+    definition = getattr(op_type, "get_irdl_definition", None)
+    if definition is None:
+        return False
+    return any(isinstance(option, AttrSizedOperandSegments) and not option.as_property for option in definition().options)
+
 def _parse_through_mlir(
     ctx: Context, text: str, name: str, line_offset: int, allow_implicit_module: bool, error: ParseError
 ) -> ModuleOp | None:
@@ -276,15 +287,11 @@ def _parse_through_mlir(
 
     def segment_groups(op_name: str) -> tuple[bool, ...] | None:
         """The operand groups (True: variadic) of an op whose xDSL definition sizes them by
-        an `operandSegmentSizes` attribute (not a property: upstream's ops with one print it)."""
+        an `operandSegmentSizes` attribute that upstream's op has not."""
         op_type = ctx.get_optional_op(op_name)
-        definition = getattr(op_type, "get_irdl_definition", None)
-        if definition is None:
+        if op_type is None or not segment_sizes_only_in_xdsl(op_type):
             return None
-        irdl = definition()
-        if not any(isinstance(option, AttrSizedOperandSegments) and not option.as_property for option in irdl.options):
-            return None
-        return tuple(isinstance(operand, VarOperandDef) for _, operand in irdl.operands)
+        return tuple(isinstance(operand, VarOperandDef) for _, operand in op_type.get_irdl_definition().operands)
 
     try:
         generic = mlir_text.generic_text_via_mlir(text, known, segment_groups)

@@ -49,7 +49,7 @@ from xdsl.universe import Universe
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from telamalloc.dialects.scratchpad_types import ScratchpadSpaceAttr
-from telamalloc.ir_text import parse_module_text
+from telamalloc.ir_text import parse_module_text, segment_sizes_only_in_xdsl
 from telamalloc.universe import TELAMALLOC_UNIVERSE
 
 MEMORY_SPACE_PREFIX = "#scratchpad.space"
@@ -101,10 +101,15 @@ def parse_generic(
 def print_generic(module: ModuleOp) -> str:
     """The generic form of `module` that upstream MLIR parses (the module is not changed).
 
-    `#scratchpad.space` memory spaces are written as strings (see the module doc).
+    `#scratchpad.space` memory spaces are written as strings (see the module doc); the
+    `operandSegmentSizes` that xDSL's `gpu.dealloc` and `memref.dma_start` carry, and
+    upstream's do not, is left out.
     """
     exported = module.clone()
     PatternRewriteWalker(_EncodeMemorySpace(), apply_recursively=False).rewrite_module(exported)
+    for op in exported.walk():
+        if "operandSegmentSizes" in op.attributes and segment_sizes_only_in_xdsl(type(op)):
+            del op.attributes["operandSegmentSizes"]  # xDSL's alone; upstream's op has no such attribute
     stream = io.StringIO()
     Printer(stream=stream, print_generic_format=True).print_op(exported)
     stream.write("\n")
