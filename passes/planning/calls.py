@@ -12,7 +12,9 @@ anything is written, not from a run.
 
 Limits: a parametric function that fits only part of its ranges (its spilled copy runs
 above them) counts no bytes here (its lowered code checks its arena against the capacity
-at run time); a recursive call is not followed (its depth is not known when planning).
+at run time); a recursive call is not followed (its depth is not known when planning): a
+remark at the call says so where the function it re-enters holds an arena; a function
+planned before (`scratchpad.peak`, left unchanged by this run) counts no bytes.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from telamalloc.errors import ErrorKind
-from telamalloc.passes.diagnostics import PassFailedAtOp
+from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.planning.plans import FunctionPlan
 
@@ -61,10 +63,11 @@ def check_calls(view: IRView, module: Any, plans: Sequence[FunctionPlan]) -> Non
     calls = {function: _calls(view, function) for function in functions}
     if not any(calls.values()):
         return
+    recursive: set[Any] = set()  # the calls found re-entering a function on their chain
     for arenas in memories.values():
         checked: set[tuple[Any, int, int]] = set()
         for function in functions:
-            _follow(view, calls, arenas, function, [], 0, None, checked)
+            _follow(view, calls, arenas, function, [], 0, None, checked, recursive)
 
 
 def _arena_of(plan: FunctionPlan) -> _Arena | None:
@@ -91,11 +94,17 @@ def _calls(view: IRView, function: Any) -> list[tuple[Any, Any]]:
 
 
 def _follow(view: IRView, calls: dict[Any, list[tuple[Any, Any]]], arenas: dict[str, _Arena], function: Any,
-            chain: list[_Frame], base: int, call: Any, checked: set[tuple[Any, int, int]]) -> None:
+            chain: list[_Frame], base: int, call: Any, checked: set[tuple[Any, int, int]],
+            recursive: set[Any]) -> None:
     name = view.symbol_name(function)
-    if any(frame.name == name for frame in chain):
-        return  # recursion: not followed (see the module doc)
     arena = arenas.get(name)
+    if any(frame.name == name for frame in chain):  # recursion: not followed (see the module doc)
+        if arena is not None and call not in recursive:
+            recursive.add(call)
+            emit_remark(call, f"'@{name}' is called again while it runs: each call adds its arena of "
+                              f"'{arena.size}' bytes above its caller's, and the capacity across recursive calls "
+                              "is not checked (their depth is not known when planning)")
+        return
     capacity = min((frame.arena.capacity for frame in chain if frame.arena is not None), default=None)
     end = base
     if arena is not None:
@@ -110,7 +119,7 @@ def _follow(view: IRView, calls: dict[Any, list[tuple[Any, Any]]], arenas: dict[
     checked.add(key)
     frame = _Frame(name, call, end, arena)
     for op, callee in calls.get(function, ()):
-        _follow(view, calls, arenas, callee, [*chain, frame], end, op, checked)
+        _follow(view, calls, arenas, callee, [*chain, frame], end, op, checked, recursive)
 
 
 def _overflow(view: IRView, name: str, call: Any, chain: list[_Frame], start: int, arena: _Arena,
