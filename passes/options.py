@@ -54,7 +54,7 @@ _EXPECTED = {
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
     "lifetimes": "'first-write' or 'alloc'",
-    "inplace": "'none', 'declared' or 'elementwise'",
+    "inplace": "'none', 'declared', 'elementwise' or 'concat'",
     "schedule": "'none', 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "method": "'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "dims": "ranges of the symbolic dimensions, 'NAME=LO..HI[@HINT]' separated by spaces, e.g. 'dims=\"seq=1..2048@512 batch=1..8\"'",

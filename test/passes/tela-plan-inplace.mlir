@@ -28,7 +28,7 @@
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // VERIFY-NONE: verify: '@chain' planned into 512 bytes (minimize)
 // VERIFY-NONE-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
-// BAD: invalid inplace 'always'; expected 'none', 'declared' or 'elementwise'
+// BAD: invalid inplace 'always'; expected 'none', 'declared', 'elementwise' or 'concat'
 !t = memref<64xf32, #scratchpad.space>
 func.func @chain(%x: memref<64xf32>, %y: memref<64xf32>) {
   %a = scratchpad.alloc() : !t
