@@ -203,8 +203,12 @@ class _Groups:
         self.load = int(self.live.max())
 
     def join(self, source: int, target: int, delta: int, keep_load: bool = False) -> bool:
-        """Puts `source`'s group (`source` its root) into `target`'s at `delta`; not when a
+        """Puts `source`'s group (`source` its root) into `target`'s at `delta` from
+        `target`'s bytes (its group's root may be a later buffer holding it); not when a
         member's offset would lose its alignment, nor (`keep_load`) when LOAD would grow."""
+        while target in self.parent:  # an output that passed its bytes on already (element-wise)
+            target, step = self.parent[target]
+            delta += step
         first, last, size, alignment = self.span[source]
         start, end, outer, outer_alignment = self.span[target]
         if delta % alignment:

@@ -11,6 +11,7 @@
 // RUN: tela-run --verify %s --entry block --inplace concat | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry nested --inplace concat | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry kept --inplace concat | filecheck %s --check-prefix=VERIFY
+// RUN: tela-run --verify %s --entry passed_on | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry block --inplace elementwise | filecheck %s --check-prefix=VERIFY
 
 // A block as DenseNet's: a (the block's input) and c, through the element-wise chain
@@ -69,6 +70,29 @@ func.func @nested(%x: memref<16xf32>, %z: memref<32xf32>, %y: memref<64xf32>) {
   scratchpad.dma %z -> %c : memref<32xf32> -> memref<32xf32, #scratchpad.space>
   scratchpad.kernel "concat" ins(%m, %c : memref<32xf32, #scratchpad.space>, memref<32xf32, #scratchpad.space>) outs(%r : memref<64xf32, #scratchpad.space>)
   scratchpad.dma %r -> %y : memref<64xf32, #scratchpad.space> -> memref<64xf32>
+  func.return
+}
+
+// A result that dies at an element-wise kernel passes the whole group on: r's bytes are
+// s's, and a and b sit in their slices of both.
+// CHECK-LABEL: func.func @passed_on
+// CHECK-SAME:  scratchpad.peak = 256 : i64, scratchpad.load = 256 : i64
+// CHECK:       %a = scratchpad.alloc() offset 0
+// CHECK-NEXT:  %b = scratchpad.alloc() offset 128
+// CHECK-NEXT:  %r = scratchpad.alloc() offset 0
+// CHECK-NEXT:  %s = scratchpad.alloc() offset 0
+// REPORT: tela-plan: @passed_on: 1 buffer, LOAD 256 B, peak 256 B,
+// APART: tela-plan: @passed_on: 3 buffers, LOAD 512 B, peak 512 B,
+func.func @passed_on(%x: memref<1x4x8xf32>, %y: memref<1x8x8xf32>) {
+  %a = scratchpad.alloc() : !p
+  %b = scratchpad.alloc() : !p
+  %r = scratchpad.alloc() : !r
+  %s = scratchpad.alloc() : !r
+  scratchpad.dma %x -> %a : memref<1x4x8xf32> -> !p
+  scratchpad.dma %x -> %b : memref<1x4x8xf32> -> !p
+  scratchpad.kernel "concat" ins(%a, %b : !p, !p) outs(%r : !r) params {axis = 1 : i64}
+  scratchpad.kernel "sigmoid" ins(%r : !r) outs(%s : !r)
+  scratchpad.dma %s -> %y : !r -> memref<1x8x8xf32>
   func.return
 }
 

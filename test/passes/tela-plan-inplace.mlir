@@ -1,4 +1,4 @@
-// In place (`inplace=elementwise`, the default): an element-wise kernel whose input dies at it
+// In place (`inplace=elementwise`, and `concat`, the default): an element-wise kernel whose input dies at it
 // writes its output over the input's bytes; the planner places each chain of such buffers
 // as one buffer (one offset, live from the first one's start to the last one's end).
 // 'declared' keeps only kernels that declare it (`scratchpad.inplace`), 'none' none (the
