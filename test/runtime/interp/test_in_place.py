@@ -45,8 +45,15 @@ def test_a_wrong_in_place_choice_is_caught_by_shadow_memory(kernel, offset, late
     # of the input finds the output's bytes, and another kernel or a partial overlap is
     # the streaming hazard it always was.
     text = _IN_PLACE.replace("KERNEL", kernel).replace("offset B", f"offset {offset}").replace("LATER", later)
+    _runs_as_the_reference_or_fails(text, error)
+
+
+def _runs_as_the_reference_or_fails(text: str, error: str | None, before_planned=lambda: None) -> None:
+    """`text` run at its offsets gives the reference's `%y` (`error` None), or fails with a
+    shadow violation matching `error`; `before_planned` runs between the two runs."""
     if error is None:
         reference = run_program(parse(text), honor_offsets=False)
+        before_planned()
         planned = run_program(parse(text))
         np.testing.assert_array_equal(outputs(planned)["%y"], outputs(reference)["%y"])
         return
@@ -126,20 +133,17 @@ def test_a_concat_copies_no_part_in_its_slice_and_shadow_memory_catches_a_wrong_
     from telamalloc.runtime.interp import scratchpad as interp_scratchpad
 
     text = _CONCAT.replace("offset A", f"offset {a}").replace("offset B", f"offset {b}").replace("LATER", later)
-    if error is None:
-        reference = run_program(parse(text), honor_offsets=False)
-        if a == 0:
-            def no_concat(name, *arguments):
-                assert name != "concat", "a concat whose parts sit in their slices copied them"
-                return run_kernel(name, *arguments)
+    run_kernel = interp_scratchpad.run_kernel
 
-            run_kernel = interp_scratchpad.run_kernel
+    def no_concat(name, *arguments):
+        assert name != "concat", "a concat whose parts sit in their slices copied them"
+        return run_kernel(name, *arguments)
+
+    def watch_concats():
+        if a == 0:  # both parts in place: no concatenation runs
             monkeypatch.setattr(interp_scratchpad, "run_kernel", no_concat)
-        planned = run_program(parse(text))
-        np.testing.assert_array_equal(outputs(planned)["%y"], outputs(reference)["%y"])
-        return
-    with pytest.raises(ShadowViolation, match=error):
-        run_program(parse(text))
+
+    _runs_as_the_reference_or_fails(text, error, watch_concats)
 
 
 def test_verify_catches_a_concat_in_place_choice_the_analysis_should_not_make(monkeypatch):
