@@ -390,6 +390,10 @@ ELEMENTWISE_KERNELS = frozenset(
 input of the output's shape (and broadcast elements of smaller inputs) and nothing else:
 their output may take the bytes of such an input that dies at them (in place)."""
 
+CONCAT_KERNEL = "concat"
+"""The library's concatenation: its inputs' parts may sit in their slices of its output (in
+place, `passes/analysis/inplace.py`), which it then does not copy."""
+
 INPLACE_ATTR = "scratchpad.inplace"
 """On a `scratchpad.kernel`: `array<i64: ...>`, for each output the index of the input whose
 bytes it may take when that input dies at the kernel (-1: none). The kernel declares that

@@ -349,8 +349,8 @@ def record_plan(plan: FunctionPlan) -> None:
     view = plan.problem.liveness.view
     arena_alignment = 1
     for planned, offset in zip(plan.problem.buffers, solution.offsets):
-        for buffer in (planned, *planned.members):  # in place: the members share its offset
-            view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset, i64))
+        for buffer in (planned, *planned.members):  # in place: each at the group's offset + its delta
+            view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset + buffer.delta, i64))
             view.set_attribute(buffer.op, BUFFER_ATTR, StringAttr(buffer.id))
             view.set_attribute(buffer.op, LIFETIME_ATTR,
                                DenseArrayBase.from_list(i64, (buffer.lifetime.start, buffer.lifetime.end)))

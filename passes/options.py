@@ -25,7 +25,7 @@ from xdsl.utils.exceptions import PassFailedException
 from telamalloc.dialects.scratchpad_types import INT64_MAX, is_power_of_two
 from telamalloc.duration import DURATION_FORMS, parse_duration
 from telamalloc.files import AtomicFile
-from telamalloc.passes.analysis.inplace import INPLACE_ELEMENTWISE, INPLACE_RULES
+from telamalloc.passes.analysis.inplace import INPLACE_CONCAT, INPLACE_RULES
 from telamalloc.passes.analysis.liveness import FIRST_WRITE, LIFETIME_RULES
 from telamalloc.passes.planning.outputs import is_picture_path
 from telamalloc.runtime.alloc.api import ALGORITHMS
@@ -54,7 +54,7 @@ _EXPECTED = {
     "assign-memory": "'true' or 'false'",
     "layout": "a '.csv' or '.json' file path, e.g. 'layout=plan.csv'",
     "lifetimes": "'first-write' or 'alloc'",
-    "inplace": "'none', 'declared' or 'elementwise'",
+    "inplace": "'none', 'declared', 'elementwise' or 'concat'",
     "schedule": "'none', 'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "method": "'auto', 'given', 'lpmf', 'bfs', 'dfs', 'lookahead' or 'exact'",
     "dims": "ranges of the symbolic dimensions, 'NAME=LO..HI[@HINT]' separated by spaces, e.g. 'dims=\"seq=1..2048@512 batch=1..8\"'",
@@ -225,7 +225,7 @@ class PlanOptions:
     on_overflow: str | None = None
     assign_memory: bool = False
     lifetimes: str = FIRST_WRITE
-    inplace: str = INPLACE_ELEMENTWISE  # measured: docs/decisions.md#in-place-issue-52
+    inplace: str = INPLACE_CONCAT  # measured: docs/decisions.md#in-place-issue-52, #concatenation-in-place-issue-52
     dims: str | None = None
     plot: str | None = None
     report_json: str | None = None
@@ -321,8 +321,9 @@ class PlanningOptions(ModulePass):
     inplace: str = PlanOptions.inplace
     """Which ops may write their output over an input that dies at them, the output taking
     the input's bytes (`passes/analysis/inplace.py`): 'none', 'declared' (kernels that
-    declare it with `scratchpad.inplace`) or 'elementwise' (the default: those and the
-    library's element-wise kernels)."""
+    declare it with `scratchpad.inplace`), 'elementwise' (those and the library's
+    element-wise kernels) or 'concat' (the default: those and the parts of a `concat`
+    kernel, each in its slice of the result, where that does not raise LOAD)."""
 
     dims: str | None = None
     """Ranges of the symbolic dimensions that sizes depend on, 'NAME=LO..HI[@HINT]' separated

@@ -176,8 +176,9 @@ def _argument_parser() -> argparse.ArgumentParser:
         choices=INPLACE_RULES,
         default=PlanOptions.inplace,
         help="with --verify, which ops may write their output over an input that dies at them: "
-        "none, the kernels declaring it (declared), or those and the library's element-wise "
-        "kernels (elementwise); default: %(default)s, tela-plan's",
+        "none, the kernels declaring it (declared), those and the library's element-wise "
+        "kernels (elementwise), or those and the parts of concatenations, each into its slice "
+        "of the result (concat); default: %(default)s, tela-plan's",
     )
     parser.add_argument(
         "--schedule",

@@ -212,14 +212,16 @@ class PlannedBuffer:
     alignment: int  # bytes, a power of two
     pinned: int | None  # an offset recorded earlier, kept as is
     symbolic: Expr | None = None  # the size as an expression of the function's symbols (`size`: at the upper ends)
-    members: tuple[PlannedBuffer, ...] = ()  # in place: later buffers that take these bytes (same offset)
+    members: tuple[PlannedBuffer, ...] = ()  # in place: the group's other buffers (at its offset + their `delta`)
+    delta: int = 0  # in place: bytes from its group's offset to its own (a concat part's slice)
 
     @property
     def op(self) -> Operation:
         return self.lifetime.op
 
     def as_buffer(self) -> Buffer:
-        return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, self.pinned)
+        pinned = None if self.pinned is None else self.pinned - self.delta  # a group's: its first member's, less its delta
+        return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, pinned)
 
 
 @dataclass(frozen=True)
@@ -398,24 +400,27 @@ def _planned_buffer(
         raise PassFailedAtOp(op, f"buffer '{buffer_id}': {error}") from None
 
 
-def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[int]]) -> tuple[PlannedBuffer, ...]:
-    """`buffers` with each in-place group as its first buffer, live until its last member's
-    end, as large and as aligned as its largest member, the others as its `members`."""
+def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[tuple[int, int]]]) -> tuple[PlannedBuffer, ...]:
+    """`buffers` with each in-place group (`inplace_groups`: (index, delta) pairs) as its
+    first buffer, live from its members' first start to their last end, as large as the
+    bytes they span and as aligned as its most aligned member, the others as its `members`,
+    each with its `delta`."""
     if not groups:
         return buffers
     merged: dict[int, PlannedBuffer] = {}
     absorbed: set[int] = set()
     for group in groups:
-        first, members = buffers[group[0]], [buffers[index] for index in group[1:]]
-        end = max(buffer.lifetime.end for buffer in (first, *members))
-        merged[group[0]] = replace(
+        placed = [replace(buffers[index], delta=delta) for index, delta in group]
+        first = placed[0]
+        merged[group[0][0]] = replace(
             first,
-            lifetime=replace(first.lifetime, end=end),
-            size=max(buffer.size for buffer in (first, *members)),
-            alignment=max(buffer.alignment for buffer in (first, *members)),
-            members=tuple(members),
+            lifetime=replace(first.lifetime, start=min(buffer.lifetime.start for buffer in placed),
+                             end=max(buffer.lifetime.end for buffer in placed)),
+            size=max(buffer.delta + buffer.size for buffer in placed),
+            alignment=max(buffer.alignment for buffer in placed),
+            members=tuple(placed[1:]),
         )
-        absorbed.update(group[1:])
+        absorbed.update(index for index, _ in group[1:])
     return tuple(merged.get(index, buffer) for index, buffer in enumerate(buffers) if index not in absorbed)
 
 

@@ -47,7 +47,7 @@ a memref's bounds are `InterpreterError`s.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -299,10 +299,12 @@ class MemRef:
         return MemRef(self.storage, self.buffer, offset, shape, strides, self.dtype, type_)
 
 
-def _coincide(first: MemRef, second: MemRef) -> bool:
-    """The two views cover the same bytes element for element."""
+def coincide(first: MemRef, second: MemRef) -> bool:
+    """The two views cover the same bytes element for element (the stride of a dimension
+    of one element moves nowhere: it may differ)."""
     return (first.storage is second.storage and first.offset == second.offset and first.shape == second.shape
-            and first.strides == second.strides and first.element_size == second.element_size)
+            and first.element_size == second.element_size
+            and all(a == b for a, b, dim in zip(first.strides, second.strides, first.shape) if dim > 1))
 
 
 def contiguous_strides(shape: Sequence[int], element_size: int) -> tuple[int, ...]:
@@ -483,6 +485,7 @@ class Machine:
         read: Sequence[tuple[MemRef, str]],
         written: Sequence[tuple[MemRef, str]],
         in_place: Collection[tuple[int, int]] = (),
+        slices: Mapping[int, MemRef] | None = None,
     ) -> None:
         """An op's outputs must not share bytes with its other operands.
 
@@ -493,7 +496,9 @@ class Machine:
         and allowed, and so is an output that coincides exactly (same bytes, shape and
         strides) with an input its kernel may overwrite: `in_place` holds those (output,
         input) index pairs (element-wise kernels, `passes/analysis/inplace.py`); a later
-        read of that input then finds the output's bytes.
+        read of that input then finds the output's bytes. `slices` (a concatenation, one
+        output): per input, the view of its slice of the output; an input that coincides
+        with its slice is no hazard either (the op copies nothing of it).
         """
         for output, _ in written:
             self.check_live(op, output, "writes")
@@ -503,7 +508,9 @@ class Machine:
             for position, (other, other_what) in enumerate([*read, *written[:index]]):
                 if other.buffer == output.buffer:
                     continue
-                if position < len(read) and (index, position) in in_place and _coincide(output, other):
+                if position < len(read) and (index, position) in in_place and coincide(output, other):
+                    continue
+                if slices and index == 0 and position in slices and coincide(slices[position], other):
                     continue
                 overlap = self._overlap(output, other)
                 if overlap is None:

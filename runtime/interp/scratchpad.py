@@ -35,6 +35,7 @@ from telamalloc.runtime.interp.machine import (
     MemRef,
     Storage,
     buffer_name,
+    coincide,
     contiguous_strides,
     copy_between,
     make_view,
@@ -82,6 +83,27 @@ def _in_place_pairs(op: scratchpad.KernelOp) -> set[tuple[int, int]]:
     if op.kernel_name in scratchpad.ELEMENTWISE_KERNELS:
         return {(output, input_) for output in range(len(op.outs)) for input_ in range(len(op.ins))}
     return set()
+
+
+def _concat_slices(op: scratchpad.KernelOp, ins: list[MemRef], outs: list[MemRef],
+                   params: dict[str, Any]) -> dict[int, MemRef]:
+    """Per input of a `concat` kernel, the view of its slice of the output (empty for any
+    other kernel, or operands the kernel will reject: it says why)."""
+    if op.kernel_name != scratchpad.CONCAT_KERNEL or len(outs) != 1 or not ins:
+        return {}
+    out = outs[0]
+    rank = len(out.shape)
+    axis = params.get("axis", 0)
+    if not isinstance(axis, int) or not -rank <= axis < rank:
+        return {}
+    axis %= rank
+    slices, start = {}, 0
+    for index, part in enumerate(ins):
+        if len(part.shape) != rank or part.shape[:axis] + part.shape[axis + 1 :] != out.shape[:axis] + out.shape[axis + 1 :]:
+            return {}
+        slices[index] = out.with_view(out.offset + start * out.strides[axis], part.shape, out.strides, out.type)
+        start += part.shape[axis]
+    return slices if start == out.shape[axis] else {}
 
 
 @register_impls
@@ -138,7 +160,16 @@ class ScratchpadFunctions(InterpreterFunctions):
         written = [(value, f"output #{index} of {kernel}") for index, value in enumerate(outs)]
         for value, what in read:
             self.machine.check_read(op, value, what)
-        self.machine.check_disjoint(op, read, written, _in_place_pairs(op))
+        slices = _concat_slices(op, ins, outs, params)
+        self.machine.check_disjoint(op, read, written, _in_place_pairs(op), slices)
+        if slices:
+            in_place = {index for index, part in slices.items() if coincide(part, ins[index]) and part.dtype == ins[index].dtype}
+            if in_place:  # parts in their slices: no copy of those, the others copied into theirs
+                for index, part in slices.items():
+                    if index not in in_place:
+                        part.array()[...] = ins[index].array().astype(part.dtype, copy=False)
+                self.machine.record_write(outs[0])
+                return ()
         try:
             if is_reference_kernel(op.kernel_name, params):  # an ONNX node: ONNX's reference implementation
                 arrays = [v.array() for v in outs]

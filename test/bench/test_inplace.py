@@ -1,5 +1,6 @@
-"""bench/inplace: an activation chain needs one buffer in place and two without, and both
-plans verify by execution; the script's table for the chains alone."""
+"""bench/inplace: an activation chain needs one buffer in place and two without, a chain of
+concatenations one buffer with `concat`, and the plans verify by execution; the blocks
+built with onnx.helper import and plan."""
 
 from __future__ import annotations
 
@@ -19,8 +20,28 @@ _loader.exec_module(inplace)
 
 def test_a_chain_of_element_wise_kernels_needs_one_buffer_in_place():
     module = parse_program(make_context(), inplace.chain(8), "chain-8.mlir")
-    assert inplace.measure(module, "none", 5.0) == (9, 8192, 8192)  # two 4 KiB buffers alternate
-    assert inplace.measure(module, "declared", 5.0) == (9, 8192, 8192)  # the library kernels declare nothing
-    assert inplace.measure(module, "elementwise", 5.0) == (1, 4096, 4096)
+    assert inplace.measure(module, "none", 5.0) == (9, 8192, 8192, 0)  # two 4 KiB buffers alternate
+    assert inplace.measure(module, "declared", 5.0) == (9, 8192, 8192, 0)  # the library kernels declare nothing
+    assert inplace.measure(module, "elementwise", 5.0) == (1, 4096, 4096, 0)
     assert inplace.verdict(module, "none") == ("ok", True)
     assert inplace.verdict(module, "elementwise") == ("ok", True)
+
+
+def test_a_chain_of_concatenations_needs_one_buffer_with_concat_and_copies_nothing():
+    # concat-chain-2: c0 (512 B) and n1 make c1 (1 KiB), c1 and n2 make c2 (1.5 KiB): copying,
+    # c1, n2 and c2 are live at the last concat (3 KiB); with `concat` every part is in its
+    # slice of c2, one buffer of 1.5 KiB, and the concats copy nothing.
+    module = parse_program(make_context(), inplace.concat_chain(2), "concat-chain-2.mlir")
+    assert inplace.measure(module, "elementwise", 5.0) == (5, 3072, 3072, 2560)
+    assert inplace.measure(module, "concat", 5.0) == (1, 1536, 1536, 0)
+    assert inplace.verdict(module, "concat") == ("ok", True)
+
+
+def test_the_blocks_import_and_concat_in_place_never_raises_load():
+    from telamalloc.importers.onnx_import import import_onnx
+
+    for model in (inplace.densenet_block(2), inplace.inception_blocks(2)):
+        module = import_onnx(model).module
+        _, load_elementwise, _, copied_elementwise = inplace.measure(module, "elementwise", 1.0)
+        _, load_concat, _, copied_concat = inplace.measure(module, "concat", 1.0)
+        assert load_concat <= load_elementwise and copied_concat <= copied_elementwise

@@ -5,7 +5,8 @@ benchmarks measure (`bench/hoisted`). It imports nothing of pytest or hypothesis
 It writes programs as text: straight-line code and nests of `scf.for` (trip counts 1-3)
 and `scf.if` (on the loop counter or a constant), buffers of several shapes and alignments
 allocated at any depth, data moved in, computed by kernels (elementwise, unary, fill,
-matmul), moved out, freed by an explicit dealloc or by their last use; in the scratchpad
+matmul, and with `concat` concatenations), moved out, freed by an explicit dealloc or by
+their last use; in the scratchpad
 dialect or as plain upstream memref IR, with allocations where they are used or hoisted to
 the function's entry (see `ProgramGenerator`). The generator tracks which buffers hold
 data, so a program only reads what it wrote (the reference run would reject it otherwise).
@@ -20,6 +21,9 @@ SHAPES = ("4x4", "16", "2x8", "8x4", "4x8", "3")  # f32 buffers; 4x8 @ 8x4 and 4
 MATMULS = {("4x8", "8x4"): "4x4", ("4x4", "4x4"): "4x4", ("8x4", "4x4"): "8x4", ("2x8", "8x4"): None}
 UNARY = ("relu", "copy", "scale")
 BINARY = ("add", "sub", "mul", "max")
+CONCATS = ((("4x4", "4x4"), "8x4", 0), (("2x8", "2x8"), "4x8", 0), (("4x4", "4x4"), "4x8", 1))
+"""(part shapes, result shape, axis): along the outermost axis each part's slice is one range
+of bytes (in place with `inplace=concat`); along axis 1 of 4x4 parts it is strided (copied)."""
 
 
 def memref(shape: str, space: bool = True) -> str:
@@ -59,8 +63,9 @@ class ProgramGenerator:
     """
 
     def __init__(self, rng: random.Random, max_ops: int = 28, max_depth: int = 2, *,
-                 hoist: float = 0.0, upstream: bool = False):
+                 hoist: float = 0.0, upstream: bool = False, concat: float = 0.0):
         self.rng = rng
+        self.concat_share = concat  # the share of statements that concatenate (0: the stream of before)
         self.max_ops = max_ops
         self.max_depth = max_depth
         self.hoist = float(hoist)
@@ -245,6 +250,32 @@ class ProgramGenerator:
                                  f'outs({target} : {memref(shape)})')
         scope.written.add(target)
 
+    def concat(self, scope: Scope, depth: int) -> None:
+        """A `concat` kernel (`CONCATS`) into a new buffer, of a written buffer of each part's
+        shape or, half the time or when there is none, a new one moved in from main memory."""
+        (first_shape, second_shape), out_shape, axis = self.rng.choice(CONCATS)
+        parts = []
+        for shape in (first_shape, second_shape):
+            found = [name for name in self.usable(scope, shape) if name not in parts]
+            if found and self.rng.random() < 0.5:
+                parts.append(self.rng.choice(found))
+                continue
+            part = self.fresh("b")
+            self.emit(depth, f"{part} = scratchpad.alloc() : {memref(shape)}")
+            scope.buffers[part] = shape
+            scope.local.add(part)
+            self.inputs[f"%in_{shape}"] = shape
+            self.copy(f"%in_{shape}", part, shape, depth)
+            scope.written.add(part)
+            parts.append(part)
+        target = self.fresh("b")
+        self.emit(depth, f"{target} = scratchpad.alloc() : {memref(out_shape)}")
+        scope.buffers[target] = out_shape
+        scope.local.add(target)
+        self.emit(depth, f'scratchpad.kernel "concat" ins({parts[0]}, {parts[1]} : {memref(first_shape)}, '
+                         f'{memref(second_shape)}) outs({target} : {memref(out_shape)}) params {{axis = {axis} : i64}}')
+        scope.written.add(target)
+
     def matmul(self, scope: Scope, depth: int) -> None:
         for (left_shape, right_shape), out_shape in self.rng.sample(list(MATMULS.items()), len(MATMULS)):
             if out_shape is None:
@@ -380,6 +411,9 @@ class ProgramGenerator:
             if self.ops >= self.max_ops:
                 return
             self.ops += 1
+            if self.concat_share and not self.upstream and self.rng.random() < self.concat_share:
+                self.concat(scope, depth)
+                continue
             choice = self.rng.random()
             if choice < 0.18:
                 self.alloc(scope, depth)
@@ -432,9 +466,12 @@ class ProgramGenerator:
         return "\n".join(header + self.prologue + self.lines + ["    func.return", "  }", "}", ""])
 
 
-def generate(seed: int, *, hoist: float = 0.0, upstream: bool = False, max_ops: int | None = None) -> str:
-    """A program of the seeded generator (`max_ops` statements, else 6 to 30; see `ProgramGenerator`)."""
+def generate(seed: int, *, hoist: float = 0.0, upstream: bool = False, max_ops: int | None = None,
+             concat: float = 0.0) -> str:
+    """A program of the seeded generator (`max_ops` statements, else 6 to 30; see `ProgramGenerator`);
+    `concat`: the share of statements that concatenate (scratchpad dialect only)."""
     rng = random.Random(seed)
     ops = rng.randint(6, 30) if max_ops is None else max_ops
-    generator = ProgramGenerator(rng, max_ops=ops, max_depth=rng.choice((0, 1, 2, 2)), hoist=hoist, upstream=upstream)
+    generator = ProgramGenerator(rng, max_ops=ops, max_depth=rng.choice((0, 1, 2, 2)), hoist=hoist, upstream=upstream,
+                                 concat=concat)
     return generator.program()

@@ -183,7 +183,7 @@ MLIR_CASES = [
      "'error' or 'spill'"),
     ("pass-option-inplace-invalid", "tela-opt", SMALL, ["-p", "tela-plan{inplace=always}"], 2,
      "tela-opt: error: invalid pass pipeline 'tela-plan{inplace=always}': invalid inplace 'always'; expected "
-     "'none', 'declared' or 'elementwise'"),
+     "'none', 'declared', 'elementwise' or 'concat'"),
     ("spill-op-too-large", "tela-opt", SMALL, ["-p", "tela-pipeline{capacity=100 on-overflow=spill inplace=none}"], 1,
      "bad.mlir:6:5: error: pass 'tela-pipeline' failed: 'scratchpad.kernel' op needs '128' bytes for the buffers in "
      "use at this op ('a', 'b') but capacity is '100'; spilling cannot make an op's own buffers smaller (tiling is "

@@ -490,3 +490,28 @@ def test_an_exported_view_gets_its_shape_from_the_folded_shape_subgraph():
     (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
     (written,) = [output.value for output in report.values if output.value.shape == (3, 2, 5, 4)]
     assert np.array_equal(written, expected)
+
+
+def test_an_imported_concat_plans_its_parts_into_their_slices_by_default(tmp_path):
+    # As tela-import then tela-plan: the Relu's and the Sigmoid's outputs die at the Concat
+    # (axis 1 of 1xCxHxW: each slice is one range of bytes), so with the default rule each
+    # is placed in its slice of the result (1 KiB apart), and x, which the Sigmoid writes
+    # over in place, with b: the block needs the result's 2 KiB. `inplace=elementwise`
+    # keeps the parts apart (a, b and y at the Concat: 4 KiB). Both verify by execution.
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["x"], ["b"]),
+             helper.make_node("Concat", ["a", "b"], ["y"], axis=1)]
+    path = tmp_path / "block.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "block", [x], [y]), opset_imports=[helper.make_opsetid("", 13)]),
+              str(path))
+    module = import_onnx(str(path)).module
+    (plan,) = plan_module(module, mode="minimize")
+    offsets = {op.results[0].name_hint: op.offset.value.data for op in module.walk() if isinstance(op, AllocOp)}
+    assert offsets["a"] == offsets["y"] and offsets["b"] == offsets["y"] + 1024, offsets
+    assert offsets["x"] == offsets["b"] and plan.solution.load == plan.solution.peak == 2048
+    (apart,) = plan_module(import_onnx(str(path)).module, mode="minimize", inplace="elementwise")
+    assert apart.solution.load == 4096
+    for rule in ("concat", "elementwise"):
+        report = verify_program(import_onnx(str(path)).module, inplace=rule)
+        assert report.ok, report.lines()

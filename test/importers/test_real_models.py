@@ -49,8 +49,9 @@ from telamalloc.verification import verify_program
 LONG = os.environ.get("HYPOTHESIS_PROFILE") == "long"
 DATA = Path(onnx.__file__).parent / "backend" / "test" / "data"
 
-# name -> LOAD in bytes with the weights as main-memory constants, in place (the default:
-# an element-wise kernel writes its output over an input that dies at it) and without
+# name -> LOAD in bytes with the weights as main-memory constants, in place (an
+# element-wise kernel writes its output over an input that dies at it; the default,
+# `concat`, places concat parts in their slices too, at the same LOAD) and without
 # (inplace=none), as bench/inplace measures them. (With the weights as scratchpad
 # intermediates, as before, the LOADs without in place were 245960608, 39875744, 34374816,
 # 51305888, 111730592, 8785760, 11240864, 600351904 and 358069920 bytes.)
@@ -101,8 +102,9 @@ def test_light_model_imports_with_constant_weights_and_plans_at_load(name: str) 
             moved_in += 1
     assert moved_in == imported.loads
     loads = tuple(compute_load(collect_module(module, capacity=1 << 40, inplace=rule)[0].problem())[0]
-                  for rule in ("elementwise", "none"))
-    assert loads == LIGHT_LOADS[name]
+                  for rule in ("elementwise", "none", "concat"))
+    assert loads[:2] == LIGHT_LOADS[name]
+    assert loads[2] == loads[0]  # concatenation in place (the default) never raises LOAD
     load = loads[0]
     (plan,) = plan_module(module, capacity=load, time_limit=120)
     assert plan.solution.ok and plan.solution.peak == load

@@ -1,4 +1,4 @@
-// In place (`inplace=elementwise`, the default): an element-wise kernel whose input dies at it
+// In place (`inplace=elementwise`, and `concat`, the default): an element-wise kernel whose input dies at it
 // writes its output over the input's bytes; the planner places each chain of such buffers
 // as one buffer (one offset, live from the first one's start to the last one's end).
 // 'declared' keeps only kernels that declare it (`scratchpad.inplace`), 'none' none (the
@@ -28,7 +28,7 @@
 // VERIFY-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
 // VERIFY-NONE: verify: '@chain' planned into 512 bytes (minimize)
 // VERIFY-NONE-NEXT: verify: ok: 1 of 1 outputs bit-identical, 0 shadow violations
-// BAD: invalid inplace 'always'; expected 'none', 'declared' or 'elementwise'
+// BAD: invalid inplace 'always'; expected 'none', 'declared', 'elementwise' or 'concat'
 !t = memref<64xf32, #scratchpad.space>
 func.func @chain(%x: memref<64xf32>, %y: memref<64xf32>) {
   %a = scratchpad.alloc() : !t

@@ -1,10 +1,12 @@
 """In place under the interpreter: an element-wise kernel may write its output over an input
-whose view coincides with it exactly; any other overlap, or a later read of the input, is a
-shadow violation, so verify catches a wrong in-place choice."""
+whose view coincides with it exactly, a concat over a part that coincides with its slice of
+the output; any other overlap, or a later read of the input, is a shadow violation, so
+verify catches a wrong in-place choice."""
 
 import numpy as np
 import pytest
 
+from telamalloc.passes.tela_plan import collect_module
 from telamalloc.runtime.interp import ShadowViolation, run_program
 from telamalloc.verification import verify_program
 
@@ -43,8 +45,15 @@ def test_a_wrong_in_place_choice_is_caught_by_shadow_memory(kernel, offset, late
     # of the input finds the output's bytes, and another kernel or a partial overlap is
     # the streaming hazard it always was.
     text = _IN_PLACE.replace("KERNEL", kernel).replace("offset B", f"offset {offset}").replace("LATER", later)
+    _runs_as_the_reference_or_fails(text, error)
+
+
+def _runs_as_the_reference_or_fails(text: str, error: str | None, before_planned=lambda: None) -> None:
+    """`text` run at its offsets gives the reference's `%y` (`error` None), or fails with a
+    shadow violation matching `error`; `before_planned` runs between the two runs."""
     if error is None:
         reference = run_program(parse(text), honor_offsets=False)
+        before_planned()
         planned = run_program(parse(text))
         np.testing.assert_array_equal(outputs(planned)["%y"], outputs(reference)["%y"])
         return
@@ -84,3 +93,95 @@ func.func @main(%x: memref<8x8xf32>, %y: memref<8x8xf32>, %z: memref<8x8xf32>) {
     messages = "\n".join(violation.message for violation in wrong.violations)
     assert "through buffer 'a'" in messages and "buffer 's' wrote them last" in messages
     assert "kernel \"matmul\" (buffer 'n')" in messages
+
+
+_CONCAT = f"""
+func.func @main(%x: memref<4x8xf32>, %y: memref<8x8xf32>, %z: memref<4x8xf32>) {{
+  %a = scratchpad.alloc() offset A : memref<4x8xf32, {SP}>
+  %b = scratchpad.alloc() offset B : memref<4x8xf32, {SP}>
+  %r = scratchpad.alloc() offset 0 : memref<8x8xf32, {SP}>
+  scratchpad.dma %x -> %a : memref<4x8xf32> -> memref<4x8xf32, {SP}>
+  scratchpad.kernel "tanh" ins(%a : memref<4x8xf32, {SP}>) outs(%b : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
+  scratchpad.kernel "concat" ins(%a, %b : memref<4x8xf32, {SP}>, memref<4x8xf32, {SP}>) outs(%r : memref<8x8xf32, {SP}>)
+  scratchpad.dma %r -> %y : memref<8x8xf32, {SP}> -> memref<8x8xf32>
+  LATER
+  func.return
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "later", "error"),
+    [
+        (0, 128, "", None),  # each part in its slice of r: the concat copies nothing
+        (256, 128, "", None),  # a apart, b in its slice: a alone is copied
+        (128, 0, "", r"'scratchpad.kernel' writes output #0 of kernel \"concat\" \(buffer 'r'\) over bytes \[128, 256\) "
+         r"of the scratchpad that also hold input #0 of kernel \"concat\" \(buffer 'a'\)"),
+        (64, 256, "", r"writes output #0 of kernel \"concat\" \(buffer 'r'\) over bytes \[64, 192\)"),
+        (0, 128, f"scratchpad.dma %a -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>",
+         r"'scratchpad.dma' reads bytes \[0, 128\) of the scratchpad through buffer 'a' .* but buffer 'r' wrote them "
+         r"last"),
+    ],
+    ids=["in-slices", "one-apart", "slices-swapped", "partial-overlap", "part-read-later"],
+)
+def test_a_concat_copies_no_part_in_its_slice_and_shadow_memory_catches_a_wrong_slice(monkeypatch, a, b, later, error):
+    # A part of a concat may sit in its slice of the output (the view coincides with the
+    # slice exactly; `machine.check_disjoint`'s `slices`): the kernel copies nothing of it
+    # (no concatenation runs when every part is in place). A part over another part's
+    # slice, or over part of one, is the streaming hazard; a read of a part after the
+    # concat finds the result's bytes.
+    from telamalloc.runtime.interp import scratchpad as interp_scratchpad
+
+    text = _CONCAT.replace("offset A", f"offset {a}").replace("offset B", f"offset {b}").replace("LATER", later)
+    run_kernel = interp_scratchpad.run_kernel
+
+    def no_concat(name, *arguments):
+        assert name != "concat", "a concat whose parts sit in their slices copied them"
+        return run_kernel(name, *arguments)
+
+    def watch_concats():
+        if a == 0:  # both parts in place: no concatenation runs
+            monkeypatch.setattr(interp_scratchpad, "run_kernel", no_concat)
+
+    _runs_as_the_reference_or_fails(text, error, watch_concats)
+
+
+def test_verify_catches_a_concat_in_place_choice_the_analysis_should_not_make(monkeypatch):
+    # The planner's concat choice made wrong on purpose: the slices swapped (a part at the
+    # other's bytes), or b, which is read after the concat, told to die there: verify fails
+    # on shadow memory; the real analysis' plan (c in its slice, b apart) verifies.
+    from telamalloc.passes.analysis import inplace
+
+    program = f"""
+func.func @main(%x: memref<4x8xf32>, %y: memref<8x8xf32>, %z: memref<4x8xf32>) {{
+  %a = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %b = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %c = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %r = scratchpad.alloc() : memref<8x8xf32, {SP}>
+  scratchpad.dma %x -> %a : memref<4x8xf32> -> memref<4x8xf32, {SP}>
+  scratchpad.kernel "tanh" ins(%a : memref<4x8xf32, {SP}>) outs(%b : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
+  scratchpad.kernel "exp" ins(%a : memref<4x8xf32, {SP}>) outs(%c : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
+  scratchpad.kernel "concat" ins(%b, %c : memref<4x8xf32, {SP}>, memref<4x8xf32, {SP}>) outs(%r : memref<8x8xf32, {SP}>)
+  scratchpad.dma %r -> %y : memref<8x8xf32, {SP}> -> memref<8x8xf32>
+  scratchpad.dma %b -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>
+  func.return
+}}
+"""
+    (problem,) = collect_module(parse(program), inplace="concat")
+    assert [(buffer.id, [member.id for member in buffer.members]) for buffer in problem.buffers] == [
+        ("a", []), ("b", []), ("c", ["r"])]  # c in r's second slice, b apart
+    assert problem.buffers[2].members[0].delta == 0 and problem.buffers[2].delta == 128
+    assert verify_program(parse(program), inplace="concat").ok
+
+    parts = inplace.concat_parts
+    monkeypatch.setattr(inplace, "concat_parts", lambda op, view: [(index, 128 - delta) for index, delta in parts(op, view)])
+    swapped = verify_program(parse(program), inplace="concat")
+    assert not swapped.ok
+    assert "input #1 of kernel \"concat\" (buffer 'c')" in "\n".join(violation.message for violation in swapped.violations)
+
+    monkeypatch.setattr(inplace, "concat_parts", parts)
+    monkeypatch.setattr(inplace, "_fits", lambda *arguments: True)
+    read_later = verify_program(parse(program), inplace="concat")
+    assert not read_later.ok
+    messages = "\n".join(violation.message for violation in read_later.violations)
+    assert "through buffer 'b'" in messages and "buffer 'r' wrote them last" in messages
