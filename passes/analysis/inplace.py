@@ -18,7 +18,8 @@ An op qualifies (`scratchpad.kernel` only) when
   starts there (its first write), in the same loop iteration: no value of the input is
   read after the op writes, and nothing of the output is live before it.
 Each input gives its bytes to one output at most; a buffer that escapes, has a symbolic
-size or a lifetime widened over unstructured control flow takes no part, nor does a pinned
+size, a lifetime widened over unstructured control flow or a mark (`scratchpad.persistent`:
+its value must outlive the op; an `scratchpad.alias_of` group) takes no part, nor does a pinned
 one (a recorded `scratchpad.offset`) unless the other is pinned at the same offset (a
 group planned before, so planning twice keeps the first answer).
 
@@ -118,6 +119,8 @@ def _fits(source: Any, target: Any, point: int, view: IRView) -> bool:
     for buffer in (source, target):
         lifetime = buffer.lifetime
         if lifetime.escapes or lifetime.conservative or buffer.symbolic is not None:
+            return False
+        if lifetime.persistent or buffer.aliases:  # marked: its bytes are its own (collect.py `_aliased`)
             return False
     # Pinned buffers share bytes only when pinned at one offset: planned in place before
     # (planning twice keeps the first answer) or so placed by hand.

@@ -75,9 +75,8 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     """
     if capacity is None:
         capacity = problem.capacity
-    if has_marks(problem):
-        return _validate_marked(problem, offsets, capacity)
-    if offsets is not None and certainly_valid(problem, offsets, capacity):
+    marked = has_marks(problem)
+    if not marked and offsets is not None and certainly_valid(problem, offsets, capacity):
         return []
     violations = _check_buffers(problem)
     if violations:
@@ -88,6 +87,8 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     offsets = list(offsets)
     if len(offsets) != len(buffers):
         return [f"expected one offset per buffer ('{len(buffers)}') but got '{len(offsets)}'"]
+    if marked:
+        return _validate_marked(problem, offsets, capacity)
 
     placed: list[int] = []
     for index, (buffer, offset) in enumerate(zip(buffers, offsets)):
@@ -110,22 +111,16 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     return violations
 
 
-def _validate_marked(problem: Problem, offsets: Sequence[int] | None, capacity: int | None) -> list[str]:
-    """``validate`` of a problem with persistent buffers or aliases: each alias placed at its
-    group's offset, then the normalized problem (one buffer per group) validated."""
-    violations = _check_buffers(problem)
-    if violations:
-        return violations
+def _validate_marked(problem: Problem, offsets: list, capacity: int | None) -> list[str]:
+    """``validate`` of a problem with persistent buffers or aliases (valid buffers, one offset
+    each): each alias placed at its group's offset, then the normalized problem (one buffer
+    per group) validated."""
     try:
         marks = normalize(problem)
     except ProblemError as error:
         return [str(error)]
     buffers = problem.buffers
-    if offsets is None:
-        return [f"no offsets given for {len(buffers)} buffers"]
-    offsets = list(offsets)
-    if len(offsets) != len(buffers):
-        return [f"expected one offset per buffer ('{len(buffers)}') but got '{len(offsets)}'"]
+    violations: list[str] = []
     index_of = {buffer.id: index for index, buffer in enumerate(buffers)}
     group_offsets: list[int] = [0] * marks.problem.buffer_count
     for index, buffer in enumerate(buffers):
