@@ -7,6 +7,7 @@
 // RUN: filecheck %s --check-prefix=REPORT < %t.report
 // RUN: tela-opt %s -p test-print-liveness -o /dev/null | filecheck %s --check-prefix=LIVENESS
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize layout=%t.json}' -o /dev/null && filecheck %s --check-prefix=LAYOUT < %t.json
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report-json=%t.report.json}' -o /dev/null && filecheck %s --check-prefix=JSON < %t.report.json
 // RUN: tela-opt %s -p 'tela-pipeline{mode=minimize}' | filecheck %s --check-prefix=LOWERED
 // RUN: tela-run --verify %s --entry step | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry step --inplace none | filecheck %s --check-prefix=VERIFY
@@ -24,6 +25,11 @@
 // LAYOUT-NEXT:   "kv2"
 // LAYOUT-NEXT: ],
 // LAYOUT:      "persistent": true,
+// JSON:      "persistent": [
+// JSON-NEXT:   "kv"
+// JSON-NEXT: ],
+// JSON-NEXT: "aliases": {
+// JSON-NEXT:   "kv2": "kv"
 // LOWERED: %kv = memref.view %arena[%kv_offset][] {scratchpad.buffer = "kv", scratchpad.persistent}
 // LOWERED: %kv2 = memref.view %arena[%kv2_offset][] {scratchpad.buffer = "kv2", scratchpad.alias_of = "kv"}
 // VERIFY: verify: '@step' planned into 192 bytes (capacity 1024)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from telamalloc import solve
@@ -125,6 +127,13 @@ def test_tela_alloc_reports_the_marks(tmp_path, capsys):
     assert tela_alloc.main([f"--input={path}", f"--output={tmp_path / 'out.csv'}", "--capacity=24"]) == 0
     out = capsys.readouterr().out
     assert "marks: persistent: kv; aliases: s2 -> s\n" in out and "load: 20\n" in out
+    report = tmp_path / "report.json"
+    assert tela_alloc.main([f"--input={path}", "--capacity=24", f"--report={report}"]) == 0
+    data = json.loads(report.read_text())["reports"][0]
+    assert data["persistent"] == ["kv"] and data["aliases"] == {"s2": "s"}
+    text = tmp_path / "report.txt"
+    assert tela_alloc.main([f"--input={path}", "--capacity=24", f"--report={text}"]) == 0
+    assert "  marks:         persistent kv; aliases s2 -> s\n" in text.read_text()
     assert describe(Problem([Buffer("a", 0, 1, 4)])) is None
 
 
