@@ -67,3 +67,41 @@ func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) {
         run_program(parse(without), inputs=inputs, honor_offsets=False)
     with pytest.raises(InterpreterError, match="buffer 't' aliases 'q', which no buffer made before it is"):
         run_program(parse(text.replace('alias_of = "s"', 'alias_of = "q"')), inputs=inputs, honor_offsets=False)
+
+
+# A running mean kept between runs, on plain upstream memrefs (no target: planned in main
+# memory with a capacity): `mean` persistent, `next` its update through loads and stores.
+UPSTREAM = """
+func.func @main(%x: memref<8xf32>, %y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %mean = memref.alloc() {scratchpad.persistent, scratchpad.buffer = "mean"} : memref<8xf32>
+  %t = memref.alloc() : memref<8xf32>
+  %next = memref.alloc() {scratchpad.alias_of = "mean"} : memref<8xf32>
+  %u = memref.alloc() : memref<8xf32>
+  "memref.copy"(%x, %t) : (memref<8xf32>, memref<8xf32>) -> ()
+  scf.for %i = %c0 to %c8 step %c1 {
+    %a = memref.load %mean[%i] : memref<8xf32>
+    %b = memref.load %t[%i] : memref<8xf32>
+    %s = arith.addf %a, %b : f32
+    memref.store %s, %next[%i] : memref<8xf32>
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %a = memref.load %next[%i] : memref<8xf32>
+    %s = arith.mulf %a, %a : f32
+    memref.store %s, %u[%i] : memref<8xf32>
+  }
+  "memref.copy"(%u, %y) : (memref<8xf32>, memref<8xf32>) -> ()
+  func.return
+}
+"""
+
+
+def test_marks_on_upstream_memrefs_plan_and_verify():
+    report = verify_program(parse(UPSTREAM), 1024)
+    assert report.ok, report.lines()
+    planned = parse(UPSTREAM)
+    plan_and_lower(planned, 1024)
+    views = {op.attributes["scratchpad.buffer"].data: op for op in planned.walk() if "scratchpad.buffer" in op.attributes}
+    assert PERSISTENT_ATTR in views["mean"].attributes and ALIAS_OF_ATTR in views["next"].attributes
