@@ -29,8 +29,9 @@ from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError, colu
 
 
 def has_marks(problem: Problem) -> bool:
-    """Some buffer of ``problem`` is persistent or an alias (a columnar problem has none)."""
-    if columns_of(problem) is not None and "buffers" not in problem.__dict__:
+    """Some buffer of ``problem`` is persistent or an alias (a columnar problem has none: its
+    columns hold no marks, so it is never read buffer by buffer here)."""
+    if columns_of(problem) is not None:
         return False
     return any(buffer.persistent or buffer.alias_of is not None for buffer in problem.buffers)
 
