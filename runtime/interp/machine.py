@@ -448,13 +448,14 @@ class Machine:
             if 0 in value.shape:
                 continue
             owners = value.shadow_view()
-            bad = owners != value.buffer
+            bad = (owners != value.buffer) & (owners != FREED - value.buffer)  # its own dealloc leaves its bytes
             if not bad.any():
                 continue
             low, high = value.byte_extent()
             addresses = np.sort(self._addresses(value)[bad].ravel())
             other = int(owners[bad].ravel()[0])
-            writer = f"'{self.buffer_names[other]}'" if other >= 0 else "no buffer (it was freed)"
+            writer = f"'{self.buffer_names[other]}'" if other >= 0 else (
+                "no buffer" if other == UNWRITTEN else f"'{self.buffer_names[FREED - other]}' (then freed)")
             self._violation(
                 op,
                 f"persistent buffer '{self.buffer_names[value.buffer]}' does not hold its state when '@{function}' "
