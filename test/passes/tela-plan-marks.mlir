@@ -3,14 +3,13 @@
 // buffer <id>: its offset, one buffer for the planner from the first's start to the last's
 // end). Without the marks `c` takes the bytes of `kv` after the add and `kv2` gets bytes of
 // its own; with them `kv` keeps its bytes to the end and `kv2` is `kv`.
-// RUN: tela-opt %s -p 'tela-plan{mode=minimize report}' 2>%t.report | filecheck %s
+// RUN: tela-opt %s -p 'tela-plan{mode=minimize report layout=%t.json report-json=%t.report.json}' 2>%t.report | filecheck %s
 // RUN: filecheck %s --check-prefix=REPORT < %t.report
+// RUN: filecheck %s --check-prefix=LAYOUT < %t.json
+// RUN: filecheck %s --check-prefix=JSON < %t.report.json
 // RUN: tela-opt %s -p test-print-liveness -o /dev/null | filecheck %s --check-prefix=LIVENESS
-// RUN: tela-opt %s -p 'tela-plan{mode=minimize layout=%t.json}' -o /dev/null && filecheck %s --check-prefix=LAYOUT < %t.json
-// RUN: tela-opt %s -p 'tela-plan{mode=minimize report-json=%t.report.json}' -o /dev/null && filecheck %s --check-prefix=JSON < %t.report.json
 // RUN: tela-opt %s -p 'tela-pipeline{mode=minimize}' | filecheck %s --check-prefix=LOWERED
 // RUN: tela-run --verify %s --entry step | filecheck %s --check-prefix=VERIFY
-// RUN: tela-run --verify %s --entry step --inplace none | filecheck %s --check-prefix=VERIFY
 
 // CHECK-LABEL: func.func @step
 // CHECK-SAME:  scratchpad.peak = 192 : i64, scratchpad.load = 192 : i64
