@@ -311,6 +311,7 @@ def collect_function(
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
     )
     memory_space = _shared_memory_space(func, buffers, view)
+    aliases = _marks(buffers, view)
     memory = selection.space_name if selection.space_name is not None else None
     ranges = None
     if any(buffer.symbolic is not None for buffer in buffers):
@@ -324,7 +325,7 @@ def collect_function(
             buffer if buffer.symbolic is None else replace(buffer, size=evaluate(buffer.symbolic, upper))
             for buffer in buffers
         )
-        aliased = next((buffer for buffer in buffers if view.attribute(buffer.op, ALIAS_OF_ATTR) is not None), None)
+        aliased = next((buffer for buffer in buffers if buffer.id in aliases), None)
         if aliased is not None:
             raise PassFailedAtOp(
                 aliased.op,
@@ -332,7 +333,7 @@ def collect_function(
                 "aliases are planned with static sizes or declared bounds only",
             )
     else:
-        buffers = _aliased(func, buffers, view)
+        buffers = _aliased(func, buffers, aliases, view)
         buffers = _in_place(buffers, inplace_groups(buffers, liveness.points, inplace, view))
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
                            function_symbols.found, _load_before_schedule(func, view, memory))
@@ -451,28 +452,32 @@ def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[int]]) -> tu
     return tuple(merged.get(index, buffer) for index, buffer in enumerate(buffers) if index not in absorbed)
 
 
-def _aliased(func: Any, buffers: tuple[PlannedBuffer, ...], view: IRView) -> tuple[PlannedBuffer, ...]:
-    """`buffers` with each alias group (`scratchpad.alias_of`) as its root buffer (the one that
-    aliases nothing), live from the group's first start to its last end, the others as its
-    `aliases`; checked by the plain-data rules (`runtime/alloc/marks.py`), each error at the
-    allocation to blame. A group with a persistent member is persistent."""
-    marks = {}
+def _marks(buffers: tuple[PlannedBuffer, ...], view: IRView) -> dict[str, str]:
+    """The `scratchpad.alias_of` of each buffer that has one (buffer id -> the id it names),
+    after checking every mark's form, and that no persistent buffer is allocated in a loop."""
+    aliases: dict[str, str] = {}
     for buffer in buffers:
-        for name in (PERSISTENT_ATTR, ALIAS_OF_ATTR):
-            value = view.attribute(buffer.op, name)
-            if value is None:
-                continue
-            if name == PERSISTENT_ATTR and not isinstance(value, UnitAttr):
-                raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{PERSISTENT_ATTR}' is a unit attribute "
-                                                f"(write '{{{PERSISTENT_ATTR}}}'), not '{value}'")
-            if name == ALIAS_OF_ATTR and not (isinstance(value, StringAttr) and value.data):
-                raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{ALIAS_OF_ATTR}' must name a buffer "
-                                                f"(e.g. '{ALIAS_OF_ATTR} = \"state\"'), not '{value}'")
-            marks[buffer.id] = value.data if name == ALIAS_OF_ATTR else marks.get(buffer.id)
+        persistent = view.attribute(buffer.op, PERSISTENT_ATTR)
+        if persistent is not None and not isinstance(persistent, UnitAttr):
+            raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{PERSISTENT_ATTR}' is a unit attribute "
+                                            f"(write '{{{PERSISTENT_ATTR}}}'), not '{persistent}'")
         if buffer.persistent and buffer.lifetime.loop is not None:
             raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}' is persistent but allocated inside "
                                             f"'{view.name(buffer.lifetime.loop)}'; allocate it at the function's top level")
-    aliases = {buffer_id: target for buffer_id, target in marks.items() if target is not None}
+        alias = view.attribute(buffer.op, ALIAS_OF_ATTR)
+        if alias is not None and not (isinstance(alias, StringAttr) and alias.data):
+            raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{ALIAS_OF_ATTR}' must name a buffer "
+                                            f"(e.g. '{ALIAS_OF_ATTR} = \"state\"'), not '{alias}'")
+        if alias is not None:
+            aliases[buffer.id] = alias.data
+    return aliases
+
+
+def _aliased(func: Any, buffers: tuple[PlannedBuffer, ...], aliases: dict[str, str], view: IRView) -> tuple[PlannedBuffer, ...]:
+    """`buffers` with each alias group (`aliases`, from `_marks`) as its root buffer (the one
+    that aliases nothing), live from the group's first start to its last end, the others as
+    its `aliases`; checked by the plain-data rules (`runtime/alloc/marks.py`), each error at
+    the allocation to blame. A group with a persistent member is persistent."""
     if not aliases:
         return buffers
     plain = Problem([Buffer(b.id, b.lifetime.start, b.lifetime.end, b.size, b.alignment, b.pinned,
