@@ -401,6 +401,19 @@ it writes each element of that output only after reading the same element of tha
 and reads no other element of it."""
 
 
+PERSISTENT_ATTR = "scratchpad.persistent"
+"""On an allocation (`scratchpad.alloc`, `memref.alloc`, `memref.alloca`; a unit attribute):
+the buffer holds state whose value must survive between runs of the function (a KV cache, a
+running mean). It is live over the whole function, so no other buffer ever takes its bytes,
+no output is written over it in place, and spilling never moves it."""
+
+ALIAS_OF_ATTR = "scratchpad.alias_of"
+"""On an allocation: `"<id>"`, the buffer id (its `scratchpad.buffer`, else its SSA name) of
+another buffer of the function whose bytes this one is (an output that updates an input in
+place, a result that is an argument's memory): the same size, planned at the same offset,
+the two one buffer live from the first's start to the last's end."""
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """A named compute kernel that reads the `ins` buffers and writes the `outs` buffers.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from telamalloc.dialects.scratchpad import ALIAS_OF_ATTR, PERSISTENT_ATTR
 from telamalloc.interop.mlir_view import MlirView, MOp, MValue
 from telamalloc.passes.analysis.collect import BUFFER_ATTR
 from telamalloc.passes.analysis.sizes import dynamic_size_operands
@@ -202,10 +203,11 @@ class MlirBuilder(MlirIndexCode):
         ir = self.ir
         handle = op.handle
         dynamic = [size.handle for size in dynamic_size_operands(op, self.view)] if op.operands else []
+        marks = {name: handle.attributes[name] for name in (PERSISTENT_ATTR, ALIAS_OF_ATTR) if name in handle.attributes}
         with self.context, ir.InsertionPoint(handle), handle.location:
             lowered = ir.Operation.create("memref.view", results=[handle.results[0].type],
                                           operands=[arena, self._value(offset), *dynamic],
-                                          attributes={BUFFER_ATTR: ir.StringAttr.get(buffer_id)})
+                                          attributes={BUFFER_ATTR: ir.StringAttr.get(buffer_id), **marks})
         handle.results[0].replace_all_uses_with(lowered.results[0])
         for dealloc in {id(d): d for d in deallocs}.values():
             dealloc.handle.erase()

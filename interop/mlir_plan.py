@@ -205,7 +205,7 @@ def _check_lowerable(view: MlirView, plans: Sequence[FunctionPlan], replaced: se
         functions.setdefault(id(plan.problem.func), (plan.problem.func, plan.problem.liveness.view))
     parametric = {id(plan.problem.func) for plan in plans if plan.parametric is not None}
     planned = {id(member.op) for plan in plans for buffer in plan.problem.buffers
-               for member in (buffer, *buffer.members)}
+               for member in (buffer, *buffer.members, *buffer.aliases)}
     for func, func_view in functions.values():
         if id(func) not in parametric and not is_parametric(func, func_view):
             check_planned(func_view, func, planned, NO_OFFSET)

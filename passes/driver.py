@@ -349,7 +349,7 @@ def record_plan(plan: FunctionPlan) -> None:
     view = plan.problem.liveness.view
     arena_alignment = 1
     for planned, offset in zip(plan.problem.buffers, solution.offsets):
-        for buffer in (planned, *planned.members):  # in place: each at the group's offset + its delta
+        for buffer in (planned, *planned.members, *planned.aliases):  # in place at their deltas; aliases at 0
             view.set_property(buffer.op, offset_name(buffer.op, view), IntegerAttr(offset + buffer.delta, i64))
             view.set_attribute(buffer.op, BUFFER_ATTR, StringAttr(buffer.id))
             view.set_attribute(buffer.op, LIFETIME_ATTR,

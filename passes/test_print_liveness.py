@@ -22,7 +22,10 @@ where lifetimes start (the `lifetimes` option: `first-write`, the default, or `a
 With `first-write`, a buffer whose lifetime stays at its allocation says why: `read before
 write` (a use that may read it comes at or before its first write), `never written`, or
 `not followed` (it leaks through memory or an address, or is used across the blocks of a
-region with unstructured control flow).
+region with unstructured control flow). Each lifetime ends with the rule that ended it:
+`ends at last use #N`, `ends with loop #N`, `ends with control flow`, `unused`, `escapes`
+(said before), or `persistent` (`scratchpad.persistent`: live over the whole function); a
+buffer marked `scratchpad.alias_of` says `aliases '<id>'`.
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
+from telamalloc.dialects.scratchpad import ALIAS_OF_ATTR
 from telamalloc.passes.analysis.collect import (
     buffer_ids,
     module_has_scratchpad_memrefs,
@@ -45,6 +49,7 @@ from telamalloc.passes.analysis.liveness import (
     ENDED_CONTROL_FLOW,
     ENDED_LAST_USE,
     ENDED_LOOP,
+    ENDED_PERSISTENT,
     ENDED_UNUSED,
     FIRST_WRITE,
     FunctionLiveness,
@@ -76,6 +81,9 @@ def format_liveness(liveness: FunctionLiveness) -> str:
         if lifetime.kept is not None:
             notes += f", {lifetime.kept}"
         notes += _ending(lifetime)
+        alias = lifetime.op.attributes.get(ALIAS_OF_ATTR)
+        if isinstance(alias, StringAttr):
+            notes += f", aliases '{alias.data}'"
         lines.append(
             f"//   buffer '{buffer_id}' [{lifetime.start}, {lifetime.end}) at "
             f"#{lifetime.point} {lifetime.op.name}{notes}"
@@ -93,6 +101,8 @@ def _ending(lifetime: Lifetime) -> str:
         return ", ends with control flow"
     if lifetime.ended == ENDED_UNUSED:
         return ", unused"
+    if lifetime.ended == ENDED_PERSISTENT:
+        return ", persistent"
     return ""
 
 

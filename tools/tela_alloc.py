@@ -103,6 +103,8 @@ from telamalloc import duration
 from telamalloc.runtime.alloc.api import ALGORITHMS
 from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.csv_io import read_csv, write_solution
+from telamalloc.runtime.alloc.marks import describe as describe_marks
+from telamalloc.runtime.alloc.marks import marked_note
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError, Solution, Status, columns_of
 from telamalloc.runtime.alloc.validate import compute_load, validate, validate_spilled
 from telamalloc.runtime.show.progress import ProgressLine, describe_solve, solve_with_progress
@@ -261,7 +263,7 @@ def _ids(ids: Sequence, limit: int = 20) -> str:
     return shown + (f" ... ({len(ids)} buffers)" if len(ids) > limit else "")
 
 
-def _report(solution: Solution) -> str:
+def _report(solution: Solution, problem: Problem | None = None) -> str:
     lines = [f"status: {solution.status.value}"]
     lines.append(f"capacity: {'none' if solution.capacity is None else solution.capacity}")
     if solution.mode is Mode.MINIMIZE and solution.status is Status.OK:
@@ -287,6 +289,9 @@ def _report(solution: Solution) -> str:
         lines.append(f"overload: time {o.time} needs {o.bytes_needed} bytes > capacity {o.capacity}; live: {_ids(o.buffer_ids)}")
     if solution.core is not None:
         lines.append(f"core: {_ids(solution.core)}")
+    marked = None if problem is None else describe_marks(problem)
+    if marked is not None:
+        lines.append(f"marks: {marked}")
     lines.append(f"message: {solution.message}")
     return "\n".join(lines)
 
@@ -592,7 +597,7 @@ def _run(argv: Sequence[str] | None) -> int:
         solution = _solve_interruptibly(table.problem, arguments)
     except ProblemError as error:  # the problem as a whole (e.g. its stacked sizes): name the file
         raise ProblemError(f"{arguments.input}: {error}") from None
-    print(_report(solution), flush=True)
+    print(_report(solution, table.problem), flush=True)
     if arguments.check_bound and not _check_bound(table.problem, solution):
         return ExitStatus.INVALID_SOLUTION
     _write_outputs(arguments, table.problem, solution, compare)
@@ -641,7 +646,8 @@ def _run_spill(arguments, table) -> int:
     try:
         plan = plan_with_spills(table.problem, uses, arguments.capacity, time_limit=arguments.timeout)
     except SpillImpossible as impossible:
-        print(f"status: INFEASIBLE\nmessage: {impossible}; live there: {_ids(impossible.buffer_ids)}")
+        print(f"status: INFEASIBLE\nmessage: {impossible}; live there: {_ids(impossible.buffer_ids)}"
+              f"{marked_note(table.problem, impossible.buffer_ids)}")
         return ExitStatus.NO
     choice, solution = plan.choice, plan.solution
     buffers = table.problem.buffers

@@ -29,6 +29,16 @@ Sizes and alignments:
 - an offset already recorded (a `scratchpad.alloc` with `offset`, a `memref.alloc` with
   `scratchpad.offset`) pins the buffer there: planning twice keeps the first answer, and
   hand-placed buffers stay where they are.
+
+Marks (on any planned allocation, the same attribute for every front end):
+- `scratchpad.persistent` (unit): state kept between runs; liveness makes it live over the
+  whole function (`ENDED_PERSISTENT`), so nothing else takes its bytes; it takes no part in
+  in place and spilling never moves it;
+- `scratchpad.alias_of = "<id>"`: the buffer is the same memory as buffer `<id>` of the
+  function (same size); the group is one buffer of the problem, its root (the member that
+  aliases nothing), with the others as its `aliases` at the same offset. Checked by the
+  plain-data rules of `runtime/alloc/marks.py` (unknown id, another size, a cycle, pins
+  apart), each error at the allocation to blame.
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     UnrankedTensorType,
 )
 from xdsl.dialects.func import FuncOp
@@ -52,7 +63,7 @@ from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.dims import DimsError
-from telamalloc.dialects.scratchpad import AllocOp
+from telamalloc.dialects.scratchpad import ALIAS_OF_ATTR, PERSISTENT_ATTR, AllocOp
 from telamalloc.dialects.scratchpad_types import (
     ScratchpadSpaceAttr,
     TargetAttr,
@@ -62,12 +73,13 @@ from telamalloc.dialects.scratchpad_types import (
     memref_byte_size,
 )
 from telamalloc.passes.analysis.inplace import INPLACE_NONE, inplace_groups
-from telamalloc.passes.analysis.liveness import FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
+from telamalloc.passes.analysis.liveness import ENDED_PERSISTENT, FIRST_WRITE, FunctionLiveness, Lifetime, analyze_function
 from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, resolve_ranges
 from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
+from telamalloc.runtime.alloc.marks import normalize
 from telamalloc.runtime.alloc.parametric import SymbolRange
-from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
 from telamalloc.runtime.alloc.size_expressions import Expr, evaluate, symbols
 
 ALLOCATION_OPS = frozenset({"scratchpad.alloc", "memref.alloc", "memref.alloca"})
@@ -214,14 +226,26 @@ class PlannedBuffer:
     symbolic: Expr | None = None  # the size as an expression of the function's symbols (`size`: at the upper ends)
     members: tuple[PlannedBuffer, ...] = ()  # in place: the group's other buffers (at its offset + their `delta`)
     delta: int = 0  # in place: bytes from its group's offset to its own (a concat part's slice)
+    aliases: tuple[PlannedBuffer, ...] = ()  # `scratchpad.alias_of` this buffer: the same bytes (same offset)
 
     @property
     def op(self) -> Operation:
         return self.lifetime.op
 
+    @property
+    def persistent(self) -> bool:
+        """Marked `scratchpad.persistent` (or aliased by such a buffer): live over the whole function."""
+        return self.lifetime.persistent
+
+    @property
+    def marked(self) -> bool:
+        """Persistent or in an alias group: never spilled, never written over in place."""
+        return self.persistent or bool(self.aliases)
+
     def as_buffer(self) -> Buffer:
         pinned = None if self.pinned is None else self.pinned - self.delta  # a group's: its first member's, less its delta
-        return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, pinned)
+        return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, pinned,
+                      persistent=self.persistent)
 
 
 @dataclass(frozen=True)
@@ -289,6 +313,7 @@ def collect_function(
         for lifetime, buffer_id in zip(liveness.lifetimes, ids)
     )
     memory_space = _shared_memory_space(func, buffers, view)
+    aliases = _marks(buffers, view)
     memory = selection.space_name if selection.space_name is not None else None
     ranges = None
     if any(buffer.symbolic is not None for buffer in buffers):
@@ -302,7 +327,15 @@ def collect_function(
             buffer if buffer.symbolic is None else replace(buffer, size=evaluate(buffer.symbolic, upper))
             for buffer in buffers
         )
+        aliased = next((buffer for buffer in buffers if buffer.id in aliases), None)
+        if aliased is not None:
+            raise PassFailedAtOp(
+                aliased.op,
+                f"buffer '{aliased.id}' has '{ALIAS_OF_ATTR}' in '@{view.symbol_name(func)}', whose sizes are symbolic; "
+                "aliases are planned with static sizes or declared bounds only",
+            )
     else:
+        buffers = _aliased(func, buffers, aliases, view)
         buffers = _in_place(buffers, inplace_groups(buffers, liveness.points, inplace, view))
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
                            function_symbols.found, _load_before_schedule(func, view, memory))
@@ -422,6 +455,61 @@ def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[tuple[int, i
         )
         absorbed.update(index for index, _ in group[1:])
     return tuple(merged.get(index, buffer) for index, buffer in enumerate(buffers) if index not in absorbed)
+
+
+def _marks(buffers: tuple[PlannedBuffer, ...], view: IRView) -> dict[str, str]:
+    """The `scratchpad.alias_of` of each buffer that has one (buffer id -> the id it names),
+    after checking every mark's form, and that no persistent buffer is allocated in a loop."""
+    aliases: dict[str, str] = {}
+    for buffer in buffers:
+        persistent = view.attribute(buffer.op, PERSISTENT_ATTR)
+        if persistent is not None and not isinstance(persistent, UnitAttr):
+            raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{PERSISTENT_ATTR}' is a unit attribute "
+                                            f"(write '{{{PERSISTENT_ATTR}}}'), not '{persistent}'")
+        if buffer.persistent and buffer.lifetime.loop is not None:
+            raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}' is persistent but allocated inside "
+                                            f"'{view.name(buffer.lifetime.loop)}'; allocate it at the function's top level")
+        alias = view.attribute(buffer.op, ALIAS_OF_ATTR)
+        if alias is not None and not (isinstance(alias, StringAttr) and alias.data):
+            raise PassFailedAtOp(buffer.op, f"buffer '{buffer.id}': '{ALIAS_OF_ATTR}' must name a buffer "
+                                            f"(e.g. '{ALIAS_OF_ATTR} = \"state\"'), not '{alias}'")
+        if alias is not None:
+            aliases[buffer.id] = alias.data
+    return aliases
+
+
+def _aliased(func: Any, buffers: tuple[PlannedBuffer, ...], aliases: dict[str, str], view: IRView) -> tuple[PlannedBuffer, ...]:
+    """`buffers` with each alias group (`aliases`, from `_marks`) as its root buffer (the one
+    that aliases nothing), live from the group's first start to its last end, the others as
+    its `aliases`; checked by the plain-data rules (`runtime/alloc/marks.py`), each error at
+    the allocation to blame. A group with a persistent member is persistent."""
+    if not aliases:
+        return buffers
+    plain = Problem([Buffer(b.id, b.lifetime.start, b.lifetime.end, b.size, b.alignment, b.pinned,
+                            persistent=b.persistent, alias_of=aliases.get(b.id)) for b in buffers])
+    by_id = {buffer.id: buffer for buffer in buffers}
+    try:
+        normalized = normalize(plain)
+    except ProblemError as error:
+        message = str(error).replace("which is not a buffer of the problem; name an existing buffer id",
+                                     f"which is not a buffer planned in '@{view.symbol_name(func)}'; name one by its "
+                                     "'scratchpad.buffer' id (or, in xDSL, its SSA name without '%')")
+        raise PassFailedAtOp(by_id[error.buffer_id].op, message) from None  # type: ignore[attr-defined]
+    result = []
+    for index, buffer in enumerate(buffers):
+        if buffer.id in normalized.roots:
+            continue
+        group = [buffers[i] for i, g in enumerate(normalized.group) if g == normalized.group[index] and i != index]
+        if not group:
+            result.append(buffer)
+            continue
+        merged = normalized.problem.buffers[normalized.group[index]]
+        persistent = any(member.persistent for member in (buffer, *group))
+        lifetime = replace(buffer.lifetime, start=merged.start, end=merged.end,
+                           **({"ended": ENDED_PERSISTENT, "ended_at": None} if persistent else {}))
+        result.append(replace(buffer, lifetime=lifetime, alignment=merged.alignment, pinned=merged.offset,
+                              aliases=tuple(group)))
+    return tuple(result)
 
 
 def _optional_int(attribute: Attribute | None) -> int | None:

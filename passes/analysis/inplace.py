@@ -27,8 +27,9 @@ use: `Lifetime.ended`) and the output's starts there (its first write), in the s
 iteration: no value of the input is read after the op writes, and nothing of the output
 is live before it. Each input gives its bytes to one output at most, and an element-wise
 output takes the bytes of one input at most; a buffer that escapes, has a symbolic size
-or a lifetime widened over unstructured control flow takes no part, nor does a pinned one
-(a recorded `scratchpad.offset`) unless the other is pinned where the pair puts it (a
+a lifetime widened over unstructured control flow or a mark (`scratchpad.persistent`: its
+value must outlive the op; an `scratchpad.alias_of` group) takes no part, nor does a pinned
+one (a recorded `scratchpad.offset`) unless the other is pinned where the pair puts it (a
 group planned before, so planning twice keeps the first answer). Pairs compose: a part
 that is the last of an element-wise chain brings the chain into its slice, a concat's
 result that is itself a part of another concat brings its parts along.
@@ -244,6 +245,8 @@ def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     for buffer in (source, target):
         lifetime = buffer.lifetime
         if lifetime.escapes or lifetime.conservative or buffer.symbolic is not None:
+            return False
+        if lifetime.persistent or buffer.aliases:  # marked: its bytes are its own (collect.py `_aliased`)
             return False
     # Pinned buffers share bytes only when pinned so: planned in place before (planning
     # twice keeps the first answer) or so placed by hand.

@@ -69,9 +69,12 @@ or a value aliasing it, is used or deallocated:
   the memref itself), or turned into a raw address
   (`memref.extract_aligned_pointer_as_index`).
 
+A *persistent* buffer (`scratchpad.persistent` on its allocation: state that must survive
+between runs of the function) is live over the whole function, `[0, end)`, whatever its uses.
+
 `Lifetime.ended` says which rule ended each lifetime (`ENDED_*`, printed by
-`test-print-liveness`): its last use, a loop around a use, control flow, an escape, or no
-use at all.
+`test-print-liveness`): its last use, a loop around a use, control flow, an escape, no
+use at all, or persistence.
 
 Limits: the analysis is static and per function; it does not follow buffers into callees
 or through memory, and a buffer allocated inside a loop is described for one iteration
@@ -87,6 +90,7 @@ from xdsl.dialects.builtin import MemRefType, UnrankedMemRefType
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from telamalloc.dialects.scratchpad import PERSISTENT_ATTR
 from telamalloc.passes.analysis.effects import Access, CallWrites, operands_access, writes_whole
 from telamalloc.passes.analysis.written import WrittenArguments
 from telamalloc.passes.irview import XDSL, IRView
@@ -135,11 +139,13 @@ ENDED_LOOP = "loop"
 ENDED_CONTROL_FLOW = "control flow"
 ENDED_ESCAPES = "escapes"
 ENDED_UNUSED = "unused"
+ENDED_PERSISTENT = "persistent"
 """The rule that ended a lifetime: the last read or write of the buffer or an alias (an op
 with regions that takes it: that op's end); the end of a loop around a use that does not
 hold the allocation (the next iteration may use it again); dataflow liveness over a region
 with unstructured control flow; an escape (the function's end); no use but deallocs (the
-allocation's own point). A dealloc never ends a lifetime."""
+allocation's own point); a persistent buffer (`scratchpad.persistent`: live over the whole
+function, from point 0 to its end). A dealloc never ends a lifetime."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +163,11 @@ class Lifetime:
     kept: str | None = None  # first-write rule: why the start stayed at the allocation (`KEPT_*`)
     ended: str = ENDED_LAST_USE  # the rule that ended it (`ENDED_*`)
     ended_at: int | None = None  # the op whose use ended it (last use, loop); None for the others
+
+    @property
+    def persistent(self) -> bool:
+        """Marked `scratchpad.persistent`: live over the whole function."""
+        return self.ended == ENDED_PERSISTENT
 
     @property
     def value(self) -> SSAValue:
@@ -455,6 +466,8 @@ def _lifetime(op: Operation, scope: _Scope, rule: str, call_writes: CallWrites, 
     if escapes:
         ended, ended_at = ENDED_ESCAPES, None
     end = function_end if escapes else last + 1
+    if view.attribute(op, PERSISTENT_ATTR) is not None:  # state kept between runs: the whole function
+        start, end, ended, ended_at, kept = 0, function_end, ENDED_PERSISTENT, None, None
     return Lifetime(
         op,
         start,

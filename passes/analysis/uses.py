@@ -86,6 +86,7 @@ def analyze_uses(function_problem: FunctionProblem) -> list[BufferUses]:
             block is None
             or lifetime.escapes
             or buffer.pinned is not None
+            or buffer.marked  # persistent or aliased: its value stays where it is (never spilled)
             or (region is not None and len(view.blocks(region)) > 1)
             or not _follows_uses(value, view)
         ):

@@ -130,7 +130,8 @@ def _say_written(what: str, path: str, paths: dict[str, str], plans: Sequence[Fu
 
 
 def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
-    """One row per buffer of a successful plan, in program order (for `layout=`)."""
+    """One row per buffer of a successful plan, in program order (for `layout=`); a persistent
+    one says `"persistent": true`, the root of an alias group lists its `"aliases"`."""
     offsets = plan.solution.offsets
     assert offsets is not None
     return [
@@ -144,6 +145,8 @@ def layout_rows(plan: FunctionPlan) -> list[dict[str, object]]:
             "alignment": buffer.alignment,
             "offset": offset,
         }
+        | ({"persistent": True} if buffer.persistent else {})
+        | ({"aliases": [alias.id for alias in buffer.aliases]} if buffer.aliases else {})
         for buffer, offset in zip(plan.problem.buffers, offsets)
     ]
 

@@ -257,4 +257,20 @@ def format_report_line(plan: FunctionPlan) -> str:
         f"{solution.status.value}{optimal} ({solution.algorithm}, {solution.mode.value}), "
         f"solve {solution.stats.seconds:.3f} s, lifetimes={plan.problem.rule}"
         + ("" if plan.load_before_schedule is None else f", scheduled from LOAD {plan.load_before_schedule} B")
+        + marks_text(plan.problem.buffers)
     )
+
+
+def marks_text(buffers: Sequence) -> str:
+    """`, persistent 'kv', aliases 'kv2' -> 'kv'` for the marked buffers of a plan ('' for none;
+    the root of an alias group with a persistent member is persistent)."""
+    persistent = [f"'{b.id}'" for planned in buffers for b in (planned, *planned.aliases) if b.lifetime.persistent]
+    aliases = [f"'{alias.id}' -> '{planned.id}'" for planned in buffers for alias in planned.aliases]
+    text = ""
+    if persistent:
+        text += f", persistent {', '.join(persistent[:MAX_LISTED_BUFFERS])}" + (
+            f" and {len(persistent) - MAX_LISTED_BUFFERS} more" if len(persistent) > MAX_LISTED_BUFFERS else "")
+    if aliases:
+        text += f", aliases {', '.join(aliases[:MAX_LISTED_BUFFERS])}" + (
+            f" and {len(aliases) - MAX_LISTED_BUFFERS} more" if len(aliases) > MAX_LISTED_BUFFERS else "")
+    return text

@@ -61,6 +61,7 @@ from xdsl.dialects.func import CallOp, FuncOp, ReturnOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from telamalloc.dialects.dims import DimsError, Source, argument_sizes
+from telamalloc.dialects.scratchpad import ALIAS_OF_ATTR, PERSISTENT_ATTR
 from telamalloc.dialects.scratchpad_types import memref_byte_size
 from telamalloc.locations import fused_location
 from telamalloc.passes.analysis.collect import ALLOCATION_OPS, ARENA_ALIGNMENT_ATTR, BOUND_ATTR, BUFFER_ATTR, is_spill_slot
@@ -285,7 +286,10 @@ class XdslBuilder(Builder):
         view = memref.ViewOp.create(
             operands=[arena, offset, *dynamic_size_operands(op, XDSL)],
             result_types=[op.results[0].type],
-            attributes={BUFFER_ATTR: StringAttr(buffer_id)},
+            # the marks stay on the view, for readers of the lowered IR and the interpreter's checks
+            attributes={BUFFER_ATTR: StringAttr(buffer_id)} | {
+                name: op.attributes[name] for name in (PERSISTENT_ATTR, ALIAS_OF_ATTR) if name in op.attributes
+            },
         )
         view.result.name_hint = op.results[0].name_hint
         view.location = op.location

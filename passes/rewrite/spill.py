@@ -207,11 +207,14 @@ def _impossible(
         Problem([Buffer(b.id, 0, 1, b.size, b.alignment) for b in needed]), mode="minimize"
     ).peak or impossible.need
     listed = ", ".join(f"'{b.id}'" for b in needed[:8]) + (f" and {len(needed) - 8} more" if len(needed) > 8 else "")
+    marked = [f"'{b.id}' ({'persistent' if b.persistent else 'aliased'})" for b in needed if b.marked]
     if aligned > capacity or true_sizes:
         return PassFailedAtOp(
             op,
             f"needs '{aligned}' bytes for the buffers in use at this op ({listed}) but "
-            f"capacity is '{capacity}'; spilling cannot make an op's own buffers smaller "
+            f"capacity is '{capacity}'; "
+            + (f"{', '.join(marked)} {'is' if len(marked) == 1 else 'are'} marked and never spilled, and " if marked else "")
+            + "spilling cannot make an op's own buffers smaller "
             "(tiling is out of scope): split the op or raise the capacity",
             ErrorKind.NO,
         )

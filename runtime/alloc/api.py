@@ -1,6 +1,7 @@
 """The Python API: ``solve(problem, ...) -> Solution``.
 
-Data flows one way: check the input (user errors raise ``ProblemError``: ``checks``), drop
+Data flows one way: check the input (user errors raise ``ProblemError``: ``checks``), turn
+persistent buffers and aliases into plain buffers (``marks``: every path honours them), drop
 zero-size buffers (``instance``), prove the easy infeasibilities (pins, LOAD: ``proofs``),
 run the mode with the chosen algorithm (``modes``: the exact path in ``exact/``, the large
 planner in ``large/``, the greedy baselines in ``baselines``), check every layout claimed
@@ -20,6 +21,7 @@ from telamalloc.runtime.alloc.baselines import Baselines
 from telamalloc.runtime.alloc.bounds import base_bound, sub_ids
 from telamalloc.runtime.alloc.checks import ALGORITHMS
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, make_instance, peak_of, validated
+from telamalloc.runtime.alloc.marks import has_marks, marked_solution, normalize
 from telamalloc.runtime.alloc.problem import (
     Certificate,
     Mode,
@@ -74,6 +76,11 @@ def solve(
     time_limit = checks.check_time_limit(time_limit)
     cancel = checks.check_cancel(cancel)
     progress = checks.check_progress(progress)
+    if isinstance(problem, Problem) and has_marks(problem):  # solved as the plain problem it normalizes to
+        checks.check_problem(problem)
+        marks = normalize(problem)
+        solution = solve(marks.problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
+        return marked_solution(marks, solution, problem)
     columns = checks.fast_columns(problem) if isinstance(problem, Problem) else None
     if columns is None:
         checks.check_problem(problem)

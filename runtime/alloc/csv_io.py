@@ -10,6 +10,9 @@ Reading: a header row is required; columns are found by name, in any order:
   (``CsvTable.uses``) and parsed by ``telamalloc.runtime.alloc.spill_choice.parse_uses``.
 - optional ``location``, informational (``file:line:col`` of the allocating op, written by
   ``tela-plan{layout=...}``): read and ignored.
+- optional marks (``runtime/alloc/marks.py``): ``persistent`` (``1``: live over the whole
+  problem, never reused; ``0`` or empty: not) and ``alias_of`` (the id of the buffer whose
+  bytes this one is; empty: none).
 Ids are kept as the strings found in the file. Blank lines are skipped. Every error is a
 ``CsvError`` whose message starts with ``file:line:``.
 
@@ -39,11 +42,14 @@ from pathlib import Path
 import numpy as np
 
 from telamalloc.files import write_atomically
+from telamalloc.runtime.alloc.marks import has_marks, normalize
 from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError, columns_of
 
 HALF_OPEN_COLUMNS = ("id", "lower", "upper", "size")
 INCLUSIVE_COLUMNS = ("id", "begin", "end", "size")
-OPTIONAL_COLUMNS = ("alignment", "offset", "uses", "location")  # `location`: informational, ignored when read
+OPTIONAL_COLUMNS = ("alignment", "offset", "uses", "location", "persistent", "alias_of")  # `location`: informational, ignored when read
+TEXT_COLUMNS = ("uses", "location", "alias_of")  # cells that are not integers: the row reader and the csv writer handle them
+MARK_COLUMNS = ("persistent", "alias_of")  # the marks (`runtime/alloc/marks.py`): written when any buffer has one
 KNOWN_COLUMNS = frozenset(HALF_OPEN_COLUMNS + INCLUSIVE_COLUMNS + OPTIONAL_COLUMNS)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -156,7 +162,13 @@ def read_csv(path: str | os.PathLike) -> CsvTable:
                 uses.append(row[position["uses"]].strip())
     except csv.Error as error:
         raise _fail(name, rows.line_num, f"malformed CSV: {error}") from None
-    return CsvTable(Problem(buffers), tuple(header), tuple(uses) if "uses" in position else None)
+    problem = Problem(buffers)
+    if has_marks(problem):  # a bad mark is located at the row of the buffer it blames
+        try:
+            normalize(problem)
+        except ProblemError as error:
+            raise _fail(name, seen[error.buffer_id], str(error)) from None  # type: ignore[attr-defined]
+    return CsvTable(problem, tuple(header), tuple(uses) if "uses" in position else None)
 
 
 _QUARTER = 2**61  # values up to this are far from every 64-bit limit (sums of two stay within)
@@ -246,7 +258,7 @@ def _fast_lines(name: str, data: bytes) -> _Lines | None:
     if split < 0:
         return None
     header = [cell.strip() for cell in data[:split].decode("utf-8").split(",")]
-    if "uses" in header or "location" in header:  # text cells: the row reader handles them
+    if any(column in header for column in (*TEXT_COLUMNS, "persistent")):  # text cells and marks: the row reader handles them
         return None
     try:
         names = _choose_columns(name, header)
@@ -417,7 +429,7 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     values = {
         column: _integer(path, line, column, row[index])
         for column, index in position.items()
-        if column not in ("id", "uses", "location") and not (column == "offset" and not row[index].strip())  # empty: not pinned
+        if column not in ("id", *TEXT_COLUMNS) and not (column in ("offset", "persistent") and not row[index].strip())  # empty: not pinned, not persistent
     }
     start = values[lower_name]
     end = values[upper_name]
@@ -435,7 +447,11 @@ def _buffer(path, line, row, position, lower_name, upper_name, seen) -> Buffer:
     offset = values.get("offset")
     if offset is not None and offset + values["size"] > INT64_MAX:
         raise _fail(path, line, f"'offset' + 'size' is '{offset + values['size']}', beyond the 64-bit limit")
-    return Buffer(identifier, start, end, values["size"], alignment, offset)
+    persistent = values.get("persistent", 0)
+    if persistent not in (0, 1):
+        raise _fail(path, line, f"'persistent' is '{persistent}', expected 1 (persistent) or 0 (not)")
+    alias_of = row[position["alias_of"]].strip() if "alias_of" in position else ""
+    return Buffer(identifier, start, end, values["size"], alignment, offset, persistent=persistent == 1, alias_of=alias_of or None)
 
 
 def read_problem(path: str | os.PathLike, capacity: int | None = None) -> Problem:
@@ -467,6 +483,7 @@ def write_solution(
         held = columns_of(problem)
         if np.any(held.arrays["aligns"] != 1) if held is not None else any(buffer.alignment != 1 for buffer in problem.buffers):
             columns.append("alignment")
+        columns.extend(_mark_columns(problem))
     columns = list(columns)
     unknown = [column for column in columns if column not in KNOWN_COLUMNS]
     if unknown:
@@ -496,6 +513,8 @@ def write_solution(
             "size": buffer.size,
             "alignment": buffer.alignment,
             "offset": offset,
+            "persistent": int(buffer.persistent),
+            "alias_of": "" if buffer.alias_of is None else buffer.alias_of,
         }
         writer.writerow([values[column] for column in columns])
     write_atomically(path, out.getvalue(), newline="")
@@ -510,7 +529,7 @@ def _solution_bytes(problem: Problem, offsets: Sequence[int], columns: Sequence[
     apply (not columnar, text cells, ids that need quoting or are not ASCII, negative
     values): then ``_solution_text`` does it, byte for byte the same."""
     held = columns_of(problem)
-    if held is None or "uses" in columns or "location" in columns:
+    if held is None or any(column in columns for column in (*TEXT_COLUMNS, "persistent")):
         return None
     arrays = held.arrays
     try:
@@ -555,7 +574,7 @@ def _solution_text(problem: Problem, offsets: Sequence[int], columns: Sequence[s
     """The text ``write_solution`` writes, built column by column (faster than the csv
     writer row by row); None when some id needs quoting or a value is not a plain int (then the csv
     writer does it, byte for byte the same otherwise)."""
-    if "uses" in columns or "location" in columns:  # text cells: the csv writer quotes them as needed
+    if any(column in columns for column in (*TEXT_COLUMNS, "persistent")):  # text cells: the csv writer quotes them as needed
         return None
     buffers = problem.buffers
     ids = [buffer.id for buffer in buffers]
@@ -594,6 +613,7 @@ def write_problem(path: str | os.PathLike, problem: Problem) -> None:
         columns.append("alignment")
     if any(buffer.offset is not None for buffer in problem.buffers):
         columns.append("offset")
+    columns.extend(_mark_columns(problem))
     out = io.StringIO(newline="")
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(columns)
@@ -605,6 +625,17 @@ def write_problem(path: str | os.PathLike, problem: Problem) -> None:
             "size": buffer.size,
             "alignment": buffer.alignment,
             "offset": "" if buffer.offset is None else buffer.offset,
+            "persistent": int(buffer.persistent),
+            "alias_of": "" if buffer.alias_of is None else buffer.alias_of,
         }
         writer.writerow([values[column] for column in columns])
     write_atomically(path, out.getvalue(), newline="")
+
+
+def _mark_columns(problem: Problem) -> list[str]:
+    """The mark columns a problem needs: `persistent` and `alias_of` when any buffer has one."""
+    if not has_marks(problem):
+        return []
+    buffers = problem.buffers
+    return [column for column, marked in (("persistent", any(b.persistent for b in buffers)),
+                                          ("alias_of", any(b.alias_of is not None for b in buffers))) if marked]

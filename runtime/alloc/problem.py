@@ -45,11 +45,16 @@ _MISSING = object()
 
 @dataclass(frozen=True)
 class Buffer:
-    """One buffer: ``Buffer(id, start, end, size[, alignment][, offset])``.
+    """One buffer: ``Buffer(id, start, end, size[, alignment][, offset][, persistent=...][, alias_of=...])``.
 
     ``start``/``end`` are the CSV format's ``lower``/``upper`` columns (half-open
     ``[start, end)``); ``Buffer(id, lower=0, upper=3, size=4)`` is accepted as well, and
     ``buffer.lower`` / ``buffer.upper`` read them back.
+
+    Marks (``runtime/alloc/marks.py``): ``persistent=True`` keeps the buffer's bytes over the
+    whole problem (state that survives between runs: nothing else ever takes them);
+    ``alias_of=<id>`` makes the buffer the same memory as buffer ``<id>`` (same size, same
+    offset), one buffer for the planner live from the first's start to the last's end.
     """
 
     id: Hashable  # a user-chosen name, unique within a problem (CSV: the `id` column)
@@ -58,6 +63,8 @@ class Buffer:
     size: int  # bytes, >= 0; a zero-size buffer takes no space and conflicts with none
     alignment: int = 1  # bytes, a power of two; the offset must be a multiple of it
     offset: int | None = None  # a fixed (pinned) offset in bytes, or None to let the solver choose
+    persistent: bool = False  # live over the whole problem, its bytes never reused (CSV: `persistent`)
+    alias_of: Hashable | None = None  # the id of the buffer whose bytes this one is (CSV: `alias_of`)
 
     def __init__(
         self,
@@ -70,6 +77,8 @@ class Buffer:
         *,
         lower: int = _MISSING,  # type: ignore[assignment]
         upper: int = _MISSING,  # type: ignore[assignment]
+        persistent: bool = False,
+        alias_of: Hashable | None = None,
     ):
         start = _alias("start", start, "lower", lower)
         end = _alias("end", end, "upper", upper)
@@ -82,6 +91,16 @@ class Buffer:
         setter(self, "size", size)
         setter(self, "alignment", alignment)
         setter(self, "offset", offset)
+        setter(self, "persistent", persistent)
+        setter(self, "alias_of", alias_of)
+
+    def __repr__(self) -> str:  # the marks only when set, so unmarked buffers read as before
+        marks = "".join(
+            (", persistent=True" if self.persistent else "",
+             "" if self.alias_of is None else f", alias_of={self.alias_of!r}")
+        )
+        return (f"Buffer(id={self.id!r}, start={self.start!r}, end={self.end!r}, size={self.size!r}, "
+                f"alignment={self.alignment!r}, offset={self.offset!r}{marks})")
 
     @property
     def lower(self) -> int:

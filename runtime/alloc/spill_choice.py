@@ -453,19 +453,32 @@ def plan_with_spills(
 ) -> SpillPlan:
     """Spills gaps of `problem`'s buffers until the pieces kept fit `capacity` (module doc).
 
-    `uses[i]` lists buffer i's use points (None or empty: kept whole). Pinned buffers are
-    kept whole. Returns the last attempt's plan (its solution's status says whether it fits);
+    `uses[i]` lists buffer i's use points (None or empty: kept whole). Pinned buffers, and
+    persistent buffers and aliases (`marks`), are kept whole. Returns the last attempt's plan (its solution's status says whether it fits);
     raises `SpillImpossible` when some point's buffers in use need more than `capacity`.
     """
     from telamalloc.runtime.alloc.api import solve
+    from telamalloc.runtime.alloc.marks import has_marks, normalize
     from telamalloc.runtime.alloc.problem import Buffer, Problem
 
+    # Marked buffers stay whole (their pieces keep the marks, which the layout's solve
+    # honours): a persistent buffer's bytes must hold its value over the whole problem, and
+    # an alias and the buffer it aliases are one memory. A persistent one counts as live over
+    # the whole horizon; an alias is counted apart from its group (where they overlap in
+    # time this overstates the bytes live, so spilling may move more than needed, never less).
+    marked: set = set()
+    lifetimes = [(b.start, b.end) for b in problem.buffers]
+    if has_marks(problem):
+        marks = normalize(problem)
+        marked = set(marks.persistent) | set(marks.roots) | set(marks.roots.values())
+        lifetimes = [(marks.problem.buffers[g].start, marks.problem.buffers[g].end) if b.persistent else (b.start, b.end)
+                     for b, g in zip(problem.buffers, marks.group)]
     buffers = [
         SpillBuffer(
-            b.id, b.start, b.end, b.size, tuple(u or ()),
-            spillable=b.offset is None and bool(u), can_trim_end=True,
+            b.id, start, end, b.size, tuple(u or ()),
+            spillable=b.offset is None and bool(u) and b.id not in marked, can_trim_end=True,
         )
-        for b, u in zip(problem.buffers, uses)
+        for b, u, (start, end) in zip(problem.buffers, uses, lifetimes)
     ]
     plan = None
     for padded, target, spill_all in attempts(capacity):
@@ -487,7 +500,10 @@ def plan_with_spills(
             original = problem.buffers[index_of[buffer_id]]
             new_id = piece_id(buffer_id, number, taken)
             taken.add(new_id)
-            pieces.append(Buffer(new_id, start, end, original.size, original.alignment, original.offset))
+            if original.persistent:  # kept whole: its own lifetime (the solve widens it again)
+                start, end = original.start, original.end
+            pieces.append(Buffer(new_id, start, end, original.size, original.alignment, original.offset,
+                                 persistent=original.persistent, alias_of=original.alias_of))
             piece_of.append((index_of[buffer_id], number))
         piece_problem = Problem(pieces, capacity)
         solution = solve(piece_problem, capacity=capacity, mode="fit", time_limit=time_limit)

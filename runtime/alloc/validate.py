@@ -27,7 +27,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from telamalloc.runtime.alloc._sweep import disjoint_by_rank
-from telamalloc.runtime.alloc.problem import INT64_MAX, Problem, columns_of
+from telamalloc.runtime.alloc.marks import has_marks, normalize
+from telamalloc.runtime.alloc.problem import INT64_MAX, Problem, ProblemError, columns_of
 
 # Beyond this many overlapping pairs the report says how many more were found.
 MAX_REPORTED_OVERLAPS = 100
@@ -69,10 +70,13 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     check is skipped. Checks: one integer offset per buffer, ``offset >= 0``, alignment,
     pinned offsets kept, ``offset + size <= capacity``, and disjoint byte ranges for every
     pair of buffers whose half-open lifetimes intersect (zero-size buffers collide with none).
+    Marked buffers (``marks``): an alias at its group's offset, a persistent buffer's bytes
+    disjoint from every other buffer's.
     """
     if capacity is None:
         capacity = problem.capacity
-    if offsets is not None and certainly_valid(problem, offsets, capacity):
+    marked = has_marks(problem)
+    if not marked and offsets is not None and certainly_valid(problem, offsets, capacity):
         return []
     violations = _check_buffers(problem)
     if violations:
@@ -83,6 +87,8 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     offsets = list(offsets)
     if len(offsets) != len(buffers):
         return [f"expected one offset per buffer ('{len(buffers)}') but got '{len(offsets)}'"]
+    if marked:
+        return _validate_marked(problem, offsets, capacity)
 
     placed: list[int] = []
     for index, (buffer, offset) in enumerate(zip(buffers, offsets)):
@@ -103,6 +109,29 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
         placed.append(index)
     violations.extend(_overlaps(buffers, offsets, placed))
     return violations
+
+
+def _validate_marked(problem: Problem, offsets: list, capacity: int | None) -> list[str]:
+    """``validate`` of a problem with persistent buffers or aliases (valid buffers, one offset
+    each): each alias placed at its group's offset, then the normalized problem (one buffer
+    per group) validated."""
+    try:
+        marks = normalize(problem)
+    except ProblemError as error:
+        return [str(error)]
+    buffers = problem.buffers
+    violations: list[str] = []
+    index_of = {buffer.id: index for index, buffer in enumerate(buffers)}
+    group_offsets: list[int] = [0] * marks.problem.buffer_count
+    for index, buffer in enumerate(buffers):
+        root = marks.roots.get(buffer.id)
+        if root is None:
+            group_offsets[marks.group[index]] = offsets[index]
+        elif offsets[index] != offsets[index_of[root]]:
+            violations.append(
+                f"buffer '{buffer.id}' aliases '{root}' but is placed at '{offsets[index]}', '{root}' at '{offsets[index_of[root]]}'"
+            )
+    return violations + validate(marks.problem, group_offsets, capacity)
 
 
 def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
@@ -273,7 +302,11 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
     LOAD is the maximum over program points of the bytes live there; (0, None, ()) when no
     buffer has a positive size. Ids are listed in problem order. Plain int fields within 64
     bits (and a total size within 64 bits) take a numpy path; others a Python sweep.
+    Persistent buffers and aliases count as ``marks.normalize`` makes them (the ids are
+    then the groups' roots).
     """
+    if has_marks(problem):
+        problem = normalize(problem).problem
     fast = _fast_load(problem)
     if fast is not None:
         return fast

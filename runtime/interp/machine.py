@@ -30,6 +30,11 @@ view op itself. Subviews and casts keep their source's identity. Two rules, each
   accelerator may write outputs while it still reads inputs, and the planner's half-open
   lifetimes make an op's operands live at the same point. The same buffer as input and
   output is an explicit in-place update and allowed.
+Marks: a `scratchpad.persistent` buffer starts holding its state from the previous run
+(zeros, written by itself) and, when the entry function returns, its bytes must still be
+its own (a violation names the buffer that wrote over them: a plan that reused them); a
+`scratchpad.alias_of` buffer is the same memory as the buffer it names (one identity;
+before planning it shares that buffer's storage, after it must lie exactly on its bytes).
 A use (read or write, whole or element) of a buffer after its dealloc (`memref.dealloc`,
 `scratchpad.dealloc`, through any view of it) is an `InterpreterError` at the use that names
 the dealloc: what a lifetime that ended too early would allow. The dealloc marks the
@@ -68,6 +73,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from telamalloc.dialects import scratchpad, scratchpad_types
+from telamalloc.dialects.scratchpad import ALIAS_OF_ATTR, PERSISTENT_ATTR
 from telamalloc.errors import ErrorKind
 from telamalloc.locations import location_text
 
@@ -352,6 +358,8 @@ class Machine:
     arena_bytes: int = 0  # bytes of all arenas placed (each arena op counted at its largest execution)
     arena_sizes: dict[Operation, int] = field(default_factory=dict)  # each arena op's bytes (its largest execution)
     capacities: dict[str, int] = field(default_factory=dict)  # per memory-space name, overriding `capacity`
+    named: dict[str, MemRef] = field(default_factory=dict)  # the latest buffer of each name, for `scratchpad.alias_of`
+    persistent: list[tuple[Operation, MemRef]] = field(default_factory=list)  # `scratchpad.persistent` buffers made
 
     def buffer_id(self, name: str) -> int:
         if name not in self._buffer_ids:
@@ -400,6 +408,62 @@ class Machine:
         """An allocation of `value`'s buffer: live again if a dealloc freed it before."""
         value.storage.freed.pop(value.buffer, None)
         return value
+
+    def marked(self, op: Operation, value: MemRef, private: bool) -> MemRef:
+        """`value`, the buffer `op` just made (an allocation, or a view of a lowered one), with
+        its marks applied (`private`: it has storage of its own, as before planning):
+        - `scratchpad.alias_of = "<id>"`: the same memory as buffer `<id>`, so the same identity
+          in the shadow; given storage of its own it is put on `<id>`'s bytes, else it must lie
+          exactly on them (a violation when a plan put it elsewhere);
+        - `scratchpad.persistent`: its bytes hold its state from the previous run, zeros here,
+          written by itself (so reading it first is no uninitialized read); `check_persistent`
+          then checks at the end that no other buffer wrote them."""
+        name = self.buffer_names[value.buffer]
+        alias = op.attributes.get(ALIAS_OF_ATTR)
+        if isinstance(alias, StringAttr):
+            root = self.named.get(alias.data)
+            if root is None:
+                raise InterpreterError(f"buffer '{name}' aliases '{alias.data}', which no buffer made before it is", op)
+            if private:
+                value = MemRef(root.storage, root.buffer, root.offset, value.shape, value.strides, value.dtype, value.type)
+            elif value.storage is not root.storage or value.byte_extent() != root.byte_extent():
+                low, high = value.byte_extent()
+                first, last = root.byte_extent()
+                self._violation(op, f"buffer '{name}' aliases '{alias.data}' but lies at bytes [{low}, {high}) of the "
+                                    f"{value.storage.name}, '{alias.data}' at [{first}, {last}) of the {root.storage.name}; "
+                                    "an alias must be planned at the offset of the buffer it aliases")
+            else:
+                value = MemRef(value.storage, root.buffer, value.offset, value.shape, value.strides, value.dtype, value.type)
+        self.named[name] = value
+        if PERSISTENT_ATTR in op.attributes:
+            value.array()[...] = 0
+            self.record_write(value)
+            self.persistent.append((op, value))
+        return value
+
+    def check_persistent(self, function: str) -> None:
+        """At the end of the entry function `function`: a violation for each persistent
+        buffer whose bytes another buffer wrote (its state would be lost for the next run)."""
+        if not self.shadow:
+            return
+        for op, value in self.persistent:
+            if 0 in value.shape:
+                continue
+            owners = value.shadow_view()
+            bad = (owners != value.buffer) & (owners != FREED - value.buffer)  # its own dealloc leaves its bytes
+            if not bad.any():
+                continue
+            low, high = value.byte_extent()
+            addresses = np.sort(self._addresses(value)[bad].ravel())
+            other = int(owners[bad].ravel()[0])
+            writer = f"'{self.buffer_names[other]}'" if other >= 0 else (
+                "no buffer" if other == UNWRITTEN else f"'{self.buffer_names[FREED - other]}' (then freed)")
+            self._violation(
+                op,
+                f"persistent buffer '{self.buffer_names[value.buffer]}' does not hold its state when '@{function}' "
+                f"returns: bytes [{int(addresses[0])}, {int(addresses[-1]) + 1}) of [{low}, {high}) were last written by "
+                f"{writer}; the bytes of a persistent buffer must never be given to another buffer",
+            )
 
     def check_live(self, op: Operation, value: MemRef, access: str) -> None:
         """Reports a use of a buffer after its dealloc (`access`: "reads", "writes", ...)."""

@@ -69,9 +69,9 @@ class MemRefFunctions(InterpreterFunctions):
         offset = op.attributes.get(PLANNED_OFFSET_ATTR)
         if not isinstance(offset, IntegerAttr) or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", size)
-            return MemRef(storage, buffer, 0, shape, strides, dtype, type_)
+            return self.machine.marked(op, MemRef(storage, buffer, 0, shape, strides, dtype, type_), private=True)
         memory = place_planned(self.machine, op, name, memory_key(type_), offset.value.data, size)
-        return MemRef(memory, buffer, offset.value.data, shape, strides, dtype, type_)
+        return self.machine.marked(op, MemRef(memory, buffer, offset.value.data, shape, strides, dtype, type_), private=False)
 
     @impl(memref.AllocOp)
     def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
@@ -115,7 +115,7 @@ class MemRefFunctions(InterpreterFunctions):
     @impl(memref.ViewOp)
     def run_view(self, interpreter: Interpreter, op: memref.ViewOp, args: PythonValues) -> PythonValues:
         source, byte_shift, *sizes = args
-        return (make_view(self.machine, op, source, byte_shift, op.result, sizes),)
+        return (self.machine.marked(op, make_view(self.machine, op, source, byte_shift, op.result, sizes), private=False),)
 
     @impl(memref.SubviewOp)
     def run_subview(self, interpreter: Interpreter, op: memref.SubviewOp, args: PythonValues) -> PythonValues:

@@ -357,6 +357,7 @@ def run_program(
         for index, (type_, array) in enumerate(zip(argument_types, inputs))
     ]
     results = _call(module, function, machine, arguments, compiled)
+    machine.check_persistent(name)
     outputs: list[Output] = []
     result_types = function.function_type.outputs.data
     for index, (value, type_) in enumerate(zip(results, result_types)):

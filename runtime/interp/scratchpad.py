@@ -132,9 +132,11 @@ class ScratchpadFunctions(InterpreterFunctions):
         offset = op.offset.value.data if op.offset is not None else None
         if offset is None or not self.machine.honor_offsets:
             storage = Storage.zeros(f"private storage of '{name}'", reserved)
-            return (self.machine.allocated(MemRef(storage, buffer, 0, shape, strides, dtype, type_)),)
+            value = MemRef(storage, buffer, 0, shape, strides, dtype, type_)
+            return (self.machine.allocated(self.machine.marked(op, value, private=True)),)
         memory = place_planned(self.machine, op, name, memory_key(type_), offset, reserved)
-        return (self.machine.allocated(MemRef(memory, buffer, offset, shape, strides, dtype, type_)),)
+        value = MemRef(memory, buffer, offset, shape, strides, dtype, type_)
+        return (self.machine.allocated(self.machine.marked(op, value, private=False)),)
 
     @impl(scratchpad.DeallocOp)
     def run_dealloc(self, interpreter: Interpreter, op: scratchpad.DeallocOp, args: PythonValues) -> PythonValues:
@@ -192,4 +194,4 @@ class ScratchpadFunctions(InterpreterFunctions):
 
     @impl(scratchpad.ViewOp)
     def run_view(self, interpreter: Interpreter, op: scratchpad.ViewOp, args: PythonValues) -> PythonValues:
-        return (make_view(self.machine, op, args[0], op.byte_offset, op.result, ()),)
+        return (self.machine.marked(op, make_view(self.machine, op, args[0], op.byte_offset, op.result, ()), private=False),)

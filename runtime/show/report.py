@@ -35,6 +35,7 @@ import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from telamalloc.runtime.alloc.marks import has_marks
 from telamalloc.runtime.alloc.problem import Certificate, Problem, Solution
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -86,14 +87,20 @@ class Report:
     lower_bound: int | None = None  # bytes: the highest peak proved necessary (Solution.lower_bound)
     bound_proof: str | None = None  # what proves it (Solution.certificate.describe())
     certificate: Certificate | None = None  # the proof itself, for `tela-alloc --check-bound=REPORT`
+    persistent: tuple[Hashable, ...] = ()  # ids of the persistent buffers (`Buffer.persistent`, `scratchpad.persistent`)
+    aliases: tuple[tuple[Hashable, Hashable], ...] = ()  # (alias id, id of the buffer it aliases), problem order
 
 
 def build_report(
     name: str, problem: Problem, solution: Solution, *, timing: bool = True, lifetimes: str | None = None,
-    load_before_schedule: int | None = None,
+    load_before_schedule: int | None = None, marks: tuple[tuple, tuple] | None = None,
 ) -> Report:
     """The report of `solution` for `problem`; `timing=False` drops the solve time and message;
-    `lifetimes` names the liveness rule of a function's problem (None for a CSV problem)."""
+    `lifetimes` names the liveness rule of a function's problem (None for a CSV problem);
+    `marks`: (persistent ids, (alias, aliased) pairs), by default the problem's own."""
+    if marks is None:
+        marks = (tuple(b.id for b in problem.buffers if b.persistent),
+                 tuple((b.id, b.alias_of) for b in problem.buffers if b.alias_of is not None)) if has_marks(problem) else ((), ())
     return Report(
         name=name,
         status=solution.status.value,
@@ -119,6 +126,8 @@ def build_report(
         lower_bound=solution.lower_bound,
         bound_proof=None if solution.certificate is None else solution.certificate.describe(),
         certificate=solution.certificate,
+        persistent=marks[0],
+        aliases=marks[1],
     )
 
 
@@ -144,9 +153,18 @@ def reports_for_plans(plans, *, timing: bool = True) -> list[Report]:
     return [
         build_report(plan.name, plan.problem.problem(), plan.solution, timing=timing,
                      lifetimes=getattr(plan.problem, "rule", None),
-                     load_before_schedule=getattr(plan, "load_before_schedule", None))
+                     load_before_schedule=getattr(plan, "load_before_schedule", None), marks=_plan_marks(plan))
         for plan in plans
     ]
+
+
+def _plan_marks(plan) -> tuple[tuple, tuple]:
+    """(persistent ids, (alias, aliased) pairs) of a function's plan: its buffers'
+    `persistent` and `aliases` (`collect.PlannedBuffer`)."""
+    buffers = getattr(plan.problem, "buffers", ())
+    persistent = tuple(b.id for planned in buffers for b in (planned, *getattr(planned, "aliases", ()))
+                       if b.lifetime.persistent)
+    return persistent, tuple((alias.id, planned.id) for planned in buffers for alias in getattr(planned, "aliases", ()))
 
 
 # --------------------------------------------------------------------------------------
@@ -208,6 +226,10 @@ def report_to_dict(report: Report) -> dict:
         data["bound_proof"] = report.bound_proof
     if report.certificate is not None:
         data["certificate"] = certificate_to_dict(report.certificate)
+    if report.persistent:
+        data["persistent"] = [_json_id(i) for i in report.persistent]
+    if report.aliases:
+        data["aliases"] = {str(_json_id(alias)): _json_id(aliased) for alias, aliased in report.aliases}
     if report.seconds is None:
         del data["seconds"]
     if report.message is None:
@@ -284,6 +306,10 @@ def _text_block(report: Report) -> str:
         hidden = len(point.buffers) - TEXT_LISTED_BUFFERS
         if hidden > 0:
             lines.append(f"    ... and {hidden} more")
+    if report.persistent or report.aliases:
+        marks = ([f"persistent {' '.join(str(i) for i in report.persistent)}"] if report.persistent else []) + (
+            [f"aliases {', '.join(f'{alias} -> {aliased}' for alias, aliased in report.aliases)}"] if report.aliases else [])
+        lines.append(f"  marks:         {'; '.join(marks)}")
     if report.message is not None:
         lines.append(f"  message:       {report.message}")
     return "\n".join(lines) + "\n"

@@ -57,7 +57,7 @@ CSV_CASES = [
     ("missing-column", b"id,lower,upper\nb1,0,3\n", ["--capacity=12"], 2,
      "bad.csv:1: missing column 'size'; the header needs 'id,lower,upper,size'"),
     ("unknown-column", b"id,lower,upper,size,colour\nb1,0,3,4,red\n", ["--capacity=12"], 2,
-     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alignment', 'begin', 'end', 'id', 'location', 'lower', 'offset', 'size', 'upper', 'uses'"),
+     "bad.csv:1: unknown column 'colour' (column 5); expected only 'alias_of', 'alignment', 'begin', 'end', 'id', 'location', 'lower', 'offset', 'persistent', 'size', 'upper', 'uses'"),
     ("duplicate-column", b"id,lower,upper,size,size\nb1,0,3,4,4\n", ["--capacity=12"], 2,
      "bad.csv:1: column 'size' appears twice"),
     ("mixed-conventions", b"id,lower,end,size\nb1,0,3,4\n", ["--capacity=12"], 2,
@@ -130,6 +130,16 @@ CSV_CASES = [
     ("unknown-option", GOOD, ["--capacity=12", "--fast"], 2,
      "unrecognized arguments: --fast"),
     ("capacity-zero", GOOD, ["--capacity=0"], 1, None),  # not an input error: a proof, on stdout
+    ("persistent-not-0-or-1", b"id,lower,upper,size,persistent\nkv,0,3,4,2\n", ["--capacity=12"], 2,
+     "bad.csv:2: 'persistent' is '2', expected 1 (persistent) or 0 (not)"),
+    ("alias-of-unknown-id", b"id,lower,upper,size,alias_of\na,0,3,4,\nb,3,5,4,x\n", ["--capacity=12"], 2,
+     "bad.csv:3: buffer 'b' aliases 'x', which is not a buffer of the problem; name an existing buffer id"),
+    ("alias-of-another-size", b"id,lower,upper,size,alias_of\na,0,3,4,\nb,3,5,8,a\n", ["--capacity=12"], 2,
+     "bad.csv:3: buffer 'b' ('8' bytes) aliases 'a' ('4' bytes); an alias is the same memory: give both the same size"),
+    ("alias-cycle", b"id,lower,upper,size,alias_of\na,0,3,4,b\nb,3,5,4,a\n", ["--capacity=12"], 2,
+     "bad.csv:3: buffer 'b' aliases in a cycle ('a' -> 'b' -> 'a'); an alias chain must end at a buffer that aliases nothing"),
+    ("alias-pinned-apart", b"id,lower,upper,size,offset,alias_of\na,0,3,4,0,\nb,3,5,4,4,a\n", ["--capacity=12"], 2,
+     "bad.csv:3: buffer 'b' is pinned at '4' but shares its bytes with 'a' pinned at '0'; pin aliases at one offset"),
 ]
 
 

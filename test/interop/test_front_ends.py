@@ -74,6 +74,8 @@ FEATURES = {
     "layout file": (EXAMPLES / "attention.mlir", {"mode": "minimize", "layout": "{out}/layout.json"}),
     "does not fit": (EXAMPLES / "mlp.mlir", {"capacity": 1024}),
     "calls": (PASSES / "tela-plan-calls.mlir", {}),
+    "persistent and aliases": (PASSES / "tela-plan-marks.mlir", {"mode": "minimize", "layout": "{out}/layout.json"}),
+    "marks and spilling": ((PASSES / "tela-plan-marks-spill.mlir", 0), {"on_overflow": "spill"}),
     # planned apart, as its lit test is: in place, every arena halves and fits
     "calls past the capacity": ((PASSES / "tela-plan-calls-invalid.mlir", 1), {"inplace": "none"}),
 }
