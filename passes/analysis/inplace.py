@@ -19,13 +19,19 @@ Two kinds of pairs, by rule (`INPLACE_RULES`, each rule taking the ones before i
   `scratchpad.kernel "concat"` sits in its slice of the result when that slice is
   contiguous (every dimension before the axis is 1, or the axis is the outermost), the
   part of the result's element type and its slice's shape; the concat then copies
-  nothing of it (the parts and the whole are never live at once). A part whose delta is
-  not a multiple of its alignment keeps bytes of its own.
+  nothing of it. A part whose delta is not a multiple of its alignment keeps bytes of
+  its own.
 For both, the two buffers are planned buffers taken whole (the allocations' own values,
 not views), each passed once to the op; the input's lifetime ends at the op (its last
 use: `Lifetime.ended`) and the output's starts there (its first write), in the same loop
 iteration: no value of the input is read after the op writes, and nothing of the output
-is live before it. Each input gives its bytes to one output at most, and an element-wise
+is live before it. A concat part may also stay live after the concat (shared, as the
+memory-efficient DenseNet's features): where the part is written by one op only, before
+the concat, and the result by the concat only, both outside loops and branches, so from
+the concat on both are read-only and hold the same bytes. Concats that share parts join
+one group, each member at one position: two members share bytes while both are live only
+as a result and a part in its slice; a result holding shared parts passes no bytes on
+element-wise (the group's liveness decides, not the member's). Each input gives its bytes to one output at most, and an element-wise
 output takes the bytes of one input at most; a buffer that escapes, has a symbolic size
 or a lifetime widened over unstructured control flow takes no part, nor does a pinned one
 (a recorded `scratchpad.offset`) unless the other is pinned where the pair puts it (a
@@ -36,8 +42,9 @@ result that is itself a part of another concat brings its parts along.
 The interpreter's shadow memory checks every such choice by execution: an op may write an
 output over an input only where the two views coincide exactly and the kernel is one of
 these, a concat only where the input coincides with its slice of the output
-(`runtime/interp/scratchpad.py`), and a read of the input after the op finds the output's
-bytes (a violation naming both buffers).
+(`runtime/interp/scratchpad.py`); a read of an element-wise input after the op finds the
+output's bytes, and a part and its result read after the concat find bytes both own
+until either is written again (a violation naming both buffers).
 """
 
 from __future__ import annotations
@@ -148,13 +155,16 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
     live at one point) where it was, so concatenating in place never asks for a larger
     arena than copying does.
 
-    A part that stays live after the concat (`_shared_parts`: a DenseNet feature, read by
-    every later concat) is taken per concat, with all the concat's parts at once, as a
-    trial of the whole grouping: its result then passes its bytes on to no element-wise
-    output (they hold parts read later), and the trial is kept when LOAD stays where it was
-    and the concats copy fewer bytes than without it. Trials run in program order, in
-    sweeps until one takes nothing (a concat that raises LOAD alone may not once a later
-    one, holding the same parts, is taken)."""
+    A part that stays live after the concat (`_shares`: a DenseNet feature, read by every
+    later concat) is taken per concat, with all the concat's parts at once, as a trial of
+    the whole grouping: its result then passes its bytes on to no element-wise output
+    (they hold parts read later), and the trial is kept when LOAD stays where it was and
+    the concats copy fewer bytes than without it. In a function with such parts, every
+    concat that copies is tried so, whole (all its parts at once may fit where one at a
+    time does not, and make room for the shared ones); a concat all of whose parts were
+    taken stays taken whole. Trials run in program order, in sweeps until one takes
+    nothing (a concat that raises LOAD alone may not once a later one, holding the same
+    parts, is taken)."""
     if rule == INPLACE_NONE or not buffers:
         return []
     by_value = {view.results(buffer.op)[0]: index for index, buffer in enumerate(buffers)}
@@ -163,10 +173,12 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
         return _grouped(buffers, len(points), pairs, (), frozenset(), None).members()
     load = int(_grouped(buffers, len(points), pairs, (), frozenset(), None).live.max())  # with the element-wise pairs
     concats = _concats(buffers, points, view, by_value)
-    chosen: frozenset[int] = frozenset()
-    best = _grouped(buffers, len(points), pairs, concats, chosen, load)
+    best = _grouped(buffers, len(points), pairs, concats, frozenset(), load)
     assert best is not None  # without shared parts no join raises LOAD
-    offered = [concat.point for concat in concats if any(part.shared for part in concat.parts)]
+    chosen = frozenset(concat.point for concat in concats if concat.parts and not best.copied_by(concat))
+    offered = []  # a concat with a part that stays live, and then every concat that copies (taken whole it may make room)
+    if any(part.shared for concat in concats for part in concat.parts):
+        offered = [concat.point for concat in concats if concat.parts and best.copied_by(concat)]
     while offered:  # sweeps in program order: a concat refused alone may fit with later ones taken
         left = []
         for point in offered:
@@ -203,7 +215,7 @@ def _elementwise_pairs(buffers: Sequence[Any], points: Sequence[Any], rule: str,
 class _Part:
     buffer: int
     delta: int  # its slice's byte offset in the result
-    shared: bool  # it stays live after the concat (read-only, as the result: `_shared_parts`)
+    shared: bool  # it stays live after the concat (read-only, as the result: `_shares`)
 
 
 @dataclass(frozen=True)
@@ -217,7 +229,7 @@ class _Concat:
 def _concats(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_value: dict[Any, int]) -> list[_Concat]:
     """The concats whose result is a planned buffer, with the parts that may sit in their
     slices: those that die at it (`_fits`), and those that stay live where the part and the
-    result are each written once (`_shared_parts`)."""
+    result are each written once (`_shares`, `_WrittenOnce`)."""
     found = []
     once = _WrittenOnce(buffers, points, view)
     for point, op in enumerate(points):
@@ -251,7 +263,7 @@ def _grouped(buffers: Sequence[Any], points: int, pairs: Sequence[tuple[int, int
     element-wise); each dying part of another concat where LOAD stays at or under `load`.
     None when the grouping needs more than `load`."""
     groups = _Groups(buffers, points)
-    kept = {concat.result for concat in concats if concat.point in shared}
+    kept = {concat.result for concat in concats if concat.point in shared and any(part.shared for part in concat.parts)}
     taken: set[int] = set()  # outputs that took an element-wise input's bytes
     for source, target in pairs:
         if source in groups.parent or target in taken or source in kept:
@@ -260,9 +272,7 @@ def _grouped(buffers: Sequence[Any], points: int, pairs: Sequence[tuple[int, int
         taken.add(target)
     if load is None:
         return groups
-    groups.load = load
-    if int(groups.live.max()) > load:
-        return None
+    groups.load = load  # (a result kept to itself may raise LOAD until its parts join it)
     for concat in concats:
         groups.concats.append(concat)
         whole = concat.point in shared  # its parts taken together: LOAD checked once they all are
@@ -369,16 +379,17 @@ class _Groups:
 
     def copied(self) -> int:
         """Bytes the offered concats copy: the parts not in their slices."""
-        total = 0
-        for concat in self.concats:
-            result_root, result_at = self.root(concat.result)
-            placed = 0
-            for part in concat.parts:
-                root, at = self.root(part.buffer)
-                if root == result_root and at == result_at + part.delta:
-                    placed += self.buffers[part.buffer].size
-            total += sum(concat.sizes) - placed
-        return total
+        return sum(self.copied_by(concat) for concat in self.concats)
+
+    def copied_by(self, concat: _Concat) -> int:
+        """Bytes `concat` copies: its parts not in their slices."""
+        result_root, result_at = self.root(concat.result)
+        placed = 0
+        for part in concat.parts:
+            root, at = self.root(part.buffer)
+            if root == result_root and at == result_at + part.delta:
+                placed += self.buffers[part.buffer].size
+        return sum(concat.sizes) - placed
 
     def members(self) -> list[list[tuple[int, int]]]:
         """Per group of two buffers or more: (buffer, delta from the root) in program order."""
