@@ -3,7 +3,9 @@
 // offset) when that slice is contiguous (every dimension before the axis is 1), so the
 // parts and the whole are never live at once and the concat copies nothing of them. A part
 // that is the last of an element-wise chain brings the chain along, a concat's result
-// that is a part of another brings its own parts. 'elementwise' keeps every part apart.
+// that is a part of another brings its own parts. A part that stays live after the concat
+// sits in its slice too where it and the result are written once (@dense, DenseNet's
+// shared features). 'elementwise' keeps every part apart.
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=concat}' 2>%t.concat | filecheck %s
 // RUN: filecheck %s --check-prefix=REPORT < %t.concat
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=elementwise}' -o /dev/null 2>&1 | filecheck %s --check-prefix=APART
