@@ -19,13 +19,19 @@ Two kinds of pairs, by rule (`INPLACE_RULES`, each rule taking the ones before i
   `scratchpad.kernel "concat"` sits in its slice of the result when that slice is
   contiguous (every dimension before the axis is 1, or the axis is the outermost), the
   part of the result's element type and its slice's shape; the concat then copies
-  nothing of it (the parts and the whole are never live at once). A part whose delta is
-  not a multiple of its alignment keeps bytes of its own.
+  nothing of it. A part whose delta is not a multiple of its alignment keeps bytes of
+  its own.
 For both, the two buffers are planned buffers taken whole (the allocations' own values,
 not views), each passed once to the op; the input's lifetime ends at the op (its last
 use: `Lifetime.ended`) and the output's starts there (its first write), in the same loop
 iteration: no value of the input is read after the op writes, and nothing of the output
-is live before it. Each input gives its bytes to one output at most, and an element-wise
+is live before it. A concat part may also stay live after the concat (shared, as the
+memory-efficient DenseNet's features): where the part is written by one op only, before
+the concat, and the result by the concat only, both outside loops and branches, so from
+the concat on both are read-only and hold the same bytes. Concats that share parts join
+one group, each member at one position: two members share bytes while both are live only
+as a result and a part in its slice; a result holding shared parts passes no bytes on
+element-wise (the group's liveness decides, not the member's). Each input gives its bytes to one output at most, and an element-wise
 output takes the bytes of one input at most; a buffer that escapes, has a symbolic size
 a lifetime widened over unstructured control flow or a mark (`scratchpad.persistent`: its
 value must outlive the op; an `scratchpad.alias_of` group) takes no part, nor does a pinned
@@ -37,14 +43,16 @@ result that is itself a part of another concat brings its parts along.
 The interpreter's shadow memory checks every such choice by execution: an op may write an
 output over an input only where the two views coincide exactly and the kernel is one of
 these, a concat only where the input coincides with its slice of the output
-(`runtime/interp/scratchpad.py`), and a read of the input after the op finds the output's
-bytes (a violation naming both buffers).
+(`runtime/interp/scratchpad.py`); a read of an element-wise input after the op finds the
+output's bytes, and a part and its result read after the concat find bytes both own
+until either is written again (a violation naming both buffers).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,8 +60,9 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, DictionaryAttr,
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import CONCAT_KERNEL, ELEMENTWISE_KERNELS, INPLACE_ATTR
-from telamalloc.dialects.scratchpad_types import element_byte_width
-from telamalloc.passes.analysis.liveness import ENDED_LAST_USE
+from telamalloc.dialects.scratchpad_types import element_byte_width, memref_byte_size
+from telamalloc.passes.analysis.effects import Access, operands_access
+from telamalloc.passes.analysis.liveness import ENDED_LAST_USE, trace_buffer
 from telamalloc.passes.irview import IRView
 
 INPLACE_NONE = "none"
@@ -136,7 +145,7 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
                    view: IRView) -> list[list[tuple[int, int]]]:
     """Groups of buffers (`collect.PlannedBuffer`s, program order) that share their bytes:
     per group, (index into `buffers`, byte delta within the group) in program order, the
-    group as large as its last member (whose bytes hold all the others'); buffers in no
+    group as large as its largest member (whose bytes hold all the others'); buffers in no
     group are left out. `points`: the function's program points.
 
     Pairs are taken in program order. An element-wise pair never raises the bytes live at
@@ -145,43 +154,141 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
     member's start, more than the parts held then (the planner places a group as one
     rectangle); a part is taken only when that keeps the function's LOAD (the most bytes
     live at one point) where it was, so concatenating in place never asks for a larger
-    arena than copying does."""
+    arena than copying does.
+
+    A part that stays live after the concat (`_shares`: a DenseNet feature, read by every
+    later concat) is taken per concat, with all the concat's parts at once, as a trial of
+    the whole grouping: its result then passes its bytes on to no element-wise output
+    (they hold parts read later), and the trial is kept when LOAD stays where it was and
+    the concats copy fewer bytes than without it. In a function with such parts, every
+    concat that copies is tried so, whole (all its parts at once may fit where one at a
+    time does not, and make room for the shared ones); a concat all of whose parts were
+    taken stays taken whole. Trials run in program order, in sweeps until one takes
+    nothing (a concat that raises LOAD alone may not once a later one, holding the same
+    parts, is taken)."""
     if rule == INPLACE_NONE or not buffers:
         return []
     by_value = {view.results(buffer.op)[0]: index for index, buffer in enumerate(buffers)}
-    groups = _Groups(buffers, len(points))
-    taken: set[int] = set()  # outputs that took an element-wise input's bytes
+    pairs = _elementwise_pairs(buffers, points, rule, view, by_value)
+    if rule != INPLACE_CONCAT:
+        return _grouped(buffers, len(points), pairs, (), frozenset(), None).members()
+    load = int(_grouped(buffers, len(points), pairs, (), frozenset(), None).live.max())  # with the element-wise pairs
+    concats = _concats(buffers, points, view, by_value)
+    best = _grouped(buffers, len(points), pairs, concats, frozenset(), load)
+    assert best is not None  # without shared parts no join raises LOAD
+    chosen = frozenset(concat.point for concat in concats if concat.parts and not best.copied_by(concat))
+    offered = []  # a concat with a part that stays live, and then every concat that copies (taken whole it may make room)
+    if any(part.shared for concat in concats for part in concat.parts):
+        offered = [concat.point for concat in concats if concat.parts and best.copied_by(concat)]
+    while offered:  # sweeps in program order: a concat refused alone may fit with later ones taken
+        left = []
+        for point in offered:
+            trial = _grouped(buffers, len(points), pairs, concats, chosen | {point}, load)
+            if trial is not None and trial.copied() < best.copied():
+                chosen, best = chosen | {point}, trial
+            else:
+                left.append(point)
+        if len(left) == len(offered):
+            break
+        offered = left
+    return best.members()
+
+
+def _elementwise_pairs(buffers: Sequence[Any], points: Sequence[Any], rule: str, view: IRView,
+                       by_value: dict[Any, int]) -> list[tuple[int, int]]:
+    """(input, output) buffers of the element-wise pairs a rule finds, in program order,
+    before any is taken (`_grouped` takes each input and output once)."""
+    found = []
     for point, op in enumerate(points):
         pairs = kernel_pairs(op, rule, view)
         if pairs:
             operands = view.operands(op)
             ins = view.segment_sizes(op)[0]  # type: ignore[index]
             for output, input_ in pairs:
-                found = _pair(by_value, operands, input_, ins + output, groups)
-                if found is None or found[1] in taken:
-                    continue
-                source, target = found
-                if _same_type(buffers[source], buffers[target], view) and _fits(buffers[source], buffers[target],
-                                                                               point, 0):
-                    groups.join(source, target, 0)
-                    taken.add(target)
-    if rule == INPLACE_CONCAT:  # after every element-wise pair: LOAD as it is with those
-        groups.load = int(groups.live.max())
-        for point, op in enumerate(points):
-            operands = view.operands(op)
-            for input_, delta in concat_parts(op, view):
-                found = _pair(by_value, operands, input_, len(operands) - 1, groups)
-                if found is not None and _fits(buffers[found[0]], buffers[found[1]], point, delta):
-                    groups.join(*found, delta, keep_load=True)
-    return groups.members()
+                pair = _pair(by_value, operands, input_, ins + output)
+                if pair is not None and _same_type(buffers[pair[0]], buffers[pair[1]], view) and _fits(
+                        buffers[pair[0]], buffers[pair[1]], point, 0):
+                    found.append(pair)
+    return found
 
 
-def _pair(by_value: dict[Any, int], operands: Sequence[Any], input_: int, output: int,
-          groups: _Groups) -> tuple[int, int] | None:
+@dataclass(frozen=True)
+class _Part:
+    buffer: int
+    delta: int  # its slice's byte offset in the result
+    shared: bool  # it stays live after the concat (read-only, as the result: `_shares`)
+
+
+@dataclass(frozen=True)
+class _Concat:
+    point: int
+    result: int
+    parts: tuple[_Part, ...]
+    sizes: tuple[int, ...]  # bytes of every operand part (those not planned here too)
+
+
+def _concats(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_value: dict[Any, int]) -> list[_Concat]:
+    """The concats whose result is a planned buffer, with the parts that may sit in their
+    slices: those that die at it (`_fits`), and those that stay live where the part and the
+    result are each written once (`_shares`, `_WrittenOnce`)."""
+    found = []
+    once = _WrittenOnce(buffers, points, view)
+    for point, op in enumerate(points):
+        slices = concat_parts(op, view)
+        if not slices:
+            continue
+        operands = view.operands(op)
+        result = by_value.get(operands[-1])
+        if result is None or operands.count(operands[-1]) != 1:
+            continue
+        parts = []
+        for input_, delta in slices:
+            pair = _pair(by_value, operands, input_, len(operands) - 1)
+            if pair is None:
+                continue
+            source, target = buffers[pair[0]], buffers[result]
+            if _fits(source, target, point, delta):
+                parts.append(_Part(pair[0], delta, False))
+            elif _shares(source, target, point, delta) and once.at(pair[0], source.lifetime.start) and once.at(
+                    result, point):
+                parts.append(_Part(pair[0], delta, True))
+        sizes = tuple(memref_byte_size(view.value_type(value)) for value in operands[: len(slices)])
+        found.append(_Concat(point, result, tuple(parts), sizes))
+    return found
+
+
+def _grouped(buffers: Sequence[Any], points: int, pairs: Sequence[tuple[int, int]], concats: Sequence[_Concat],
+             shared: frozenset[int], load: int | None) -> _Groups | None:
+    """The groups the element-wise `pairs` and the parts of `concats` make, with the shared
+    parts of the concats at the points `shared` (their results then pass no bytes on
+    element-wise); each dying part of another concat where LOAD stays at or under `load`.
+    None when the grouping needs more than `load`."""
+    groups = _Groups(buffers, points)
+    kept = {concat.result for concat in concats if concat.point in shared and any(part.shared for part in concat.parts)}
+    taken: set[int] = set()  # outputs that took an element-wise input's bytes
+    for source, target in pairs:
+        if source in groups.parent or target in taken or source in kept:
+            continue
+        groups.place(source, target, 0, handoff=True)
+        taken.add(target)
+    if load is None:
+        return groups
+    groups.load = load  # (a result kept to itself may raise LOAD until its parts join it)
+    for concat in concats:
+        groups.concats.append(concat)
+        whole = concat.point in shared  # its parts taken together: LOAD checked once they all are
+        for part in concat.parts:
+            if part.shared and not whole:
+                continue
+            groups.place(part.buffer, concat.result, part.delta, concat, keep_load=not whole)
+    return None if int(groups.live.max()) > load else groups
+
+
+def _pair(by_value: dict[Any, int], operands: Sequence[Any], input_: int, output: int) -> tuple[int, int] | None:
     """(input buffer, output buffer) of two operands: planned buffers taken whole, distinct,
-    each passed once, the input giving its bytes to no other output yet."""
+    each passed once."""
     source, target = by_value.get(operands[input_]), by_value.get(operands[output])
-    if source is None or target is None or source == target or source in groups.parent:
+    if source is None or target is None or source == target:
         return None
     if operands.count(operands[input_]) != 1 or operands.count(operands[output]) != 1:
         return None
@@ -190,64 +297,143 @@ def _pair(by_value: dict[Any, int], operands: Sequence[Any], input_: int, output
 
 class _Groups:
     """The groups the pairs taken so far make, with the bytes live at each point when each
-    group is one buffer. A pair's output (the last in program order) holds its input at the
-    pair's delta, so the root of a group, the buffer that took no other's bytes, spans it."""
+    group is one buffer. The root of a group, the buffer that took no other's bytes, spans
+    it: every member sits at a position (bytes) within the root's."""
 
     def __init__(self, buffers: Sequence[Any], points: int):
         self.buffers = buffers
-        self.parent: dict[int, tuple[int, int]] = {}  # input buffer -> (the output holding it, delta there)
+        self.parent: dict[int, tuple[int, int]] = {}  # buffer -> (the buffer holding it, delta there)
         self.span = {index: (buffer.lifetime.start, buffer.lifetime.end, buffer.size, buffer.alignment)
                      for index, buffer in enumerate(buffers)}  # per root: start, end, size, alignment
+        self.held = {index: [(index, 0)] for index in range(len(buffers))}  # per root: (member, position)
         self.live = np.zeros(points + 1, dtype=np.int64)
         for start, end, size, _ in self.span.values():
             self.live[start:end] += size
         self.load = int(self.live.max())
+        self.concats: list[_Concat] = []  # the concats whose parts were offered, for `copied`
 
-    def join(self, source: int, target: int, delta: int, keep_load: bool = False) -> bool:
-        """Puts `source`'s group (`source` its root) into `target`'s at `delta` from
-        `target`'s bytes (its group's root may be a later buffer holding it); not when a
-        member's offset would lose its alignment, nor (`keep_load`) when LOAD would grow."""
-        while target in self.parent:  # an output that passed its bytes on already (element-wise)
-            target, step = self.parent[target]
-            delta += step
-        first, last, size, alignment = self.span[source]
-        start, end, outer, outer_alignment = self.span[target]
-        if delta % alignment:
+    def root(self, index: int) -> tuple[int, int]:
+        """The root of `index`'s group and `index`'s position in it."""
+        position = 0
+        while index in self.parent:
+            index, delta = self.parent[index]
+            position += delta
+        return index, position
+
+    def place(self, source: int, target: int, delta: int, concat: _Concat | None = None,
+              keep_load: bool = False, handoff: bool = False) -> bool:
+        """Puts `source` at `delta` bytes into `target`, with both groups: the smaller group
+        into the root of the larger; not when the two are in one group at other positions,
+        the smaller does not fit, a member's offset would lose its alignment, two members
+        would share bytes while both live (`_coexist`: only a `concat`'s result and its
+        part in its slice may; `handoff`: an element-wise pair, whose input dies where its
+        output is born, `_fits`), nor (`keep_load`) when LOAD would grow."""
+        source_root, source_at = self.root(source)
+        target_root, target_at = self.root(target)
+        if source_root == target_root:
+            return source_at == target_at + delta
+        shift = target_at + delta - source_at  # the source root's position in the target root
+        if shift >= 0 and shift + self.span[source_root][2] <= self.span[target_root][2]:
+            inner, outer, at = source_root, target_root, shift
+        elif shift < 0 and self.span[target_root][2] - shift <= self.span[source_root][2]:
+            inner, outer, at = target_root, source_root, -shift
+        else:
+            return False
+        first, last, size, alignment = self.span[inner]
+        start, end, outer_size, outer_alignment = self.span[outer]
+        if at % alignment:
+            return False
+        moved = [(member, position + at) for member, position in self.held[inner]]
+        if not handoff and not all(self._coexist(one, two, concat) for one in moved for two in self.held[outer]):
             return False
         low, high = min(first, start), max(last, end)
         changed = self.live[low:high].copy()
         changed[first - low : last - low] -= size
-        changed[start - low : end - low] -= outer
-        changed += outer
+        changed[start - low : end - low] -= outer_size
+        changed += outer_size
         if keep_load and high > low and int(changed.max()) > self.load:
             return False
         self.live[low:high] = changed
-        self.parent[source] = (target, delta)
-        del self.span[source]
-        self.span[target] = (low, high, outer, max(alignment, outer_alignment))
+        self.parent[inner] = (outer, at)
+        del self.span[inner]
+        self.span[outer] = (low, high, outer_size, max(alignment, outer_alignment))
+        del self.held[inner]
+        self.held[outer] += moved
         return True
+
+    def _coexist(self, one: tuple[int, int], two: tuple[int, int], concat: _Concat | None) -> bool:
+        """May two members of groups being joined (member, position) sit there? Yes when
+        their bytes or their lifetimes are apart, or when one is `concat`'s result and the
+        other a part of it in its slice (the result's one write, the concat, writes there
+        what the part holds)."""
+        (first, first_at), (second, second_at) = one, two
+        a, b = self.buffers[first], self.buffers[second]
+        if first_at + a.size <= second_at or second_at + b.size <= first_at:
+            return True
+        if a.lifetime.end <= b.lifetime.start or b.lifetime.end <= a.lifetime.start:
+            return True
+        if concat is None or concat.result not in (first, second):
+            return False
+        part, part_at, result_at = (first, first_at, second_at) if second == concat.result else (
+            second, second_at, first_at)
+        return any(offered.buffer == part and part_at == result_at + offered.delta for offered in concat.parts)
+
+    def copied(self) -> int:
+        """Bytes the offered concats copy: the parts not in their slices."""
+        return sum(self.copied_by(concat) for concat in self.concats)
+
+    def copied_by(self, concat: _Concat) -> int:
+        """Bytes `concat` copies: its parts not in their slices."""
+        result_root, result_at = self.root(concat.result)
+        placed = 0
+        for part in concat.parts:
+            root, at = self.root(part.buffer)
+            if root == result_root and at == result_at + part.delta:
+                placed += self.buffers[part.buffer].size
+        return sum(concat.sizes) - placed
 
     def members(self) -> list[list[tuple[int, int]]]:
         """Per group of two buffers or more: (buffer, delta from the root) in program order."""
-        found: dict[int, list[tuple[int, int]]] = {}
-        for index in range(len(self.buffers)):
-            root, position = index, 0
-            while root in self.parent:
-                root, delta = self.parent[root]
-                position += delta
-            found.setdefault(root, []).append((index, position))
-        return sorted(group for group in found.values() if len(group) > 1)
+        return sorted(sorted(group) for group in self.held.values() if len(group) > 1)
+
+
+class _WrittenOnce:
+    """Which buffers are written by one op only, at a given point, outside any loop or
+    branch (straight in the function's body): from that write on they are read-only."""
+
+    def __init__(self, buffers: Sequence[Any], points: Sequence[Any], view: IRView):
+        self.buffers = buffers
+        self.point_of = {op: point for point, op in enumerate(points)}
+        self.view = view
+        self.found: dict[int, int | None] = {}
+
+    def at(self, index: int, point: int) -> bool:
+        if index not in self.found:
+            self.found[index] = self._only_write(index)
+        return self.found[index] == point
+
+    def _only_write(self, index: int) -> int | None:
+        view = self.view
+        uses, _, escapes = trace_buffer(view.results(self.buffers[index].op)[0], view)
+        if escapes:
+            return None
+        indices: dict[Any, list[int]] = {}
+        for use in uses:
+            indices.setdefault(use.op, []).append(use.operand_index)
+        writes = [op for op, found in indices.items() if Access.WRITE in operands_access(op, found, view=view)]
+        if len(writes) != 1 or writes[0] not in self.point_of:
+            return None
+        parent = view.parent_op(writes[0])
+        if parent is None or view.name(parent) != "func.func":
+            return None
+        return self.point_of[writes[0]]
 
 
 def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source` (an input at `point`) sit in the bytes of `target` (the output there),
     `delta` bytes into them?"""
-    for buffer in (source, target):
-        lifetime = buffer.lifetime
-        if lifetime.escapes or lifetime.conservative or buffer.symbolic is not None:
-            return False
-        if lifetime.persistent or buffer.aliases:  # marked: its bytes are its own (collect.py `_aliased`)
-            return False
+    if not (_may_share(source) and _may_share(target)):
+        return False
     # Pinned buffers share bytes only when pinned so: planned in place before (planning
     # twice keeps the first answer) or so placed by hand.
     if (source.pinned is None) != (target.pinned is None):
@@ -258,6 +444,31 @@ def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
         return False
     return born.start == point and born.loop is dying.loop and delta + source.size <= target.size
+
+
+def _may_share(buffer: Any) -> bool:
+    """Whether `buffer` may share its bytes at all: not escaping, not symbolic, its lifetime
+    not widened over unstructured control flow, and not marked (`scratchpad.persistent`,
+    an `scratchpad.alias_of` group: its bytes are its own, collect.py `_aliased`)."""
+    lifetime = buffer.lifetime
+    return not (lifetime.escapes or lifetime.conservative or buffer.symbolic is not None
+                or lifetime.persistent or buffer.aliases)
+
+
+def _shares(source: Any, target: Any, point: int, delta: int) -> bool:
+    """May `source`, a part of the concat at `point` that stays live after it, sit in its
+    slice of `target` (the result), `delta` bytes into it? Where neither is moved by hand
+    or grows, the part is born before the concat and the result at it, both outside any
+    loop; the caller checks that each is written once (`_WrittenOnce`): the part by its
+    producer, the result by the concat, so every later read of either sees the same bytes."""
+    if not (_may_share(source) and _may_share(target)) or source.lifetime.loop is not None or target.lifetime.loop is not None:
+        return False
+    if (source.pinned is None) != (target.pinned is None):
+        return False
+    if source.pinned is not None and source.pinned != target.pinned + delta:
+        return False
+    return (source.lifetime.start < point < source.lifetime.end - 1 and target.lifetime.start == point
+            and delta + source.size <= target.size)
 
 
 def _same_type(source: Any, target: Any, view: IRView) -> bool:

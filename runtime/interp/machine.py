@@ -360,6 +360,8 @@ class Machine:
     capacities: dict[str, int] = field(default_factory=dict)  # per memory-space name, overriding `capacity`
     named: dict[str, MemRef] = field(default_factory=dict)  # the latest buffer of each name, for `scratchpad.alias_of`
     persistent: list[tuple[Operation, MemRef]] = field(default_factory=list)  # `scratchpad.persistent` buffers made
+    shared: dict[int, frozenset[int]] = field(default_factory=dict)  # shadow owner -> the buffers that wrote it as one
+    _shared_ids: dict[frozenset[int], int] = field(default_factory=dict)
 
     def buffer_id(self, name: str) -> int:
         if name not in self._buffer_ids:
@@ -494,7 +496,7 @@ class Machine:
         if not self.shadow or 0 in value.shape:
             return None
         owners = value.shadow_view()
-        bad = owners != value.buffer
+        bad = self._foreign(owners, value.buffer)
         if not bad.any():
             return None
         if carry_foreign:
@@ -507,7 +509,7 @@ class Machine:
             return
         self.check_live(op, value, "reads")
         owners = value.storage.shadow[address : address + value.element_size]
-        bad = owners != value.buffer
+        bad = self._foreign(owners, value.buffer)
         if not bad.any():
             return
         self._report_bad_read(op, value, "element", owners, bad, address)
@@ -621,6 +623,45 @@ class Machine:
         if 0 in value.shape:
             return
         value.shadow_view()[...] = value.buffer
+
+    def record_shared_write(self, result: MemRef, slices: Sequence[tuple[MemRef, MemRef]]) -> None:
+        """A concat's write of `result` whose parts already sit in their slices (`slices`:
+        (slice of the result, part) pairs that coincide): the result owns its bytes, and
+        each part's bytes are owned by the result and the part (and by whatever wrote them
+        as one with the part before: a part already in a smaller concat) as one shadow
+        owner, so a later read of the part finds its own bytes. Until the next write: a
+        write of either (`record_write`) makes the bytes that one's alone, and a read of
+        the other then reports it."""
+        before = [np.unique(part.shadow_view()) for _, part in slices] if self.shadow else []
+        self.record_write(result)
+        if not self.shadow:
+            return
+        for (view, part), owners in zip(slices, before, strict=True):
+            if 0 in view.shape:
+                continue
+            readers = {result.buffer, part.buffer}
+            for owner in owners.tolist():
+                readers |= self.shared.get(owner, {owner} if owner >= 0 else set())
+            view.shadow_view()[...] = self._shared_owner(frozenset(readers), result.buffer)
+
+    def _shared_owner(self, readers: frozenset[int], result: int) -> int:
+        """The shadow owner standing for `readers` writing as one (named after `result`,
+        the buffer that wrote last, in messages)."""
+        if readers not in self._shared_ids:
+            self._shared_ids[readers] = len(self.buffer_names)
+            self.buffer_names.append(self.buffer_names[result])
+            self.shared[self._shared_ids[readers]] = readers
+        return self._shared_ids[readers]
+
+    def _foreign(self, owners: np.ndarray, buffer: int) -> np.ndarray:
+        """The mask of `owners` that `buffer` may not read: written by another buffer, and
+        not as one with `buffer` (`record_shared_write`)."""
+        bad = owners != buffer
+        if self.shared and bad.any():
+            for owner in np.unique(owners[bad]).tolist():
+                if buffer in self.shared.get(owner, ()):
+                    bad &= owners != owner
+        return bad
 
     def record_write_element(self, value: MemRef, address: int) -> None:
         value.storage.written = True

@@ -170,7 +170,7 @@ class ScratchpadFunctions(InterpreterFunctions):
                 for index, part in slices.items():
                     if index not in in_place:
                         part.array()[...] = ins[index].array().astype(part.dtype, copy=False)
-                self.machine.record_write(outs[0])
+                self.machine.record_shared_write(outs[0], [(slices[index], ins[index]) for index in sorted(in_place)])
                 return ()
         try:
             if is_reference_kernel(op.kernel_name, params):  # an ONNX node: ONNX's reference implementation

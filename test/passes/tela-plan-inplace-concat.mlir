@@ -3,7 +3,9 @@
 // offset) when that slice is contiguous (every dimension before the axis is 1), so the
 // parts and the whole are never live at once and the concat copies nothing of them. A part
 // that is the last of an element-wise chain brings the chain along, a concat's result
-// that is a part of another brings its own parts. 'elementwise' keeps every part apart.
+// that is a part of another brings its own parts. A part that stays live after the concat
+// sits in its slice too where it and the result are written once (@dense, DenseNet's
+// shared features). 'elementwise' keeps every part apart.
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=concat}' 2>%t.concat | filecheck %s
 // RUN: filecheck %s --check-prefix=REPORT < %t.concat
 // RUN: tela-opt %s -p 'tela-plan{mode=minimize report inplace=elementwise}' -o /dev/null 2>&1 | filecheck %s --check-prefix=APART
@@ -13,6 +15,8 @@
 // RUN: tela-run --verify %s --entry kept --inplace concat | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry passed_on | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry block --inplace elementwise | filecheck %s --check-prefix=VERIFY
+// RUN: tela-run --verify %s --entry dense --inplace concat | filecheck %s --check-prefix=VERIFY
+// RUN: tela-run --verify %s --entry dense --inplace elementwise | filecheck %s --check-prefix=VERIFY
 
 // A block as DenseNet's: a (the block's input) and c, through the element-wise chain
 // relu-tanh from a, concatenated along the channels. a sits in the first 128 bytes of r,
@@ -96,8 +100,45 @@ func.func @passed_on(%x: memref<1x4x8xf32>, %y: memref<1x8x8xf32>) {
   func.return
 }
 
+// A block as PyTorch exports DenseNet's: each layer reads the concat of every feature
+// before it, so x0 and x1 stay live after c1 (c2 reads them again). Each is written once
+// and c1 and c2 by their concats only, so x0, x1 and x2 sit in their slices of both: one
+// group, c2 at 0, c1 at 0 (its prefix), x0 at 0, x1 at 128, x2 at 256. n1 (relu over c1,
+// as DenseNet's BatchNormalization) takes no bytes of c1, which hold x0 and x1, read
+// later. Copying (elementwise): 6 buffers, the concats copying 640 B, at the same LOAD.
+// CHECK-LABEL: func.func @dense
+// CHECK-SAME:  scratchpad.peak = 768 : i64, scratchpad.load = 768 : i64
+// CHECK:       %x0 = scratchpad.alloc() offset 0
+// CHECK-NEXT:  %w = scratchpad.alloc() offset [[W:[0-9]+]]
+// CHECK-NEXT:  %x1 = scratchpad.alloc() offset 128
+// CHECK-NEXT:  %c1 = scratchpad.alloc() offset 0
+// CHECK-NEXT:  %n1 = scratchpad.alloc() offset [[N:[0-9]+]]
+// CHECK-NEXT:  %x2 = scratchpad.alloc() offset 256
+// CHECK-NEXT:  %c2 = scratchpad.alloc() offset 0
+// REPORT: tela-plan: @dense: 3 buffers, LOAD 768 B, peak 768 B,
+// APART: tela-plan: @dense: 6 buffers, LOAD 768 B, peak 768 B,
+!q = memref<4x8xf32, #scratchpad.space>
+func.func @dense(%x: memref<4x8xf32>, %wx: memref<4x8xf32>, %y: memref<12x8xf32>) {
+  %x0 = scratchpad.alloc() : !q
+  %w = scratchpad.alloc() : !q
+  %x1 = scratchpad.alloc() : !q
+  %c1 = scratchpad.alloc() : memref<8x8xf32, #scratchpad.space>
+  %n1 = scratchpad.alloc() : memref<8x8xf32, #scratchpad.space>
+  %x2 = scratchpad.alloc() : !q
+  %c2 = scratchpad.alloc() : memref<12x8xf32, #scratchpad.space>
+  scratchpad.dma %x -> %x0 : memref<4x8xf32> -> !q
+  scratchpad.dma %wx -> %w : memref<4x8xf32> -> !q
+  scratchpad.kernel "tanh" ins(%x0 : !q) outs(%x1 : !q)
+  scratchpad.kernel "concat" ins(%x0, %x1 : !q, !q) outs(%c1 : memref<8x8xf32, #scratchpad.space>)
+  scratchpad.kernel "relu" ins(%c1 : memref<8x8xf32, #scratchpad.space>) outs(%n1 : memref<8x8xf32, #scratchpad.space>)
+  scratchpad.kernel "matmul" ins(%w, %n1 : !q, memref<8x8xf32, #scratchpad.space>) outs(%x2 : !q)
+  scratchpad.kernel "concat" ins(%x0, %x1, %x2 : !q, !q, !q) outs(%c2 : memref<12x8xf32, #scratchpad.space>)
+  scratchpad.dma %c2 -> %y : memref<12x8xf32, #scratchpad.space> -> memref<12x8xf32>
+  func.return
+}
+
 // What stays apart: s's slices of q are strided (2x4 parts of a 2x8 result along axis 1:
-// each is two ranges of bytes); t is read after the concat that takes it; u would sit in
+// each is two ranges of bytes); t is passed twice (one buffer cannot sit in two slices); u would sit in
 // v from its dma on, while the 512-byte w is live, raising LOAD from 640 B to 768 B (a group
 // is one buffer, live from its first member's start): u keeps its own bytes, and only e,
 // born after w died, sits in v.

@@ -1,7 +1,8 @@
 """In place under the interpreter: an element-wise kernel may write its output over an input
 whose view coincides with it exactly, a concat over a part that coincides with its slice of
-the output; any other overlap, or a later read of the input, is a shadow violation, so
-verify catches a wrong in-place choice."""
+the output; any other overlap, a later read of an element-wise input, or a part and its
+result that part ways after the concat (one written again while the other is read), is a
+shadow violation, so verify catches a wrong in-place choice."""
 
 import numpy as np
 import pytest
@@ -118,18 +119,26 @@ func.func @main(%x: memref<4x8xf32>, %y: memref<8x8xf32>, %z: memref<4x8xf32>) {
         (128, 0, "", r"'scratchpad.kernel' writes output #0 of kernel \"concat\" \(buffer 'r'\) over bytes \[128, 256\) "
          r"of the scratchpad that also hold input #0 of kernel \"concat\" \(buffer 'a'\)"),
         (64, 256, "", r"writes output #0 of kernel \"concat\" \(buffer 'r'\) over bytes \[64, 192\)"),
-        (0, 128, f"scratchpad.dma %a -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>",
+        (0, 128, f"scratchpad.dma %a -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>", None),
+        (0, 128, f"scratchpad.dma %z -> %a : memref<4x8xf32> -> memref<4x8xf32, {SP}>\n"
+         f"  scratchpad.dma %r -> %y : memref<8x8xf32, {SP}> -> memref<8x8xf32>",
+         r"'scratchpad.dma' reads bytes \[0, 128\) of the scratchpad through buffer 'r' .* but buffer 'a' wrote them "
+         r"last"),
+        (0, 128, f"scratchpad.dma %y -> %r : memref<8x8xf32> -> memref<8x8xf32, {SP}>\n"
+         f"  scratchpad.dma %a -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>",
          r"'scratchpad.dma' reads bytes \[0, 128\) of the scratchpad through buffer 'a' .* but buffer 'r' wrote them "
          r"last"),
     ],
-    ids=["in-slices", "one-apart", "slices-swapped", "partial-overlap", "part-read-later"],
+    ids=["in-slices", "one-apart", "slices-swapped", "partial-overlap", "part-read-later", "part-written-later",
+         "result-written-later"],
 )
 def test_a_concat_copies_no_part_in_its_slice_and_shadow_memory_catches_a_wrong_slice(monkeypatch, a, b, later, error):
     # A part of a concat may sit in its slice of the output (the view coincides with the
     # slice exactly; `machine.check_disjoint`'s `slices`): the kernel copies nothing of it
     # (no concatenation runs when every part is in place). A part over another part's
-    # slice, or over part of one, is the streaming hazard; a read of a part after the
-    # concat finds the result's bytes.
+    # slice, or over part of one, is the streaming hazard. A part read after the concat
+    # finds its own bytes, which the result holds too (`machine.record_shared_write`), until
+    # one of the two is written again: then a read of the other reports it.
     from telamalloc.runtime.interp import scratchpad as interp_scratchpad
 
     text = _CONCAT.replace("offset A", f"offset {a}").replace("offset B", f"offset {b}").replace("LATER", later)
@@ -148,8 +157,10 @@ def test_a_concat_copies_no_part_in_its_slice_and_shadow_memory_catches_a_wrong_
 
 def test_verify_catches_a_concat_in_place_choice_the_analysis_should_not_make(monkeypatch):
     # The planner's concat choice made wrong on purpose: the slices swapped (a part at the
-    # other's bytes), or b, which is read after the concat, told to die there: verify fails
-    # on shadow memory; the real analysis' plan (c in its slice, b apart) verifies.
+    # other's bytes), or b, which stays live after the concat and is written again there,
+    # taken as a part read-only from its write on: verify fails on shadow memory. The real
+    # analysis' plan verifies: b (read after the concat, written once) and c (dying at it)
+    # in their slices of r; with b written again, b apart.
     from telamalloc.passes.analysis import inplace
 
     program = f"""
@@ -162,26 +173,61 @@ func.func @main(%x: memref<4x8xf32>, %y: memref<8x8xf32>, %z: memref<4x8xf32>) {
   scratchpad.kernel "tanh" ins(%a : memref<4x8xf32, {SP}>) outs(%b : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
   scratchpad.kernel "exp" ins(%a : memref<4x8xf32, {SP}>) outs(%c : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
   scratchpad.kernel "concat" ins(%b, %c : memref<4x8xf32, {SP}>, memref<4x8xf32, {SP}>) outs(%r : memref<8x8xf32, {SP}>)
+  REWRITE
   scratchpad.dma %r -> %y : memref<8x8xf32, {SP}> -> memref<8x8xf32>
   scratchpad.dma %b -> %z : memref<4x8xf32, {SP}> -> memref<4x8xf32>
   func.return
 }}
 """
-    (problem,) = collect_module(parse(program), inplace="concat")
-    assert [(buffer.id, [member.id for member in buffer.members]) for buffer in problem.buffers] == [
-        ("a", []), ("b", []), ("c", ["r"])]  # c in r's second slice, b apart
-    assert problem.buffers[2].members[0].delta == 0 and problem.buffers[2].delta == 128
-    assert verify_program(parse(program), inplace="concat").ok
+    read_later = program.replace("REWRITE", "")
+    (problem,) = collect_module(parse(read_later), inplace="concat")
+    assert [(buffer.id, [(member.id, member.delta) for member in buffer.members]) for buffer in problem.buffers] == [
+        ("a", []), ("b", [("c", 128), ("r", 0)])]  # b and c in their slices of r
+    assert verify_program(parse(read_later), inplace="concat").ok
 
     parts = inplace.concat_parts
     monkeypatch.setattr(inplace, "concat_parts", lambda op, view: [(index, 128 - delta) for index, delta in parts(op, view)])
-    swapped = verify_program(parse(program), inplace="concat")
+    swapped = verify_program(parse(read_later), inplace="concat")
     assert not swapped.ok
-    assert "input #1 of kernel \"concat\" (buffer 'c')" in "\n".join(violation.message for violation in swapped.violations)
-
+    assert "kernel \"concat\"" in "\n".join(violation.message for violation in swapped.violations)
     monkeypatch.setattr(inplace, "concat_parts", parts)
-    monkeypatch.setattr(inplace, "_fits", lambda *arguments: True)
-    read_later = verify_program(parse(program), inplace="concat")
-    assert not read_later.ok
-    messages = "\n".join(violation.message for violation in read_later.violations)
-    assert "through buffer 'b'" in messages and "buffer 'r' wrote them last" in messages
+
+    rewritten = program.replace("REWRITE", f'scratchpad.kernel "neg" ins(%a : memref<4x8xf32, {SP}>) '
+                                           f"outs(%b : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}")
+    (problem,) = collect_module(parse(rewritten), inplace="concat")
+    assert [(buffer.id, [member.id for member in buffer.members]) for buffer in problem.buffers] == [
+        ("a", []), ("b", []), ("c", ["r"])]  # b is written twice: apart
+    assert verify_program(parse(rewritten), inplace="concat").ok
+    monkeypatch.setattr(inplace._WrittenOnce, "at", lambda *arguments: True)
+    wrong = verify_program(parse(rewritten), inplace="concat")
+    assert not wrong.ok
+    messages = "\n".join(violation.message for violation in wrong.violations)
+    assert "through buffer 'r'" in messages and "buffer 'b' wrote them last" in messages
+
+
+def test_a_part_of_two_concats_sits_at_one_position_only():
+    # x stays live after p = concat(y, x) (q reads it) and is written once: it may sit in
+    # its slice of p (at 128) or of q (at 0), not both. It dies at q, which takes it with
+    # z; p's trial would put it at 128 of p as well (two positions): refused, p copies x
+    # and takes y. The plan verifies by execution.
+    program = f"""
+func.func @main(%in: memref<4x8xf32>, %o1: memref<8x8xf32>, %o2: memref<8x8xf32>) {{
+  %x = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %y = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %z = scratchpad.alloc() : memref<4x8xf32, {SP}>
+  %p = scratchpad.alloc() : memref<8x8xf32, {SP}>
+  %q = scratchpad.alloc() : memref<8x8xf32, {SP}>
+  scratchpad.dma %in -> %x : memref<4x8xf32> -> memref<4x8xf32, {SP}>
+  scratchpad.kernel "tanh" ins(%x : memref<4x8xf32, {SP}>) outs(%y : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
+  scratchpad.kernel "exp" ins(%x : memref<4x8xf32, {SP}>) outs(%z : memref<4x8xf32, {SP}>) {{scratchpad.inplace = array<i64: -1>}}
+  scratchpad.kernel "concat" ins(%y, %x : memref<4x8xf32, {SP}>, memref<4x8xf32, {SP}>) outs(%p : memref<8x8xf32, {SP}>)
+  scratchpad.kernel "concat" ins(%x, %z : memref<4x8xf32, {SP}>, memref<4x8xf32, {SP}>) outs(%q : memref<8x8xf32, {SP}>)
+  scratchpad.dma %p -> %o1 : memref<8x8xf32, {SP}> -> memref<8x8xf32>
+  scratchpad.dma %q -> %o2 : memref<8x8xf32, {SP}> -> memref<8x8xf32>
+  func.return
+}}
+"""
+    (problem,) = collect_module(parse(program), inplace="concat")
+    groups = {buffer.id: [(member.id, member.delta) for member in (buffer, *buffer.members)] for buffer in problem.buffers}
+    assert groups == {"x": [("x", 0), ("z", 128), ("q", 0)], "y": [("y", 0), ("p", 0)]}
+    assert verify_program(parse(program), inplace="concat").ok
