@@ -32,6 +32,10 @@ class ExactConfig:
     """Kernel nodes of step 0 of a fit; step k gets ``first_nodes * step_growth**k``."""
     step_growth: int = 4
     """Factor by which each step's kernel nodes and CP-SAT work grow."""
+    race_first_nodes: int = 250_000
+    """Fit mode with CP-SAT racing: the kernel nodes of the first virtual step (step k:
+    ``race_first_nodes * step_growth**k``), which decide whose answer wins (race.py's
+    ``_race_whole``), the kernel's search running once without restarts."""
     cpsat_first_work: float = 0.25
     """CP-SAT's deterministic work units (about a second each) at step 0."""
     cpsat_delay_seconds: float = 0.02
