@@ -51,6 +51,8 @@ class ExactConfig:
     """Seconds at most for the infeasibility core (the deletion filter)."""
     core_fraction: float = 0.2
     """... and at most this fraction of the time left under a time limit."""
+    core_min_seconds: float = 0.25
+    """... and at most as long as the proof of infeasibility took, but never below this."""
     section_tree_span: int = 64
     """Kernel: groups whose buffers span more time sections than this on average keep the
     sections' floors in a segment tree (fewer: a flat array)."""
