@@ -29,7 +29,8 @@ class ExactConfig:
     """The exact path: the kernel's budgets, the CP-SAT member, the infeasibility core."""
 
     first_nodes: int = 50_000
-    """Kernel nodes of step 0 of a fit; step k gets ``first_nodes * step_growth**k``."""
+    """Kernel nodes of step 0 of a minimize attempt or an infeasibility-core check; step k
+    gets ``first_nodes * step_growth**k`` (fit mode: ``race_first_nodes``)."""
     step_growth: int = 4
     """Factor by which each step's kernel nodes and CP-SAT work grow."""
     race_first_nodes: int = 250_000
