@@ -33,7 +33,7 @@ class ExactConfig:
     gets ``first_nodes * step_growth**k`` (fit mode: ``race_first_nodes``)."""
     step_growth: int = 4
     """Factor by which each step's kernel nodes and CP-SAT work grow."""
-    race_first_nodes: int = 250_000
+    race_first_nodes: int = 100_000
     """Fit mode with CP-SAT racing: the kernel nodes of the first virtual step (step k:
     ``race_first_nodes * step_growth**k``), which decide whose answer wins (race.py's
     ``_race_whole``), the kernel's search running once without restarts."""
@@ -52,8 +52,14 @@ class ExactConfig:
     """Seconds at most for the infeasibility core (the deletion filter)."""
     core_fraction: float = 0.2
     """... and at most this fraction of the time left under a time limit."""
+    core_proof_share: float = 0.5
+    """... and at most this share of the time the proof of infeasibility took (a diagnostic
+    must not cost more than the answer it explains), ..."""
     core_min_seconds: float = 0.25
-    """... and at most as long as the proof of infeasibility took, but never below this."""
+    """... but never below this."""
+    core_cpsat_work: float = 0.02
+    """CP-SAT's work units in each check of the infeasibility core (a check it does not
+    settle just keeps a buffer in the core)."""
     section_tree_span: int = 64
     """Kernel: groups whose buffers span more time sections than this on average keep the
     sections' floors in a segment tree (fewer: a flat array)."""

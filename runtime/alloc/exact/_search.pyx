@@ -1357,6 +1357,17 @@ cdef class _Group:
             free(self.ctx.sort_scratch)
 
 
+cdef int64_t* _shared_counters(object array, str name, int entries):
+    """The int64 entries a caller shares with the search (``progress``, ``gate``): NULL for
+    None; the caller keeps the array alive for the call."""
+    if array is None:
+        return NULL
+    if array.dtype != np.int64 or array.ndim != 1 or len(array) < entries:
+        plural = "entry" if entries == 1 else "entries"
+        raise ValueError(f"'{name}' must be a one-dimensional int64 array of at least {entries} {plural}")
+    return _ptr(array)
+
+
 cdef int64_t* _ptr(object array):
     cdef int64_t[::1] view = array
     if view.shape[0] == 0:
@@ -1711,20 +1722,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         stop_view = stop
         stop_ptr = &stop_view[0]
     cdef int64_t limit = int(node_limit)
-    cdef int64_t[::1] gate_view
-    cdef int64_t* gate_ptr = NULL
-    if gate is not None:
-        if gate.dtype != np.int64 or gate.ndim != 1 or len(gate) < 1:
-            raise ValueError("'gate' must be a one-dimensional int64 array of at least 1 entry")
-        gate_view = gate
-        gate_ptr = &gate_view[0]
-    cdef int64_t[::1] progress_view
-    cdef int64_t* progress_ptr = NULL
-    if progress is not None:
-        if progress.dtype != np.int64 or progress.ndim != 1 or len(progress) < 2:
-            raise ValueError("'progress' must be a one-dimensional int64 array of at least 2 entries")
-        progress_view = progress
-        progress_ptr = &progress_view[0]
+    cdef int64_t* gate_ptr = _shared_counters(gate, "gate", 1)
+    cdef int64_t* progress_ptr = _shared_counters(progress, "progress", 2)
     cdef int64_t nodes_before = progress_ptr[0] if progress_ptr != NULL else 0
     cdef int64_t backtracks_before = progress_ptr[1] if progress_ptr != NULL else 0
     cdef double deadline = 0.0

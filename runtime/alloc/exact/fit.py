@@ -76,22 +76,22 @@ def infeasible_core(run: ExactRun, capacity: int, load_time: int | None,
     A deletion filter (drop one buffer at a time, keep the drop when the rest is still
     INFEASIBLE) starting from the buffers of the group proved infeasible, or around the most
     contended program point, growing that region until it is infeasible on its own. Each
-    check is step 0 of an exact fit (see ``race``: work budgets, so the core does not
-    depend on the machine). Bounded: at most ``ExactConfig.core_seconds``, ``core_fraction``
-    of the time left, and (a diagnostic must not cost more than the answer it explains)
-    ``proof_seconds``, the time the proof of infeasibility took, though never below
-    ``core_min_seconds``. When the budget runs out the current set is still a proof, but may
+    check is step 0 of an exact fit with CP-SAT's work cut to ``ExactConfig.core_cpsat_work``
+    (see ``race``: work budgets, so the core does not depend on the machine). Bounded: at most ``ExactConfig.core_seconds``, ``core_fraction``
+    of the time left, and ``core_proof_share`` of ``proof_seconds``, the time the proof of
+    infeasibility took, though never below ``core_min_seconds``. When the budget runs out the current set is still a proof, but may
     not be minimal; it is returned only if smaller than all buffers.
     """
     instance, config = run.instance, run.config
     remaining = run.budget.remaining()
     seconds = config.core_seconds if remaining is None else min(config.core_seconds, config.core_fraction * remaining)
     if proof_seconds is not None:
-        seconds = min(seconds, max(config.core_min_seconds, proof_seconds))
+        seconds = min(seconds, max(config.core_min_seconds, config.core_proof_share * proof_seconds))
     sub = ExactRun(instance, run.budget.within(seconds), run.groups)
 
     def infeasible(members: np.ndarray) -> bool:
-        status, _ = race(sub, Group(np.asarray(members, dtype=np.int64), 0), capacity, 0, need_layout=False)
+        status, _ = race(sub, Group(np.asarray(members, dtype=np.int64), 0), capacity, 0, need_layout=False,
+                         cpsat_work=config.core_cpsat_work)
         return status is Status.INFEASIBLE
 
     count = instance.count

@@ -87,7 +87,7 @@ def uses_cpsat(run: ExactRun, group: Group) -> bool:
 
 
 def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: bool = True,
-         strict: bool = False, whole: bool = False) -> tuple[Status, np.ndarray | None]:
+         strict: bool = False, whole: bool = False, cpsat_work: float | None = None) -> tuple[Status, np.ndarray | None]:
     """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
 
     Step k: the kernel with ``first_nodes * step_growth**k`` nodes (ExactConfig) in this
@@ -109,7 +109,8 @@ def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: boo
     budget is charged in full the schedule ends (``Budget.out_of_work``, deterministically). A step is charged
     the kernel's nodes when the kernel answered, else its whole budget (when CP-SAT stops
     the kernel the nodes it spent depend on timing; the budget does not).
-    ``whole`` (fit mode): a group CP-SAT does not take gets one kernel call without a node
+    ``cpsat_work``: CP-SAT's work units instead of step k's (the infeasibility core's
+    checks). ``whole`` (fit mode): a group CP-SAT does not take gets one kernel call without a node
     budget (up to ``Params.node_limit``): steps would only restart it; a group CP-SAT takes
     gets the whole schedule at once (``_race_whole``), and ``step`` is not read.
     """
@@ -138,20 +139,20 @@ def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: boo
         _charge(budget, result, status, nodes)
         outcome = status, (result.offsets if status is Status.OK else None)
     else:
-        outcome = _race_with_cpsat(run, group, capacity, step, nodes, need_layout, strict)
+        work = run.config.cpsat_first_work * run.config.step_growth**step if cpsat_work is None else cpsat_work
+        outcome = _race_with_cpsat(run, group, capacity, work, nodes, need_layout, strict)
     if 0 < limit <= budget.work_used:
         budget.out_of_work = True
     return outcome
 
 
-def _race_with_cpsat(run: ExactRun, group: Group, capacity: int, step: int, nodes: int, need_layout: bool,
+def _race_with_cpsat(run: ExactRun, group: Group, capacity: int, work: float, nodes: int, need_layout: bool,
                      strict: bool) -> tuple[Status, np.ndarray | None]:
     instance, budget, members = run.instance, run.budget, group.members
     stop = np.zeros(1, dtype=np.uint8)
     member = cpsat.Race(
         instance.starts[members], instance.ends[members], instance.sizes[members], instance.aligns[members],
-        instance.fixed[members], capacity, run.config.cpsat_first_work * run.config.step_growth**step,
-        time_limit=budget.remaining(), seed=instance.params.seed,
+        instance.fixed[members], capacity, work, time_limit=budget.remaining(), seed=instance.params.seed,
     )
     wake = threading.Event()
     skip = []
