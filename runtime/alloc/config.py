@@ -29,9 +29,14 @@ class ExactConfig:
     """The exact path: the kernel's budgets, the CP-SAT member, the infeasibility core."""
 
     first_nodes: int = 50_000
-    """Kernel nodes of step 0 of a fit; step k gets ``first_nodes * step_growth**k``."""
+    """Kernel nodes of step 0 of a minimize attempt or an infeasibility-core check; step k
+    gets ``first_nodes * step_growth**k`` (fit mode: ``race_first_nodes``)."""
     step_growth: int = 4
     """Factor by which each step's kernel nodes and CP-SAT work grow."""
+    race_first_nodes: int = 100_000
+    """Fit mode with CP-SAT racing: the kernel nodes of the first virtual step (step k:
+    ``race_first_nodes * step_growth**k``), which decide whose answer wins (race.py's
+    ``_race_whole``), the kernel's search running once without restarts."""
     cpsat_first_work: float = 0.25
     """CP-SAT's deterministic work units (about a second each) at step 0."""
     cpsat_delay_seconds: float = 0.02
@@ -47,6 +52,14 @@ class ExactConfig:
     """Seconds at most for the infeasibility core (the deletion filter)."""
     core_fraction: float = 0.2
     """... and at most this fraction of the time left under a time limit."""
+    core_proof_share: float = 0.5
+    """... and at most this share of the time the proof of infeasibility took (a diagnostic
+    must not cost more than the answer it explains), ..."""
+    core_min_seconds: float = 0.25
+    """... but never below this."""
+    core_cpsat_work: float = 0.02
+    """CP-SAT's work units in each check of the infeasibility core (a check it does not
+    settle just keeps a buffer in the core)."""
     section_tree_span: int = 64
     """Kernel: groups whose buffers span more time sections than this on average keep the
     sections' floors in a segment tree (fewer: a flat array)."""

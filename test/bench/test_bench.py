@@ -171,13 +171,21 @@ def test_hard_family_runs_both_solvers_and_they_agree(shared_benchmarks):
                              f"--shared={shared_benchmarks.parent}"], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     rows = [line for line in result.stdout.splitlines() if line[:1] in "ABCDEFGHIJK" and ".0." in line]
-    assert len(rows) == 11 and all(len(row.split()) == 8 for row in rows)
+    assert len(rows) == 22 and all(len(row.split()) == 10 for row in rows)  # both kinds
+    peak = [int(row.split()[1]) for row in rows if row.split()[0][1] == "p"]
+    assert len(peak) == 11 and all(n >= 50 for n in peak), peak  # none dropped
     assert result.stdout.splitlines()[-1].startswith("CP-SAT settles ")
 
 
 def test_hard_family_rejects_a_bad_count():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), "--count=0"], capture_output=True, text=True)
     assert result.returncode == 2 and "--count" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("flag", ["--kinds=window,nope", "--seeds=x", "--seeds="])
+def test_hard_family_rejects_bad_kinds_and_seeds(flag):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "hard"), flag], capture_output=True, text=True)
+    assert result.returncode == 2 and flag.split("=")[0] in result.stderr and "Traceback" not in result.stderr
 
 
 @pytest.mark.skipif(importlib.util.find_spec("mlir") is None, reason="the mlir extra is not installed (CI installs it)")

@@ -185,7 +185,7 @@ cimport cython
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc, qsort, realloc
 from libc.string cimport memset
-from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
+from posix.time cimport clock_gettime, nanosleep, timespec, CLOCK_MONOTONIC
 
 cdef extern from "Python.h":
     int PyErr_CheckSignals()
@@ -359,6 +359,9 @@ ctypedef struct Ctx:
     uint8_t* cancel              # the caller's cancel flag: set -> stop, cancelled; or NULL
     uint8_t* stop                # a second flag (the caller's race): set -> TIMEOUT, not cancelled; or NULL
     int64_t node_limit           # nodes this group may expand in this call, -1 unlimited
+    int64_t* gate                # the caller's gate: past gate[0] nodes of the call (>= 0) the search
+                                 #   waits until it rises (or -1: no gate); or NULL
+    int64_t gate_base            # nodes of the call's groups solved before this one
     int64_t* progress            # [nodes, backtracks] published at each limit check, or NULL
     int64_t progress_nodes       # nodes and backtracks of the groups solved before this one
     int64_t progress_backtracks
@@ -371,6 +374,24 @@ cdef inline double _now() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+cdef int _wait_at_gate(Ctx* c) noexcept nogil:
+    """Wait (1 ms sleeps, the GIL released) until the gate rises above the call's nodes or
+    is lifted; 1 when the cancel flag, the stop flag or the deadline ends the wait. Where
+    the search pauses does not change what it does next, only when."""
+    cdef timespec pause
+    pause.tv_sec = 0
+    pause.tv_nsec = 1000000
+    while c.gate[0] >= 0 and c.gate_base + c.nodes > c.gate[0]:
+        if c.cancel != NULL and c.cancel[0] != 0:
+            c.cancelled = 1
+            return 1
+        if (c.stop != NULL and c.stop[0] != 0) or (c.deadline > 0 and _now() >= c.deadline):
+            c.timed_out = 1
+            return 1
+        nanosleep(&pause, NULL)
+    return 0
 
 
 cdef int _check_limits(Ctx* c) noexcept nogil:
@@ -388,6 +409,8 @@ cdef int _check_limits(Ctx* c) noexcept nogil:
     if c.node_limit >= 0 and c.nodes >= c.node_limit:
         c.timed_out = 1  # the work budget: checked at fixed node counts, so deterministic
         return 1
+    if c.gate != NULL and c.gate[0] >= 0 and c.gate_base + c.nodes > c.gate[0]:
+        return _wait_at_gate(c)
     now = _now()
     if c.deadline > 0 and now >= c.deadline:
         c.timed_out = 1
@@ -1334,6 +1357,17 @@ cdef class _Group:
             free(self.ctx.sort_scratch)
 
 
+cdef int64_t* _shared_counters(object array, str name, int entries):
+    """The int64 entries a caller shares with the search (``progress``, ``gate``): NULL for
+    None; the caller keeps the array alive for the call."""
+    if array is None:
+        return NULL
+    if array.dtype != np.int64 or array.ndim != 1 or len(array) < entries:
+        plural = "entry" if entries == 1 else "entries"
+        raise ValueError(f"'{name}' must be a one-dimensional int64 array of at least {entries} {plural}")
+    return _ptr(array)
+
+
 cdef int64_t* _ptr(object array):
     cdef int64_t[::1] view = array
     if view.shape[0] == 0:
@@ -1548,7 +1582,7 @@ cdef void _reset(Ctx* c, int64_t* total0) noexcept nogil:
 cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_t* restarts,
                       uint64_t[::1] memo, uint64_t salt, int64_t* progress,
                       int64_t nodes_before, int64_t backtracks_before, uint8_t* stop,
-                      int64_t node_limit):
+                      int64_t node_limit, int64_t* gate, int64_t gate_base):
     """Solve one group: the portfolio of budgeted runs, or a single unbounded run."""
     cdef Ctx* c = &g.ctx
     c.failed_states = &memo[0]
@@ -1565,6 +1599,8 @@ cdef int _solve_group(_Group g, params, double deadline, uint8_t* cancel, int64_
     c.cancel = cancel
     c.stop = stop
     c.node_limit = node_limit
+    c.gate = gate
+    c.gate_base = gate_base
     c.progress = progress
     c.progress_nodes = nodes_before
     c.progress_backtracks = backtracks_before
@@ -1647,7 +1683,7 @@ def _rank_of(order):
 
 
 def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0, cancel=None,
-           progress=None, stop=None, node_limit=-1):
+           progress=None, stop=None, node_limit=-1, gate=None):
     """Find offsets for all buffers within ``capacity``, or prove there are none.
 
     ``progress``: None, or a numpy int64 array of at least 2 entries to which the search
@@ -1658,7 +1694,12 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     set, the call answers TIMEOUT without reporting a cancellation. ``node_limit`` (>= 0):
     a work budget, the call answers TIMEOUT after about that many nodes (checked at fixed
     node counts, every 1024 nodes on small groups, so the answer is deterministic); -1:
-    none. See the module docstring for the algorithm,
+    none. ``gate``: None or a numpy int64 array of at least 1 entry (for a caller that
+    paces this search against another solver): once the call has expanded more than
+    ``gate[0]`` nodes (>= 0) it waits, without the GIL, until another thread raises
+    ``gate[0]`` or sets it to -1; the stop and cancel flags and the time limit still end it.
+    It pauses at the limit checks, so at most about 1024 nodes past the gate on small
+    groups; the answer never depends on it. See the module docstring for the algorithm,
     its switches and its limits.
     """
     starts = np.ascontiguousarray(starts, dtype=np.int64)
@@ -1681,13 +1722,8 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         stop_view = stop
         stop_ptr = &stop_view[0]
     cdef int64_t limit = int(node_limit)
-    cdef int64_t[::1] progress_view
-    cdef int64_t* progress_ptr = NULL
-    if progress is not None:
-        if progress.dtype != np.int64 or progress.ndim != 1 or len(progress) < 2:
-            raise ValueError("'progress' must be a one-dimensional int64 array of at least 2 entries")
-        progress_view = progress
-        progress_ptr = &progress_view[0]
+    cdef int64_t* gate_ptr = _shared_counters(gate, "gate", 1)
+    cdef int64_t* progress_ptr = _shared_counters(progress, "progress", 2)
     cdef int64_t nodes_before = progress_ptr[0] if progress_ptr != NULL else 0
     cdef int64_t backtracks_before = progress_ptr[1] if progress_ptr != NULL else 0
     cdef double deadline = 0.0
@@ -1720,7 +1756,7 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
             break
         result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt,
                               progress_ptr, nodes_before + nodes, backtracks_before + backtracks,
-                              stop_ptr, -1 if limit < 0 else max(limit - nodes, 0))
+                              stop_ptr, -1 if limit < 0 else max(limit - nodes, 0), gate_ptr, nodes)
         salt += 0x10000
         nodes += g.ctx.nodes
         backtracks += g.ctx.backtracks

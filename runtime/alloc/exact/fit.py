@@ -3,6 +3,7 @@ INFEASIBLE a small core of buffers that cannot fit together."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Hashable
 
 import numpy as np
@@ -52,11 +53,12 @@ def exact_fit(run: ExactRun, capacity: int) -> Status:
 
 def fit_search(run: ExactRun, capacity: int, load: tuple) -> Outcome:
     """Exact fit at ``capacity`` (pins and LOAD already checked)."""
+    began = time.monotonic()
     status = exact_fit(run, capacity)
     if status is Status.OK:
         return Outcome(Status.OK, run.groups.assemble(capacity), capacity=capacity)
     if status is Status.INFEASIBLE:
-        core = infeasible_core(run, capacity, load[1])
+        core = infeasible_core(run, capacity, load[1], time.monotonic() - began)
         shown = "" if core is None else f"; these {len(core)} buffers cannot fit together: " + ", ".join(
             f"'{i}'" for i in core[:12]) + (" ..." if len(core) > 12 else "")
         return Outcome(
@@ -67,24 +69,29 @@ def fit_search(run: ExactRun, capacity: int, load: tuple) -> Outcome:
     return Outcome(Status.TIMEOUT)
 
 
-def infeasible_core(run: ExactRun, capacity: int, load_time: int | None) -> tuple[Hashable, ...] | None:
+def infeasible_core(run: ExactRun, capacity: int, load_time: int | None,
+                    proof_seconds: float | None = None) -> tuple[Hashable, ...] | None:
     """A small set of buffers that provably cannot fit together within ``capacity``.
 
     A deletion filter (drop one buffer at a time, keep the drop when the rest is still
     INFEASIBLE) starting from the buffers of the group proved infeasible, or around the most
     contended program point, growing that region until it is infeasible on its own. Each
-    check is step 0 of an exact fit (see ``race``: work budgets, so the core does not
-    depend on the machine). Bounded: at most ``ExactConfig.core_seconds``, and
-    ``core_fraction`` of the time left. When the budget runs out the current set is still a
-    proof, but may not be minimal; it is returned only if smaller than all buffers.
+    check is step 0 of an exact fit with CP-SAT's work cut to ``ExactConfig.core_cpsat_work``
+    (see ``race``: work budgets, so the core does not depend on the machine). Bounded: at most ``ExactConfig.core_seconds``, ``core_fraction``
+    of the time left, and ``core_proof_share`` of ``proof_seconds``, the time the proof of
+    infeasibility took, though never below ``core_min_seconds``. When the budget runs out the current set is still a proof, but may
+    not be minimal; it is returned only if smaller than all buffers.
     """
     instance, config = run.instance, run.config
     remaining = run.budget.remaining()
     seconds = config.core_seconds if remaining is None else min(config.core_seconds, config.core_fraction * remaining)
+    if proof_seconds is not None:
+        seconds = min(seconds, max(config.core_min_seconds, config.core_proof_share * proof_seconds))
     sub = ExactRun(instance, run.budget.within(seconds), run.groups)
 
     def infeasible(members: np.ndarray) -> bool:
-        status, _ = race(sub, Group(np.asarray(members, dtype=np.int64), 0), capacity, 0, need_layout=False)
+        status, _ = race(sub, Group(np.asarray(members, dtype=np.int64), 0), capacity, 0, need_layout=False,
+                         cpsat_work=config.core_cpsat_work)
         return status is Status.INFEASIBLE
 
     count = instance.count

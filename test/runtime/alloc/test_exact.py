@@ -147,7 +147,7 @@ def test_fit_and_minimize_match_the_oracles(params, ortools, monkeypatch):
     if not ortools:
         monkeypatch.setattr(cpsat, "AVAILABLE", False)
     # tiny budgets so that the races, the CP-SAT member and the schedule's steps all run
-    params = replace(params, exact=ExactConfig(first_nodes=1, cpsat_delay_seconds=0.0))
+    params = replace(params, exact=ExactConfig(first_nodes=1, race_first_nodes=1, cpsat_delay_seconds=0.0))
     rng = np.random.default_rng(1600)
     for _ in range(CASES // 4):
         problem_tuple = random_problem(rng)
@@ -188,7 +188,7 @@ def test_a_cpsat_failure_only_costs_its_proof(monkeypatch):
         raise RuntimeError("solver crashed")
 
     monkeypatch.setattr(cpsat.Race, "run", broken)
-    params = Params(exact=ExactConfig(first_nodes=1))
+    params = Params(exact=ExactConfig(first_nodes=1, race_first_nodes=1))
     rng = np.random.default_rng(7)
     for _ in range(20):
         problem_tuple = random_problem(rng)
@@ -212,7 +212,7 @@ def hard_family(count: int):
 
 def test_no_time_limit_gives_byte_identical_answers():
     # small kernel budgets force the races, so CP-SAT's layouts and proofs are used too
-    params = Params(exact=ExactConfig(first_nodes=64, cpsat_delay_seconds=0.0))
+    params = Params(exact=ExactConfig(first_nodes=64, race_first_nodes=64, cpsat_delay_seconds=0.0))
     for problem in hard_family(4):
         runs = [solve(problem, mode="minimize", params=params) for _ in range(2)]
         assert runs[0].offsets == runs[1].offsets and runs[0].peak == runs[1].peak
@@ -220,6 +220,33 @@ def test_no_time_limit_gives_byte_identical_answers():
         load = compute_load(problem)[0]
         fits = [solve(problem, capacity=load + 1024, greedy_first=False, params=params) for _ in range(2)]
         assert fits[0].status == fits[1].status and fits[0].offsets == fits[1].offsets
+
+
+def test_the_fit_race_answers_the_same_whoever_is_faster():
+    # the race's answer hangs on the work budgets alone: holding CP-SAT back (a long start
+    # delay: the kernel runs far ahead) or letting it start at once gives the same layouts
+    # and proofs, with small kernel steps so that CP-SAT's layouts win some races
+    answers = {}
+    for delay in (0.0, 0.3):
+        params = Params(exact=ExactConfig(race_first_nodes=16, cpsat_delay_seconds=delay))
+        for k, problem in enumerate(hard_family(6)):
+            load = compute_load(problem)[0]
+            for capacity in (load, load + 1024, load + 4096):
+                fit = solve(problem, capacity=capacity, greedy_first=False, params=params)
+                assert fit.status is not Status.OK or validate(problem, fit.offsets, capacity) == []
+                answers.setdefault((k, capacity), []).append((fit.status, fit.offsets))
+    for (k, capacity), (first, second) in answers.items():
+        assert first == second, (k, capacity)
+    assert {status for (status, _), _ in answers.values()} == {Status.OK, Status.INFEASIBLE}
+
+
+def test_the_fit_race_keeps_to_the_node_budget(monkeypatch):
+    # CP-SAT never answers: the kernel alone, gated step by step, spends the node budget
+    monkeypatch.setattr(cpsat.Race, "run", lambda self: (cpsat.UNKNOWN, None))
+    params = Params(node_limit=3000, exact=ExactConfig(race_first_nodes=100, cpsat_delay_seconds=0.0))
+    problem = case17()
+    fit = solve(problem, capacity=compute_load(problem)[0], greedy_first=False, params=params)
+    assert fit.status is Status.TIMEOUT
 
 
 @pytest.mark.parametrize("use_cpsat", [True, False], ids=["cpsat", "kernel-only"])

@@ -336,6 +336,66 @@ def test_progress_array_publishes_running_counts_and_accumulates():
         run(**HOPELESS, params=BLIND, time_limit=0.05, progress=np.zeros(2, dtype=np.int32))
 
 
+def gated_search(arrays, capacity, params, step: int, raises: int):
+    """``search`` with a gate that a partner thread raises ``step`` nodes at a time whenever
+    the search waits at it (its progress has passed the gate), ``raises`` times, then lifts."""
+    gate = np.array([0], dtype=np.int64)
+    progress = np.zeros(2, dtype=np.int64)
+    raised = []
+    done = threading.Event()
+
+    def partner():
+        while not done.is_set() and len(raised) < raises:
+            if progress[0] > gate[0]:
+                gate[0] += step
+                raised.append(int(progress[0]))
+            time.sleep(0.001)
+        gate[0] = -1
+
+    thread = threading.Thread(target=partner)
+    thread.start()
+    try:
+        result = search(*arrays, capacity, params, progress=progress, node_limit=40_000, gate=gate)
+    finally:
+        done.set()
+        thread.join()
+    return result, raised
+
+
+def test_a_gate_paces_the_search_without_changing_its_answer():
+    # the same answer, nodes and layout as without a gate, wherever the search paused
+    n = len(HOPELESS["starts"])
+    hopeless = [np.array(HOPELESS[k], dtype=np.int64) for k in ("starts", "ends", "sizes")]
+    cases = [(hopeless + [np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64)], HOPELESS["capacity"], BLIND)]
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        starts, ends, sizes, capacity, aligns, fixed = medium_problem(rng)
+        cases.append(([np.array(v, dtype=np.int64) for v in (starts, ends, sizes, aligns, fixed)], capacity, Params()))
+    for arrays, capacity, params in cases:
+        plain = search(*arrays, capacity, params, node_limit=40_000)
+        gated, raised = gated_search(arrays, capacity, params, 2048, 6)
+        assert (gated.status, gated.nodes) == (plain.status, plain.nodes)
+        assert (gated.offsets is None and plain.offsets is None) or list(gated.offsets) == list(plain.offsets)
+        if plain.nodes > 6 * 2048 + 1024:
+            assert len(raised) == 6  # it did wait at the gate
+
+
+def test_the_stop_flag_ends_a_wait_at_the_gate():
+    # without the flag this search waits at its gate forever: it returning is the event
+    stop = np.zeros(1, dtype=np.uint8)
+    timer = threading.Timer(0.1, lambda: stop.__setitem__(0, 1))
+    timer.start()
+    n = len(HOPELESS["starts"])
+    arrays = [np.array(HOPELESS[k], dtype=np.int64) for k in ("starts", "ends", "sizes")]
+    result = search(*arrays, np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), HOPELESS["capacity"], BLIND,
+                    stop=stop, gate=np.array([1], dtype=np.int64))
+    timer.join()
+    assert result.status == STATUS_TIMEOUT and not result.cancelled and result.nodes <= 2048
+    with pytest.raises(ValueError, match="gate"):
+        search(*arrays, np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), HOPELESS["capacity"], BLIND,
+               gate=np.array([1], dtype=np.int32))
+
+
 def test_identical_buffers_are_not_permuted():
     # eight interchangeable buffers in seven bytes: without the twin rule the search would
     # visit every subset of them (the table of failed states merges the orders), here one chain
