@@ -15,7 +15,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from telamalloc.runtime.alloc.config import LargeConfig
-from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError, columns_of
 from telamalloc.runtime.alloc.validate import plain_columns
 
 INT64_MIN = -(2**63)
@@ -35,7 +35,10 @@ def check_problem(problem: Problem) -> None:
     seen: set[Hashable] = set()
     stacked = 0
     highest_pin = 0
+    first_type = type(problem.buffers[0].id) if problem.buffers else None
+    mixed = False
     for buffer in problem.buffers:
+        mixed = mixed or type(buffer.id) is not first_type
         try:
             duplicate = buffer.id in seen
             seen.add(buffer.id)
@@ -58,6 +61,22 @@ def check_problem(problem: Problem) -> None:
             f"the buffers need up to '{stacked + highest_pin}' bytes stacked, beyond the 64-bit "
             f"limit '{INT64_MAX}'; use larger units (e.g. KiB) for the sizes"
         )
+    if mixed:
+        check_id_texts(problem)
+
+
+def check_id_texts(problem: Problem) -> None:
+    """Raise ProblemError where two ids are the same text (`1` and `"1"`): the CSV, the
+    reports and every message name a buffer by its text, so they could not tell them apart."""
+    texts: dict[str, Hashable] = {}
+    for buffer in problem.buffers:
+        text = str(buffer.id)
+        if text in texts and texts[text] != buffer.id:
+            raise ProblemError(
+                f"buffers {texts[text]!r} and {buffer.id!r} are both named '{text}', which the CSV and the "
+                "messages cannot tell apart; rename one"
+            )
+        texts.setdefault(text, buffer.id)
 
 
 def _check_fields(buffer) -> None:
@@ -91,8 +110,10 @@ def _checked_pin(buffer_id: Hashable, offset: int, size: int) -> int:
 def fast_columns(problem: Problem) -> dict[str, np.ndarray] | None:
     """The kernel columns of a problem that passes every check of check_problem, computed
     with numpy; None when anything is unusual (non-int fields, values near the 64-bit
-    limits, duplicate or unhashable ids, a violation), so that check_problem decides and
-    words the error."""
+    limits, duplicate or unhashable ids, ids of several types, a violation), so that
+    check_problem decides and words the error."""
+    if columns_of(problem) is None and len({type(b.id) for b in problem.buffers}) > 1:
+        return None  # ids of several types: check_problem checks their texts
     cached = plain_columns(problem)  # a columnar problem's columns, or the validator's cache
     if cached is not None:
         arrays = {"starts": cached["starts"], "ends": cached["ends"], "sizes": cached["sizes"], "aligns": cached["aligns"],

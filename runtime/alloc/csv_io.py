@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from telamalloc.files import write_atomically
+from telamalloc.runtime.alloc.checks import check_id_texts
 from telamalloc.runtime.alloc.marks import has_marks, normalize
 from telamalloc.runtime.alloc.problem import INT64_MAX, Buffer, Problem, ProblemError, columns_of
 
@@ -606,8 +607,11 @@ def write_problem(path: str | os.PathLike, problem: Problem) -> None:
     """Write ``problem`` (no layout) atomically, for ``read_problem`` or MiniMalloc.
 
     Columns: ``id,lower,upper,size``, plus ``alignment`` when any buffer has one and
-    ``offset`` when any buffer is pinned (empty for the free buffers).
+    ``offset`` when any buffer is pinned (empty for the free buffers). Raises ProblemError,
+    writing nothing, where two ids are the same text (``1`` and ``"1"``: read back, they
+    would be one id twice).
     """
+    check_id_texts(problem)
     columns = list(HALF_OPEN_COLUMNS)
     if any(buffer.alignment != 1 for buffer in problem.buffers):
         columns.append("alignment")

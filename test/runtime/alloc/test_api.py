@@ -154,6 +154,8 @@ def test_user_errors_raise_problem_error():
         solve(EXAMPLE, mode="fast")
     with pytest.raises(ProblemError, match="appears twice"):
         solve(Problem([Buffer("a", 0, 1, 1), Buffer("a", 0, 1, 1)], 4))
+    with pytest.raises(ProblemError, match="buffers 1 and '1' are both named '1'"):
+        solve(Problem([Buffer(1, 0, 1, 1), Buffer("1", 0, 1, 1)], 4))
     with pytest.raises(ProblemError, match="end '1' <= start '1'"):
         solve(Problem([Buffer("a", 1, 1, 1)], 4))
     with pytest.raises(ProblemError, match="negative size"):

@@ -38,6 +38,17 @@ def test_an_empty_offset_cell_leaves_that_buffer_free(tmp_path):
     assert read_problem(path).buffers == (Buffer("pinned", 0, 3, 4, 1, 8), Buffer("free", 0, 3, 4), Buffer("blank", 1, 2, 4))
 
 
+def test_write_problem_refuses_two_ids_of_one_text_and_writes_nothing(tmp_path):
+    """`1` and `"1"` are two ids in Python and one in the CSV: read back, the file would name
+    one buffer twice, so nothing is written; ids of several types that differ are fine."""
+    target = tmp_path / "p.csv"
+    with pytest.raises(ProblemError, match="buffers 1 and '1' are both named '1'"):
+        write_problem(target, Problem([Buffer(1, 0, 2, 8), Buffer("1", 1, 3, 8)]))
+    assert not target.exists()
+    write_problem(target, Problem([Buffer(1, 0, 2, 8), Buffer("a", 1, 3, 8)]))
+    assert [buffer.id for buffer in read_problem(target).buffers] == ["1", "a"]
+
+
 @pytest.mark.parametrize(
     "buffers, header",
     [
