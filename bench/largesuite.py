@@ -353,3 +353,70 @@ class BaselineCache:
             merged.setdefault(digest, {})[key] = measure.to_json()
             self.entries = merged
             write_atomically(self.path, json.dumps({"version": self.VERSION, "entries": merged}, indent=0, sort_keys=True))
+
+
+LOSS = 0.001  # a planner figure more than this share above its best recorded one has lost
+
+
+class BestFigures:
+    """The best planner figure each problem has reached at each time limit (issue 53: no
+    family loses what it had): one JSON file kept in the repository
+    (`bench/data/large-best.json`), keyed "<row> T=<limit>", each entry the peak/LOAD ratio,
+    the LOAD when known (a problem whose LOAD changed, e.g. a model imported differently, is
+    another problem: its entry is compared with nothing and replaced when recorded), the
+    commit and the date. ``lost`` names the rows more than ``LOSS`` above their best;
+    ``record`` keeps the lower of each row's figure and its best."""
+
+    VERSION = 1
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            data = {"version": self.VERSION, "entries": {}}
+        if data.get("version") != self.VERSION or not isinstance(data.get("entries"), dict):
+            raise ValueError(f"{path}: not a best-figures file of version {self.VERSION}")
+        self.entries: dict[str, dict] = data["entries"]
+
+    @staticmethod
+    def key(row: Row) -> str:
+        return f"{row.name} T={row.timeout:g}"
+
+    def best_of(self, row: Row) -> dict | None:
+        """The entry ``row`` compares with (None: none, or one of another LOAD)."""
+        entry = self.entries.get(self.key(row))
+        if entry is None or entry.get("load") not in (None, row.load):
+            return None
+        return entry
+
+    def lost(self, rows: Sequence[Row]) -> list[str]:
+        """A line per row whose planner figure is more than ``LOSS`` above its best."""
+        lines = []
+        for row in rows:
+            entry = self.best_of(row)
+            ratio = row.planner.ratio(row.load)
+            if entry is None or ratio is None or ratio <= entry["ratio"] * (1 + LOSS):
+                continue
+            lines.append(f"{self.key(row)}: {ratio:.4f} against its best {entry['ratio']:.4f} "
+                         f"({entry.get('commit', '?')}, {entry.get('date', '?')})")
+        return lines
+
+    def record(self, rows: Sequence[Row], commit: str, date: str) -> int:
+        """Keep each row's figure where it is the best (or the first, or of a new LOAD); write
+        the file atomically; the number of entries changed."""
+        changed = 0
+        for row in rows:
+            ratio = row.planner.ratio(row.load)
+            if ratio is None:
+                continue
+            entry = self.best_of(row)
+            if entry is not None and round(ratio, 4) >= entry["ratio"]:
+                continue
+            self.entries[self.key(row)] = {"ratio": round(ratio, 4), "load": row.load, "commit": commit, "date": date}
+            changed += 1
+        if changed:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.path, json.dumps({"version": self.VERSION, "entries": self.entries}, indent=1,
+                                                   sort_keys=True) + "\n")
+        return changed

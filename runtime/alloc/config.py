@@ -206,7 +206,8 @@ class BoundConfig:
     max_buffers: tuple[int, ...] = (16, 64, 160, 400)
     """The windows of each point: the longest one around it with at most this many buffers."""
     share: float = 0.1
-    """Under a time limit, the share of it the bound may take at most (before the planner)."""
+    """Under a time limit, the share of the time left after the floor the bound may take at most
+    (it runs after the floor's layouts then: ``layout.minimize_large``)."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +292,8 @@ class LargeConfig:
     that is more (the work after the planner is of the same kind, and slows down as much on
     a loaded machine or beside other solves)."""
     bounds: BoundConfig = field(default_factory=BoundConfig)
-    """The lower bound above LOAD proved before the planner (``subsets=0``: LOAD only)."""
+    """The lower bound above LOAD proved before the planner, under a time limit after its floor
+    (``subsets=0``: LOAD only)."""
     windows: WindowSearchConfig = field(default_factory=WindowSearchConfig)
     """The window search with the exact kernel."""
     replacement: ReplacementConfig = field(default_factory=ReplacementConfig)

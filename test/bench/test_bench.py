@@ -235,3 +235,21 @@ def test_bench_ablation_refuses_an_unknown_variant():
     result = subprocess.run([sys.executable, str(ROOT / "bench" / "ablation"), "--variants", "no-such"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "no-such" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_bench_truegap_prints_the_planner_beside_the_exact_answers():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "truegap"), "--families", "unet", "--buffers", "300",
+                             "--seconds", "5", "--fit", "1.0"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    header, _, row = result.stdout.splitlines()
+    assert header.split()[:4] == ["trace", "large", "omni", "exact"]
+    cells = row.split()
+    assert cells[0] == "unet-300-s0" and cells[-1].endswith("%")
+    large, best, bound = float(cells[1]), float(cells[-3]), float(cells[-2])
+    assert bound <= best <= large  # the proved bound never above a layout found
+
+
+def test_bench_truegap_rejects_a_fit_below_load():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "truegap"), "--fit", "0.9"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--fit" in result.stderr and "Traceback" not in result.stderr

@@ -207,3 +207,40 @@ def test_presets_fill_what_the_options_leave_open():
     assert quick.buffers == [10_000] and quick.seeds == [(None, 1)]
     files_only = bench_large.parse_arguments(["x.csv"])
     assert not files_only.generate and not files_only.real
+
+
+def test_best_figures_name_a_loss_above_a_tenth_of_a_percent_and_keep_the_lowest(tmp_path):
+    path = tmp_path / "best.json"
+    best = largesuite.BestFigures(path)  # no file yet: no entries, nothing lost
+    rows = [row("a-10000-s0", "10000", 1000), row("b-10000-s0", "10000", 1200)]
+    assert best.lost(rows) == [] and best.record(rows, "abc1234", "2026-12-06") == 2
+    again = largesuite.BestFigures(path)
+    assert again.entries["a-10000-s0 T=2"] == {"ratio": 1.0, "load": 1000, "commit": "abc1234", "date": "2026-12-06"}
+    # 0.1% above the best is kept as noise, more is a loss; lower is recorded
+    later = [row("a-10000-s0", "10000", 1002), row("b-10000-s0", "10000", 1201), row("c-10000-s0", "10000", 1100)]
+    lost = again.lost(later)
+    assert len(lost) == 1 and lost[0].startswith("a-10000-s0 T=2: 1.0020 against its best 1.0000 (abc1234")
+    assert again.record(later, "def5678", "2026-12-07") == 1  # only c, new
+    assert again.record([row("b-10000-s0", "10000", 1100)], "def5678", "2026-12-07") == 1
+    assert largesuite.BestFigures(path).entries["b-10000-s0 T=2"]["ratio"] == 1.1
+
+
+def test_best_figures_compare_a_problem_of_another_load_with_nothing(tmp_path):
+    path = tmp_path / "best.json"
+    best = largesuite.BestFigures(path)
+    best.record([row("m", "onnx", 1000, load=1000)], "abc1234", "2026-12-06")
+    changed = [row("m", "onnx", 900, load=800)]  # 1.125 x its new LOAD: another problem
+    assert best.lost(changed) == [] and best.record(changed, "def5678", "2026-12-07") == 1
+    assert best.entries["m T=2"]["load"] == 800
+
+
+def test_a_damaged_best_figures_file_is_an_error(tmp_path):
+    path = tmp_path / "best.json"
+    path.write_text('{"version": 99}')
+    with pytest.raises(ValueError, match="not a best-figures file"):
+        largesuite.BestFigures(path)
+
+
+def test_the_recorded_best_figures_are_a_valid_file():
+    best = largesuite.BestFigures(ROOT / "bench" / "data" / "large-best.json")
+    assert len(best.entries) >= 80 and all(1.0 <= entry["ratio"] < 2 for entry in best.entries.values())

@@ -5,6 +5,7 @@ orderings are done and after each ordering that beats it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,15 +18,17 @@ from telamalloc.runtime.alloc.large.replace import replace_windows
 from telamalloc.runtime.alloc.large.windows import window_search
 
 
-@dataclass(frozen=True)
+@dataclass
 class Planning:
-    """One call of the large planner: what it works on and how it stops."""
+    """One call of the large planner: what it works on and how it stops. ``goal`` only ever
+    rises, when ``prove`` (the lower bound deferred past the floor) proves a higher one."""
 
     instance: Instance
     budget: Budget
     goal: int  # a peak at most this ends the planning (-1: never)
     stop: float | None  # the time.monotonic() value at which it stops (None: no time limit)
     anytime: bool  # improve the best layout (gravity, windows); under a limit, go on with further orderings
+    prove: Callable[[float], int] | None = None  # the first lane calls it after the floor with the seconds left
 
 
 class Lane:
@@ -76,6 +79,8 @@ class Lane:
         planning = self.planning
         if self.floor and not self._run_floor():
             return self.best, self.best_peak, self.info
+        if not self._prove():
+            return self.best, self.best_peak, self.info
         names = lane_orderings(self.schedule, self.skipped, self.count, self.config, ran=self.floor)
         while True:
             if self._search_due() and not self._improve_best():
@@ -120,6 +125,20 @@ class Lane:
                 return False
         self.searching = planning.anytime  # the improvement steps may start from the floor's best
         return True
+
+    def _prove(self) -> bool:
+        """The lower bound deferred past the floor (``Planning.prove``: under a time limit the
+        floor's cheap layouts come first, the bound's share of the time after them); the goal
+        rises to the bound it proves. False: the lane ends (the floor's best reaches it, the
+        time is out or cancelled)."""
+        planning = self.planning
+        if planning.prove is None:
+            return True
+        left = None if planning.stop is None else planning.stop - time.monotonic()
+        if self._should_stop(left):
+            return False
+        planning.goal = max(planning.goal, planning.prove(left))
+        return self.best is None or self.best_peak > planning.goal
 
     def _search_due(self) -> bool:
         if self.huge:  # the eager orderings the other lane runs are not waited for (read once the lanes are settled)

@@ -82,8 +82,9 @@ class SecondLane(threading.Thread):
         super().__init__(name="telamalloc-large-lane", daemon=True)
         self.halt = np.zeros(1, dtype=np.uint8)
         budget = planning.budget
-        own = Budget(budget.deadline, self.halt, None, Counters(), budget.node_limit)
-        self.planning = dataclasses.replace(planning, budget=own)
+        self.own = Budget(budget.deadline, self.halt, None, Counters(), budget.node_limit)
+        self.shared = planning  # its goal read when the lane starts (the first lane may raise it: ``Planning.prove``)
+        self.planning = dataclasses.replace(planning, budget=self.own, prove=None)
         self.config = planning.instance.params.large
         self.arrays = arrays
         self.schedule = tuple(schedule)
@@ -172,6 +173,7 @@ class SecondLane(threading.Thread):
     def run(self) -> None:
         from telamalloc.runtime.alloc.large._large import planner
 
+        self.planning = dataclasses.replace(self.shared, budget=self.own, prove=None)
         try:
             made = planner(*self.arrays, config=self.config.placement)  # indexed here, beside the first lane's planner
         except MemoryError:  # no room for a second planner: the first lane alone

@@ -34,19 +34,20 @@ from telamalloc.runtime.alloc.problem import Status
 
 
 def large_layout(instance: Instance, budget: Budget, target: int | None,
-                 anytime: bool) -> tuple[tuple[int, ...], int, LargeInfo]:
+                 anytime: bool, prove=None) -> tuple[tuple[int, ...], int, LargeInfo]:
     """The large planner's best layout (all buffers), its peak and what it did. Stops early
     at ``target`` (a peak at most this); ``anytime``: the improvement steps after the
     orderings, and under a time limit further orderings until it. The time limit and the
     cancel flag cut it short, always with a whole layout (an ordering cut short has its
     rest stacked above the placed buffers). Under a time limit a second lane may run
-    beside the first (``lanes``)."""
+    beside the first (``lanes``). ``prove`` (``Planning.prove``): a lower bound run after
+    the floor, which raises the target to what it proves."""
     with RUNNING.call():
-        return _large_layout(instance, budget, target, anytime)
+        return _large_layout(instance, budget, target, anytime, prove)
 
 
 def _large_layout(instance: Instance, budget: Budget, target: int | None,
-                  anytime: bool) -> tuple[tuple[int, ...], int, LargeInfo]:
+                  anytime: bool, prove=None) -> tuple[tuple[int, ...], int, LargeInfo]:
     from telamalloc.runtime.alloc.large._large import planner  # imported here: only this path needs it
 
     config = instance.params.large
@@ -60,7 +61,7 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         stop = time.monotonic() + remaining
     fixed = lifted(instance)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
-    planning = Planning(instance, budget, -1 if target is None else target, stop, anytime)
+    planning = Planning(instance, budget, -1 if target is None else target, stop, anytime, prove)
     second = None
     if anytime and stop is not None and lane_count(count, config) > 1:
         second = SecondLane(planning, arrays, second_schedule(count, config))
@@ -154,20 +155,32 @@ def fit_large(instance: Instance, budget: Budget, capacity: int) -> Outcome:
 
 
 def minimize_large(instance: Instance, budget: Budget, capacity: int | None, load: tuple, algorithm: str) -> Outcome:
-    """Minimize with the large planner alone (algorithm "large", or a large problem): first
-    the lower bound (``bounds.prove_bound``, LargeConfig.bounds: its own work budget, and
-    under a time limit at most its share of it), then the planner, which stops once it
-    reaches the bound. ``load``: compute_load's (bytes, time, ids)."""
+    """Minimize with the large planner alone (algorithm "large", or a large problem): the
+    lower bound (``bounds.prove_bound``, LargeConfig.bounds: its own work budget) and the
+    planner, which stops once it reaches the bound. Without a time limit the bound comes
+    first; under one it runs after the floor, with its share of the time left then: the
+    floor's cheap layouts are never starved by it (on a starved CPU the bound's start-up
+    took the time the start sweep needed), and the floor stops at LOAD as before.
+    ``load``: compute_load's (bytes, time, ids)."""
     config = instance.params.large.bounds
     certificate = base_bound(instance, load)
-    if config.subsets > 0:
-        remaining = budget.remaining()
-        within = budget if remaining is None else budget.within(config.share * remaining)
+
+    def prove(left: float | None = None) -> int:
+        nonlocal certificate
+        within = budget if left is None else budget.within(config.share * left)
         certificate = prove_bound(instance, certificate, None, within, config)
+        if budget.progress is not None and len(budget.progress) > 3:  # a progress display shows the proved bound
+            budget.progress[3] = certificate.bound
+        return certificate.bound
+
+    deferred = config.subsets > 0 and budget.remaining() is not None
+    if config.subsets > 0 and not deferred:
+        prove()
+    elif budget.progress is not None and len(budget.progress) > 3:
+        budget.progress[3] = certificate.bound
+    offsets, peak, info = large_layout(instance, budget, certificate.bound, anytime=True,
+                                       prove=prove if deferred else None)
     lower = certificate.bound
-    if budget.progress is not None and len(budget.progress) > 3:  # a progress display shows the proved bound
-        budget.progress[3] = lower
-    offsets, peak, info = large_layout(instance, budget, lower, anytime=True)
     if capacity is not None and peak > capacity:
         return Outcome(
             Status.TIMEOUT,

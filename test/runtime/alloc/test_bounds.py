@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from telamalloc import Buffer, Params, Problem, Status, solve
@@ -89,3 +90,26 @@ def test_the_bound_is_deterministic_and_has_its_own_switch():
     large = dataclasses.replace(Params().large, bounds=dataclasses.replace(Params().large.bounds, subsets=0))
     load_only = solve(problem, mode="minimize", algorithm="large", params=Params(large=large))
     assert load_only.lower_bound == 7 and load_only.certificate.kind == "load" and not load_only.optimal
+
+
+@pytest.mark.parametrize("time_limit", [None, 60.0])
+def test_under_a_time_limit_the_bound_runs_after_the_floor(monkeypatch, time_limit):
+    """Without a limit the bound comes first (the best peak not yet published when it runs);
+    under one the floor's layouts come first and the bound after them, with the same
+    certificate and the layout proved optimal by it either way (a generous limit: the
+    order, not the clock, is what is checked)."""
+    from telamalloc.runtime.alloc.large import layout
+
+    seen = []
+    prove = layout.prove_bound
+
+    def watched(instance, base, target, budget, config):
+        seen.append(int(progress[2]))
+        return prove(instance, base, target, budget, config)
+
+    monkeypatch.setattr(layout, "prove_bound", watched)
+    progress = np.zeros(4, dtype=np.int64)
+    solution = solve(core_copies(3), mode="minimize", algorithm="large", time_limit=time_limit, progress=progress)
+    assert len(seen) == 1 and (seen[0] == -1) == (time_limit is None)
+    assert (solution.peak, solution.lower_bound, solution.optimal) == (8, 8, True)
+    assert solution.certificate.kind == "subset" and int(progress[3]) == 8
