@@ -88,12 +88,14 @@ def test_many_buffers_live_at_once_are_planned_at_load_in_every_mode():
 
 def test_fit_mode_above_the_threshold_heeds_the_time_limit():
     """Fit mode with the default algorithm above LargeConfig.threshold tries the large
-    planner first; it used to ignore the limit (1.7 s for 0.02 s at 60,000 buffers)."""
+    planner first; it used to ignore the limit (1.7 s for 0.02 s at 60,000 buffers). The
+    process's CPU seconds are measured, not the wall clock's: a busy machine stretches the
+    wall time of a call that heeds the limit, never its CPU time past what it computed."""
     problem = generate("deepnet", 60000, 1).problem()
     load = telamalloc.compute_load(problem)[0]
-    began = time.perf_counter()
+    began = time.process_time()
     solution = solve(problem, capacity=load, time_limit=0.02)
-    assert time.perf_counter() - began < 1.5 * 0.02 + 0.5
+    assert time.process_time() - began < 1.5 * 0.02 + 0.5
     assert solution.status in (Status.OK, Status.TIMEOUT) and validate(problem, solution.offsets) == []
 
 
