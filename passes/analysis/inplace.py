@@ -518,13 +518,7 @@ class _WrittenOnce:
 def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source` (an input at `point`) sit in the bytes of `target` (the output there),
     `delta` bytes into them?"""
-    if not (_may_share(source) and _may_share(target)):
-        return False
-    # Pinned buffers share bytes only when pinned so: planned in place before (planning
-    # twice keeps the first answer) or so placed by hand.
-    if (source.pinned is None) != (target.pinned is None):
-        return False
-    if source.pinned is not None and source.pinned != target.pinned + delta:
+    if not _may_pair(source, target, delta):
         return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
@@ -536,11 +530,7 @@ def _fits_copy(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source`, copied whole at `point` into `target` `delta` bytes in, sit there? As
     `_fits`, but the target may be born before the copy (by the copies of the other parts);
     the caller checks that nothing touches those bytes of it before (`_untouched`)."""
-    if not (_may_share(source) and _may_share(target)):
-        return False
-    if (source.pinned is None) != (target.pinned is None):
-        return False
-    if source.pinned is not None and source.pinned != target.pinned + delta:
+    if not _may_pair(source, target, delta):
         return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
@@ -576,6 +566,18 @@ def _untouched(target: Any, copy: Any, point: int, delta: int, size: int, view: 
     return True
 
 
+def _may_pair(source: Any, target: Any, delta: int) -> bool:
+    """May `source` share bytes with `target`, `delta` bytes into them, as far as the two
+    buffers alone say: both may share (`_may_share`), and pinned buffers only when pinned
+    so (planned in place before, as planning twice keeps the first answer, or so placed
+    by hand)."""
+    if not (_may_share(source) and _may_share(target)):
+        return False
+    if (source.pinned is None) != (target.pinned is None):
+        return False
+    return source.pinned is None or source.pinned == target.pinned + delta
+
+
 def _may_share(buffer: Any) -> bool:
     """Whether `buffer` may share its bytes at all: not escaping, not symbolic, its lifetime
     not widened over unstructured control flow, and not marked (`scratchpad.persistent`,
@@ -591,11 +593,7 @@ def _shares(source: Any, target: Any, point: int, delta: int) -> bool:
     or grows, the part is born before the concat and the result at it, both outside any
     loop; the caller checks that each is written once (`_WrittenOnce`): the part by its
     producer, the result by the concat, so every later read of either sees the same bytes."""
-    if not (_may_share(source) and _may_share(target)) or source.lifetime.loop is not None or target.lifetime.loop is not None:
-        return False
-    if (source.pinned is None) != (target.pinned is None):
-        return False
-    if source.pinned is not None and source.pinned != target.pinned + delta:
+    if not _may_pair(source, target, delta) or source.lifetime.loop is not None or target.lifetime.loop is not None:
         return False
     return (source.lifetime.start < point < source.lifetime.end - 1 and target.lifetime.start == point
             and delta + source.size <= target.size)

@@ -13,6 +13,7 @@
 // RUN: tela-run --verify %s --entry nested | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry strided | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry written_before | filecheck %s --check-prefix=VERIFY
+// RUN: tela-run --verify %s --entry whole | filecheck %s --check-prefix=VERIFY
 // RUN: tela-run --verify %s --entry block --inplace elementwise | filecheck %s --check-prefix=VERIFY
 
 // `tensor.concat dim(1)` of exp(x) and -x, bufferized (tela-mlir-opt with telamalloc's
@@ -137,5 +138,22 @@ func.func @written_before(%x: memref<16xf32>, %y: memref<32xf32>) {
   %s1 = memref.subview %r[16] [16] [1] : memref<32xf32> to memref<16xf32, strided<[1], offset: 16>>
   memref.copy %b, %s1 : memref<16xf32> to memref<16xf32, strided<[1], offset: 16>>
   memref.copy %r, %y : memref<32xf32> to memref<32xf32>
+  return
+}
+
+// A copy into the whole of another planned buffer is a range too (offset 0): a, dying at
+// its copy into r, takes r's bytes.
+// CHECK-LABEL: func.func @whole
+// CHECK-SAME:  scratchpad.peak = 64 : i64, scratchpad.load = 64 : i64
+// CHECK:       %a = memref.alloc() {scratchpad.offset = 0 : i64
+// CHECK:       %r = memref.alloc() {scratchpad.offset = 0 : i64
+// REPORT: tela-plan: @whole: 1 buffer, LOAD 64 B, peak 64 B,
+// APART: tela-plan: @whole: 2 buffers, LOAD 128 B, peak 128 B,
+func.func @whole(%x: memref<16xf32>, %y: memref<16xf32>) {
+  %a = memref.alloc() : memref<16xf32>
+  %r = memref.alloc() : memref<16xf32>
+  memref.copy %x, %a : memref<16xf32> to memref<16xf32>
+  memref.copy %a, %r : memref<16xf32> to memref<16xf32>
+  memref.copy %r, %y : memref<16xf32> to memref<16xf32>
   return
 }
