@@ -40,11 +40,11 @@ the concat, and the result by the concat only, both outside loops and branches, 
 the concat on both are read-only and hold the same bytes. Concats that share parts join
 one group, each member at one position: two members share bytes while both are live only
 as a result and a part in its slice; a result holding shared parts passes no bytes on
-element-wise (the group's liveness decides, not the member's). Each input gives its bytes to one output at most, and an element-wise
-output takes the bytes of one input at most; a buffer that escapes, has a symbolic size
-a lifetime widened over unstructured control flow or a mark (`scratchpad.persistent`: its
-value must outlive the op; an `scratchpad.alias_of` group) takes no part, nor does a pinned
-one (a recorded `scratchpad.offset`) unless the other is pinned where the pair puts it (a
+element-wise (the group's liveness decides, not the member's). Each input gives its bytes
+to one output at most, and an element-wise output takes the bytes of one input at most; a
+buffer that escapes, has a symbolic size, a lifetime widened over unstructured control
+flow or a mark (`scratchpad.persistent`: its value must outlive the op; an
+`scratchpad.alias_of` group) takes no part, nor does a pinned one (a recorded `scratchpad.offset`) unless the other is pinned where the pair puts it (a
 group planned before, so planning twice keeps the first answer). Pairs compose: a part
 that is the last of an element-wise chain brings the chain into its slice, a concat's
 result that is itself a part of another concat brings its parts along.
@@ -53,9 +53,10 @@ The interpreter's shadow memory checks every such choice by execution: an op may
 output over an input only where the two views coincide exactly and the kernel is one of
 these, a concat only where the input coincides with its slice of the output
 (`runtime/interp/scratchpad.py`), a `memref.copy` copies nothing only where its source
-coincides with its destination (and reads the source's own bytes there); a read of an element-wise input after the op finds the
-output's bytes, and a part and its result read after the concat find bytes both own
-until either is written again (a violation naming both buffers).
+coincides with its destination (and reads the source's own bytes there); a read of an
+element-wise input after the op finds the output's bytes, and a part and its result read
+after the concat (or the copy) find bytes both own until either is written again (a
+violation naming both buffers).
 """
 
 from __future__ import annotations
@@ -518,7 +519,7 @@ class _WrittenOnce:
 def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source` (an input at `point`) sit in the bytes of `target` (the output there),
     `delta` bytes into them?"""
-    if not _may_pair(source, target, delta):
+    if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
         return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
@@ -530,7 +531,7 @@ def _fits_copy(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source`, copied whole at `point` into `target` `delta` bytes in, sit there? As
     `_fits`, but the target may be born before the copy (by the copies of the other parts);
     the caller checks that nothing touches those bytes of it before (`_untouched`)."""
-    if not _may_pair(source, target, delta):
+    if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
         return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
@@ -566,18 +567,6 @@ def _untouched(target: Any, copy: Any, point: int, delta: int, size: int, view: 
     return True
 
 
-def _may_pair(source: Any, target: Any, delta: int) -> bool:
-    """May `source` share bytes with `target`, `delta` bytes into them, as far as the two
-    buffers alone say: both may share (`_may_share`), and pinned buffers only when pinned
-    so (planned in place before, as planning twice keeps the first answer, or so placed
-    by hand)."""
-    if not (_may_share(source) and _may_share(target)):
-        return False
-    if (source.pinned is None) != (target.pinned is None):
-        return False
-    return source.pinned is None or source.pinned == target.pinned + delta
-
-
 def _may_share(buffer: Any) -> bool:
     """Whether `buffer` may share its bytes at all: not escaping, not symbolic, its lifetime
     not widened over unstructured control flow, and not marked (`scratchpad.persistent`,
@@ -587,13 +576,24 @@ def _may_share(buffer: Any) -> bool:
                 or lifetime.persistent or buffer.aliases)
 
 
+def _pins_agree(source: Any, target: Any, delta: int) -> bool:
+    """Pinned buffers share bytes only when pinned so (`source` at `target`'s offset plus
+    `delta`): planned in place before (planning twice keeps the first answer) or so placed
+    by hand; a pinned buffer never shares with a free one."""
+    if source.pinned is None or target.pinned is None:
+        return source.pinned is None and target.pinned is None
+    return source.pinned == target.pinned + delta
+
+
 def _shares(source: Any, target: Any, point: int, delta: int) -> bool:
     """May `source`, a part of the concat at `point` that stays live after it, sit in its
     slice of `target` (the result), `delta` bytes into it? Where neither is moved by hand
     or grows, the part is born before the concat and the result at it, both outside any
     loop; the caller checks that each is written once (`_WrittenOnce`): the part by its
     producer, the result by the concat, so every later read of either sees the same bytes."""
-    if not _may_pair(source, target, delta) or source.lifetime.loop is not None or target.lifetime.loop is not None:
+    if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
+        return False
+    if source.lifetime.loop is not None or target.lifetime.loop is not None:
         return False
     return (source.lifetime.start < point < source.lifetime.end - 1 and target.lifetime.start == point
             and delta + source.size <= target.size)
