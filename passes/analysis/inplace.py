@@ -20,7 +20,16 @@ Two kinds of pairs, by rule (`INPLACE_RULES`, each rule taking the ones before i
   contiguous (every dimension before the axis is 1, or the axis is the outermost), the
   part of the result's element type and its slice's shape; the concat then copies
   nothing of it. A part whose delta is not a multiple of its alignment keeps bytes of
-  its own.
+  its own;
+- a bufferized concatenation (`concat`; delta: the range's byte offset): what MLIR's
+  bufferization makes of `tensor.concat`, the result allocated, then per part a static
+  `memref.subview` of it and a `memref.copy %part, %subview`. A part copied whole into
+  one range of bytes of the result (`copied_slice`: a subview of unit steps, every
+  dimension before the innermost partial one of size 1; or the result itself) and dying
+  at that copy sits in that range, where no op before the copy reads or writes those
+  bytes of the result (its earlier uses make views or copy other parts into other
+  ranges: `_untouched`); the result may be born before the copy (the earlier parts'
+  copies), in the same loop iteration. Such a part never stays live after its copy.
 For both, the two buffers are planned buffers taken whole (the allocations' own values,
 not views), each passed once to the op; the input's lifetime ends at the op (its last
 use: `Lifetime.ended`) and the output's starts there (its first write), in the same loop
@@ -43,9 +52,11 @@ result that is itself a part of another concat brings its parts along.
 The interpreter's shadow memory checks every such choice by execution: an op may write an
 output over an input only where the two views coincide exactly and the kernel is one of
 these, a concat only where the input coincides with its slice of the output
-(`runtime/interp/scratchpad.py`); a read of an element-wise input after the op finds the
-output's bytes, and a part and its result read after the concat find bytes both own
-until either is written again (a violation naming both buffers).
+(`runtime/interp/scratchpad.py`), a `memref.copy` copies nothing only where its source
+coincides with its destination (and reads the source's own bytes there); a read of an
+element-wise input after the op finds the output's bytes, and a part and its result read
+after the concat (or the copy) find bytes both own until either is written again (a
+violation naming both buffers).
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, DictionaryAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, DenseArrayBase, DictionaryAttr, IntegerAttr, MemRefType, NoneAttr
 from xdsl.utils.exceptions import VerifyException
 
 from telamalloc.dialects.scratchpad import CONCAT_KERNEL, ELEMENTWISE_KERNELS, INPLACE_ATTR
@@ -72,6 +83,10 @@ INPLACE_CONCAT = "concat"
 INPLACE_RULES = (INPLACE_NONE, INPLACE_DECLARED, INPLACE_ELEMENTWISE, INPLACE_CONCAT)
 """Which ops may write over a dying input: none; those that declare it; those and the
 library's element-wise kernels; those and the concatenations (parts in their slices)."""
+
+COPY_OP = "memref.copy"
+SUBVIEW_OP = "memref.subview"
+"""A bufferized concatenation: a copy of each part into a subview of the result."""
 
 
 def declared_pairs(op: Any, view: IRView) -> list[tuple[int, int]] | None:
@@ -230,7 +245,8 @@ class _Concat:
 def _concats(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_value: dict[Any, int]) -> list[_Concat]:
     """The concats whose result is a planned buffer, with the parts that may sit in their
     slices: those that die at it (`_fits`), and those that stay live where the part and the
-    result are each written once (`_shares`, `_WrittenOnce`)."""
+    result are each written once (`_shares`, `_WrittenOnce`); then the copies of a
+    bufferized concatenation (`_copies`), all in program order."""
     found = []
     once = _WrittenOnce(buffers, points, view)
     for point, op in enumerate(points):
@@ -254,6 +270,77 @@ def _concats(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_val
                 parts.append(_Part(pair[0], delta, True))
         sizes = tuple(memref_byte_size(view.value_type(value)) for value in operands[: len(slices)])
         found.append(_Concat(point, result, tuple(parts), sizes))
+    found.extend(_copies(buffers, points, view, by_value))
+    return sorted(found, key=lambda concat: concat.point)
+
+
+def copied_slice(op: Any, view: IRView) -> tuple[Any, Any, int] | None:
+    """(source, base, byte offset) of a `memref.copy` into one range of bytes of `base`:
+    its target a static subview of `base` (an identity-layout memref) whose bytes are one
+    range (unit steps where a dimension is more than 1, every dimension before the
+    innermost partial one of size 1: MLIR's bufferization of `tensor.concat`), or `base`
+    itself (offset 0); None for any other op or target."""
+    if view.name(op) != COPY_OP:
+        return None
+    operands = view.operands(op)
+    if len(operands) != 2:
+        return None
+    target = view.defining_op(operands[1])
+    if target is None or view.name(target) != SUBVIEW_OP:
+        return operands[0], operands[1], 0
+    extent = subview_extent(target, view)
+    if extent is None or extent[2] - extent[1] != memref_byte_size(view.value_type(operands[1])):
+        return None  # empty, or strided: not one range of bytes
+    return operands[0], extent[0], extent[1]
+
+
+def subview_extent(op: Any, view: IRView) -> tuple[Any, int, int] | None:
+    """(source, first byte, end byte) a static, non-empty `memref.subview` of an
+    identity-layout memref of static shape spans in its source (every byte of it when the
+    span is the subview's size); None when anything is dynamic."""
+    operands = view.operands(op)
+    source = view.value_type(operands[0]) if operands else None
+    if not isinstance(source, MemRefType) or not isinstance(source.layout, NoneAttr):
+        return None
+    shape = tuple(source.get_shape())
+    found = [view.attribute(op, name) for name in ("static_offsets", "static_sizes", "static_strides")]
+    if not all(isinstance(attribute, DenseArrayBase) for attribute in found) or DYNAMIC_INDEX in shape:
+        return None
+    offsets, sizes, steps = (tuple(attribute.get_values()) for attribute in found)  # type: ignore[union-attr]
+    if any(DYNAMIC_INDEX in values or len(values) != len(shape) for values in (offsets, sizes, steps)):
+        return None
+    if 0 in sizes:
+        return None
+    try:
+        width = element_byte_width(source.element_type)
+    except VerifyException:
+        return None
+    strides = MemRefType.strides_for_shape(shape)
+    low = sum(offset * stride for offset, stride in zip(offsets, strides))
+    high = low + sum((size - 1) * step * stride for size, step, stride in zip(sizes, steps, strides)) + 1
+    return operands[0], low * width, high * width
+
+
+def _copies(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_value: dict[Any, int]) -> list[_Concat]:
+    """The copies of a planned buffer taken whole into one range of bytes of another
+    (`copied_slice`; what bufferization makes of a concatenation), each a concat of one
+    part, where the part may sit in that range (`_fits_copy`, `_untouched`)."""
+    found = []
+    point_of = {op: point for point, op in enumerate(points)}
+    for point, op in enumerate(points):
+        copied = copied_slice(op, view)
+        if copied is None:
+            continue
+        source, result = by_value.get(copied[0]), by_value.get(copied[1])
+        if source is None or result is None or source == result:
+            continue
+        part, whole = buffers[source], buffers[result]
+        source_type, target_type = (view.value_type(value) for value in view.operands(op))
+        if not isinstance(target_type, MemRefType) or source_type.element_type != target_type.element_type:
+            continue
+        if _fits_copy(part, whole, point, copied[2]) and _untouched(whole, op, point, copied[2], part.size, view,
+                                                                     point_of):
+            found.append(_Concat(point, result, (_Part(source, copied[2], False),), (part.size,)))
     return found
 
 
@@ -438,6 +525,46 @@ def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
         return False
     return born.start == point and born.loop is dying.loop and delta + source.size <= target.size
+
+
+def _fits_copy(source: Any, target: Any, point: int, delta: int) -> bool:
+    """May `source`, copied whole at `point` into `target` `delta` bytes in, sit there? As
+    `_fits`, but the target may be born before the copy (by the copies of the other parts);
+    the caller checks that nothing touches those bytes of it before (`_untouched`)."""
+    if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
+        return False
+    dying, born = source.lifetime, target.lifetime
+    if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
+        return False
+    return born.start <= point < born.end and born.loop is dying.loop and delta + source.size <= target.size
+
+
+def _untouched(target: Any, copy: Any, point: int, delta: int, size: int, view: IRView,
+               point_of: dict[Any, int]) -> bool:
+    """Whether no op before `copy` (at `point`) reads or writes bytes `[delta, delta +
+    size)` of `target`, through any view: its uses before then only make views or copy
+    into other ranges of it (the other parts of a bufferized concatenation), so a part may
+    hold those bytes until its own copy."""
+    value = view.results(target.op)[0]
+    uses, _, escapes = trace_buffer(value, view)
+    if escapes:
+        return False
+    for use in uses:
+        if use.op is copy:
+            continue
+        at = point_of.get(use.op)
+        if at is None:
+            return False
+        if at > point or operands_access(use.op, (use.operand_index,), view=view) == Access.NONE:
+            continue
+        copied = copied_slice(use.op, view) if use.operand_index == 1 else None
+        if copied is None or copied[1] != value:
+            return False
+        low = copied[2]
+        high = low + memref_byte_size(view.value_type(view.operands(use.op)[1]))
+        if low < delta + size and delta < high:
+            return False
+    return True
 
 
 def _may_share(buffer: Any) -> bool:

@@ -29,7 +29,10 @@ view op itself. Subviews and casts keep their source's identity. Two rules, each
 - an op (kernel, DMA, copy) whose output shares bytes with a different operand: an
   accelerator may write outputs while it still reads inputs, and the planner's half-open
   lifetimes make an op's operands live at the same point. The same buffer as input and
-  output is an explicit in-place update and allowed.
+  output is an explicit in-place update and allowed; so is a `memref.copy` whose source
+  coincides exactly with its destination (a part planned in its slice of a bufferized
+  concatenation): it copies nothing, and the bytes are then both buffers' until either is
+  written again.
 Marks: a `scratchpad.persistent` buffer starts holding its state from the previous run
 (zeros, written by itself) and, when the entry function returns, its bytes must still be
 its own (a violation names the buffer that wrote over them: a plan that reused them); a
@@ -871,7 +874,12 @@ def make_view(
     )
 
 
-def copy_between(machine: Machine, op: Operation, source: MemRef, destination: MemRef) -> None:
+def copy_between(machine: Machine, op: Operation, source: MemRef, destination: MemRef, in_place: bool = False) -> None:
+    """Copies `source` into `destination` (same shape) with the shadow checks. With
+    `in_place` (a `memref.copy`), a source that coincides exactly with its destination, a
+    part planned in its slice of a bufferized concatenation, is copied nothing: it was
+    written there, and from the copy on the bytes are both buffers' until either is written
+    again (`record_shared_write`, as for a concat kernel's part)."""
     if source.shape != destination.shape:
         raise InterpreterError(
             f"'{op.name}' copies shape {shape_text(source.shape)} into shape "
@@ -883,6 +891,11 @@ def copy_between(machine: Machine, op: Operation, source: MemRef, destination: M
         foreign = machine.check_read(op, source, "source", carry_foreign=True)
     else:
         machine.check_read(op, source, "source")
+    if in_place and not spill and source.buffer != destination.buffer and coincide(source, destination) and (
+            source.dtype == destination.dtype):
+        machine.check_live(op, destination, "writes")
+        machine.record_shared_write(destination, [(destination, source)])
+        return
     machine.check_disjoint(op, [(source, "source")], [(destination, "destination")])
     destination.array()[...] = source.array()
     machine.record_write(destination)

@@ -109,7 +109,7 @@ class MemRefFunctions(InterpreterFunctions):
     @impl(memref.CopyOp)
     def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues) -> PythonValues:
         source, destination = args
-        copy_between(self.machine, op, source, destination)
+        copy_between(self.machine, op, source, destination, in_place=True)
         return ()
 
     @impl(memref.ViewOp)

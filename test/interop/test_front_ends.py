@@ -60,6 +60,7 @@ FEATURES = {
     "inplace=declared": (PASSES / "tela-plan-inplace.mlir", {"mode": "minimize", "inplace": "declared"}),
     "inplace=elementwise": (EXAMPLES / "two_memories.mlir", {"inplace": "elementwise"}),
     "inplace=concat": (PASSES / "tela-plan-inplace-concat.mlir", {"mode": "minimize", "inplace": "concat"}),
+    "inplace=concat, bufferized": (PASSES / "tela-plan-inplace-copies.mlir", {"mode": "minimize", "inplace": "concat"}),
     "upstream memrefs": (EXAMPLES / "upstream_loops.mlir", {"capacity": 65536}),
     "spill": (EXAMPLES / "spill.mlir", {}),
     "symbolic sizes": (EXAMPLES / "dynamic_attention.mlir", {"mode": "minimize"}),
