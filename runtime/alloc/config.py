@@ -265,7 +265,9 @@ class LargeConfig:
     orderings get ``effort * placements`` buffer placements, beyond the fixed schedule into
     its seeded random orderings when it is above 1, so more effort gives a layout at least
     as low before the improvement steps and the same layout on every run and machine.
-    Under a time limit the clock governs (``effort`` is not read)."""
+    Above 1 the whole-problem search (``whole``) runs after the orderings with
+    ``effort - 1`` units of its work. Under a time limit the clock governs (the orderings
+    run until it and the whole-problem search gets what is left)."""
     eager_orderings: int = 2
     """Under a time limit the first this many orderings run back to back before the window
     search; then each ordering that improves is followed by it at once."""
