@@ -151,6 +151,30 @@ class WindowSearchConfig:
     level_step: float = 0.25
     """Growth k also widens the window until no movable buffer crossing its ends tops above
     ``(1 - k * level_step) * peak`` (0: only buffers at the peak count)."""
+    capped: bool = False
+    """A search's nodes are capped by the work left (``work_per_buffer``) over its window's
+    buffers, so the work budget holds within a search too (the whole-problem search: a
+    search of every buffer with doubled nodes would pass it many times over)."""
+
+
+@dataclass(frozen=True)
+class WholeSearchConfig:
+    """The whole-problem search that effort above 1 buys after the orderings: the window
+    search with windows that may grow to the whole problem (``large/whole.py``)."""
+
+    nodes: int = 50_000
+    """Kernel nodes of its first search; each growth of the window doubles them."""
+    growths: int = 5
+    """Times a window that gave no layout grows (doubled) before the search stops."""
+    rounds: int = 200
+    """Window searches at most, per unit of effort above 1."""
+    gap: float = 0.01
+    """Run only on a layout more than this fraction above the lower bound: a search of every
+    buffer costs seconds per search at 10^4 buffers (on deepnet, 86 s at effort 2 for a
+    layout 0.4% above LOAD it did not lower; docs/decisions.md)."""
+    work_per_buffer: int = 50_000
+    """Work per buffer of the problem (a search's nodes times its window's buffers), per
+    unit of effort above 1 (0: never run)."""
 
 
 @dataclass(frozen=True)
@@ -241,7 +265,9 @@ class LargeConfig:
     orderings get ``effort * placements`` buffer placements, beyond the fixed schedule into
     its seeded random orderings when it is above 1, so more effort gives a layout at least
     as low before the improvement steps and the same layout on every run and machine.
-    Under a time limit the clock governs (``effort`` is not read)."""
+    Above 1 the whole-problem search (``whole``) runs after the orderings with
+    ``effort - 1`` units of its work. Under a time limit the clock governs (the orderings
+    run until it and the whole-problem search gets what is left)."""
     eager_orderings: int = 2
     """Under a time limit the first this many orderings run back to back before the window
     search; then each ordering that improves is followed by it at once."""
@@ -296,6 +322,8 @@ class LargeConfig:
     (``subsets=0``: LOAD only)."""
     windows: WindowSearchConfig = field(default_factory=WindowSearchConfig)
     """The window search with the exact kernel."""
+    whole: WholeSearchConfig = field(default_factory=WholeSearchConfig)
+    """The whole-problem search (effort above 1 only)."""
     replacement: ReplacementConfig = field(default_factory=ReplacementConfig)
     """The window re-placement with the planner's orderings."""
     placement: PlacementConfig = field(default_factory=PlacementConfig)

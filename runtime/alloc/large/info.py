@@ -17,6 +17,7 @@ class LargeInfo:
     stopped: bool = False  # the time limit or the cancel flag cut the first ordering short
     rest: str = ""  # then how its unplaced buffers were placed: "scanned" or "slots"
     windows: WindowStats = field(default_factory=WindowStats)
+    whole: WindowStats = field(default_factory=WindowStats)  # the whole-problem search (effort above 1)
     replacement: ReplacementStats = field(default_factory=ReplacementStats)
     gravity: int = 0  # gravity rounds run
     settled: int = 0  # of which lowered the layout
@@ -31,6 +32,7 @@ class LargeInfo:
         self.settled += other.settled
         self.resweeps += other.resweeps
         self.windows = self.windows.plus(other.windows)
+        self.whole = self.whole.plus(other.whole)
         self.replacement = ReplacementStats(self.replacement.taken + other.replacement.taken,
                                             self.replacement.runs + other.replacement.runs,
                                             self.replacement.work + other.replacement.work)
@@ -45,6 +47,8 @@ def note(info: LargeInfo) -> str:
         cut = f"; the time limit or cancel cut the first ordering short (the rest {rest})"
     windows = info.windows
     searched = f", {windows.improved} of {windows.windows} window searches lowered it" if windows.windows else ""
+    if info.whole.windows:
+        searched += f", {info.whole.improved} of {info.whole.windows} whole-problem searches lowered it"
     if info.replacement.runs:
         taken = info.replacement.taken
         searched += f", {taken} re-placed window{'' if taken == 1 else 's'} lowered it"

@@ -15,6 +15,7 @@ from telamalloc.runtime.alloc.large.improve import gravity_rounds, improved, res
 from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.orderings import GREEDY, index_of, lane_orderings
 from telamalloc.runtime.alloc.large.replace import replace_windows
+from telamalloc.runtime.alloc.large.whole import whole_search
 from telamalloc.runtime.alloc.large.windows import window_search
 
 
@@ -93,7 +94,22 @@ class Lane:
                 break
             if not self._run_ordering(name, left):
                 break
+        self._search_whole()
         return self.best, self.best_peak, self.info
+
+    def _search_whole(self) -> None:
+        """With ``effort`` above 1, the whole-problem search (``whole.whole_search``) on the
+        best layout once the orderings and their improvements are done; it only takes
+        lower layouts, so the best stays the best."""
+        planning, info = self.planning, self.info
+        budget = planning.budget
+        if (not planning.anytime or self.config.effort <= 1 or self.best is None or info.stopped
+                or self.best_peak <= planning.goal or budget.cancelled() or (self.done is not None and self.done())):
+            return
+        self.best = whole_search(planning.instance, budget, self.best, self.best_fixed, planning.goal, planning.stop,
+                                 info.whole)
+        self.best_peak = int((self.best + planning.instance.sizes).max())
+        budget.publish_best(self.best_peak)
 
     def _run_floor(self) -> bool:
         """The floor: each of its orderings placed whole, with no step after it, the lowest

@@ -146,6 +146,8 @@ def _search_window(instance: Instance, budget: Budget, offsets: np.ndarray, tops
         remaining = None if stop is None else stop - time.monotonic()
         stats.windows += 1
         limit = 0.0 if remaining is None else max(remaining, 1e-6)  # 0.0: no time limit
+        if config.capped:  # the work left, in nodes of this window
+            nodes = min(nodes, max(1, (work_budget - stats.work) // len(window[0])))
         result = search(*window, capacity, instance.params, limit, budget.cancel, budget.progress, None, nodes)
         budget.counters.add(result)
         stats.work += int(result.nodes) * len(window[0])
