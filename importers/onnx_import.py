@@ -39,7 +39,9 @@ not ignored.
 
 Limits: shapes must be static after shape inference where no kept dimension decides them;
 a graph output's dimension must be an input dimension or a constant (the arguments are
-sized by the input dimensions); sequence, map, optional and sparse tensors are rejected;
+sized by the input dimensions); sequences and optionals built in the graph with constant
+positions are resolved at import into lists of tensors (`onnx_sequences`), other
+sequence, optional, map and sparse values are rejected;
 subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
 inner tensors are not planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
@@ -62,6 +64,7 @@ from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
 from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, narrow_element_types, node_label, tensor_types
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
+from telamalloc.importers.onnx_sequences import resolve_sequences
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
 from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names
 
@@ -225,6 +228,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     ordered = _topological(list(copy.graph.node))  # shape inference needs producers first
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
+    resolve_sequences(copy)  # sequences and optionals become lists of tensors, or one located refusal
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
     prefolded = _fold_shape_subgraphs(copy, options.max_global_bytes)

@@ -63,6 +63,15 @@ def test_a_case_that_does_not_run_says_why(cases, name):
     assert outcome.outcome == "match" or outcome.reason
 
 
+@pytest.mark.parametrize("name", ["test_sequence_model3", "test_sequence_model5", "test_sequence_model7"])
+def test_a_model_with_sequences_runs_and_matches_onnx(name):
+    """Sequences built in the graph, resolved at import (insert/erase/at with negative
+    positions, concat with a new axis, split without keepdims)."""
+    (case,) = conformance.all_cases(["simple"], {name}, None)
+    outcome = conformance.run_case(case)
+    assert outcome.outcome == "match", outcome
+
+
 def test_a_wrong_expected_output_is_caught(cases):
     case = cases["test_relu"]
     wrong = tuple(np.asarray(value) + np.asarray(1, dtype=value.dtype) for value in case.outputs)
@@ -87,6 +96,44 @@ def test_the_script_prints_the_table():
     assert next(line for line in lines if line.startswith("node")).split()[1] == "3"
     assert any("element type STRING" in line for line in lines)
     assert "Traceback" not in result.stderr
+
+
+def test_the_cache_keeps_an_outcome_per_case_and_skips_a_line_cut_short(cases, tmp_path):
+    case = cases["test_abs"]
+    key = conformance.cache_key(case, "telamalloc", "digest")
+    outcome = conformance.run_case(case)
+    path = tmp_path / "cache.jsonl"
+    conformance.append_cache(path, key, outcome)
+    with open(path, "a") as stream:
+        stream.write('{"key": "telamalloc/node/test_add/')  # a run killed while writing
+    assert conformance.read_cache(path) == {key: outcome}
+    other = conformance.cache_key(dataclasses.replace(case, model=cases["test_relu"].model), "telamalloc", "digest")
+    assert other != key != conformance.cache_key(case, "iree", "digest")
+
+
+def test_the_cached_only_table_states_its_coverage(tmp_path, capsys):
+    path = tmp_path / "cache.jsonl"
+    assert conformance.main(["--directories", "node", "--cases", "test_abs", "--cache", str(path)]) == 0
+    capsys.readouterr()
+    assert conformance.main(["--directories", "node", "--cases", "test_abs,test_relu", "--cache", str(path),
+                             "--cached-only"]) == 0
+    table = capsys.readouterr().out
+    assert "coverage: 1 of the 2 chosen cases have run" in table
+    assert next(line for line in table.splitlines() if line.startswith("node")).split()[1] == "1"
+
+
+@pytest.mark.slow  # IREE's importer, iree-opt and MLIR's JIT: ~5 s a case
+def test_the_iree_run_goes_through_the_worker_and_resumes_from_the_cache(tmp_path, capsys):
+    if importlib.util.find_spec("iree") is None:  # (not imported here: IREE's MLIR would clash with MLIR's)
+        pytest.skip("IREE's compiler is not installed")
+    path = tmp_path / "cache.jsonl"
+    names = "test_abs,test_and2d"  # f32, and bool tensors (i1 memrefs, run as bytes)
+    assert conformance.main(["--frontend", "iree", "--directories", "node", "--cases", names, "--cache", str(path)]) == 0
+    first = capsys.readouterr().out
+    assert next(line for line in first.splitlines() if line.startswith("node")).split()[6] == "2"  # both match
+    assert conformance.main(["--frontend", "iree", "--directories", "node", "--cases", names, "--cache", str(path),
+                             "--cached-only"]) == 0
+    assert capsys.readouterr().out == first
 
 
 def test_an_unknown_case_is_a_usage_error(cases, capsys):
