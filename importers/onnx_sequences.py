@@ -142,8 +142,9 @@ class _Rewriter:
         graph = self.model.graph
         for value in graph.input:
             if (kind := _kind(value)) is not None:
+                noun = kind.removesuffix("_type")
                 raise OnnxImportError(
-                    f"input '{value.name}' is a {kind.removesuffix('_type')}: its length or presence is known only "
+                    f"input '{value.name}' is {'an' if noun == 'optional' else 'a'} {noun}: its length or presence is known only "
                     "when the model runs, and a static plan needs it at import; pass its tensors as separate inputs"
                 )
         kept = []
