@@ -182,6 +182,7 @@ class Graph:
     opset: int
     used: set[str] = field(default_factory=set)  # tensors some node reads, and the graph's outputs
     shape_values: dict[str, Any] = field(default_factory=dict)  # shape tensors computed from kept symbols
+    domain_opsets: dict[str, int] = field(default_factory=dict)  # the model's other domains (ai.onnx.ml, ...)
 
     def tensor(self, name: str) -> Tensor:
         tensor = self.tensors.get(name)

@@ -25,7 +25,8 @@ Every node is mapped in a topological order of the graph (the file's order where
 is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
 node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
-shows `onnx-reference`); nodes the reference cannot run alone (other domains, subgraphs,
+shows `onnx-reference`; also `ai.onnx.ml` and `ai.onnx.preview.training` ops the reference
+implements); nodes the reference cannot run alone (other domains, subgraphs,
 random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
@@ -248,6 +249,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
                 constants[node.output[0]] = numpy_helper.to_array(onnx.helper.get_attribute_value(value))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())
     context = Graph(tensors, constants, opset)
+    context.domain_opsets = {o.domain: o.version for o in model.opset_import if o.domain not in ("", "ai.onnx")}
 
     folded_nodes = _constant_foldable(graph, tensors)
     constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
@@ -454,12 +456,12 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         item = _mapped(node, context, outs, reasons)
-        if item is None and _has_reference(node, context.opset):
-            item = opaque(node, outs, context.opset)
-            runnable[node.op_type] = REFERENCE
+        if item is None and _has_reference(node, context.opset, context.domain_opsets):
+            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain))
+            runnable[_op_name(node)] = REFERENCE
         elif item is None:
             item = opaque(node, outs)
-            planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
+            planned_only[_op_name(node)] += 1
         else:
             runnable[node.op_type] = item.name
         mapped.append(item)
@@ -477,15 +479,40 @@ REFERENCE = "onnx-reference"
 """What `ImportedModel.runnable` shows for an op type run by ONNX's reference implementation."""
 
 
-def _has_reference(node, opset: int) -> bool:
+def _op_name(node) -> str:
+    """The op type, with its domain outside the default one (`ai.onnx.ml.Binarizer`)."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def _reference_loaders() -> dict:
+    """The domains ONNX's reference implementation runs besides the default one."""
+    from onnx.reference.ops import aionnx_preview_training, aionnxml
+
+    return {"ai.onnx.preview.training": aionnx_preview_training.load_op, "ai.onnx.ml": aionnxml.load_op}
+
+
+def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = None) -> bool:
     """Whether the interpreter can run `node` with ONNX's reference implementation
-    (`runtime/interp/onnx_reference.py`): a deterministic default-domain op without
-    subgraphs (a subgraph reads its outer scope, which one node alone does not have)
-    that the reference implements at `opset`."""
+    (`runtime/interp/onnx_reference.py`): a deterministic op without subgraphs (a subgraph
+    reads its outer scope, which one node alone does not have) that the reference
+    implements at the model's opset of its domain: the default domain, the training
+    optimizers of `ai.onnx.preview.training` (Adagrad, Adam, Momentum; not Gradient, which
+    differentiates a graph), the classic ML ops of `ai.onnx.ml`."""
     from onnx import AttributeProto
     from onnx.reference.ops import load_op
 
-    if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+    if node.domain not in ("", "ai.onnx"):
+        loader = _reference_loaders().get(node.domain)
+        version = (domain_opsets or {}).get(node.domain)
+        if loader is None or version is None or any(
+                a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+            return False
+        try:
+            loader(node.domain, node.op_type, version)
+        except Exception:  # noqa: BLE001 - an op this domain's reference lacks
+            return False
+        return True
+    if node.op_type in NONDETERMINISTIC_OPS:
         return False
     if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
             opset < 7 or (len(node.input) > 2 and node.input[2])):
