@@ -449,10 +449,11 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         outs = tuple(o for o in node.output if o and (o in context.used or context.tensors.get(o) is not None))
         for name in (*inputs(node), *outs):
             if context.tensors.get(name) is None:
-                raise OnnxImportError(
+                why = value_dependence(node, name, context) if name in outs else None
+                raise OnnxImportError(why or (
                     f"tensor '{name}' of {node_label(node)} has no static shape after shape inference; "
                     "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
-                )
+                ))
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         item = _mapped(node, context, outs, reasons)
@@ -477,6 +478,46 @@ VIEW_OPS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", 
 
 REFERENCE = "onnx-reference"
 """What `ImportedModel.runnable` shows for an op type run by ONNX's reference implementation."""
+
+
+SHAPE_INPUTS = {
+    "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Tile": (1,), "Range": (0, 1, 2), "Pad": (1, 3),
+    "Slice": (1, 2, 3, 4), "Resize": (1, 2, 3), "Upsample": (1,), "TopK": (1,), "OneHot": (1,), "Squeeze": (1,),
+    "Unsqueeze": (1,), "CenterCropPad": (1,), "Split": (1,), "ReduceSum": (1,), "ReduceMean": (1,),
+    "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,),
+    "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
+}
+"""The inputs whose values (not shapes) decide an op's output shape."""
+
+COUNTING_OPS = {"Unique": 0, "NonZero": 0, "Compress": 1, "NonMaxSuppression": 0}
+"""Ops whose output's length counts elements of an input's values (the input it counts)."""
+
+
+def value_dependence(node, name: str, context: Graph) -> str | None:
+    """Why output `name` of `node` has no static shape when its shape depends on values
+    known only when the model runs: the input whose values decide it (one line, the
+    node named), or a subgraph; None when that is not the reason."""
+    from onnx import AttributeProto
+
+    label = node_label(node)
+    known = set(context.constants) | set(context.shape_values)
+    if node.domain in ("", "ai.onnx") and node.op_type in COUNTING_OPS:
+        counted = node.input[COUNTING_OPS[node.op_type]]
+        return (f"{label}: the shape of its output '{name}' counts values of its input '{counted}', known only when "
+                "the model runs; a static plan needs every shape at import (planning such an output at its upper "
+                "bound is not supported): compute it outside the planned model")
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return (f"{label}: the shape of its output '{name}' comes from its subgraph at run time (subgraphs are not "
+                "opened); a static plan needs every shape at import: unroll the loop or fold the branch in the model")
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    positions = SHAPE_INPUTS.get(node.op_type, ())
+    runtime = [node.input[i] for i in positions if i < len(node.input) and node.input[i] and node.input[i] not in known]
+    if not runtime:
+        return None
+    return (f"{label}: the shape of its output '{name}' depends on the values of its input '{runtime[0]}', known only "
+            f"when the model runs; a static plan needs every shape at import: make '{runtime[0]}' a constant (an "
+            "initializer or a Constant node)")
 
 
 def _op_name(node) -> str:

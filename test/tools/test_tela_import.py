@@ -216,6 +216,18 @@ IMPORT_CASES = [
      "bad.onnx: a 'Reshape' node: the shape of 'y' cannot be expressed in the symbolic dimensions: its constant "
      "shape [1, 4] holds '4' elements, its input '4*n' (the shape fixes a dimension the import keeps symbolic); "
      "fix the dimensions it depends on with --dim n=VALUE"),
+    ("shape-from-input-values",
+     _save([helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum")], [_value("x", shape=(2, 3)),
+            _value("axes", TensorProto.INT64, (1,))], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
+     "bad.onnx: node 'sum' (ReduceSum): the shape of its output 'y' depends on the values of its input 'axes', known "
+     "only when the model runs; a static plan needs every shape at import: make 'axes' a constant (an initializer or "
+     "a Constant node)"),
+    ("shape-counting-input-values",
+     _save([helper.make_node("Unique", ["x"], ["y"], name="unique")], [_value("x", shape=(6,))],
+           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
+     "bad.onnx: node 'unique' (Unique): the shape of its output 'y' counts values of its input 'x', known only when "
+     "the model runs; a static plan needs every shape at import (planning such an output at its upper bound is not "
+     "supported): compute it outside the planned model"),
     ("range-for-iree", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]),
      ["--frontend=iree", "--dim", "n=1..8"],
      "--dim n=LO..HI applies to --frontend=telamalloc only; fix the dimension with --dim n=VALUE (IREE's path "
