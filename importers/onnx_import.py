@@ -26,7 +26,8 @@ is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
 node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
 shows `onnx-reference`; also `ai.onnx.ml` and `ai.onnx.preview.training` ops the reference
-implements); nodes the reference cannot run alone (other domains, subgraphs,
+implements, and operators ONNX defines as functions of others); nodes the reference
+cannot run alone (other domains, subgraphs reading the outer scope,
 random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
@@ -534,9 +535,10 @@ def _reference_loaders() -> dict:
 
 def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = None) -> bool:
     """Whether the interpreter can run `node` with ONNX's reference implementation
-    (`runtime/interp/onnx_reference.py`): a deterministic op without subgraphs (a subgraph
-    reads its outer scope, which one node alone does not have) that the reference
-    implements at the model's opset of its domain: the default domain, the training
+    (`runtime/interp/onnx_reference.py`): a deterministic op whose subgraphs, if any, read
+    nothing from the outer scope (which one node alone does not have) that the reference
+    implements, or ONNX defines as a function of other operators, at the model's opset of
+    its domain: the default domain, the training
     optimizers of `ai.onnx.preview.training` (Adagrad, Adam, Momentum; not Gradient, which
     differentiates a graph), the classic ML ops of `ai.onnx.ml`."""
     from onnx import AttributeProto
@@ -558,13 +560,44 @@ def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = N
     if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
             opset < 7 or (len(node.input) > 2 and node.input[2])):
         return False  # it may train, and without a seed its mask is random
-    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+    if _outer_scope_reads(node):
         return False
     try:
         load_op("", node.op_type, opset)
     except Exception:  # NotImplementedError, or a schema the reference does not know at this opset
-        return False
+        return _has_function_body(node.op_type, opset)
     return True
+
+
+def _has_function_body(op_type: str, opset: int) -> bool:
+    """Whether ONNX defines `op_type` at `opset` as a function of other operators (Gelu,
+    HardSwish, Mish, GroupNormalization): the reference evaluator runs its body."""
+    import onnx
+
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except Exception:  # noqa: BLE001 - no such operator at this opset
+        return False
+    return bool(schema.has_function or schema.has_context_dependent_function)
+
+
+def _outer_scope_reads(node) -> set[str]:
+    """The names `node`'s subgraphs (If branches, Loop and Scan bodies, at any depth) read
+    from outside themselves: a node whose subgraphs read none runs alone, as one node."""
+    from onnx import AttributeProto
+
+    read: set[str] = set()
+    for attribute in node.attribute:
+        bodies = [attribute.g] if attribute.type == AttributeProto.GRAPH else (
+            list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else [])
+        for body in bodies:
+            defined = {value.name for value in body.input} | {init.name for init in body.initializer}
+            defined |= {name for inner in body.node for name in inner.output}
+            for inner in body.node:
+                read |= {name for name in inner.input if name and name not in defined}
+                read |= {name for name in _outer_scope_reads(inner) if name not in defined}
+            read |= {value.name for value in body.output if value.name not in defined}
+    return read
 
 
 def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]) -> Kernel | View | None:

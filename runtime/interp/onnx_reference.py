@@ -48,13 +48,19 @@ def is_reference_kernel(name: str, params: Mapping[str, Any]) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def _evaluator(encoded: str, opset: int, domain_opset: int | None = None):
+def _evaluator(encoded: str, opset: int, domain_opset: int | None = None, types: tuple = ()):
+    """The node's one-node evaluator; `types`, each input's (numpy dtype, rank), types the
+    inputs, which an operator defined by a context-dependent function (GroupNormalization,
+    Gelu) needs to expand its body."""
     from onnx import NodeProto, helper
     from onnx.reference import ReferenceEvaluator
 
     node = NodeProto()
     node.ParseFromString(base64.b64decode(encoded))
-    inputs = [helper.make_empty_tensor_value_info(name) for name in node.input if name]
+    present = [name for name in node.input if name]
+    inputs = [helper.make_empty_tensor_value_info(name) for name in present]
+    if len(types) == len(present):
+        inputs = [_typed(name, dtype, rank) or value for name, (dtype, rank), value in zip(present, types, inputs)]
     outputs = [helper.make_empty_tensor_value_info(name) for name in node.output if name]
     graph = helper.make_graph([node], "kernel", inputs, outputs)
     opsets = [helper.make_opsetid("", opset)]
@@ -62,6 +68,18 @@ def _evaluator(encoded: str, opset: int, domain_opset: int | None = None):
         opsets.append(helper.make_opsetid(node.domain, domain_opset or 1))
     model = helper.make_model(graph, opset_imports=opsets)
     return node, ReferenceEvaluator(model)
+
+
+def _typed(name: str, dtype: str, rank: int):
+    """A value info of `name` with numpy `dtype`'s element type and `rank` unknown
+    dimensions, or None for a dtype ONNX's table does not map."""
+    from onnx import helper
+
+    try:
+        element = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return helper.make_tensor_value_info(name, element, [None] * rank)
 
 
 def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np.ndarray],
@@ -77,7 +95,8 @@ def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np
         raise KernelError(f"kernel '{name}' needs the string parameter '{NODE_PARAM}' and the integer '{OPSET_PARAM}' "
                           f"(and '{DOMAIN_OPSET_PARAM}' an integer when given)")
     try:
-        node, evaluator = _evaluator(encoded, opset, domain_opset)
+        types = tuple((array.dtype.str, array.ndim) for array in ins)
+        node, evaluator = _evaluator(encoded, opset, domain_opset, types)
     except ImportError:
         raise KernelError(f"kernel '{name}' runs ONNX's reference implementation: install the onnx package") from None
     except Exception as error:  # a malformed parameter or an operator the reference lacks

@@ -1,7 +1,6 @@
 """Sequences and optionals resolved at import (importers/onnx_sequences.py): the rewrite
 into tensor ops, and models with sequences imported, planned, verified and compared with
-ONNX's reference evaluator on the whole model; and the ops of ONNX's other domains
-(ai.onnx.ml, ai.onnx.preview.training) run on the reference the same way."""
+ONNX's reference evaluator on the whole model."""
 
 from __future__ import annotations
 
@@ -132,29 +131,3 @@ def test_a_split_of_a_symbolic_dimension_is_refused_naming_it():
     with pytest.raises(OnnxImportError, match=r"^node 'split' \(SplitToSequence\): dimension 0 of 'x' is not static"):
         import_onnx(model)
 
-
-def test_training_and_ml_domain_ops_run_on_onnx_s_reference():
-    """Adam (ai.onnx.preview.training) and Binarizer (ai.onnx.ml): no hand kernel, run by
-    onnx.reference with the model's opset of their domain; Gradient has no reference."""
-    nodes = [helper.make_node("Adam", ["r", "t", "x", "g", "v", "h"], ["x2", "v2", "h2"], domain="ai.onnx.preview.training",
-                              alpha=0.9, beta=0.999, epsilon=1e-2, norm_coefficient=0.1),
-             helper.make_node("Binarizer", ["x2"], ["b"], domain="ai.onnx.ml", threshold=0.5)]
-    vector = [_tensor(name, [3]) for name in ("x", "g", "v", "h")]
-    graph = helper.make_graph(nodes, "g", vector, [_tensor(n, [3]) for n in ("x2", "v2", "h2", "b")],
-                              initializer=[onnx.numpy_helper.from_array(np.float32(0.1), "r"), _int("t", 2)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3),
-                                                    helper.make_opsetid("ai.onnx.preview.training", 1)])
-    model.ir_version = 8
-    imported = import_onnx(model)
-    assert imported.runnable == {"ai.onnx.preview.training.Adam": "onnx-reference", "ai.onnx.ml.Binarizer": "onnx-reference"}
-    generator = np.random.default_rng(0)
-    feeds = {name: generator.standard_normal(3).astype(np.float32) for name in ("x", "g", "v", "h")}
-    feeds["h"] = np.abs(feeds["h"])  # an accumulated squared gradient
-    _run_and_compare(model, feeds)
-
-    gradient = helper.make_node("Gradient", ["x"], ["dx"], domain="ai.onnx.preview.training", xs=["x"], y="x2")
-    graph = helper.make_graph([nodes[0], gradient], "g", vector, [_tensor("x2", [3]), _tensor("dx", [3])],
-                              initializer=[onnx.numpy_helper.from_array(np.float32(0.1), "r"), _int("t", 2)])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
-                                                    helper.make_opsetid("ai.onnx.preview.training", 1)])
-    assert import_onnx(model).planned_only == {"ai.onnx.preview.training.Gradient": 1}
