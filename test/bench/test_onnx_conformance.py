@@ -125,6 +125,35 @@ def test_the_cached_only_table_states_its_coverage(tmp_path, capsys):
     assert next(line for line in table.splitlines() if line.startswith("node")).split()[1] == "1"
 
 
+FAKE_WORKER = """
+import json, os, sys, time
+for line in sys.stdin:
+    argv = json.loads(line)
+    if argv == ["die"]:
+        os.kill(os.getpid(), 9)
+    if argv == ["hang"]:
+        time.sleep(60)
+    print(json.dumps([0, "pid %d" % os.getpid()]), flush=True)
+"""
+
+
+def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkeypatch):
+    monkeypatch.setattr(conformance, "WORKER", FAKE_WORKER)
+    worker = conformance.IreeWorker(timeout=2)
+    try:
+        status, first = worker.run(["ok"])
+        assert status == 0 and worker.run(["ok"])[1] == first  # one process for the cases
+        assert worker.run(["die"]) == (None, "the worker process died (killed by a signal: an abort or a crash of "
+                                             "native code)")
+        status, second = worker.run(["ok"])
+        assert status == 0 and second != first  # replaced
+        assert worker.run(["hang"]) == (None, "timed out after 2 s")
+        assert worker.run(["ok"])[0] == 0
+    finally:
+        worker.close()
+    assert worker.process is None
+
+
 @pytest.mark.slow  # IREE's importer, iree-opt and MLIR's JIT: ~5 s a case
 def test_the_iree_run_goes_through_the_worker_and_resumes_from_the_cache(tmp_path, capsys):
     if importlib.util.find_spec("iree") is None:  # (not imported here: IREE's MLIR would clash with MLIR's)
