@@ -107,6 +107,16 @@ class _Rewriter:
         tensor = self.onnx.numpy_helper.from_array(np.asarray(value), output)
         self.node("Constant", [], [output], name=name, value=tensor)
 
+    def on_axis(self, op_type: str, source: str, target: str, axis: int) -> None:
+        """`Squeeze` or `Unsqueeze` of `source` on `axis` (an input from opset 13, before
+        an attribute)."""
+        if self.opset >= 13:
+            axes = self.fresh(f"{target}.axes")
+            self.constant(axes, _int64([axis], 1), "")
+            self.node(op_type, [source, axes], [target])
+        else:
+            self.node(op_type, [source], [target], axes=[axis])
+
     def position(self, node, index: int, what: str) -> int | None:
         """The constant integer scalar at input `index`, None when the input is absent."""
         if len(node.input) <= index or not node.input[index]:
@@ -306,12 +316,7 @@ class _Rewriter:
                 self.node("Split", [source], pieces, name=node.name, axis=axis, split=sizes)
             if squeeze:
                 for piece, element in zip(pieces, elements, strict=True):
-                    if self.opset >= 13:
-                        axes = self.fresh(f"{element}.axes")
-                        self.constant(axes, _int64([axis], 1), "")
-                        self.node("Squeeze", [piece, axes], [element])
-                    else:
-                        self.node("Squeeze", [piece], [element], axes=[axis])
+                    self.on_axis("Squeeze", piece, element, axis)
             return elements
 
         for element in elements:
@@ -340,12 +345,7 @@ class _Rewriter:
             unsqueezed = []
             for name in items:
                 target = self.fresh(f"{name}.unsqueezed")
-                if self.opset >= 13:
-                    axes = self.fresh(f"{name}.axes")
-                    self.constant(axes, _int64([axis], 1), "")
-                    self.node("Unsqueeze", [name, axes], [target])
-                else:
-                    self.node("Unsqueeze", [name], [target], axes=[axis])
+                self.on_axis("Unsqueeze", name, target, axis)
                 unsqueezed.append(target)
             items = unsqueezed
         self.node("Concat", items, [out], name=node.name, axis=axis)
