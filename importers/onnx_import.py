@@ -64,7 +64,15 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
-from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, narrow_element_types, node_label, tensor_types
+from telamalloc.importers.onnx_graph import (
+    Graph,
+    OnnxImportError,
+    Tensor,
+    narrow_element_types,
+    node_label,
+    outer_scope_reads,
+    tensor_types,
+)
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
 from telamalloc.importers.onnx_sequences import resolve_sequences
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
@@ -560,7 +568,7 @@ def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = N
     if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
             opset < 7 or (len(node.input) > 2 and node.input[2])):
         return False  # it may train, and without a seed its mask is random
-    if _outer_scope_reads(node):
+    if outer_scope_reads(node):
         return False
     try:
         load_op("", node.op_type, opset)
@@ -580,24 +588,6 @@ def _has_function_body(op_type: str, opset: int) -> bool:
         return False
     return bool(schema.has_function or schema.has_context_dependent_function)
 
-
-def _outer_scope_reads(node) -> set[str]:
-    """The names `node`'s subgraphs (If branches, Loop and Scan bodies, at any depth) read
-    from outside themselves: a node whose subgraphs read none runs alone, as one node."""
-    from onnx import AttributeProto
-
-    read: set[str] = set()
-    for attribute in node.attribute:
-        bodies = [attribute.g] if attribute.type == AttributeProto.GRAPH else (
-            list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else [])
-        for body in bodies:
-            defined = {value.name for value in body.input} | {init.name for init in body.initializer}
-            defined |= {name for inner in body.node for name in inner.output}
-            for inner in body.node:
-                read |= {name for name in inner.input if name and name not in defined}
-                read |= {name for name in _outer_scope_reads(inner) if name not in defined}
-            read |= {value.name for value in body.output if value.name not in defined}
-    return read
 
 
 def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]) -> Kernel | View | None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from telamalloc.importers.onnx_graph import OnnxImportError, node_label
+from telamalloc.importers.onnx_graph import OnnxImportError, node_label, outer_scope_reads
 
 SEQUENCE_OPS = frozenset({
     "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
@@ -164,7 +164,7 @@ class _Rewriter:
                 self.rewrite(node)
                 kept.extend(self.emitted)
                 continue
-            for name in node.input:
+            for name in [*node.input, *sorted(outer_scope_reads(node))]:
                 if name in self.sequences or name in self.optionals:
                     raise OnnxImportError(
                         f"{node_label(node)}: it reads the {'sequence' if name in self.sequences else 'optional'} "

@@ -139,7 +139,7 @@ for line in sys.stdin:
 
 def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkeypatch):
     monkeypatch.setattr(conformance, "WORKER", FAKE_WORKER)
-    worker = conformance.IreeWorker(timeout=2)
+    worker = conformance.IreeWorker(timeout=1)
     try:
         status, first = worker.run(["ok"])
         assert status == 0 and worker.run(["ok"])[1] == first  # one process for the cases
@@ -147,7 +147,7 @@ def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkey
                                              "native code)")
         status, second = worker.run(["ok"])
         assert status == 0 and second != first  # replaced
-        assert worker.run(["hang"]) == (None, "timed out after 2 s")
+        assert worker.run(["hang"]) == (None, "timed out after 1 s")
         assert worker.run(["ok"])[0] == 0
     finally:
         worker.close()

@@ -131,3 +131,14 @@ def test_a_split_of_a_symbolic_dimension_is_refused_naming_it():
     with pytest.raises(OnnxImportError, match=r"^node 'split' \(SplitToSequence\): dimension 0 of 'x' is not static"):
         import_onnx(model)
 
+
+
+def test_a_sequence_read_inside_a_subgraph_is_refused_naming_the_node():
+    body = helper.make_graph([helper.make_node("SequenceAt", ["s", "zero"], ["y_then"])], "then", [],
+                             [_tensor("y_then", [2])], initializer=[_int("zero", 0)])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["y_else"])], "else", [], [_tensor("y_else", [2])])
+    model = _model([helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                    helper.make_node("If", ["c"], ["y"], name="branch", then_branch=body, else_branch=other)],
+                   [_tensor("x", [2]), _tensor("c", [], TensorProto.BOOL)], [_tensor("y", [2])])
+    with pytest.raises(OnnxImportError, match=r"^node 'branch' \(If\): it reads the sequence 's'"):
+        import_onnx(model)
