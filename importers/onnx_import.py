@@ -25,7 +25,7 @@ Every node is mapped in a topological order of the graph (the file's order where
 is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
 node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
-shows `onnx-reference`; also `ai.onnx.ml` and `ai.onnx.preview.training` ops the reference
+shows `onnx-reference`; also `ai.onnx.ml`, `ai.onnx.preview(.training)` ops the reference
 implements, and operators ONNX defines as functions of others); nodes the reference
 cannot run alone (other domains, subgraphs reading the outer scope,
 random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
@@ -536,9 +536,10 @@ def _op_name(node) -> str:
 
 def _reference_loaders() -> dict:
     """The domains ONNX's reference implementation runs besides the default one."""
-    from onnx.reference.ops import aionnx_preview_training, aionnxml
+    from onnx.reference.ops import aionnx_preview, aionnx_preview_training, aionnxml
 
-    return {"ai.onnx.preview.training": aionnx_preview_training.load_op, "ai.onnx.ml": aionnxml.load_op}
+    return {"ai.onnx.preview.training": aionnx_preview_training.load_op, "ai.onnx.ml": aionnxml.load_op,
+            "ai.onnx.preview": aionnx_preview.load_op}
 
 
 def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = None) -> bool:
@@ -548,15 +549,14 @@ def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = N
     implements, or ONNX defines as a function of other operators, at the model's opset of
     its domain: the default domain, the training
     optimizers of `ai.onnx.preview.training` (Adagrad, Adam, Momentum; not Gradient, which
-    differentiates a graph), the classic ML ops of `ai.onnx.ml`."""
-    from onnx import AttributeProto
+    differentiates a graph), the classic ML ops of `ai.onnx.ml`, `ai.onnx.preview`'s
+    FlexAttention."""
     from onnx.reference.ops import load_op
 
     if node.domain not in ("", "ai.onnx"):
         loader = _reference_loaders().get(node.domain)
         version = (domain_opsets or {}).get(node.domain)
-        if loader is None or version is None or any(
-                a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        if loader is None or version is None or outer_scope_reads(node):
             return False
         try:
             loader(node.domain, node.op_type, version)
