@@ -125,6 +125,8 @@ class ImportedModel:
     views: int = 0  # nodes imported as views of their input's buffer (no kernel, no copy)
     ranges: dict[str, SymbolRange] = field(default_factory=dict)  # kept symbolic dimensions -> their ranges
     defaulted: tuple[str, ...] = ()  # the kept dimensions that took `ImportOptions.default_range`
+    constant_values: dict[str, Any] = field(default_factory=dict)  # constant arguments' values the import knows
+    # (folded outputs of a type the IR has no dense form for, e.g. bfloat16), to pass to a run
 
 
 # --------------------------------------------------------------------------------------
@@ -637,6 +639,8 @@ def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOp
         views=sum(isinstance(item, View) for item in mapped),
         ranges=dict(ranges),
         defaulted=tuple(name for name in ranges if not isinstance(options.dims.get(name), SymbolRange)),
+        constant_values={name: context.constants[name] for name, direction in emitted.arguments
+                         if direction == "in" and name in context.constants and name in set(constant_names)},
     )
 
 

@@ -82,3 +82,29 @@ def test_an_if_runs_alone_unless_its_branches_read_the_outer_scope():
                                        else_branch=branch("else", 2.0))],
                      [*cond, _tensor("x", [1])], [_tensor("y", [1])])
     assert import_onnx(reading).planned_only == {"If": 1}
+
+
+def test_a_folded_constant_without_a_dense_form_comes_with_its_value():
+    """A bfloat16 constant folded at import has no dense attribute in the IR: it is a
+    function argument, and `constant_values` gives the value to pass (as the conformance
+    run does)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from telamalloc.runtime.interp.run import argument_name, find_entry
+    from telamalloc.verification import verify_program
+
+    half = onnx.numpy_helper.from_array(np.float32([0.5, 1.5, -2.0]), "half")
+    model = _model([helper.make_node("Cast", ["half"], ["half_bf16"], to=TensorProto.BFLOAT16),
+                    helper.make_node("Mul", ["x", "half_bf16"], ["y"])],
+                   [_tensor("x", [3], TensorProto.BFLOAT16)], [_tensor("y", [3], TensorProto.BFLOAT16)], [half])
+    imported = import_onnx(model)
+    assert set(imported.constant_values) == {"half_bf16"}
+    assert imported.constant_values["half_bf16"].dtype == ml_dtypes.bfloat16
+    x = np.array([2, 4, 8], ml_dtypes.bfloat16)
+    feeds = {"x": x, **imported.constant_values}
+    arrays = [feeds[name] if direction == "in" else np.zeros(3, ml_dtypes.bfloat16) for name, direction in imported.arguments]
+    report = verify_program(imported.module, inputs=arrays)
+    assert report.ok, report.lines()
+    function = find_entry(imported.module, None)
+    (out,) = [index for index, (_, direction) in enumerate(imported.arguments) if direction == "out"]
+    values = {output.name: output.value for output in report.values}
+    assert values[argument_name(function, out)].astype(np.float32).tolist() == [1.0, 6.0, -16.0]
