@@ -55,7 +55,7 @@ import contextlib
 import functools
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,8 @@ class ImportOptions:
     dims: Mapping[str, int | SymbolRange] = field(default_factory=dict)
     default_range: SymbolRange | None = DEFAULT_RANGE  # None: a kept dimension needs a range in `dims`
     max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
+    # a sequence input's tensors' shapes: it becomes one input per tensor, NAME.0, NAME.1, ...
+    sequence_inputs: Mapping[str, Sequence[Sequence[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     ordered = _topological(list(copy.graph.node))  # shape inference needs producers first
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
-    resolve_sequences(copy)  # sequences and optionals become lists of tensors, or one located refusal
+    resolve_sequences(copy, options.sequence_inputs)  # sequences become lists of tensors, or one located refusal
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
     prefolded = _fold_shape_subgraphs(copy, options.max_global_bytes)

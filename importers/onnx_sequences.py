@@ -20,8 +20,13 @@ and no sequence is left to plan:
   `Constant`; `OptionalGetElement` -> the element (an `Identity` for a tensor); both also
   take a plain tensor, as ONNX allows; `Identity` of a sequence or optional is the same list.
 
-Anything else is refused with one line naming the node or the value: a sequence or optional
-graph input or output (its length or presence is known only when the model runs), a
+A sequence graph input whose tensors' shapes are given (`ImportOptions.sequence_inputs`,
+the length is how many) becomes one input per tensor, `NAME.0`, `NAME.1`, ...; a sequence
+graph output the import resolves, one output per tensor named the same way.
+
+Anything else is refused with one line naming the node or the value: a sequence input
+without given shapes, an optional graph input or output (its length or presence is known
+only when the model runs), a
 position or split that is not a constant, a position out of range, a sequence read by any
 other node (`SequenceMap`, `If`, `Loop`: subgraphs are not opened), an element read from an
 empty optional. Nodes inside subgraphs are left as they are.
@@ -29,6 +34,7 @@ empty optional. Nodes inside subgraphs are left as they are.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from telamalloc.importers.onnx_graph import OnnxImportError, node_label, outer_scope_reads
@@ -148,15 +154,26 @@ class _Rewriter:
         return name
 
     # -- the rewrite ---------------------------------------------------------------
-    def run(self) -> None:
+    def run(self, bound: Mapping[str, Sequence[Sequence[int]]]) -> None:
         graph = self.model.graph
+        unknown = sorted(set(bound) - {value.name for value in graph.input if _kind(value) == "sequence_type"})
+        if unknown:
+            raise OnnxImportError(f"the sequence shapes given for '{unknown[0]}' name no sequence input of the model")
+        inputs = []
         for value in graph.input:
-            if (kind := _kind(value)) is not None:
+            if (kind := _kind(value)) is None:
+                inputs.append(value)
+            elif value.name in bound:
+                inputs.extend(self._bound_input(value, bound[value.name]))
+            else:
                 noun = kind.removesuffix("_type")
                 raise OnnxImportError(
                     f"input '{value.name}' is {'an' if noun == 'optional' else 'a'} {noun}: its length or presence is known only "
                     "when the model runs, and a static plan needs it at import; pass its tensors as separate inputs"
+                    + (" or give its tensors' shapes (ImportOptions.sequence_inputs)" if noun == "sequence" else "")
                 )
+        del graph.input[:]
+        graph.input.extend(inputs)
         kept = []
         for node in graph.node:
             if node.domain in ("", "ai.onnx") and (node.op_type in SEQUENCE_OPS or self._aliases(node)):
@@ -176,18 +193,72 @@ class _Rewriter:
                 if value is not None:
                     self.constants[node.output[0]] = self.onnx.numpy_helper.to_array(value.t)
             kept.append(node)
+        outputs = []
         for value in graph.output:
-            if value.name in self.sequences or value.name in self.optionals or _kind(value):
+            if value.name in self.sequences and _kind(value) == "sequence_type":
+                self.emitted = []
+                outputs.extend(self._expanded_output(value))
+                kept.extend(self.emitted)
+            elif value.name in self.sequences or value.name in self.optionals or _kind(value):
                 raise OnnxImportError(
-                    f"output '{value.name}' is a sequence or optional value; the importer plans tensors only: make "
-                    "each element a graph output of its own (SequenceAt)"
+                    f"output '{value.name}' is a sequence or optional value the importer cannot resolve; it plans "
+                    "tensors only: make each element a graph output of its own (SequenceAt)"
                 )
+            else:
+                outputs.append(value)
+        del graph.output[:]
+        graph.output.extend(outputs)
         resolved = set(self.sequences) | set(self.optionals)
         kept_values = [value for value in graph.value_info if value.name not in resolved]
         del graph.node[:]
         graph.node.extend(kept)
         del graph.value_info[:]
         graph.value_info.extend(kept_values)
+
+    def _element_type(self, value) -> int:
+        element = value.type.sequence_type.elem_type
+        if element.WhichOneof("value") != "tensor_type":
+            raise OnnxImportError(f"sequence '{value.name}' holds {element.WhichOneof('value') or 'untyped values'}, "
+                                  "not tensors; the importer plans tensors only")
+        return element.tensor_type.elem_type
+
+    def _bound_input(self, value, shapes: Sequence[Sequence[int]]) -> list:
+        """Sequence input `value` as one tensor input per element, `NAME.0`, `NAME.1`, ...,
+        of the given shapes (checked against the element type's static dimensions)."""
+        helper = self.onnx.helper
+        element_type = self._element_type(value)
+        declared = value.type.sequence_type.elem_type.tensor_type
+        names = []
+        for index, shape in enumerate(shapes):
+            if declared.HasField("shape"):
+                dims = [dim.dim_value if dim.HasField("dim_value") else None for dim in declared.shape.dim]
+                if len(dims) != len(shape) or any(d is not None and d != n for d, n in zip(dims, shape, strict=False)):
+                    raise OnnxImportError(
+                        f"sequence input '{value.name}': tensor {index} is given shape {list(shape)}, but the model "
+                        f"declares its tensors {['?' if d is None else d for d in dims]}"
+                    )
+            name = f"{value.name}.{index}"
+            if name in self.names:
+                raise OnnxImportError(f"sequence input '{value.name}': its tensor {index} would be named '{name}', "
+                                      "which the model uses already; rename that value")
+            self.names.add(name)
+            names.append(helper.make_tensor_value_info(name, element_type, list(shape)))
+        self.sequences[value.name] = [info.name for info in names]
+        return names
+
+    def _expanded_output(self, value) -> list:
+        """Sequence output `value` as one tensor output per element, `NAME.0`, `NAME.1`, ..."""
+        element_type = self._element_type(value)
+        outputs = []
+        for index, element in enumerate(self.sequences[value.name]):
+            name = f"{value.name}.{index}"
+            if name in self.names:
+                raise OnnxImportError(f"sequence output '{value.name}': its tensor {index} would be named '{name}', "
+                                      "which the model uses already; rename that value")
+            self.names.add(name)
+            self.node("Identity", [self.element(element)], [name])
+            outputs.append(self.onnx.helper.make_tensor_value_info(name, element_type, None))
+        return outputs
 
     def _aliases(self, node) -> bool:
         return node.op_type == "Identity" and bool(node.input) and (
@@ -295,7 +366,7 @@ class _Rewriter:
                 )
             count = split_shape[0]
             sizes = [int(v) for v in split] if split is not None else None
-        elements = [self.fresh(f"{out}.{index}") for index in range(count)]
+        elements = [self.fresh(f"{out}.part{index}") for index in range(count)]
         self.sequences[out] = elements
         squeeze = split_name is None and keepdims == 0
         self.ranks.update((element, len(shape) - squeeze) for element in elements)
@@ -363,15 +434,21 @@ def _bool(value: bool):
     return np.asarray(value, np.bool_)
 
 
-def resolve_sequences(model) -> int:
+def resolve_sequences(model, sequence_inputs: Mapping[str, Sequence[Sequence[int]]] | None = None) -> int:
     """Rewrites, in place, `model`'s sequence and optional ops into tensor ops (the module
-    doc says which and how); returns how many nodes were resolved. Raises OnnxImportError
-    (one line, naming the node or value) where a sequence cannot be resolved at import."""
+    doc says which and how); returns how many nodes were resolved. `sequence_inputs` gives
+    a sequence input's tensors' shapes (its length is theirs): it becomes one input per
+    tensor, `NAME.0`, `NAME.1`, ... Raises OnnxImportError (one line, naming the node or
+    value) where a sequence cannot be resolved at import."""
     graph = model.graph
+    bound = dict(sequence_inputs or {})
     if not needs_resolving(graph):
+        if bound:
+            raise OnnxImportError(f"the sequence shapes given for '{sorted(bound)[0]}' name no sequence input of the "
+                                  "model")
         return 0
     before = sum(1 for node in graph.node if node.op_type in SEQUENCE_OPS)
-    _Rewriter(model).run()
+    _Rewriter(model).run(bound)
     return before
 
 

@@ -142,3 +142,27 @@ def test_a_sequence_read_inside_a_subgraph_is_refused_naming_the_node():
                    [_tensor("x", [2]), _tensor("c", [], TensorProto.BOOL)], [_tensor("y", [2])])
     with pytest.raises(OnnxImportError, match=r"^node 'branch' \(If\): it reads the sequence 's'"):
         import_onnx(model)
+
+
+def test_a_sequence_input_with_given_shapes_and_a_sequence_output_are_tensors_each():
+    from telamalloc.importers.onnx_import import ImportOptions
+
+    model = _model([helper.make_node("SequenceInsert", ["s", "t"], ["out"])],
+                   [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None), _tensor("t", [3])],
+                   [helper.make_tensor_sequence_value_info("out", TensorProto.FLOAT, None)])
+    imported = import_onnx(model, ImportOptions(sequence_inputs={"s": [(3,), (3,)]}))
+    assert imported.arguments == (("s.0", "in"), ("s.1", "in"), ("t", "in"), ("out.0", "out"), ("out.1", "out"),
+                                  ("out.2", "out"))
+    items = [np.full(3, value, np.float32) for value in (1, 2, 3)]
+    function = find_entry(imported.module, None)
+    report = verify_program(imported.module, inputs=[*items, *(np.zeros(3, np.float32) for _ in range(3))])
+    assert report.ok, report.lines()
+    values = {output.name: output.value for output in report.values}
+    assert [values[argument_name(function, index)].tolist() for index in (3, 4, 5)] == [[1] * 3, [2] * 3, [3] * 3]
+    with pytest.raises(OnnxImportError, match=r"^sequence input 's': tensor 1 is given shape \[4\], but the model "):
+        declared = _model([helper.make_node("SequenceLength", ["s"], ["n"])],
+                          [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [3])],
+                          [_tensor("n", [], TensorProto.INT64)])
+        import_onnx(declared, ImportOptions(sequence_inputs={"s": [(3,), (4,)]}))
+    with pytest.raises(OnnxImportError, match=r"^the sequence shapes given for 'q' name no sequence input"):
+        import_onnx(model, ImportOptions(sequence_inputs={"q": [(3,)]}))

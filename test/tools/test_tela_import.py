@@ -161,12 +161,13 @@ IMPORT_CASES = [
      _save([helper.make_node("SequenceLength", ["s"], ["n"])], [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [4])],
            [_value("n", TensorProto.INT64, ())]),
      [], "bad.onnx: input 's' is a sequence: its length or presence is known only when the model runs, and a static plan "
-         "needs it at import; pass its tensors as separate inputs"),
-    ("sequence-output",
-     _save([helper.make_node("SequenceConstruct", ["x", "x"], ["s"])], [_value("x")],
-           [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [2, 3])]),
-     [], "bad.onnx: output 's' is a sequence or optional value; the importer plans tensors only: make each element a "
-         "graph output of its own (SequenceAt)"),
+         "needs it at import; pass its tensors as separate inputs or give its tensors' shapes "
+         "(ImportOptions.sequence_inputs)"),
+    ("optional-output",
+     _save([helper.make_node("Optional", ["x"], ["o"])], [_value("x")],
+           [helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])))]),
+     [], "bad.onnx: output 'o' is a sequence or optional value the importer cannot resolve; it plans tensors only: make "
+         "each element a graph output of its own (SequenceAt)"),
     ("sequence-position-not-constant",
      _save([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]), helper.make_node("SequenceAt", ["s", "i"], ["y"], name="at")],
            [_value("x"), _value("i", TensorProto.INT64, ())], [_value("y")]),
