@@ -16,6 +16,7 @@ and no sequence is left to plan:
   element is read (a `SequenceLength` alone needs only the count: the length of a 1-D
   `split`, its value for a scalar one, the split dimension without one);
 - `ConcatFromSequence` -> `Concat` (`Unsqueeze` first for `new_axis=1`);
+- `SequenceMap` -> its body, inlined once per position (a body without subgraphs);
 - `Optional` holds a tensor or a sequence, or nothing; `OptionalHasElement` -> a
   `Constant`; `OptionalGetElement` -> the element (an `Identity` for a tensor); both also
   take a plain tensor, as ONNX allows; `Identity` of a sequence or optional is the same list.
@@ -28,7 +29,7 @@ Anything else is refused with one line naming the node or the value: a sequence 
 without given shapes, an optional graph input or output (its length or presence is known
 only when the model runs), a
 position or split that is not a constant, a position out of range, a sequence read by any
-other node (`SequenceMap`, `If`, `Loop`: subgraphs are not opened), an element read from an
+other node (`If`, `Loop`: subgraphs are not opened), an element read from an
 empty optional. Nodes inside subgraphs are left as they are.
 """
 
@@ -41,6 +42,7 @@ from telamalloc.importers.onnx_graph import OnnxImportError, node_label, outer_s
 
 SEQUENCE_OPS = frozenset({
     "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
+    "SequenceMap",
     "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalHasElement", "OptionalGetElement",
 })
 """The default-domain ops `resolve_sequences` rewrites."""
@@ -186,7 +188,7 @@ class _Rewriter:
                     raise OnnxImportError(
                         f"{node_label(node)}: it reads the {'sequence' if name in self.sequences else 'optional'} "
                         f"'{name}'; the importer resolves sequences and optionals at import time through the "
-                        "sequence and optional ops only (not through subgraphs or SequenceMap): unroll it in the model"
+                        "sequence and optional ops only (not through If, Loop or Scan bodies): unroll it in the model"
                     )
             if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
                 value = next((a for a in node.attribute if a.name == "value"), None)
@@ -304,6 +306,8 @@ class _Rewriter:
             self._split(node, out)
         elif op == "ConcatFromSequence":
             self._concat(node, out)
+        elif op == "SequenceMap":
+            self._map(node)
         elif op == "Optional":
             source = node.input[0] if node.input and node.input[0] else None
             if source is None:
@@ -398,6 +402,47 @@ class _Rewriter:
             f"{node_label(node)}: dimension {axis} of '{source}' is not static; the number of tensors in the "
             "sequence cannot be resolved at import: fix it with --dim"
         )
+
+    def _map(self, node) -> None:
+        """`SequenceMap` unrolled: its body inlined once per position, reading that position's
+        tensor of each sequence input (a tensor input as it is); each output a sequence."""
+        from onnx import AttributeProto
+
+        body = next(a.g for a in node.attribute if a.name == "body")
+        if len(body.input) != len(node.input) or len(body.output) != len(node.output):
+            raise OnnxImportError(f"{node_label(node)}: its body takes {len(body.input)} inputs and gives "
+                                  f"{len(body.output)} outputs for {len(node.input)} and {len(node.output)}")
+        if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for inner in body.node for a in inner.attribute):
+            raise OnnxImportError(f"{node_label(node)}: its body has subgraphs of its own; the importer unrolls "
+                                  "one level only: flatten the body in the model")
+        lengths = {len(self.sequences[name]) for name in node.input if name in self.sequences}
+        if node.input[0] not in self.sequences or len(lengths) != 1:
+            raise OnnxImportError(f"{node_label(node)}: its sequence inputs are no sequences the importer followed "
+                                  "through the graph, or differ in length")
+        (count,) = lengths
+        results: list[list[str]] = [[] for _ in node.output]
+        for position in range(count):
+            names = {formal.name: (self.element(self.sequences[actual][position]) if actual in self.sequences else actual)
+                     for formal, actual in zip(body.input, node.input, strict=True)}
+            for init in body.initializer:
+                names[init.name] = self.fresh(f"{node.output[0]}.{position}.{init.name}")
+                self.node("Constant", [], [names[init.name]], value=init)
+            for inner in body.node:
+                copy = self.onnx.NodeProto()
+                copy.CopyFrom(inner)
+                del copy.input[:]
+                copy.input.extend(names.get(name, name) if name else "" for name in inner.input)
+                del copy.output[:]
+                for name in inner.output:
+                    if name:
+                        names[name] = self.fresh(f"{node.output[0]}.{position}.{name}")
+                    copy.output.append(names[name] if name else "")
+                copy.name = f"{node.name}.{position}.{inner.name}" if node.name else ""
+                self.emitted.append(copy)
+            for index, formal in enumerate(body.output):
+                results[index].append(names.get(formal.name, formal.name))
+        for name, items in zip(node.output, results, strict=True):
+            self.sequences[name] = items
 
     def _concat(self, node, out: str) -> None:
         items = [self.element(name) for name in self.sequence(node, node.input[0])]

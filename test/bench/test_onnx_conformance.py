@@ -43,7 +43,7 @@ MATCHING = (
     "test_adam", "test_ai_onnx_ml_binarizer", "test_group_normalization_example", "test_loop11",
     "test_flexattention_score_mod",
     # a sequence input (its tensors' shapes from the case's data) and a sequence output
-    "test_sequence_insert_at_back",
+    "test_sequence_insert_at_back", "test_sequence_map_extract_shapes",
 )
 # Cases refused or not run today, each for another reason (they may run one day: then they move above).
 OTHERS = ("test_string_concat", "test_sequence_insert_at_front", "test_constantofshape_float_ones")

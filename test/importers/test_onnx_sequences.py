@@ -166,3 +166,25 @@ def test_a_sequence_input_with_given_shapes_and_a_sequence_output_are_tensors_ea
         import_onnx(declared, ImportOptions(sequence_inputs={"s": [(3,), (4,)]}))
     with pytest.raises(OnnxImportError, match=r"^the sequence shapes given for 'q' name no sequence input"):
         import_onnx(model, ImportOptions(sequence_inputs={"q": [(3,)]}))
+
+
+def test_sequence_map_is_unrolled_and_runs_like_onnx():
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["item", "w"], ["scaled"]), helper.make_node("Add", ["scaled", "one"], ["out"]),
+         helper.make_node("Shape", ["item"], ["shape"])],
+        "body", [_tensor("item", [2, 3]), _tensor("w", [3])], [_tensor("out", [2, 3]), _tensor("shape", [2], TensorProto.INT64)],
+        initializer=[onnx.numpy_helper.from_array(np.float32(1), "one")])
+    model = _model(
+        [helper.make_node("SequenceConstruct", ["x", "y"], ["s"]),
+         helper.make_node("SequenceMap", ["s", "w"], ["mapped", "shapes"], body=body, name="map"),
+         helper.make_node("ConcatFromSequence", ["mapped"], ["z"], axis=0),
+         helper.make_node("ConcatFromSequence", ["shapes"], ["sizes"], axis=0)],
+        [_tensor("x", [2, 3]), _tensor("y", [2, 3]), _tensor("w", [3])],
+        [_tensor("z", [4, 3]), _tensor("sizes", [4], TensorProto.INT64)])
+    resolved = onnx.ModelProto()
+    resolved.CopyFrom(model)
+    resolve_sequences(resolved)
+    assert [node.op_type for node in resolved.graph.node].count("Mul") == 2
+    generator = np.random.default_rng(2)
+    _run_and_compare(model, {name: generator.standard_normal(shape).astype(np.float32)
+                             for name, shape in (("x", (2, 3)), ("y", (2, 3)), ("w", (3,)))})

@@ -183,7 +183,7 @@ IMPORT_CASES = [
             helper.make_node("Foo", ["s"], ["z"], name="foo", domain="custom")],
            [_value("x")], [_value("y")], domains=["custom"]),
      [], "bad.onnx: node 'foo' (Foo): it reads the sequence 's'; the importer resolves sequences and optionals at import "
-         "time through the sequence and optional ops only (not through subgraphs or SequenceMap): unroll it in the model"),
+         "time through the sequence and optional ops only (not through If, Loop or Scan bodies): unroll it in the model"),
     ("element-of-an-empty-optional",
      _save([helper.make_node("Optional", [], ["o"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])),
             helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")], [_value("x")], [_value("y")]),
