@@ -171,6 +171,16 @@ def test_the_iree_run_goes_through_the_worker_and_resumes_from_the_cache(tmp_pat
     assert capsys.readouterr().out == first
 
 
+def test_iree_reasons_group_messages_without_their_names():
+    reason = conformance.iree_reason(
+        "tela-import: error: /tmp/x/case.onnx: planning failed: the size of buffer 'alloc_13' of dynamic type "
+        "'memref<2x?xf32>' is not an expression of the function's dimensions: '%38' comes from 'arith.select'")
+    assert reason == ("iree: planning failed: the size of buffer '…' of dynamic type '…' is not an expression of the "
+                      "fu", ())
+    assert conformance.iree_reason("tela-import: error: m.onnx: node 'n1' (Attention): iree-opt cannot lower it")[1] == \
+        ("Attention",)
+
+
 def test_an_unknown_case_is_a_usage_error(cases, capsys):
     with pytest.raises(SystemExit) as stopped:
         conformance.main(["--directories", "node", "--cases", "test_no_such_case"])
