@@ -129,18 +129,22 @@ def test_the_cached_only_table_states_its_coverage(tmp_path, capsys):
 
 
 FAKE_WORKER = """
-import json, os, sys, time
+import json, os, subprocess, sys, time
 for line in sys.stdin:
     argv = json.loads(line)
     if argv == ["die"]:
         os.kill(os.getpid(), 9)
-    if argv == ["hang"]:
+    if argv[0] == "hang":  # a child of the case (as IREE's importer or the JIT would be), then hangs
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open(argv[1], "w").write(str(child.pid))
         time.sleep(60)
     print(json.dumps([0, "pid %d" % os.getpid()]), flush=True)
 """
 
 
-def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkeypatch):
+def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkeypatch, tmp_path):
+    import time
+
     monkeypatch.setattr(conformance, "WORKER", FAKE_WORKER)
     worker = conformance.IreeWorker(timeout=1)
     try:
@@ -150,7 +154,18 @@ def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkey
                                              "native code)")
         status, second = worker.run(["ok"])
         assert status == 0 and second != first  # replaced
-        assert worker.run(["hang"]) == (None, "timed out after 1 s")
+        assert worker.run(["hang", str(tmp_path / "child")]) == (None, "timed out after 1 s")
+        child = int((tmp_path / "child").read_text())
+        stat = Path(f"/proc/{child}/stat")
+        for _ in range(100):  # the case's child ends with the worker's process group (gone, or a zombie)
+            try:
+                if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            except (FileNotFoundError, ProcessLookupError):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the hung case's child {child} outlived the worker")
         assert worker.run(["ok"])[0] == 0
     finally:
         worker.close()
