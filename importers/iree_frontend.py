@@ -387,6 +387,8 @@ def _inputs(arguments: Sequence[tuple[tuple[int, ...], np.dtype]], seed: int) ->
     for shape, dtype in arguments:
         if dtype.kind == "f":
             arrays.append(generator.standard_normal(shape).astype(dtype))
+        elif dtype.kind == "b":
+            arrays.append(generator.integers(0, 2, shape).astype(dtype))
         else:
             arrays.append(generator.integers(-8, 8, shape).astype(dtype))
     return arrays

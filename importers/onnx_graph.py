@@ -46,6 +46,25 @@ def node_label(node) -> str:
     return f"node '{node.name}' ({node.op_type})" if node.name else f"a '{node.op_type}' node"
 
 
+def outer_scope_reads(node) -> set[str]:
+    """The names `node`'s subgraphs (If branches, Loop and Scan bodies, at any depth) read
+    from outside themselves: a node whose subgraphs read none runs alone, as one node."""
+    from onnx import AttributeProto
+
+    read: set[str] = set()
+    for attribute in node.attribute:
+        bodies = [attribute.g] if attribute.type == AttributeProto.GRAPH else (
+            list(attribute.graphs) if attribute.type == AttributeProto.GRAPHS else [])
+        for body in bodies:
+            defined = {value.name for value in body.input} | {init.name for init in body.initializer}
+            defined |= {name for inner in body.node for name in inner.output}
+            for inner in body.node:
+                read |= {name for name in inner.input if name and name not in defined}
+                read |= {name for name in outer_scope_reads(inner) if name not in defined}
+            read |= {value.name for value in body.output if value.name not in defined}
+    return read
+
+
 def element_types() -> dict[int, Attribute]:
     from onnx import TensorProto as T
 
@@ -182,6 +201,7 @@ class Graph:
     opset: int
     used: set[str] = field(default_factory=set)  # tensors some node reads, and the graph's outputs
     shape_values: dict[str, Any] = field(default_factory=dict)  # shape tensors computed from kept symbols
+    domain_opsets: dict[str, int] = field(default_factory=dict)  # the model's other domains (ai.onnx.ml, ...)
 
     def tensor(self, name: str) -> Tensor:
         tensor = self.tensors.get(name)

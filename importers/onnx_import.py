@@ -25,7 +25,9 @@ Every node is mapped in a topological order of the graph (the file's order where
 is one). A node the op table does not map is still planned: it becomes
 `scratchpad.kernel "onnx.<OpType>"` with its scalar and list attributes as params, and the
 node itself for ONNX's reference implementation, which the interpreter runs (`runnable`
-shows `onnx-reference`); nodes the reference cannot run alone (other domains, subgraphs,
+shows `onnx-reference`; also `ai.onnx.ml`, `ai.onnx.preview(.training)` ops the reference
+implements, and operators ONNX defines as functions of others); nodes the reference
+cannot run alone (other domains, subgraphs reading the outer scope,
 random ops) the interpreter cannot run, and `ImportedModel.planned_only` lists them per op type.
 
 Symbolic input dimensions (ONNX `dim_param`s) are kept unless `dims` fixes them
@@ -39,7 +41,9 @@ not ignored.
 
 Limits: shapes must be static after shape inference where no kept dimension decides them;
 a graph output's dimension must be an input dimension or a constant (the arguments are
-sized by the input dimensions); sequence, map, optional and sparse tensors are rejected;
+sized by the input dimensions); sequences and optionals built in the graph with constant
+positions are resolved at import into lists of tensors (`onnx_sequences`), other
+sequence, optional, map and sparse values are rejected;
 subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
 inner tensors are not planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
@@ -51,7 +55,7 @@ import contextlib
 import functools
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,8 +64,17 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
-from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor, narrow_element_types, node_label, tensor_types
+from telamalloc.importers.onnx_graph import (
+    Graph,
+    OnnxImportError,
+    Tensor,
+    narrow_element_types,
+    node_label,
+    outer_scope_reads,
+    tensor_types,
+)
 from telamalloc.importers.onnx_ops import MAPPERS, Kernel, Mapped, NotMapped, View, inputs, map_node, opaque
+from telamalloc.importers.onnx_sequences import resolve_sequences
 from telamalloc.importers.onnx_symbolic import SymbolicModel, fixed_values, keep_symbols
 from telamalloc.runtime.alloc.parametric import SymbolRange, check_dimension_names
 
@@ -93,6 +106,8 @@ class ImportOptions:
     dims: Mapping[str, int | SymbolRange] = field(default_factory=dict)
     default_range: SymbolRange | None = DEFAULT_RANGE  # None: a kept dimension needs a range in `dims`
     max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
+    # a sequence input's tensors' shapes: it becomes one input per tensor, NAME.0, NAME.1, ...
+    sequence_inputs: Mapping[str, Sequence[Sequence[int]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,6 +127,8 @@ class ImportedModel:
     views: int = 0  # nodes imported as views of their input's buffer (no kernel, no copy)
     ranges: dict[str, SymbolRange] = field(default_factory=dict)  # kept symbolic dimensions -> their ranges
     defaulted: tuple[str, ...] = ()  # the kept dimensions that took `ImportOptions.default_range`
+    constant_values: dict[str, Any] = field(default_factory=dict)  # constant arguments' values the import knows
+    # (folded outputs of a type the IR has no dense form for, e.g. bfloat16), to pass to a run
 
 
 # --------------------------------------------------------------------------------------
@@ -225,6 +242,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     ordered = _topological(list(copy.graph.node))  # shape inference needs producers first
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
+    resolve_sequences(copy, options.sequence_inputs)  # sequences become lists of tensors, or one located refusal
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
     prefolded = _fold_shape_subgraphs(copy, options.max_global_bytes)
@@ -244,6 +262,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
                 constants[node.output[0]] = numpy_helper.to_array(onnx.helper.get_attribute_value(value))
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), onnx.defs.onnx_opset_version())
     context = Graph(tensors, constants, opset)
+    context.domain_opsets = {o.domain: o.version for o in model.opset_import if o.domain not in ("", "ai.onnx")}
 
     folded_nodes = _constant_foldable(graph, tensors)
     constants.update(_evaluate_folded(model, folded_nodes, tensors, constants, options.max_global_bytes))
@@ -443,19 +462,20 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         outs = tuple(o for o in node.output if o and (o in context.used or context.tensors.get(o) is not None))
         for name in (*inputs(node), *outs):
             if context.tensors.get(name) is None:
-                raise OnnxImportError(
+                why = value_dependence(node, name, context) if name in outs else None
+                raise OnnxImportError(why or (
                     f"tensor '{name}' of {node_label(node)} has no static shape after shape inference; "
                     "give the model's inputs static shapes (or bind symbolic dimensions with --dim NAME=VALUE)"
-                )
+                ))
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         item = _mapped(node, context, outs, reasons)
-        if item is None and _has_reference(node, context.opset):
-            item = opaque(node, outs, context.opset)
-            runnable[node.op_type] = REFERENCE
+        if item is None and _has_reference(node, context.opset, context.domain_opsets):
+            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain))
+            runnable[_op_name(node)] = REFERENCE
         elif item is None:
             item = opaque(node, outs)
-            planned_only[node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"] += 1
+            planned_only[_op_name(node)] += 1
         else:
             runnable[node.op_type] = item.name
         mapped.append(item)
@@ -473,26 +493,105 @@ REFERENCE = "onnx-reference"
 """What `ImportedModel.runnable` shows for an op type run by ONNX's reference implementation."""
 
 
-def _has_reference(node, opset: int) -> bool:
-    """Whether the interpreter can run `node` with ONNX's reference implementation
-    (`runtime/interp/onnx_reference.py`): a deterministic default-domain op without
-    subgraphs (a subgraph reads its outer scope, which one node alone does not have)
-    that the reference implements at `opset`."""
+SHAPE_INPUTS = {
+    "Reshape": (1,), "Expand": (1,), "ConstantOfShape": (0,), "Tile": (1,), "Range": (0, 1, 2), "Pad": (1, 3),
+    "Slice": (1, 2, 3, 4), "Resize": (1, 2, 3), "Upsample": (1,), "TopK": (1,), "OneHot": (1,), "Squeeze": (1,),
+    "Unsqueeze": (1,), "CenterCropPad": (1,), "Split": (1,), "ReduceSum": (1,), "ReduceMean": (1,),
+    "ReduceMax": (1,), "ReduceMin": (1,), "ReduceProd": (1,), "ReduceL1": (1,), "ReduceL2": (1,),
+    "ReduceLogSum": (1,), "ReduceLogSumExp": (1,), "ReduceSumSquare": (1,),
+}
+"""The inputs whose values (not shapes) decide an op's output shape."""
+
+COUNTING_OPS = {"Unique": 0, "NonZero": 0, "Compress": 1, "NonMaxSuppression": 0}
+"""Ops whose output's length counts elements of an input's values (the input it counts)."""
+
+
+def value_dependence(node, name: str, context: Graph) -> str | None:
+    """Why output `name` of `node` has no static shape when its shape depends on values
+    known only when the model runs: the input whose values decide it (one line, the
+    node named), or a subgraph; None when that is not the reason."""
     from onnx import AttributeProto
+
+    label = node_label(node)
+    known = set(context.constants) | set(context.shape_values)
+    if node.domain in ("", "ai.onnx") and node.op_type in COUNTING_OPS:
+        counted = node.input[COUNTING_OPS[node.op_type]]
+        return (f"{label}: the shape of its output '{name}' counts values of its input '{counted}', known only when "
+                "the model runs; a static plan needs every shape at import (planning such an output at its upper "
+                "bound is not supported): compute it outside the planned model")
+    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+        return (f"{label}: the shape of its output '{name}' comes from its subgraph at run time (subgraphs are not "
+                "opened); a static plan needs every shape at import: unroll the loop or fold the branch in the model")
+    if node.domain not in ("", "ai.onnx"):
+        return None
+    positions = SHAPE_INPUTS.get(node.op_type, ())
+    runtime = [node.input[i] for i in positions if i < len(node.input) and node.input[i] and node.input[i] not in known]
+    if not runtime:
+        return None
+    return (f"{label}: the shape of its output '{name}' depends on the values of its input '{runtime[0]}', known only "
+            f"when the model runs; a static plan needs every shape at import: make '{runtime[0]}' a constant (an "
+            "initializer or a Constant node)")
+
+
+def _op_name(node) -> str:
+    """The op type, with its domain outside the default one (`ai.onnx.ml.Binarizer`)."""
+    return node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+
+
+def _reference_loaders() -> dict:
+    """The domains ONNX's reference implementation runs besides the default one."""
+    from onnx.reference.ops import aionnx_preview, aionnx_preview_training, aionnxml
+
+    return {"ai.onnx.preview.training": aionnx_preview_training.load_op, "ai.onnx.ml": aionnxml.load_op,
+            "ai.onnx.preview": aionnx_preview.load_op}
+
+
+def _has_reference(node, opset: int, domain_opsets: Mapping[str, int] | None = None) -> bool:
+    """Whether the interpreter can run `node` with ONNX's reference implementation
+    (`runtime/interp/onnx_reference.py`): a deterministic op whose subgraphs, if any, read
+    nothing from the outer scope (which one node alone does not have) that the reference
+    implements, or ONNX defines as a function of other operators, at the model's opset of
+    its domain: the default domain, the training
+    optimizers of `ai.onnx.preview.training` (Adagrad, Adam, Momentum; not Gradient, which
+    differentiates a graph), the classic ML ops of `ai.onnx.ml`, `ai.onnx.preview`'s
+    FlexAttention."""
     from onnx.reference.ops import load_op
 
-    if node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC_OPS:
+    if node.domain not in ("", "ai.onnx"):
+        loader = _reference_loaders().get(node.domain)
+        version = (domain_opsets or {}).get(node.domain)
+        if loader is None or version is None or outer_scope_reads(node):
+            return False
+        try:
+            loader(node.domain, node.op_type, version)
+        except Exception:  # noqa: BLE001 - an op this domain's reference lacks
+            return False
+        return True
+    if node.op_type in NONDETERMINISTIC_OPS:
         return False
     if node.op_type == "Dropout" and not any(a.name == "seed" for a in node.attribute) and (
             opset < 7 or (len(node.input) > 2 and node.input[2])):
         return False  # it may train, and without a seed its mask is random
-    if any(a.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS) for a in node.attribute):
+    if outer_scope_reads(node):
         return False
     try:
         load_op("", node.op_type, opset)
     except Exception:  # NotImplementedError, or a schema the reference does not know at this opset
-        return False
+        return _has_function_body(node.op_type, opset)
     return True
+
+
+def _has_function_body(op_type: str, opset: int) -> bool:
+    """Whether ONNX defines `op_type` at `opset` as a function of other operators (Gelu,
+    HardSwish, Mish, GroupNormalization): the reference evaluator runs its body."""
+    import onnx
+
+    try:
+        schema = onnx.defs.get_schema(op_type, opset)
+    except Exception:  # noqa: BLE001 - no such operator at this opset
+        return False
+    return bool(schema.has_function or schema.has_context_dependent_function)
+
 
 
 def _mapped(node, context: Graph, outs: tuple[str, ...], reasons: dict[str, str]) -> Kernel | View | None:
@@ -542,6 +641,8 @@ def _build(model, nodes, mapped: list[Mapped], context: Graph, options: ImportOp
         views=sum(isinstance(item, View) for item in mapped),
         ranges=dict(ranges),
         defaulted=tuple(name for name in ranges if not isinstance(options.dims.get(name), SymbolRange)),
+        constant_values={name: context.constants[name] for name, direction in emitted.arguments
+                         if direction == "in" and name in context.constants and name in set(constant_names)},
     )
 
 

@@ -408,10 +408,11 @@ def map_node(node, graph: Graph, outs: tuple[str, ...]) -> Mapped:
     return Kernel(mapped.name, mapped.ins, mapped.params, outs[:1])
 
 
-def opaque(node, outs: tuple[str, ...], opset: int | None = None) -> Kernel:
+def opaque(node, outs: tuple[str, ...], opset: int | None = None, domain_opset: int | None = None) -> Kernel:
     """`onnx.<OpType>` with the node's int, float, string and list attributes as params;
     with `opset`, also the node itself (`onnx_node`, `onnx_opset`: see `reference_node`),
-    which the interpreter runs with ONNX's reference implementation."""
+    which the interpreter runs with ONNX's reference implementation; `domain_opset`, the
+    model's opset of a node outside the default domain (`onnx_domain_opset`)."""
     params: dict[str, Attribute] = {}
     for name, value in sorted(attributes(node).items()):
         attribute = _param(value)
@@ -420,6 +421,8 @@ def opaque(node, outs: tuple[str, ...], opset: int | None = None) -> Kernel:
     if opset is not None:
         params["onnx_node"] = StringAttr(reference_node(node, outs))
         params["onnx_opset"] = _int(opset)
+        if domain_opset is not None:
+            params["onnx_domain_opset"] = _int(domain_opset)
     domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
     return Kernel(f"onnx.{domain}{node.op_type}", tuple(inputs(node)), params, outs)
 

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from telamalloc.extras import install_hint
 from telamalloc.interop.generic import InteropError, parse_generic, print_generic
+from telamalloc.interop.pipelines import LLVM_PIPELINE
 
 if TYPE_CHECKING:
     from mlir import ir
@@ -190,6 +191,7 @@ def run_pipeline(module: ir.Module, pipeline: str) -> None:
 
 
 NUMPY_DTYPES = {
+    "i1": np.bool_,
     "f16": np.float16,
     "f32": np.float32,
     "f64": np.float64,
@@ -244,18 +246,19 @@ def run_jit(module: ir.Module, entry: str, arrays: Sequence[np.ndarray]) -> None
                 f"{jit_element_type_hint(unsupported[0])}"
             )
         _check_jit_arguments(function, entry, arrays)
-        runtime_libraries()  # a missing library is named here, not by the child
+        libraries = runtime_libraries()  # a missing library is named here, not by the child
         with tempfile.TemporaryDirectory(prefix="tela-jit-") as folder:
             path = Path(folder)
             (path / "module.mlir").write_text(str(module))
             (path / "call.json").write_text(json.dumps({
                 "entry": entry, "arguments": len(arrays),
                 "unregistered": bool(module.context.allow_unregistered_dialects),
+                "pipeline": LLVM_PIPELINE, "libraries": libraries,
             }))
             for index, array in enumerate(arrays):
                 np.save(path / f"arg{index}.npy", array)
-            child = subprocess.run([sys.executable, "-m", "telamalloc.interop.jit_child", folder],
-                                   capture_output=True, text=True)
+            child = subprocess.run([sys.executable, "-P", str(Path(__file__).with_name("jit_child.py")), folder],
+                                   capture_output=True, text=True)  # by path: the child imports no telamalloc
             if child.returncode != 0:
                 raise InteropError(_jit_failure(entry, child.returncode, child.stderr))
             for index, array in enumerate(arrays):
@@ -280,11 +283,12 @@ def _jit_failure(entry: str, status: int, stderr: str) -> str:
 _ASSERTION = re.compile(r"^.*(Assertion `.*' failed)\.?$")  # LLVM's, without its file and function
 
 
-JIT_ELEMENT_TYPES = frozenset({"f16", "f32", "f64", "i8", "i16", "i32", "i64", "index"})
-"""The memref element types MLIR's JIT runs here: each has a numpy dtype that `mlir.runtime`
-passes through ctypes, and LLVM stores it in whole bytes. `i1` is not among them (LLVM's
-store of an `i1` memref element asserts), nor are the sub-byte integers, bf16 and the
-float8 and float4 kinds (no ctypes type)."""
+JIT_ELEMENT_TYPES = frozenset({"i1", "f16", "f32", "f64", "i8", "i16", "i32", "i64", "index"})
+"""The memref element types MLIR's JIT runs here: each has a numpy dtype of whole bytes that
+ctypes passes. `i1` is among them as one byte per element (numpy's bool; the JIT child
+stores `i1` memrefs as `i8`, since LLVM's lowering of an `i1` memref store asserts:
+`jit_child.widen_i1_memrefs`); the sub-byte integers, bf16 and the float8 and float4 kinds
+are not (no ctypes type)."""
 
 
 def jit_unsupported_types(module: ir.Module) -> list[str]:
@@ -340,8 +344,6 @@ def _is_a(type_, kind) -> bool:
 
 
 def jit_element_type_hint(element: str) -> str:
-    if element == "i1":
-        return " (a memref of i1: LLVM's store of one asserts); verify the program with the interpreter instead"
     return f" (numpy has no ctypes type for '{element}'); verify the program with the interpreter instead"
 
 

@@ -37,6 +37,9 @@ PREFIX = "onnx."
 
 NODE_PARAM = "onnx_node"
 OPSET_PARAM = "onnx_opset"
+DOMAIN_OPSET_PARAM = "onnx_domain_opset"
+"""The model's opset of the node's domain when it is not the default one (`ai.onnx.ml`,
+`ai.onnx.preview.training`: the node's `domain` says which)."""
 
 
 def is_reference_kernel(name: str, params: Mapping[str, Any]) -> bool:
@@ -45,17 +48,38 @@ def is_reference_kernel(name: str, params: Mapping[str, Any]) -> bool:
 
 
 @functools.lru_cache(maxsize=512)
-def _evaluator(encoded: str, opset: int):
+def _evaluator(encoded: str, opset: int, domain_opset: int | None = None, types: tuple = ()):
+    """The node's one-node evaluator; `types`, each input's (numpy dtype, rank), types the
+    inputs, which an operator defined by a context-dependent function (GroupNormalization,
+    Gelu) needs to expand its body."""
     from onnx import NodeProto, helper
     from onnx.reference import ReferenceEvaluator
 
     node = NodeProto()
     node.ParseFromString(base64.b64decode(encoded))
-    inputs = [helper.make_empty_tensor_value_info(name) for name in node.input if name]
+    present = [name for name in node.input if name]
+    inputs = [helper.make_empty_tensor_value_info(name) for name in present]
+    if len(types) == len(present):
+        inputs = [_typed(name, dtype, rank) or value for name, (dtype, rank), value in zip(present, types, inputs)]
     outputs = [helper.make_empty_tensor_value_info(name) for name in node.output if name]
     graph = helper.make_graph([node], "kernel", inputs, outputs)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    opsets = [helper.make_opsetid("", opset)]
+    if node.domain not in ("", "ai.onnx"):
+        opsets.append(helper.make_opsetid(node.domain, domain_opset or 1))
+    model = helper.make_model(graph, opset_imports=opsets)
     return node, ReferenceEvaluator(model)
+
+
+def _typed(name: str, dtype: str, rank: int):
+    """A value info of `name` with numpy `dtype`'s element type and `rank` unknown
+    dimensions, or None for a dtype ONNX's table does not map."""
+    from onnx import helper
+
+    try:
+        element = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return helper.make_tensor_value_info(name, element, [None] * rank)
 
 
 def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np.ndarray],
@@ -65,10 +89,14 @@ def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np
     not decode, the reference implementation fails, or an output's shape differs from the
     planned one."""
     encoded, opset = params.get(NODE_PARAM), params.get(OPSET_PARAM)
-    if not isinstance(encoded, str) or isinstance(opset, bool) or not isinstance(opset, int):
-        raise KernelError(f"kernel '{name}' needs the string parameter '{NODE_PARAM}' and the integer '{OPSET_PARAM}'")
+    domain_opset = params.get(DOMAIN_OPSET_PARAM)
+    if not isinstance(encoded, str) or isinstance(opset, bool) or not isinstance(opset, int) or (
+            domain_opset is not None and (isinstance(domain_opset, bool) or not isinstance(domain_opset, int))):
+        raise KernelError(f"kernel '{name}' needs the string parameter '{NODE_PARAM}' and the integer '{OPSET_PARAM}' "
+                          f"(and '{DOMAIN_OPSET_PARAM}' an integer when given)")
     try:
-        node, evaluator = _evaluator(encoded, opset)
+        types = tuple((array.dtype.str, array.ndim) for array in ins)
+        node, evaluator = _evaluator(encoded, opset, domain_opset, types)
     except ImportError:
         raise KernelError(f"kernel '{name}' runs ONNX's reference implementation: install the onnx package") from None
     except Exception as error:  # a malformed parameter or an operator the reference lacks
@@ -100,4 +128,4 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-__all__ = ["NODE_PARAM", "OPSET_PARAM", "PREFIX", "is_reference_kernel", "run_reference_kernel"]
+__all__ = ["DOMAIN_OPSET_PARAM", "NODE_PARAM", "OPSET_PARAM", "PREFIX", "is_reference_kernel", "run_reference_kernel"]

@@ -38,6 +38,12 @@ MATCHING = (
     "test_less", "test_where_example", "test_top_k", "test_attention_3d", "test_div_int8", "test_maxpool_1d_default",
     "test_layer_normalization_4d_axis1", "test_reduce_sum_keepdims_example", "test_cast_FLOAT_to_BFLOAT16",
     "test_cast_FLOAT_to_INT4", "test_dequantizelinear_float4e2m1",
+    # other domains on the reference: a training optimizer, a classic ML op; an operator ONNX
+    # defines as a function; a Loop whose body reads only its own inputs
+    "test_adam", "test_ai_onnx_ml_binarizer", "test_group_normalization_example", "test_loop11",
+    "test_flexattention_score_mod",
+    # a sequence input (its tensors' shapes from the case's data) and a sequence output
+    "test_sequence_insert_at_back", "test_sequence_map_extract_shapes",
 )
 # Cases refused or not run today, each for another reason (they may run one day: then they move above).
 OTHERS = ("test_string_concat", "test_sequence_insert_at_front", "test_constantofshape_float_ones")
@@ -61,6 +67,15 @@ def test_a_case_that_does_not_run_says_why(cases, name):
     outcome = conformance.run_case(cases[name])
     assert outcome.outcome in ("refused", "not run", "match"), outcome
     assert outcome.outcome == "match" or outcome.reason
+
+
+@pytest.mark.parametrize("name", ["test_sequence_model3", "test_sequence_model5", "test_sequence_model7"])
+def test_a_model_with_sequences_runs_and_matches_onnx(name):
+    """Sequences built in the graph, resolved at import (insert/erase/at with negative
+    positions, concat with a new axis, split without keepdims)."""
+    (case,) = conformance.all_cases(["simple"], {name}, None)
+    outcome = conformance.run_case(case)
+    assert outcome.outcome == "match", outcome
 
 
 def test_a_wrong_expected_output_is_caught(cases):
@@ -87,6 +102,98 @@ def test_the_script_prints_the_table():
     assert next(line for line in lines if line.startswith("node")).split()[1] == "3"
     assert any("element type STRING" in line for line in lines)
     assert "Traceback" not in result.stderr
+
+
+def test_the_cache_keeps_an_outcome_per_case_and_skips_a_line_cut_short(cases, tmp_path):
+    case = cases["test_abs"]
+    key = conformance.cache_key(case, "telamalloc", "digest")
+    outcome = conformance.run_case(case)
+    path = tmp_path / "cache.jsonl"
+    conformance.append_cache(path, key, outcome)
+    with open(path, "a") as stream:
+        stream.write('{"key": "telamalloc/node/test_add/')  # a run killed while writing
+    assert conformance.read_cache(path) == {key: outcome}
+    other = conformance.cache_key(dataclasses.replace(case, model=cases["test_relu"].model), "telamalloc", "digest")
+    assert other != key != conformance.cache_key(case, "iree", "digest")
+
+
+def test_the_cached_only_table_states_its_coverage(tmp_path, capsys):
+    path = tmp_path / "cache.jsonl"
+    assert conformance.main(["--directories", "node", "--cases", "test_abs", "--cache", str(path)]) == 0
+    capsys.readouterr()
+    assert conformance.main(["--directories", "node", "--cases", "test_abs,test_relu", "--cache", str(path),
+                             "--cached-only"]) == 0
+    table = capsys.readouterr().out
+    assert "coverage: 1 of the 2 chosen cases have run" in table
+    assert next(line for line in table.splitlines() if line.startswith("node")).split()[1] == "1"
+
+
+FAKE_WORKER = """
+import json, os, subprocess, sys, time
+for line in sys.stdin:
+    argv = json.loads(line)
+    if argv == ["die"]:
+        os.kill(os.getpid(), 9)
+    if argv[0] == "hang":  # a child of the case (as IREE's importer or the JIT would be), then hangs
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        open(argv[1], "w").write(str(child.pid))
+        time.sleep(60)
+    print(json.dumps([0, "pid %d" % os.getpid()]), flush=True)
+"""
+
+
+def test_a_worker_that_dies_or_hangs_is_that_case_s_crash_and_is_replaced(monkeypatch, tmp_path):
+    import time
+
+    monkeypatch.setattr(conformance, "WORKER", FAKE_WORKER)
+    worker = conformance.IreeWorker(timeout=1)
+    try:
+        status, first = worker.run(["ok"])
+        assert status == 0 and worker.run(["ok"])[1] == first  # one process for the cases
+        assert worker.run(["die"]) == (None, "the worker process died (killed by a signal: an abort or a crash of "
+                                             "native code)")
+        status, second = worker.run(["ok"])
+        assert status == 0 and second != first  # replaced
+        assert worker.run(["hang", str(tmp_path / "child")]) == (None, "timed out after 1 s")
+        child = int((tmp_path / "child").read_text())
+        stat = Path(f"/proc/{child}/stat")
+        for _ in range(100):  # the case's child ends with the worker's process group (gone, or a zombie)
+            try:
+                if stat.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            except (FileNotFoundError, ProcessLookupError):
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail(f"the hung case's child {child} outlived the worker")
+        assert worker.run(["ok"])[0] == 0
+    finally:
+        worker.close()
+    assert worker.process is None
+
+
+@pytest.mark.slow  # IREE's importer, iree-opt and MLIR's JIT: ~5 s a case
+def test_the_iree_run_goes_through_the_worker_and_resumes_from_the_cache(tmp_path, capsys):
+    if importlib.util.find_spec("iree") is None:  # (not imported here: IREE's MLIR would clash with MLIR's)
+        pytest.skip("IREE's compiler is not installed")
+    path = tmp_path / "cache.jsonl"
+    names = "test_abs,test_and2d"  # f32, and bool tensors (i1 memrefs, run as bytes)
+    assert conformance.main(["--frontend", "iree", "--directories", "node", "--cases", names, "--cache", str(path)]) == 0
+    first = capsys.readouterr().out
+    assert next(line for line in first.splitlines() if line.startswith("node")).split()[6] == "2"  # both match
+    assert conformance.main(["--frontend", "iree", "--directories", "node", "--cases", names, "--cache", str(path),
+                             "--cached-only"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_iree_reasons_group_messages_without_their_names():
+    reason = conformance.iree_reason(
+        "tela-import: error: /tmp/x/case.onnx: planning failed: the size of buffer 'alloc_13' of dynamic type "
+        "'memref<2x?xf32>' is not an expression of the function's dimensions: '%38' comes from 'arith.select'")
+    assert reason == ("iree: planning failed: the size of buffer '…' of dynamic type '…' is not an expression of the "
+                      "fu", ())
+    assert conformance.iree_reason("tela-import: error: m.onnx: node 'n1' (Attention): iree-opt cannot lower it")[1] == \
+        ("Attention",)
 
 
 def test_an_unknown_case_is_a_usage_error(cases, capsys):

@@ -157,11 +157,37 @@ IMPORT_CASES = [
      _save([helper.make_node("Identity", ["w"], ["y"])], [], [_value("y", shape=(2,))],
            [helper.make_tensor("w", TensorProto.COMPLEX64, [2], [1 + 2j, 3j])]),
      [], f"bad.onnx: initializer 'w' has unsupported element type 'COMPLEX64'; {SUPPORTED}"),
-    ("non-tensor-value",
+    ("sequence-input",
      _save([helper.make_node("SequenceLength", ["s"], ["n"])], [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, [4])],
            [_value("n", TensorProto.INT64, ())]),
-     [], "bad.onnx: value 's' is of type 'sequence', not a dense tensor; the importer plans dense tensors only: "
-         "export the model without sequence, map, optional or sparse values"),
+     [], "bad.onnx: input 's' is a sequence: its length or presence is known only when the model runs, and a static plan "
+         "needs it at import; pass its tensors as separate inputs or give its tensors' shapes "
+         "(ImportOptions.sequence_inputs)"),
+    ("optional-output",
+     _save([helper.make_node("Optional", ["x"], ["o"])], [_value("x")],
+           [helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])))]),
+     [], "bad.onnx: output 'o' is a sequence or optional value the importer cannot resolve; it plans tensors only: make "
+         "each element a graph output of its own (SequenceAt)"),
+    ("sequence-position-not-constant",
+     _save([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]), helper.make_node("SequenceAt", ["s", "i"], ["y"], name="at")],
+           [_value("x"), _value("i", TensorProto.INT64, ())], [_value("y")]),
+     [], "bad.onnx: node 'at' (SequenceAt): its position 'i' is not a constant integer; the importer resolves sequences at "
+         "import time and needs their positions there: give it as an initializer or a Constant node"),
+    ("sequence-position-out-of-range",
+     _save([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]), helper.make_node("SequenceAt", ["s", "i"], ["y"], name="at")],
+           [_value("x")], [_value("y")], [helper.make_tensor("i", TensorProto.INT64, [], [2])]),
+     [], "bad.onnx: node 'at' (SequenceAt): position 2 is out of range for a sequence of 2 tensors (ONNX allows "
+         "[-n, n-1]); the model fails at this node"),
+    ("sequence-read-by-another-op",
+     _save([helper.make_node("SequenceConstruct", ["x", "x"], ["s"]), helper.make_node("Identity", ["x"], ["y"]),
+            helper.make_node("Foo", ["s"], ["z"], name="foo", domain="custom")],
+           [_value("x")], [_value("y")], domains=["custom"]),
+     [], "bad.onnx: node 'foo' (Foo): it reads the sequence 's'; the importer resolves sequences and optionals at import "
+         "time through the sequence and optional ops only (not through If, Loop or Scan bodies): unroll it in the model"),
+    ("element-of-an-empty-optional",
+     _save([helper.make_node("Optional", [], ["o"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])),
+            helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")], [_value("x")], [_value("y")]),
+     [], "bad.onnx: node 'get' (OptionalGetElement): the optional 'o' is empty: it has no element to get"),
     ("node-without-op-type", _save([helper.make_node("", ["x"], ["y"])], [_value("x")], [_value("y")]), [],
      "bad.onnx: a node has no op_type; the model is malformed: export it again"),
     ("undefined-tensor", _save([helper.make_node("Relu", ["ghost"], ["y"], name="r")], [_value("x")], [_value("y")]), [],
@@ -191,6 +217,18 @@ IMPORT_CASES = [
      "bad.onnx: a 'Reshape' node: the shape of 'y' cannot be expressed in the symbolic dimensions: its constant "
      "shape [1, 4] holds '4' elements, its input '4*n' (the shape fixes a dimension the import keeps symbolic); "
      "fix the dimensions it depends on with --dim n=VALUE"),
+    ("shape-from-input-values",
+     _save([helper.make_node("ReduceSum", ["x", "axes"], ["y"], name="sum")], [_value("x", shape=(2, 3)),
+            _value("axes", TensorProto.INT64, (1,))], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
+     "bad.onnx: node 'sum' (ReduceSum): the shape of its output 'y' depends on the values of its input 'axes', known "
+     "only when the model runs; a static plan needs every shape at import: make 'axes' a constant (an initializer or "
+     "a Constant node)"),
+    ("shape-counting-input-values",
+     _save([helper.make_node("Unique", ["x"], ["y"], name="unique")], [_value("x", shape=(6,))],
+           [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)]), [],
+     "bad.onnx: node 'unique' (Unique): the shape of its output 'y' counts values of its input 'x', known only when "
+     "the model runs; a static plan needs every shape at import (planning such an output at its upper bound is not "
+     "supported): compute it outside the planned model"),
     ("range-for-iree", _relu([_value("x", shape=("n", 4))], [_value("y", shape=("n", 4))]),
      ["--frontend=iree", "--dim", "n=1..8"],
      "--dim n=LO..HI applies to --frontend=telamalloc only; fix the dimension with --dim n=VALUE (IREE's path "
