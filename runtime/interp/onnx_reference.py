@@ -16,7 +16,7 @@ reductions) and transcendental functions may round differently on another CPU: t
 kernels are deterministic on one machine, not across machines. `tela-run --verify`
 compares runs before and after planning on the same machine, so it proves a plan with
 them all the same; goldens that must hold on every CPU use the hand-written kernels
-(`docs/interpreter.md` lists which are which).
+(`docs/tools/tela-run.md`, "What it runs", lists which are which).
 
 Only the `onnx` package (and numpy) is imported, and only when such a kernel runs.
 """
