@@ -219,7 +219,7 @@ class _Steps:
         return n if self.left < 0 else min(n, self.left)
 
     def work(self, j: int) -> float:
-        return self.config.cpsat_first_work * self.config.step_growth**j
+        return self.config.cpsat_first_work * float(self.config.step_growth) ** min(j, 64)  # finite, as nodes()
 
     def last(self, j: int) -> bool:
         """Step j is the last one the node budget allows."""
@@ -287,7 +287,7 @@ def _race_whole(run: ExactRun, group: Group, capacity: int, need_layout: bool) -
         j = 0
         while True:
             with lock:
-                if shared["halt"]:
+                if shared["halt"] or budget.interrupted():  # (a call cut at once would loop on)
                     return
                 member = cpsat.Race(
                     instance.starts[members], instance.ends[members], instance.sizes[members],
