@@ -168,8 +168,11 @@ def iree_results(tmp_path_factory) -> dict:
     """Every feature planned through IREE's bindings, in one process of their own."""
     if importlib.util.find_spec("iree.compiler") is None:
         pytest.skip("IREE's compiler is not installed; install the 'iree' extra: pip install '.[iree]'")
-    directory = tmp_path_factory.mktemp("iree")
-    cases = [{"name": name, "text": _generic(_source(where)), "options": _in(directory, options)}
+    root = tmp_path_factory.mktemp("iree")
+    folders = {name: root / f"feature-{index}" for index, name in enumerate(FEATURES)}  # each its own outputs
+    for folder in folders.values():
+        folder.mkdir()
+    cases = [{"name": name, "text": _generic(_source(where)), "options": _in(folders[name], options)}
              for name, (where, options) in FEATURES.items()]
     completed = subprocess.run(
         [sys.executable, str(Path(__file__).with_name("front_end_runner.py")), "iree.compiler"],
@@ -178,7 +181,7 @@ def iree_results(tmp_path_factory) -> dict:
     assert completed.returncode == 0, completed.stderr
     output = json.loads(completed.stdout)
     assert not output["imported_upstream_mlir"], "planning an IREE module imported upstream's mlir package"
-    return {name: _from_runner(result, _in(directory, FEATURES[name][1])) for name, result in output["results"].items()}
+    return {name: _from_runner(result, _in(folders[name], FEATURES[name][1])) for name, result in output["results"].items()}
 
 
 def _from_runner(result: dict, options: dict) -> dict:
