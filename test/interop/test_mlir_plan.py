@@ -188,7 +188,7 @@ def test_lowered_ops_keep_the_input_locations():
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
         module = ir.Module.parse(LOCATED)
-        result = plan_mlir_ops(module, mode="minimize")
+        result = plan_mlir_ops(module, mode="minimize", inplace="elementwise")  # two buffers (a copy in place: one)
         assert module.operation.verify()
         function = next(iter(module.body.operations)).operation
         ops = {op.name: [] for op in _ops(function)}
@@ -214,7 +214,7 @@ def test_planned_attributes_without_lowering():
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
         module = ir.Module.parse(LOCATED)
-        plan_mlir_ops(module, lower=False, mode="minimize")
+        plan_mlir_ops(module, lower=False, mode="minimize", inplace="elementwise")
         function = next(iter(module.body.operations)).operation
         allocs = [op for op in _ops(function) if op.name == "memref.alloc"]
         assert [ir.IntegerAttr(op.attributes["scratchpad.offset"]).value for op in allocs] == [0, 64]
@@ -231,7 +231,7 @@ def test_a_failure_is_located_at_mlir_locations_and_changes_nothing():
         module = ir.Module.parse(LOCATED)
         before = str(module)
         with pytest.raises(MlirPlanError) as raised:
-            plan_mlir_ops(module, capacity=100)
+            plan_mlir_ops(module, capacity=100, inplace="elementwise")  # (in place, 64 B fit)
         assert str(module) == before
     error = raised.value
     text = str(error)
@@ -246,7 +246,8 @@ def test_options_and_outputs(tmp_path):
     with ir.Context() as context:
         context.allow_unregistered_dialects = True
         module = ir.Module.parse(LOCATED)
-        result = plan_mlir_ops(module, capacity=256, alignment=64, layout=str(layout), lifetimes="alloc")
+        result = plan_mlir_ops(module, capacity=256, alignment=64, layout=str(layout), lifetimes="alloc",
+                               inplace="elementwise")
     (plan,) = result.plans
     assert plan.report.startswith("tela-plan: @f: 2 buffers, LOAD 128 B")
     assert plan.report.endswith("lifetimes=alloc")

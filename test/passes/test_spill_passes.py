@@ -107,7 +107,7 @@ func.func @main(%x: memref<64xf32>, %y: memref<64xf32>) {
 
 def test_an_integer_memory_space_spills_with_memref_copy():
     module = parse(INTEGER_SPACE)
-    plans = plan_module(module, capacity=512, memory_space=3, on_overflow="spill")
+    plans = plan_module(module, capacity=512, memory_space=3, on_overflow="spill", inplace="elementwise")  # b, c apart
     assert plans[0].spill is not None and plans[0].spill.bytes_moved == 512
     copies = [op for op in module.walk() if isinstance(op, memref.CopyOp) and SPILL_ATTR in op.attributes]
     assert [op.attributes[SPILL_ATTR].data for op in copies] == ["store", "load"]
