@@ -34,19 +34,14 @@ from telamalloc.runtime.interp.machine import (
     buffer_name,
     contiguous_strides,
     copy_between,
-    is_arena,
-    make_view,
-    memory_key,
     memref_type_of,
     numpy_dtype,
     op_location,
-    place_arena,
-    place_planned,
     python_scalar,
-    release_arena,
     resolve_shape,
     wrapped_integer,
 )
+from telamalloc.runtime.interp.placement import is_arena, make_view, memory_key, place_arena, place_planned, release_arena
 
 
 @register_impls

@@ -76,7 +76,6 @@ from telamalloc.runtime.interp.machine import (
     Violation,
     check_storage_size,
     contiguous_strides,
-    is_arena,
     memref_type_of,
     numpy_dtype,
     python_scalar,
@@ -86,6 +85,7 @@ from telamalloc.runtime.interp.mathops import MathFunctions
 from telamalloc.runtime.interp.memref import (
     MemRefFunctions,
 )
+from telamalloc.runtime.interp.placement import is_arena
 from telamalloc.runtime.interp.scf import ScfExtraFunctions
 from telamalloc.runtime.interp.scratchpad import (
     ScratchpadFunctions,

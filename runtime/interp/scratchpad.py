@@ -38,18 +38,14 @@ from telamalloc.runtime.interp.machine import (
     coincide,
     contiguous_strides,
     copy_between,
-    make_view,
-    memory_key,
     memref_type_of,
     numpy_dtype,
     op_location,
-    place_arena,
-    place_planned,
-    release_arena,
     resolve_shape,
     shape_text,
 )
 from telamalloc.runtime.interp.onnx_reference import is_reference_kernel, run_reference_kernel
+from telamalloc.runtime.interp.placement import make_view, memory_key, place_arena, place_planned, release_arena
 
 
 def _param_value(op: Operation, name: str, attribute: Attribute) -> Any:
