@@ -324,7 +324,7 @@ def subview_extent(op: Any, view: IRView) -> tuple[Any, int, int] | None:
 def _copies(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_value: dict[Any, int]) -> list[_Concat]:
     """The copies of a planned buffer taken whole into one range of bytes of another
     (`copied_slice`; what bufferization makes of a concatenation), each a concat of one
-    part, where the part may sit in that range (`_fits_copy`, `_untouched`)."""
+    part, where the part may sit in that range (`_fits` with `born_before`, `_untouched`)."""
     found = []
     point_of = {op: point for point, op in enumerate(points)}
     for point, op in enumerate(points):
@@ -338,7 +338,7 @@ def _copies(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_valu
         source_type, target_type = (view.value_type(value) for value in view.operands(op))
         if not isinstance(target_type, MemRefType) or source_type.element_type != target_type.element_type:
             continue
-        if _fits_copy(part, whole, point, copied[2]) and _untouched(whole, op, point, copied[2], part.size, view,
+        if _fits(part, whole, point, copied[2], born_before=True) and _untouched(whole, op, point, copied[2], part.size, view,
                                                                      point_of):
             found.append(_Concat(point, result, (_Part(source, copied[2], False),), (part.size,)))
     return found
@@ -516,27 +516,18 @@ class _WrittenOnce:
         return self.point_of[writes[0]]
 
 
-def _fits(source: Any, target: Any, point: int, delta: int) -> bool:
+def _fits(source: Any, target: Any, point: int, delta: int, born_before: bool = False) -> bool:
     """May `source` (an input at `point`) sit in the bytes of `target` (the output there),
-    `delta` bytes into them?"""
+    `delta` bytes into them? `born_before` (a part copied whole into its range): the target
+    may be born before the copy (by the copies of the other parts); the caller checks that
+    nothing touches those bytes of it before (`_untouched`)."""
     if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
         return False
     dying, born = source.lifetime, target.lifetime
     if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
         return False
-    return born.start == point and born.loop is dying.loop and delta + source.size <= target.size
-
-
-def _fits_copy(source: Any, target: Any, point: int, delta: int) -> bool:
-    """May `source`, copied whole at `point` into `target` `delta` bytes in, sit there? As
-    `_fits`, but the target may be born before the copy (by the copies of the other parts);
-    the caller checks that nothing touches those bytes of it before (`_untouched`)."""
-    if not (_may_share(source) and _may_share(target)) or not _pins_agree(source, target, delta):
-        return False
-    dying, born = source.lifetime, target.lifetime
-    if dying.ended != ENDED_LAST_USE or dying.ended_at != point or dying.end != point + 1:
-        return False
-    return born.start <= point < born.end and born.loop is dying.loop and delta + source.size <= target.size
+    birth = born.start <= point < born.end if born_before else born.start == point
+    return birth and born.loop is dying.loop and delta + source.size <= target.size
 
 
 def _untouched(target: Any, copy: Any, point: int, delta: int, size: int, view: IRView,
