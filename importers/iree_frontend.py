@@ -260,12 +260,16 @@ def plan_onnx_with_iree(
     seed: int = 0,
     time_limit: float | None = None,
     dims: Mapping[str, int] | None = None,
+    inputs: Sequence[np.ndarray] | None = None,
 ) -> IreeResult:
     """Steps 1-5 (see the module doc): `path` to a planned, verified program.
 
     Minimize mode without `capacity`, else fit mode in `capacity` bytes; `dims` binds
     symbolic input dimensions (as `ImportOptions.dims`); a model of an opset below
-    `MIN_OPSET` is converted first (`IreeResult.remarks` says so). Raises
+    `MIN_OPSET` is converted first (`IreeResult.remarks` says so). `inputs` (the model's
+    inputs in graph order, e.g. a test case's) are what verification runs on, instead of
+    seeded random values: compiled code reads out-of-range indices without bounds checks,
+    so random integers can make a run undefined; the outputs start zero-filled. Raises
     `OnnxImportError` (one line, naming the file, and the node where one is to blame) when
     a step fails, and `PassFailedAtOp` when planning does (e.g. the capacity is below LOAD).
     """
@@ -298,7 +302,10 @@ def plan_onnx_with_iree(
         functions = _plan_figures(planned)
         verified, how = (False, "not verified (verification not asked for)")
         if verify:
-            verified, how = _verify(module, planned, seed)
+            try:
+                verified, how = _verify(module, planned, seed, inputs)
+            except OnnxImportError as error:  # given inputs that do not match the program
+                raise OnnxImportError(f"{path}: {error}") from None
         return IreeResult(loops, str(planned), functions, verified, how, tuple(remarks))
 
 
@@ -394,8 +401,28 @@ def _inputs(arguments: Sequence[tuple[tuple[int, ...], np.dtype]], seed: int) ->
     return arrays
 
 
-def _verify(unplanned, planned, seed: int) -> tuple[bool, str]:
-    """Runs both programs on the same seeded inputs with MLIR's JIT; compares every argument.
+def _given(name: str, arguments: Sequence[tuple[tuple[int, ...], np.dtype]],
+           inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The arguments of `@name` from the model's `inputs` (bufferization puts the inputs
+    first, then one argument per output, which starts zero-filled); an `OnnxImportError`
+    naming the input whose count, shape or element type does not match."""
+    if len(inputs) > len(arguments):
+        raise OnnxImportError(f"{len(inputs)} inputs given but '@{name}' takes {len(arguments)} arguments "
+                              "(inputs and outputs); pass one array per model input, in graph order")
+    arrays = []
+    for index, ((shape, dtype), array) in enumerate(zip(arguments, inputs, strict=False)):
+        if tuple(array.shape) != shape or array.dtype != dtype:
+            raise OnnxImportError(
+                f"input #{index} is {array.dtype} of shape {tuple(array.shape)} where '@{name}' argument #{index} "
+                f"is {dtype} of shape {shape}; pass the model's inputs in graph order, as the model types them"
+            )
+        arrays.append(np.array(array, copy=True))
+    return arrays + [np.zeros(shape, dtype) for shape, dtype in arguments[len(inputs):]]
+
+
+def _verify(unplanned, planned, seed: int, inputs: Sequence[np.ndarray] | None = None) -> tuple[bool, str]:
+    """Runs both programs on the same inputs with MLIR's JIT (`inputs`, else seeded random
+    values); compares every argument.
 
     (telamalloc's interpreter is no fallback here: it runs loop nests of this size far
     slower, and lacks the `math` ops and `memref.copy` these programs hold; issue 15
@@ -414,6 +441,9 @@ def _verify(unplanned, planned, seed: int) -> tuple[bool, str]:
         return False, f"not verified: {error}"
     if not entries:
         return False, "not verified: no public function without results to run"
+    if inputs is not None and len(entries) != 1:
+        raise OnnxImportError(f"inputs given but the program has {len(entries)} public functions to run; "
+                              "verify without given inputs")
     reasons = []
     diagnostics: list[str] = []
 
@@ -421,17 +451,20 @@ def _verify(unplanned, planned, seed: int) -> tuple[bool, str]:
         diagnostics.append(" ".join(str(diagnostic.message).split()))
         return True
 
+    runs = [(name, _inputs(arguments, seed) if inputs is None else _given(name, arguments, inputs))
+            for name, arguments in entries]
     handler = unplanned.context.attach_diagnostic_handler(collect)
     try:
-        for name, arguments in entries:
-            before = _inputs(arguments, seed)
+        for name, before in runs:
             after = [array.copy() for array in before]
             run_jit(unplanned, name, before)
             run_jit(planned, name, after)
             for index, (a, b) in enumerate(zip(before, after, strict=True)):
                 if a.tobytes() != b.tobytes():
                     return False, f"mismatch: '@{name}' argument #{index} differs after planning (MLIR's JIT)"
-        return True, f"verified with MLIR's JIT: {len(entries)} function(s), outputs bit-identical before and after planning"
+        on = "the given inputs" if inputs is not None else f"random inputs (seed {seed})"
+        return True, (f"verified with MLIR's JIT: {len(entries)} function(s), outputs bit-identical before and "
+                      f"after planning on {on}")
     except (InteropError, RuntimeError) as error:  # the JIT child's failure or abort, one line
         reasons.append(f"MLIR's JIT cannot run it ({diagnostics[0] if diagnostics else _one_line(error)})")
     finally:

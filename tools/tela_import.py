@@ -28,13 +28,15 @@ torch-mlir's conversions to linalg and MLIR's bufferization to loops, then plans
 lowers it with telamalloc and writes MLIR's program (`telamalloc.importers.iree_frontend`):
 
     tela-import --frontend=iree model.onnx -o planned.mlir [--capacity BYTES] [--verify]
-                [--dim NAME=VALUE ...] [--time-limit SECONDS]
+                [--dim NAME=VALUE ...] [--time-limit SECONDS] [--inputs A.npy,B.npy]
 
 A model of an opset below 17 is converted to opset 17 first (a remark on stderr says so):
 torch-mlir lowers the operators of recent opsets only. A note per planned function gives
 its LOAD and peak; `--verify` runs the program before and after planning with MLIR's JIT
 and requires bit-identical outputs (exit 1 when they differ, 2 when the JIT cannot run the
-program). An operator torch-mlir cannot lower is an error naming its ONNX node.
+program), on seeded random inputs or on the model's own (`--inputs`, one `.npy` file per
+graph input: compiled code indexes without bounds checks, so random integers used as
+indices make a run undefined). An operator torch-mlir cannot lower is an error naming its ONNX node.
 """
 
 from __future__ import annotations
@@ -129,6 +131,9 @@ def _parser() -> _Parser:
                         help="(--frontend=iree) run the program before and after planning with MLIR's JIT "
                         "and require bit-identical outputs")
     parser.add_argument("--seed", type=int, default=0, help="(--frontend=iree) seed of the --verify inputs (default 0)")
+    parser.add_argument("--inputs", metavar="A.npy,B.npy", action="append", default=[],
+                        help="(--frontend=iree, with --verify) one .npy file per model input, in graph order: "
+                        "what verification runs on instead of random values (the outputs start zero-filled)")
     parser.add_argument("--time-limit", type=_seconds, metavar="SECONDS",
                         help="(--frontend=iree) seconds per function for planning (default: none; minimize mode "
                         "then searches until the optimum is proved)")
@@ -201,11 +206,22 @@ def _run_iree(arguments) -> int:
     if ranged:
         raise UsageError(f"--dim {ranged[0]}=LO..HI applies to --frontend=telamalloc only; fix the dimension "
                          f"with --dim {ranged[0]}=VALUE (IREE's path plans static shapes)")
+    if arguments.inputs and not arguments.verify:
+        raise UsageError("--inputs are what --verify runs on; add --verify or drop --inputs")
+    if arguments.inputs and arguments.seed != 0:
+        raise UsageError("--seed chooses random inputs and --inputs gives them; drop one of the two")
     from xdsl.utils.exceptions import PassFailedException
 
+    from telamalloc.tools.npy_inputs import InputFileError, load_inputs
+
+    try:
+        inputs = load_inputs(arguments.inputs)
+    except InputFileError as error:
+        raise UsageError(str(error)) from None
     try:
         result = plan_onnx_with_iree(arguments.model, capacity=arguments.capacity, verify=arguments.verify,
-                                     seed=arguments.seed, time_limit=arguments.time_limit, dims=_dims(arguments))
+                                     seed=arguments.seed, time_limit=arguments.time_limit, dims=_dims(arguments),
+                                     inputs=inputs)
     except PassFailedException as error:
         location = getattr(error, "location", arguments.model)  # MlirPlanError: in the model (a node)
         message = getattr(error, "message", str(error))
@@ -243,7 +259,8 @@ def _run(argv: Sequence[str] | None) -> int:
     if arguments.frontend == "iree":
         return _run_iree(arguments)
     for flag, value in (("--verify", arguments.verify), ("--emit", arguments.emit != "planned"),
-                        ("--seed", arguments.seed != 0), ("--time-limit", arguments.time_limit is not None)):
+                        ("--seed", arguments.seed != 0), ("--time-limit", arguments.time_limit is not None),
+                        ("--inputs", bool(arguments.inputs))):
         if value:
             raise UsageError(f"{flag} applies to --frontend=iree only; plan and verify the imported "
                              "program with tela-opt and 'tela-run --verify'")

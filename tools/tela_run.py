@@ -59,7 +59,6 @@ from telamalloc.dialects.dims import DimsError, check_dimension_option
 from telamalloc.files import open_atomically
 from telamalloc.ir_text import (
     Diagnostic,
-    one_line,
     parse_program,
 )
 from telamalloc.passes.analysis.inplace import INPLACE_RULES
@@ -78,6 +77,7 @@ from telamalloc.runtime.interp import (
 )
 from telamalloc.runtime.show.progress import ProgressLine
 from telamalloc.tools.exit_status import HELP_EPILOG, ExitStatus, status_of
+from telamalloc.tools.npy_inputs import InputFileError, load_inputs
 from telamalloc.verification import complete_inputs, verify_program
 
 TOOL_NAME = "tela-run"
@@ -219,50 +219,11 @@ def _read_program(path: str) -> tuple[str, str]:
         raise UserError(f"input file '{path}' is not UTF-8 text; pass an MLIR text file") from None
 
 
-NPY_MAGIC = b"\x93NUMPY"  # how every .npy file starts (numpy.lib.format)
-ZIP_MAGIC = b"PK\x03\x04"  # a .npz archive is a zip file
-SAVE_HINT = "save each input with numpy.save"
-
-
 def _load_inputs(specs: Sequence[str]) -> list[np.ndarray] | None:
-    paths = [path for spec in specs for path in spec.split(",") if path]
-    if not specs:
-        return None
-    return [_load_input(path) for path in paths]
-
-
-def _load_input(path: str) -> np.ndarray:
-    """One `--inputs` file as an array; a `UserError` naming the file and what is wrong."""
     try:
-        with open(path, "rb") as stream:
-            head = stream.read(len(NPY_MAGIC))
-    except OSError as error:
-        raise UserError(f"cannot read input '{path}': {error.strerror or one_line(str(error))}") from None
-    if not head:
-        raise UserError(f"cannot read input '{path}': the file is empty; {SAVE_HINT}")
-    if head.startswith(ZIP_MAGIC):
-        raise UserError(
-            f"cannot read input '{path}': it is a .npz archive of several arrays; pass one .npy file per "
-            f"input ({SAVE_HINT})"
-        )
-    if head != NPY_MAGIC:
-        raise UserError(
-            f"cannot read input '{path}': not a .npy file (it does not start with numpy's magic bytes "
-            f"'\\x93NUMPY'); {SAVE_HINT}"
-        )
-    try:
-        array = np.load(path, allow_pickle=False)
-    except OSError as error:
-        raise UserError(f"cannot read input '{path}': {error.strerror or one_line(str(error))}") from None
-    except ValueError as error:
-        if "allow_pickle" in str(error):
-            raise UserError(
-                f"cannot read input '{path}': it holds Python objects (dtype 'object'); save a numeric array"
-            ) from None
-        raise UserError(
-            f"cannot read input '{path}': a damaged or truncated .npy file ({one_line(str(error))}); {SAVE_HINT}"
-        ) from None
-    return array
+        return load_inputs(specs)
+    except InputFileError as error:
+        raise UserError(str(error)) from None
 
 
 def _format_value(value: np.generic) -> str:

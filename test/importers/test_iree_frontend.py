@@ -144,6 +144,50 @@ def test_a_bool_tensor_verifies_with_the_jit(tmp_path: Path, capsys) -> None:
     assert status == 0 and "verified with MLIR's JIT" in error and "i1" in (tmp_path / "out.mlir").read_text()
 
 
+def _gather(tmp_path: Path) -> Path:
+    """Gather along axis 0 of a 5x4 table: its indices are an input."""
+    nodes = [helper.make_node("Gather", ["data", "indices"], ["y"], axis=0)]
+    return _save(tmp_path / "gather.onnx", nodes, [helper.make_tensor_value_info("data", TensorProto.FLOAT, [5, 4]),
+                                                   helper.make_tensor_value_info("indices", TensorProto.INT64, [3])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])])
+
+
+@pytest.mark.slow
+@needs_iree
+def test_verify_runs_on_the_given_inputs(tmp_path: Path, capsys) -> None:
+    """Compiled code indexes without bounds checks, so random indices make a run undefined:
+    `--inputs` gives the model's own (here indices into the table), outputs zero-filled."""
+    np.save(tmp_path / "data.npy", np.arange(20, dtype=np.float32).reshape(5, 4))
+    np.save(tmp_path / "indices.npy", np.array([4, 0, 2], dtype=np.int64))
+    status = tela_import.main(["--frontend=iree", str(_gather(tmp_path)), "--verify", "-o", str(tmp_path / "out.mlir"),
+                               "--inputs", f"{tmp_path / 'data.npy'},{tmp_path / 'indices.npy'}"])
+    error = capsys.readouterr().err
+    assert status == 0 and "after planning on the given inputs" in error
+    # The API takes the arrays; a mismatched one is refused before the JIT runs, naming it.
+    with pytest.raises(OnnxImportError, match=r"input #1 is int32 of shape \(3,\) where '@gather' argument #1 is int64"):
+        iree_frontend.plan_onnx_with_iree(tmp_path / "gather.onnx", inputs=[np.zeros((5, 4), np.float32),
+                                                                             np.zeros(3, np.int32)])
+
+
+@needs_iree
+def test_given_inputs_that_do_not_fit_the_model_are_one_line(tmp_path: Path, capsys) -> None:
+    np.save(tmp_path / "indices.npy", np.array([4, 0, 2], dtype=np.int64))
+    path = _gather(tmp_path)
+    out = tmp_path / "out.mlir"
+    status = tela_import.main(["--frontend=iree", str(path), "--verify", "-o", str(out),
+                               "--inputs", f"{tmp_path / 'indices.npy'}"])
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and not out.exists() and "Traceback" not in error
+    assert error == (f"tela-import: error: {path}: input #0 is int64 of shape (3,) where '@gather' argument #0 is "
+                     "float32 of shape (5, 4); pass the model's inputs in graph order, as the model types them")
+    status = tela_import.main(["--frontend=iree", str(path), "--verify", "-o", str(out),
+                               "--inputs", ",".join([str(tmp_path / "indices.npy")] * 4)])
+    error = capsys.readouterr().err.strip()
+    assert status == 2 and not out.exists()
+    assert error == (f"tela-import: error: {path}: 4 inputs given but '@gather' takes 3 arguments (inputs and "
+                     "outputs); pass one array per model input, in graph order")
+
+
 @needs_iree
 def test_a_capacity_below_load_is_a_planning_failure(tmp_path: Path, capsys) -> None:
     status = tela_import.main(["--frontend=iree", str(_relu_mlp(tmp_path / "m.onnx")), "--capacity", "100"])
@@ -344,6 +388,12 @@ def test_without_iree_the_message_says_what_to_install(monkeypatch, tmp_path: Pa
         (["--emit", "loops"], "--emit applies to --frontend=iree only"),
         (["--time-limit", "5"], "--time-limit applies to --frontend=iree only"),
         (["--frontend=iree", "--time-limit", "0"], "argument --time-limit: time limit '0' must be a positive number of seconds"),
+        (["--inputs", "a.npy"], "--inputs applies to --frontend=iree only"),
+        (["--frontend=iree", "--inputs", "a.npy"], "--inputs are what --verify runs on; add --verify or drop --inputs"),
+        (["--frontend=iree", "--verify", "--seed", "3", "--inputs", "a.npy"],
+         "--seed chooses random inputs and --inputs gives them; drop one of the two"),
+        (["--frontend=iree", "--verify", "--inputs", "absent.npy"],
+         "cannot read input 'absent.npy': No such file or directory"),
     ],
 )
 def test_options_of_the_other_frontend_are_usage_errors(arguments, message, capsys) -> None:
