@@ -43,7 +43,9 @@ Limits: shapes must be static after shape inference where no kept dimension deci
 a graph output's dimension must be an input dimension or a constant (the arguments are
 sized by the input dimensions); sequences and optionals built in the graph with constant
 positions are resolved at import into lists of tensors (`onnx_sequences`), other
-sequence, optional, map and sparse values are rejected;
+sequence, optional, map and sparse values are rejected; a `Gradient` node
+(`ai.onnx.preview.training`) is resolved at import into its reverse-mode pass
+(`onnx_gradient`);
 subgraphs (If, Loop, Scan bodies) are not opened: such a node is one opaque kernel whose
 inner tensors are not planned. A Constant node whose output shape inference leaves open is not folded; if it
 fills its output with one value it becomes `fill`, else an opaque `onnx.Constant` kernel.
@@ -64,6 +66,7 @@ from xdsl.dialects.builtin import ModuleOp
 from telamalloc.dialects.scratchpad_types import TARGET_ATTR_KEY, TargetAttr
 from telamalloc.extras import install_hint
 from telamalloc.importers.onnx_emit import emit
+from telamalloc.importers.onnx_gradient import resolve_gradients
 from telamalloc.importers.onnx_graph import (
     Graph,
     OnnxImportError,
@@ -245,6 +248,10 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     resolve_sequences(copy, options.sequence_inputs)  # sequences become lists of tensors, or one located refusal
     tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
+    if resolve_gradients(copy):  # Gradient nodes become their reverse-mode pass, which reads tensors made after them
+        ordered = _topological(list(copy.graph.node))
+        del copy.graph.node[:]
+        copy.graph.node.extend(ordered)
     prefolded = _fold_shape_subgraphs(copy, options.max_global_bytes)
     symbolic: SymbolicModel | None = None
     if symbolic_dims(copy):

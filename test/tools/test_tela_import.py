@@ -184,6 +184,19 @@ IMPORT_CASES = [
            [_value("x")], [_value("y")], domains=["custom"]),
      [], "bad.onnx: node 'foo' (Foo): it reads the sequence 's'; the importer resolves sequences and optionals at import "
          "time through the sequence and optional ops only (not through If, Loop or Scan bodies): unroll it in the model"),
+    ("gradient-through-an-op-it-cannot-differentiate",
+     _save([helper.make_node("Softmax", ["x"], ["y"], name="soft"),
+            helper.make_node("Gradient", ["x"], ["dx"], name="grad", domain="ai.onnx.preview.training", xs=["x"], y="y")],
+           [_value("x")], [_value("y"), _value("dx")], domains=["ai.onnx.preview.training"]),
+     [], "bad.onnx: node 'grad' (Gradient): differentiates through node 'soft' (Softmax), which the import cannot "
+         "differentiate (it differentiates Add, Sub, Mul, Div, Neg, Identity, Sum, Relu, Sigmoid, Tanh, Exp, MatMul)"),
+    ("gradient-of-a-symbolic-shape",
+     _save([helper.make_node("Relu", ["x"], ["y"]),
+            helper.make_node("Gradient", ["x"], ["dx"], name="grad", domain="ai.onnx.preview.training", xs=["x"], y="y")],
+           [_value("x", shape=("n",))], [_value("y", shape=("n",)), _value("dx", shape=("n",))],
+           domains=["ai.onnx.preview.training"]),
+     [], "bad.onnx: node 'grad' (Gradient): the shape of 'y' is not known statically; the import differentiates static "
+         "shapes only: bind the model's symbolic dimensions with --dim NAME=VALUE"),
     ("element-of-an-empty-optional",
      _save([helper.make_node("Optional", [], ["o"], type=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])),
             helper.make_node("OptionalGetElement", ["o"], ["y"], name="get")], [_value("x")], [_value("y")]),
