@@ -411,6 +411,8 @@ def _given(name: str, arguments: Sequence[tuple[tuple[int, ...], np.dtype]],
                               "(inputs and outputs); pass one array per model input, in graph order")
     arrays = []
     for index, ((shape, dtype), array) in enumerate(zip(arguments, inputs, strict=False)):
+        if array.dtype.kind in "iu" and dtype.kind in "iu" and array.dtype.itemsize == dtype.itemsize:
+            array = array.view(dtype)  # MLIR's integers are signless: uint16 data is an i16 memref's bits
         if tuple(array.shape) != shape or array.dtype != dtype:
             raise OnnxImportError(
                 f"input #{index} is {array.dtype} of shape {tuple(array.shape)} where '@{name}' argument #{index} "

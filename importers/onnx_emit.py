@@ -46,6 +46,7 @@ from telamalloc.importers.onnx_graph import Graph, OnnxImportError, Tensor
 from telamalloc.importers.onnx_ops import Kernel, Mapped, View
 from telamalloc.importers.onnx_sizes import SizeValues, dims_attributes, dynamic_view_ops
 from telamalloc.runtime.alloc.parametric import SymbolRange
+from telamalloc.runtime.interp.strings import StringSlotError, encode
 
 _INVALID_NAME_CHARACTERS = re.compile(r"[^\w$.-]")
 
@@ -151,6 +152,13 @@ def dense(tensor: Tensor, value) -> DenseIntOrFPElementsAttr | None:
     array = np.asarray(value)
     if tuple(array.shape) != tensor.shape:
         return None
+    if tensor.string_width:
+        try:
+            slots = encode(array, tensor.string_width)
+        except StringSlotError as error:
+            raise OnnxImportError(f"constant '{tensor.name}': {error}") from None
+        return DenseIntOrFPElementsAttr.from_list(TensorType(tensor.element_type, (*tensor.shape, tensor.string_width)),
+                                                  [int(v) for v in slots.reshape(-1)])
     try:
         if array.dtype.kind == "f":
             data = [float(v) for v in array.astype(np.float64).reshape(-1)]

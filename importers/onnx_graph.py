@@ -116,6 +116,11 @@ def _type_name(element_type: int) -> str:
 
 def _unsupported_type(what: str, element_type: int, types: Mapping[int, Attribute]) -> OnnxImportError:
     supported = ", ".join(f"'{_type_name(number)}'" for number in types)
+    if element_type == STRING:
+        return OnnxImportError(
+            f"{what} has element type 'STRING', whose strings have no size a static plan can know; declare each "
+            "string's bytes with --string-width BYTES (a longer string is then a run-time error)"
+        )
     return OnnxImportError(
         f"{what} has unsupported element type '{_type_name(element_type)}'; "
         f"the supported element types are {supported}: export the model with one of them"
@@ -130,14 +135,19 @@ class Tensor:
     name: str
     shape: tuple[Any, ...]  # int | Expr per dimension
     element_type: Attribute
+    string_width: int = 0  # a STRING tensor: the bytes of each string's slot (`runtime/interp/strings.py`)
 
     @property
     def is_static(self) -> bool:
         return all(isinstance(dim, int) for dim in self.shape)
 
     def memref(self, scratchpad: bool) -> MemRefType:
+        """The tensor's memref: its shape and element type, or for a STRING tensor the `i8`
+        memref of its shape and one more dimension, the string slots' bytes."""
         space = ScratchpadSpaceAttr() if scratchpad else NoneAttr()
         shape = self.shape if self.is_static else [dim if isinstance(dim, int) else DYNAMIC_INDEX for dim in self.shape]
+        if self.string_width:
+            shape = [*shape, self.string_width]
         return MemRefType(self.element_type, shape, NoneAttr(), space)
 
     @property
@@ -148,26 +158,38 @@ class Tensor:
         count = 1
         for dim in self.shape:
             count *= dim
+        if self.string_width:
+            return count * self.string_width
         return count * max(1, (int(getattr(self.element_type, "bitwidth", 8)) + 7) // 8)
 
 
-def tensor_types(model) -> dict[str, Tensor | None]:
+STRING = 8
+"""ONNX's element type number of strings (`TensorProto.STRING`)."""
+
+
+def tensor_types(model, string_width: int | None = None) -> dict[str, Tensor | None]:
     """Every typed tensor of the graph (inputs, outputs, value_info, initializers); None for
-    one whose shape inference left open (checked where it is used)."""
+    one whose shape inference left open (checked where it is used). STRING tensors need
+    `string_width` (each string's slot in bytes); without it they are refused, naming the
+    option."""
     graph = model.graph
     types = element_types()
+    if string_width:
+        types[STRING] = IntegerType(8)
     tensors: dict[str, Tensor | None] = {}
     for value in (*graph.input, *graph.value_info, *graph.output):
-        tensors[value.name] = _typed(value, types)
+        tensors[value.name] = _typed(value, types, string_width or 0)
     for initializer in graph.initializer:
         element_type = types.get(initializer.data_type)
         if element_type is None:
             raise _unsupported_type(f"initializer '{initializer.name}'", initializer.data_type, types)
-        tensors[initializer.name] = Tensor(initializer.name, tuple(int(d) for d in initializer.dims), element_type)
+        width = (string_width or 0) if initializer.data_type == STRING else 0
+        tensors[initializer.name] = Tensor(initializer.name, tuple(int(d) for d in initializer.dims), element_type,
+                                           width)
     return tensors
 
 
-def _typed(value, types) -> Tensor | None:
+def _typed(value, types, string_width: int = 0) -> Tensor | None:
     """The tensor's static type, or None when inference left it unknown (checked on use)."""
     kind = value.type.WhichOneof("value")
     if kind is None:
@@ -189,7 +211,7 @@ def _typed(value, types) -> Tensor | None:
         if not dim.HasField("dim_value"):
             return None
         shape.append(int(dim.dim_value))
-    return Tensor(value.name, tuple(shape), element_type)
+    return Tensor(value.name, tuple(shape), element_type, string_width if tensor_type.elem_type == STRING else 0)
 
 
 @dataclass

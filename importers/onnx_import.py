@@ -111,6 +111,9 @@ class ImportOptions:
     max_global_bytes: int = 65536  # constants up to this size become memref.globals with their values
     # a sequence input's tensors' shapes: it becomes one input per tensor, NAME.0, NAME.1, ...
     sequence_inputs: Mapping[str, Sequence[Sequence[int]]] = field(default_factory=dict)
+    # the bytes of each string of a STRING tensor (UTF-8, NUL-padded; `runtime/interp/strings.py`);
+    # None: STRING tensors are refused (a string has no size a static plan can know)
+    string_width: int | None = None
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,10 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     onnx = _onnx()
     from onnx import numpy_helper
 
+    width = options.string_width
+    if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 1):
+        raise OnnxImportError(f"string width '{width}' must be a positive number of bytes")
+
     for node in model.graph.node:
         if not node.op_type:
             raise OnnxImportError("a node has no op_type; the model is malformed: export it again")
@@ -246,7 +253,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     del copy.graph.node[:]
     copy.graph.node.extend(ordered)
     resolve_sequences(copy, options.sequence_inputs)  # sequences become lists of tensors, or one located refusal
-    tensor_types(copy)  # the declared types first: ours is a clearer message than inference's
+    tensor_types(copy, options.string_width)  # the declared types first: ours is a clearer message than inference's
     bind_dims(copy, options.dims)
     if resolve_gradients(copy):  # Gradient nodes become their reverse-mode pass, which reads tensors made after them
         ordered = _topological(list(copy.graph.node))
@@ -260,7 +267,7 @@ def _import(model, options: ImportOptions) -> ImportedModel:
     else:
         model = infer_bound(copy)
     graph = model.graph
-    tensors = tensor_types(model)
+    tensors = tensor_types(model, options.string_width)
     constants = {init.name: numpy_helper.to_array(init) for init in graph.initializer}
     for node in graph.node:
         if node.op_type == "Constant" and node.domain in ("", "ai.onnx"):
@@ -476,7 +483,14 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
                 ))
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
-        item = _mapped(node, context, outs, reasons)
+        strings = _string_operands(node, outs, context)
+        if strings and _has_reference(node, context.opset, context.domain_opsets):
+            # strings run on ONNX's reference only: its kernels take them as Python strings
+            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain), strings)
+            runnable[_op_name(node)] = REFERENCE
+            mapped.append(item)
+            continue
+        item = None if strings else _mapped(node, context, outs, reasons)
         if item is None and _has_reference(node, context.opset, context.domain_opsets):
             item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain))
             runnable[_op_name(node)] = REFERENCE
@@ -487,6 +501,12 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
             runnable[node.op_type] = item.name
         mapped.append(item)
     return mapped, runnable, dict(sorted(planned_only.items())), reasons
+
+
+def _string_operands(node, outs: tuple[str, ...], context: Graph) -> tuple[int, ...]:
+    """The positions of `node`'s STRING operands among its kernel's ins then outs."""
+    operands = (*inputs(node), *outs)
+    return tuple(index for index, name in enumerate(operands) if context.tensor(name).string_width)
 
 
 @functools.cache

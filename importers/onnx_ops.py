@@ -408,11 +408,14 @@ def map_node(node, graph: Graph, outs: tuple[str, ...]) -> Mapped:
     return Kernel(mapped.name, mapped.ins, mapped.params, outs[:1])
 
 
-def opaque(node, outs: tuple[str, ...], opset: int | None = None, domain_opset: int | None = None) -> Kernel:
+def opaque(node, outs: tuple[str, ...], opset: int | None = None, domain_opset: int | None = None,
+           strings: tuple[int, ...] = ()) -> Kernel:
     """`onnx.<OpType>` with the node's int, float, string and list attributes as params;
     with `opset`, also the node itself (`onnx_node`, `onnx_opset`: see `reference_node`),
     which the interpreter runs with ONNX's reference implementation; `domain_opset`, the
-    model's opset of a node outside the default domain (`onnx_domain_opset`)."""
+    model's opset of a node outside the default domain (`onnx_domain_opset`); `strings`,
+    the positions among ins then outs of STRING operands, held as byte slots
+    (`onnx_strings`, `runtime/interp/strings.py`)."""
     params: dict[str, Attribute] = {}
     for name, value in sorted(attributes(node).items()):
         attribute = _param(value)
@@ -423,6 +426,8 @@ def opaque(node, outs: tuple[str, ...], opset: int | None = None, domain_opset: 
         params["onnx_opset"] = _int(opset)
         if domain_opset is not None:
             params["onnx_domain_opset"] = _int(domain_opset)
+        if strings:
+            params["onnx_strings"] = DenseArrayBase.from_list(i64, list(strings))
     domain = f"{node.domain}." if node.domain not in ("", "ai.onnx") else ""
     return Kernel(f"onnx.{domain}{node.op_type}", tuple(inputs(node)), params, outs)
 

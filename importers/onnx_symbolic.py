@@ -69,7 +69,7 @@ class SymbolicModel:
         for name, shape in shapes.items():
             tensor = tensors.get(name)
             if tensor is not None:
-                out[name] = Tensor(name, tuple(shape), tensor.element_type)
+                out[name] = Tensor(name, tuple(shape), tensor.element_type, tensor.string_width)
         return out
 
     def _node(self, node, shapes: dict[str, Shape], constants: Mapping) -> None:

@@ -3,6 +3,7 @@
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
                 [--target NAME]] [--function NAME]
                 [--dim NAME=VALUE | --dim NAME=LO..HI[@HINT] ...] [--max-global-bytes BYTES]
+                [--string-width BYTES]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -121,6 +122,9 @@ def _parser() -> _Parser:
         help="constants (weights) up to this size are carried with their values as memref.globals; "
         "larger ones are function arguments (default 65536; 0: every constant an argument)",
     )
+    parser.add_argument("--string-width", type=_positive("string width"), metavar="BYTES",
+                        help="the bytes of each string of a STRING tensor (UTF-8, NUL-padded; a longer string is a "
+                        "run-time error); without it STRING tensors are refused")
     parser.add_argument(
         "--frontend", choices=("telamalloc", "iree"), default="telamalloc",
         help="telamalloc (default): the scratchpad dialect, one kernel per node; iree: IREE's ONNX "
@@ -198,7 +202,8 @@ def _run_iree(arguments) -> int:
 
     for flag, value in (("--function", arguments.function),
                         ("--alignment", arguments.alignment), ("--target", arguments.target),
-                        ("--max-global-bytes", arguments.max_global_bytes != 65536)):
+                        ("--max-global-bytes", arguments.max_global_bytes != 65536),
+                        ("--string-width", arguments.string_width)):
         if value:
             raise UsageError(f"{flag} applies to --frontend=telamalloc only; drop it (IREE names the "
                              "functions, weights are memref.globals, memrefs are plain upstream ones)")
@@ -273,6 +278,7 @@ def _run(argv: Sequence[str] | None) -> int:
         target_name=arguments.target or "l1",
         dims=_dims(arguments),
         max_global_bytes=arguments.max_global_bytes,
+        string_width=arguments.string_width,
     )
     imported = import_onnx(arguments.model, options)
     try:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .kernel_args import KernelError, shape_text
+from .strings import StringSlotError, decode, encode
 
 PREFIX = "onnx."
 """The kernel names of ONNX operators (`onnx.Less`); those with an `onnx_node` param run here."""
@@ -40,6 +41,10 @@ OPSET_PARAM = "onnx_opset"
 DOMAIN_OPSET_PARAM = "onnx_domain_opset"
 """The model's opset of the node's domain when it is not the default one (`ai.onnx.ml`,
 `ai.onnx.preview.training`: the node's `domain` says which)."""
+STRINGS_PARAM = "onnx_strings"
+"""The positions, among the kernel's ins then outs, of STRING operands: `i8` memrefs of the
+tensor's shape and one more dimension, each string's NUL-padded UTF-8 bytes
+(`strings.py`); decoded to Python strings for the reference, its strings encoded back."""
 
 
 def is_reference_kernel(name: str, params: Mapping[str, Any]) -> bool:
@@ -94,6 +99,13 @@ def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np
             domain_opset is not None and (isinstance(domain_opset, bool) or not isinstance(domain_opset, int))):
         raise KernelError(f"kernel '{name}' needs the string parameter '{NODE_PARAM}' and the integer '{OPSET_PARAM}' "
                           f"(and '{DOMAIN_OPSET_PARAM}' an integer when given)")
+    strings = params.get(STRINGS_PARAM) or []
+    if not isinstance(strings, list) or not all(isinstance(i, int) and 0 <= i < len(ins) + len(outs) for i in strings):
+        raise KernelError(f"kernel '{name}': '{STRINGS_PARAM}' must list operand positions below {len(ins) + len(outs)}")
+    try:
+        ins = [decode(array) if index in strings else array for index, array in enumerate(ins)]
+    except StringSlotError as error:
+        raise KernelError(f"kernel '{name}': {error}") from None
     try:
         types = tuple((array.dtype.str, array.ndim) for array in ins)
         node, evaluator = _evaluator(encoded, opset, domain_opset, types)
@@ -116,6 +128,11 @@ def run_reference_kernel(name: str, ins: Sequence[np.ndarray], outs: Sequence[np
     values = []
     for index, (result, out) in enumerate(zip(results, outs, strict=True)):
         result = np.asarray(result)
+        if len(ins) + index in strings:
+            try:
+                result = encode(result, out.shape[-1] if out.ndim else 0)
+            except StringSlotError as error:
+                raise KernelError(f"kernel '{name}' output #{index}: {error}") from None
         if tuple(result.shape) != tuple(out.shape):
             raise KernelError(f"kernel '{name}' output #{index} has shape {shape_text(result.shape)} but "
                               f"{shape_text(out.shape)} was planned")
@@ -128,4 +145,5 @@ def _first_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
 
 
-__all__ = ["DOMAIN_OPSET_PARAM", "NODE_PARAM", "OPSET_PARAM", "PREFIX", "is_reference_kernel", "run_reference_kernel"]
+__all__ = ["DOMAIN_OPSET_PARAM", "NODE_PARAM", "OPSET_PARAM", "PREFIX", "STRINGS_PARAM", "is_reference_kernel",
+           "run_reference_kernel"]

@@ -44,9 +44,12 @@ MATCHING = (
     "test_flexattention_score_mod",
     # a sequence input (its tensors' shapes from the case's data) and a sequence output
     "test_sequence_insert_at_back", "test_sequence_map_extract_shapes",
+    # strings in 64-byte slots (multi-byte UTF-8, broadcasting), a string compared to a bool
+    "test_string_concat_utf8", "test_string_concat_broadcasting", "test_equal_string",
+    "test_ai_onnx_ml_label_encoder_string_int", "test_strnormalizer_export_monday_casesensintive_upper",
 )
 # Cases refused or not run today, each for another reason (they may run one day: then they move above).
-OTHERS = ("test_string_concat", "test_sequence_insert_at_front", "test_constantofshape_float_ones")
+OTHERS = ("test_string_split_empty_tensor", "test_sequence_insert_at_front", "test_constantofshape_float_ones")
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +72,12 @@ def test_a_case_that_does_not_run_says_why(cases, name):
     assert outcome.outcome == "match" or outcome.reason
 
 
-@pytest.mark.parametrize("name", ["test_sequence_model3", "test_sequence_model5", "test_sequence_model7"])
-def test_a_model_with_sequences_runs_and_matches_onnx(name):
+@pytest.mark.parametrize("name", ["test_sequence_model3", "test_sequence_model5", "test_sequence_model7",
+                                  "test_gradient_of_add_and_mul", "test_strnorm_model_monday_insensintive_upper_twodim"])
+def test_a_simple_model_runs_and_matches_onnx(name):
     """Sequences built in the graph, resolved at import (insert/erase/at with negative
-    positions, concat with a new axis, split without keepdims)."""
+    positions, concat with a new axis, split without keepdims); a Gradient resolved at
+    import; strings in a 2-D tensor."""
     (case,) = conformance.all_cases(["simple"], {name}, None)
     outcome = conformance.run_case(case)
     assert outcome.outcome == "match", outcome
@@ -94,13 +99,14 @@ def test_the_comparison_is_onnx_s():
 
 @pytest.mark.slow  # a second process generates every node case again (~5 s)
 def test_the_script_prints_the_table():
-    names = ",".join(("test_abs", "test_string_concat", "test_attention_3d"))
+    names = ",".join(("test_abs", "test_string_concat", "test_string_split_empty_tensor"))
     result = subprocess.run([sys.executable, str(SCRIPT), "--directories", "node", "--cases", names],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert next(line for line in lines if line.startswith("node")).split()[1] == "3"
-    assert any("element type STRING" in line for line in lines)
+    row = next(line for line in lines if line.startswith("node")).split()
+    assert (row[1], row[6]) == ("3", "2")  # strings in 64-byte slots match; the split's count is unknown
+    assert any("a shape unknown after ONNX's shape inference (StringSplit 1)" in line for line in lines)
     assert "Traceback" not in result.stderr
 
 

@@ -163,6 +163,10 @@ def test_verify_runs_on_the_given_inputs(tmp_path: Path, capsys) -> None:
                                "--inputs", f"{tmp_path / 'data.npy'},{tmp_path / 'indices.npy'}"])
     error = capsys.readouterr().err
     assert status == 0 and "after planning on the given inputs" in error
+    # Integers are signless in MLIR: unsigned data of the argument's width is taken as its bits.
+    result = iree_frontend.plan_onnx_with_iree(tmp_path / "gather.onnx", inputs=[
+        np.arange(20, dtype=np.float32).reshape(5, 4), np.array([1, 2, 3], dtype=np.uint64)])
+    assert result.verified, result.verification
     # The API takes the arrays; a mismatched one is refused before the JIT runs, naming it.
     with pytest.raises(OnnxImportError, match=r"input #1 is int32 of shape \(3,\) where '@gather' argument #1 is int64"):
         iree_frontend.plan_onnx_with_iree(tmp_path / "gather.onnx", inputs=[np.zeros((5, 4), np.float32),

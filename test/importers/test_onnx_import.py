@@ -298,7 +298,7 @@ def test_errors_about_a_file_name_it_once_and_in_memory_models_name_none(tmp_pat
     assert str(from_file.value) == f"{path}: {from_memory.value}"
 
 
-@pytest.mark.parametrize("element_type", ["STRING", "COMPLEX64", "COMPLEX128"])
+@pytest.mark.parametrize("element_type", ["COMPLEX64", "COMPLEX128"])
 def test_unsupported_element_types_are_named_and_the_supported_ones_listed(element_type):
     number = TensorProto.DataType.Value(element_type)
     model = _model([helper.make_node("Identity", ["x"], ["y"])], [_tensor("x", [4], number)], [_tensor("y", [4], number)])
@@ -320,7 +320,7 @@ def test_declared_types_are_checked_before_shape_inference():
     """A STRING input to Add: our message, not shape inference's type error."""
     string = TensorProto.STRING
     model = _model([helper.make_node("Add", ["x", "x"], ["y"])], [_tensor("x", [4], string)], [_tensor("y", [4], string)])
-    with pytest.raises(OnnxImportError, match="^tensor 'x' has unsupported element type 'STRING'"):
+    with pytest.raises(OnnxImportError, match="^tensor 'x' has element type 'STRING', whose strings have no size"):
         import_onnx(model)
 
 

@@ -151,8 +151,17 @@ IMPORT_CASES = [
     ("missing-file", None, [], "bad.onnx: cannot read: No such file or directory"),
     ("input-is-a-directory", _directory, [], "bad.onnx: cannot read: Is a directory"),
     ("unsupported-element-type",
+     _save([helper.make_node("Identity", ["x"], ["y"])], [_value("x", TensorProto.COMPLEX64)], [_value("y", TensorProto.COMPLEX64)]),
+     [], f"bad.onnx: tensor 'x' has unsupported element type 'COMPLEX64'; {SUPPORTED}"),
+    ("string-without-a-width",
      _save([helper.make_node("Identity", ["x"], ["y"])], [_value("x", TensorProto.STRING)], [_value("y", TensorProto.STRING)]),
-     [], f"bad.onnx: tensor 'x' has unsupported element type 'STRING'; {SUPPORTED}"),
+     [], "bad.onnx: tensor 'x' has element type 'STRING', whose strings have no size a static plan can know; declare "
+         "each string's bytes with --string-width BYTES (a longer string is then a run-time error)"),
+    ("string-constant-longer-than-the-width",
+     _save([helper.make_node("StringConcat", ["x", "c"], ["y"])], [_value("x", TensorProto.STRING, (2,))],
+           [_value("y", TensorProto.STRING, (2,))], [helper.make_tensor("c", TensorProto.STRING, [2], [b"tea", b"lemonade"])]),
+     ["--string-width", "4"], "bad.onnx: constant 'c': string 'lemonade' at [1] takes 8 bytes in UTF-8, more than the "
+                              "string width of 4 bytes; import with a larger --string-width"),
     ("unsupported-initializer-type",
      _save([helper.make_node("Identity", ["w"], ["y"])], [], [_value("y", shape=(2,))],
            [helper.make_tensor("w", TensorProto.COMPLEX64, [2], [1 + 2j, 3j])]),
