@@ -172,7 +172,8 @@ class _Rewriter:
                 raise OnnxImportError(
                     f"input '{value.name}' is {'an' if noun == 'optional' else 'a'} {noun}: its length or presence is known only "
                     "when the model runs, and a static plan needs it at import; pass its tensors as separate inputs"
-                    + (" or give its tensors' shapes (ImportOptions.sequence_inputs)" if noun == "sequence" else "")
+                    + (" or give its tensors' shapes (--sequence-input NAME=SHAPE,SHAPE,...)" if noun == "sequence"
+                       else "")
                 )
         del graph.input[:]
         graph.input.extend(inputs)

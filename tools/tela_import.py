@@ -3,7 +3,7 @@
     tela-import model.onnx [-o model.mlir] [--capacity BYTES [--alignment BYTES]
                 [--target NAME]] [--function NAME]
                 [--dim NAME=VALUE | --dim NAME=LO..HI[@HINT] ...] [--max-global-bytes BYTES]
-                [--string-width BYTES]
+                [--string-width BYTES] [--sequence-input NAME=SHAPE,SHAPE,... ...]
 
 Writes the program (`telamalloc.importers.onnx_import` describes the mapping) to `-o`, or
 to stdout; then plan it with the usual pipeline:
@@ -80,6 +80,25 @@ def _positive(what: str):
     return parse
 
 
+def _sequence_input(text: str) -> tuple[str, list[tuple[int, ...]]]:
+    """`NAME=SHAPE,SHAPE,...`: a sequence input's tensors' shapes (`2x3`, `()` for a scalar;
+    nothing after `=` for an empty sequence)."""
+    name, equals, shapes = text.partition("=")
+    if not equals or not name.strip():
+        raise argparse.ArgumentTypeError(f"sequence input '{text}' must be NAME=SHAPE,SHAPE,... (e.g. s=2x3,4x3)")
+    parsed = []
+    for shape in (part.strip() for part in shapes.split(",")) if shapes.strip() else ():
+        if shape == "()":
+            parsed.append(())
+            continue
+        dims = shape.split("x")
+        if not all(re.fullmatch(r"[0-9]+", dim) for dim in dims):
+            raise argparse.ArgumentTypeError(f"sequence input '{text}': shape '{shape}' must be dimensions joined by "
+                                             "'x' (e.g. 2x3), or '()' for a scalar")
+        parsed.append(tuple(int(dim) for dim in dims))
+    return name.strip(), parsed
+
+
 def _dimension(text: str) -> tuple[str, int | SymbolRange]:
     """`NAME=VALUE` fixes a dimension (an int); `NAME=LO..HI[@HINT]` gives it a range (the
     parser of `tela-plan{dims=...}`). Every size must be positive."""
@@ -106,6 +125,15 @@ def _dims(arguments: argparse.Namespace) -> dict[str, int | SymbolRange]:
         raise UsageError(str(error)) from None
 
 
+def _sequence_inputs(given: list[tuple[str, list[tuple[int, ...]]]]) -> dict[str, list[tuple[int, ...]]]:
+    shapes: dict[str, list[tuple[int, ...]]] = {}
+    for name, tensors in given:
+        if name in shapes:
+            raise UsageError(f"--sequence-input '{name}' is given twice; give each sequence input once")
+        shapes[name] = tensors
+    return shapes
+
+
 def _parser() -> _Parser:
     parser = _Parser(prog=PROG, description="Import an ONNX model as a scratchpad-dialect program.", epilog=HELP_EPILOG)
     parser.add_argument("model", help="the .onnx file")
@@ -122,6 +150,10 @@ def _parser() -> _Parser:
         help="constants (weights) up to this size are carried with their values as memref.globals; "
         "larger ones are function arguments (default 65536; 0: every constant an argument)",
     )
+    parser.add_argument("--sequence-input", type=_sequence_input, action="append", default=[],
+                        metavar="NAME=SHAPE,SHAPE,...",
+                        help="the shapes of a sequence input's tensors, dimensions joined by 'x' and '()' for a "
+                        "scalar (e.g. s=2x3,4x3: two tensors); it becomes one input per tensor, NAME.0, NAME.1, ...")
     parser.add_argument("--string-width", type=_positive("string width"), metavar="BYTES",
                         help="the bytes of each string of a STRING tensor (UTF-8, NUL-padded; a longer string is a "
                         "run-time error); without it STRING tensors are refused")
@@ -203,7 +235,8 @@ def _run_iree(arguments) -> int:
     for flag, value in (("--function", arguments.function),
                         ("--alignment", arguments.alignment), ("--target", arguments.target),
                         ("--max-global-bytes", arguments.max_global_bytes != 65536),
-                        ("--string-width", arguments.string_width)):
+                        ("--string-width", arguments.string_width),
+                        ("--sequence-input", bool(arguments.sequence_input))):
         if value:
             raise UsageError(f"{flag} applies to --frontend=telamalloc only; drop it (IREE names the "
                              "functions, weights are memref.globals, memrefs are plain upstream ones)")
@@ -279,6 +312,7 @@ def _run(argv: Sequence[str] | None) -> int:
         dims=_dims(arguments),
         max_global_bytes=arguments.max_global_bytes,
         string_width=arguments.string_width,
+        sequence_inputs=_sequence_inputs(arguments.sequence_input),
     )
     imported = import_onnx(arguments.model, options)
     try:

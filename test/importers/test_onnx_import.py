@@ -329,7 +329,7 @@ def test_declared_types_are_checked_before_shape_inference():
     [
         (helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [4]),
          "input 'x' is a sequence: its length or presence is known only when the model runs, and a static plan needs "
-         "it at import; pass its tensors as separate inputs or give its tensors' shapes (ImportOptions.sequence_inputs)"),
+         "it at import; pass its tensors as separate inputs or give its tensors' shapes (--sequence-input NAME=SHAPE,SHAPE,...)"),
         (helper.make_sparse_tensor_value_info("x", TensorProto.FLOAT, [4]),
          "value 'x' is of type 'sparse tensor', not a dense tensor; the importer plans dense tensors only: export the "
          "model without sequence, map, optional or sparse values"),

@@ -106,6 +106,24 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
         "with --dim n=LO..HI[@HINT] or fix it with --dim n=VALUE\n")
 
 
+def test_sequence_input_gives_the_tensors_shapes(tmp_path, capsys):
+    """A sequence input with `--sequence-input`: one input per tensor (`s.0`, `s.1`), a
+    scalar written `()`, an empty sequence with nothing after `=`."""
+    graph = helper.make_graph(
+        [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)], "g",
+        [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+    )
+    path = tmp_path / "seq.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    out = tmp_path / "seq.mlir"
+    assert main([str(path), "-o", str(out), "--sequence-input", "s=2x3,4x3"]) == 0
+    text = out.read_text()
+    # one argument per tensor, and the concatenation of the two
+    assert "@main(%s.0_in: memref<2x3xf32>, %s.1_in: memref<4x3xf32>, %y_out: memref<6x3xf32>)" in text
+    assert capsys.readouterr().err == ""
+
+
 # --------------------------------------------------------------------------------------
 # Bad input: one line on stderr naming the model file, exit 2, no output file. Every case is a
 # row of docs/errors.md ("tela-import"), which test_the_catalogue_documents_every_import_case
@@ -171,7 +189,7 @@ IMPORT_CASES = [
            [_value("n", TensorProto.INT64, ())]),
      [], "bad.onnx: input 's' is a sequence: its length or presence is known only when the model runs, and a static plan "
          "needs it at import; pass its tensors as separate inputs or give its tensors' shapes "
-         "(ImportOptions.sequence_inputs)"),
+         "(--sequence-input NAME=SHAPE,SHAPE,...)"),
     ("optional-output",
      _save([helper.make_node("Optional", ["x"], ["o"])], [_value("x")],
            [helper.make_value_info("o", helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])))]),
@@ -284,6 +302,13 @@ IMPORT_CASES = [
      "'batch=1' or 'seq=1..2048@512'"),
     ("dim-given-twice", _relu([_value("x", shape=("seq",))], [_value("y", shape=("seq",))]),
      ["--dim", "seq=2", "--dim", "seq=1..8"], "--dim 'seq' is given twice ('2' and '1..8'); give it once"),
+    ("bad-sequence-input-syntax", _relu(), ["--sequence-input", "s=2xa"],
+     "argument --sequence-input: sequence input 's=2xa': shape '2xa' must be dimensions joined by 'x' (e.g. 2x3), "
+     "or '()' for a scalar"),
+    ("sequence-input-given-twice", _relu(), ["--sequence-input", "s=2", "--sequence-input", "s=3"],
+     "--sequence-input 's' is given twice; give each sequence input once"),
+    ("sequence-input-naming-no-sequence", _relu(), ["--sequence-input", "s=2"],
+     "bad.onnx: the sequence shapes given for 's' name no sequence input of the model"),
     ("capacity-zero", _relu(), ["--capacity", "0"], "argument --capacity: capacity '0' must be a positive number of bytes"),
     ("alignment-without-capacity", _relu(), ["--alignment", "64"],
      "--alignment needs --capacity (both describe the target memory); add --capacity BYTES or drop --alignment"),
