@@ -107,8 +107,7 @@ def test_dim_binds_symbolic_dimensions(tmp_path, capsys):
 
 
 def test_sequence_input_gives_the_tensors_shapes(tmp_path, capsys):
-    """A sequence input with `--sequence-input`: one input per tensor (`s.0`, `s.1`), a
-    scalar written `()`, an empty sequence with nothing after `=`."""
+    """A sequence input with `--sequence-input`: one input per tensor (`s.0`, `s.1`)."""
     graph = helper.make_graph(
         [helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0)], "g",
         [helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)],
