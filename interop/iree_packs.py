@@ -42,7 +42,7 @@ from typing import Any
 
 from telamalloc.interop.mlir_view import bindings_package, mlir_location_text
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.alloc.problem import Buffer, Params, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, round_up
 from telamalloc.runtime.alloc.validate import compute_load, validate
 
 PACK_OP = "stream.resource.pack"
@@ -153,10 +153,6 @@ class IreePlanReport:
         return [pack.line() for pack in self.packs] + [self.summary()]
 
 
-def align_up(value: int, alignment: int) -> int:
-    return -(-value // alignment) * alignment
-
-
 def iree_greedy_layout(slices: Sequence[Slice], offset_alignment: int, range_alignment: int) -> PackLayout:
     """IREE 3.13's static layout of `slices` (in their order), as `packStaticSlicesGreedily`
     computes it: each slice, in turn, goes into the smallest gap below a reservation whose
@@ -167,32 +163,32 @@ def iree_greedy_layout(slices: Sequence[Slice], offset_alignment: int, range_ali
     high = 0
     for item in slices:
         assert item.size is not None
-        reserved = align_up(item.size, range_alignment)
+        reserved = round_up(item.size, range_alignment)
         best, best_gap = None, None
         current = 0
         for offset, size, other in reservations:
             if not (item.end >= other.start and other.end >= item.start):
                 continue
-            aligned = align_up(current, offset_alignment)
+            aligned = round_up(current, offset_alignment)
             if aligned + reserved <= offset and (best_gap is None or offset - aligned < best_gap):
                 best, best_gap = aligned, offset - current
             current = max(current, offset + size)
         if best is None:
-            best = align_up(current, offset_alignment)
+            best = round_up(current, offset_alignment)
         position = 0
         while position < len(reservations) and reservations[position][0] < best:
             position += 1
         reservations.insert(position, (best, reserved, item))
         offsets.append(best)
         high = max(high, best + reserved)
-    return PackLayout(tuple(offsets), align_up(high, range_alignment))
+    return PackLayout(tuple(offsets), round_up(high, range_alignment))
 
 
 def pack_problem(slices: Sequence[Slice], offset_alignment: int, range_alignment: int) -> Problem:
     """The allocator's problem of a pack's static slices: half-open lifetimes `[start, end + 1)`,
     sizes rounded up to the range alignment, offsets multiples of the offset alignment."""
     return Problem([
-        Buffer(index, item.start, item.end + 1, align_up(item.size or 0, range_alignment), alignment=offset_alignment)
+        Buffer(index, item.start, item.end + 1, round_up(item.size or 0, range_alignment), alignment=offset_alignment)
         for index, item in enumerate(slices)
     ])
 
@@ -216,14 +212,14 @@ def plan_pack(
     """Our layout and IREE's of a pack's static slices (plain data; nothing of IREE needed)."""
     problem = pack_problem(slices, offset_alignment, range_alignment)
     iree = iree_greedy_layout(slices, offset_alignment, range_alignment)
-    load = align_up(compute_load(problem)[0], range_alignment)
+    load = round_up(compute_load(problem)[0], range_alignment)
     solution = solve(problem, mode="minimize", capacity=max(iree.total, 1), time_limit=time_limit,
                      params=Params(node_limit=node_limit, cpsat=False))
     if solution.offsets is None or validate(problem, solution.offsets, None):
         return PackPlan(iree, iree, load, False)
     offsets = tuple(int(offset) for offset in solution.offsets)
     peak = max((offset + buffer.size for offset, buffer in zip(offsets, problem.buffers, strict=True)), default=0)
-    return PackPlan(PackLayout(offsets, align_up(peak, range_alignment)), iree, load, bool(solution.optimal))
+    return PackPlan(PackLayout(offsets, round_up(peak, range_alignment)), iree, load, bool(solution.optimal))
 
 
 def plan_iree_packs(
@@ -483,7 +479,6 @@ __all__ = [
     "PackPlan",
     "PackReport",
     "Slice",
-    "align_up",
     "find_packs",
     "iree_greedy_layout",
     "pack_slices",

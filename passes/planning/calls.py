@@ -27,6 +27,7 @@ from telamalloc.errors import ErrorKind
 from telamalloc.passes.diagnostics import PassFailedAtOp, emit_remark
 from telamalloc.passes.irview import IRView
 from telamalloc.passes.planning.plans import FunctionPlan
+from telamalloc.runtime.alloc.problem import round_up
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def _follow(view: IRView, calls: dict[Any, list[tuple[Any, Any]]], arenas: dict[
     capacity = min((frame.arena.capacity for frame in chain if frame.arena is not None), default=None)
     end = base
     if arena is not None:
-        start = -(-base // arena.alignment) * arena.alignment
+        start = round_up(base, arena.alignment)
         end = start + arena.size
         capacity = arena.capacity if capacity is None else min(capacity, arena.capacity)
         if end > capacity:

@@ -84,6 +84,7 @@ from telamalloc.passes.planning.parametric import (
 )
 from telamalloc.passes.rewrite.arena import free_arena_at_returns
 from telamalloc.runtime.alloc.parametric import parse_ranges
+from telamalloc.runtime.alloc.problem import round_up
 from telamalloc.runtime.alloc.size_expressions import (
     AlignUp,
     CeilDiv,
@@ -369,7 +370,7 @@ class SizeEmitter:
         if alignment == 1:
             return value
         if value in self.known:  # folded: a constant offset
-            return self.constant(-(-self.known[value] // alignment) * alignment)
+            return self.constant(round_up(self.known[value], alignment))
         step = self.constant(alignment)
         return self.builder.binary("arith.muli", self.builder.binary("arith.ceildivui", value, step), step)
 

@@ -62,7 +62,7 @@ from telamalloc.passes.analysis.uses import BufferUses, analyze_uses
 from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView, XdslView, symbol_table_of
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.alloc.problem import Buffer, Problem
+from telamalloc.runtime.alloc.problem import Buffer, Problem, round_up
 from telamalloc.runtime.alloc.spill_choice import SpillChoice, SpillImpossible, attempts, choose_spills
 from telamalloc.wording import counted
 
@@ -134,7 +134,7 @@ def spill_function(
         problem = collect_function(rewriter.function(copy), copy_selection, capacity, alignment, function_problem.rule)
         uses = analyze_uses(problem)
         spill_buffers = [
-            dataclasses.replace(u.spill, footprint=_round_up(u.spill.size, u.buffer.alignment)) if padded else u.spill
+            dataclasses.replace(u.spill, footprint=round_up(u.spill.size, u.buffer.alignment)) if padded else u.spill
             for u in uses
         ]
         try:
@@ -173,9 +173,6 @@ def spill_function(
         ErrorKind.NO,
     )
 
-
-def _round_up(size: int, alignment: int) -> int:
-    return -(-size // alignment) * alignment
 
 
 def _load(function_problem: FunctionProblem) -> int:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from telamalloc.runtime.alloc.api import solve
-from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, ProblemError
+from telamalloc.runtime.alloc.problem import Buffer, Params, Problem, ProblemError, round_up
 from telamalloc.runtime.alloc.size_expressions import Expr, add, align_up, const, evaluate, maximum, minimum, symbols
 
 # A deterministic work budget for each static plan that proposes an order (no time limit:
@@ -264,7 +264,7 @@ def _offsets(
     for index in order:
         top = max((offsets[j] + sizes[j] for j in above[index]), default=0)
         alignment = buffers[index].alignment
-        offsets[index] = -(-top // alignment) * alignment
+        offsets[index] = round_up(top, alignment)
     return offsets
 
 

@@ -20,6 +20,13 @@ import numpy as np
 
 from telamalloc.runtime.alloc.config import ExactConfig, LargeConfig
 
+
+def round_up(value: int, multiple: int) -> int:
+    """The least multiple of `multiple` (positive) at or above `value`: an offset or a size
+    aligned up, in exact integer arithmetic (no float division)."""
+    return -(-value // multiple) * multiple
+
+
 INT64_MAX = 2**63 - 1
 
 

@@ -37,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from telamalloc.runtime.alloc.problem import round_up
+
 
 class Expr:
     """A symbolic non-negative integer (see the module doc for the forms)."""
@@ -263,7 +265,7 @@ def align_up(expr: Expr | int, alignment: int) -> Expr:
     if alignment == 1:
         return expr
     if isinstance(expr, Const):
-        return Const(-(-expr.value // alignment) * alignment)
+        return Const(round_up(expr.value, alignment))
     if isinstance(expr, AlignUp) and expr.alignment % alignment == 0:
         return expr
     return AlignUp(expr, alignment)
@@ -315,7 +317,7 @@ def _value(node: Expr, env: Mapping[str, int], memo: dict[int, int]) -> int:
     if isinstance(node, Min):
         return min(memo[id(term)] for term in node.terms)
     if isinstance(node, AlignUp):
-        return -(-memo[id(node.expr)] // node.alignment) * node.alignment
+        return round_up(memo[id(node.expr)], node.alignment)
     raise TypeError(f"not a symbolic expression: {node!r}")
 
 

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from telamalloc.runtime.alloc.problem import round_up
+
 DEFAULT_NODE_LIMIT = 20000  # branch-and-bound nodes before the answer is the heuristic's
 DEFAULT_EXACT_SECONDS = 1.0  # and seconds, when the caller sets no time limit
 
@@ -484,7 +486,7 @@ def plan_with_spills(
     for padded, target, spill_all in attempts(capacity):
         candidates = [
             SpillBuffer(b.id, b.start, b.end, b.size, b.uses, b.spillable, b.can_trim_end,
-                        -(-b.size // original.alignment) * original.alignment if padded else None)
+                        round_up(b.size, original.alignment) if padded else None)
             for b, original in zip(buffers, problem.buffers)
         ]
         try:

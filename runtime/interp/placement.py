@@ -18,6 +18,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerAttr, MemRefType
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from telamalloc.dialects import scratchpad, scratchpad_types
+from telamalloc.runtime.alloc.problem import round_up
 from telamalloc.runtime.interp.machine import (
     ARENA_ALIGNMENT,
     ARENA_MARK,
@@ -78,11 +79,11 @@ def place_arena(
     memory = machine.memory(key)
     live = machine.live_arenas.setdefault(key, [])
     alignment = _arena_alignment(op)
-    base = _aligned(machine.planned_top.get(key, 0), alignment)
+    base = round_up(machine.planned_top.get(key, 0), alignment)
     for start, end, _ in sorted(live, key=lambda placed: placed[0]):
         if base + size <= start:
             break
-        base = max(base, _aligned(end, alignment))
+        base = max(base, round_up(end, alignment))
     limit = machine.limit(memory) if machine.bounded(memory) else max(memory.size, base + size)
     if base + size > limit:
         live_bytes = sum(end - start for start, end, _ in live)
@@ -118,9 +119,6 @@ def release_arena(machine: Machine, value: Any) -> None:
                 del live[index]
                 return
 
-
-def _aligned(offset: int, alignment: int) -> int:
-    return -(-offset // alignment) * alignment
 
 
 def _arena_alignment(op: Operation) -> int:

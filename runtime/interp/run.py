@@ -59,6 +59,7 @@ from telamalloc.dialects.dims import (
     argument_values,
     check_dimension_option,
 )
+from telamalloc.runtime.alloc.problem import round_up
 from telamalloc.runtime.interp.arith import (
     ArithExtraFunctions,
 )
@@ -273,10 +274,10 @@ def _memory_size(module: ModuleOp) -> int:
     planned_top = 0
     for op in module.walk():
         if isinstance(op, scratchpad.ArenaOp):
-            arenas += -(-op.byte_size // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+            arenas += round_up(op.byte_size, ARENA_ALIGNMENT)
         elif isinstance(op, memref.AllocOp | memref.AllocaOp) and is_arena(op):
             size = memref_type_of(op.memref).get_shape()[0]
-            arenas += -(-max(size, 0) // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+            arenas += round_up(max(size, 0), ARENA_ALIGNMENT)
         elif isinstance(op, scratchpad.AllocOp) and op.offset is not None:
             planned_top = max(planned_top, op.offset.value.data + op.byte_size())
         elif isinstance(op, memref.AllocOp | memref.AllocaOp):
@@ -292,7 +293,7 @@ def _memory_size(module: ModuleOp) -> int:
             else:
                 continue  # place_planned reports the missing bound
             planned_top = max(planned_top, offset.value.data + size)
-    top = -(-planned_top // ARENA_ALIGNMENT) * ARENA_ALIGNMENT
+    top = round_up(planned_top, ARENA_ALIGNMENT)
     return top + arenas
 
 

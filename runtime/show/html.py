@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from telamalloc.files import open_atomically
-from telamalloc.runtime.alloc.problem import Mode, Problem, Solution
+from telamalloc.runtime.alloc.problem import Mode, Problem, Solution, round_up
 from telamalloc.runtime.show.plot import load_curve
 from telamalloc.runtime.show.report import build_report, report_to_dict
 
@@ -259,7 +259,7 @@ def _explanation(problem: Problem, solution: Solution, index: dict) -> dict | No
         sketch, top = [], 0
         for member in members:  # all live at one point: stacking them is a layout
             buffer = problem.buffers[member]
-            top = -(-top // buffer.alignment) * buffer.alignment
+            top = round_up(top, buffer.alignment)
             sketch.append(top)
             top += buffer.size
         return {

@@ -43,6 +43,7 @@ import numpy as np
 
 from telamalloc.runtime.alloc.generators.builder import KIB, MIB, TraceBuilder, check_count, log_uniform, round_size
 from telamalloc.runtime.alloc.generators.tracegen import Trace
+from telamalloc.runtime.alloc.problem import round_up
 
 
 def _pipeline_order(micro: int, inflight: int, kind: str) -> list[tuple[str, int]]:
@@ -185,7 +186,7 @@ class _Request:
         self.buffer = out.add(t, t + 1, self.capacity * server.token)
 
     def _chunks(self, tokens: int) -> int:
-        return -(-tokens // self.server.chunk) * self.server.chunk
+        return round_up(tokens, self.server.chunk)
 
     def act(self, out: TraceBuilder, rng: np.random.Generator, t: int) -> bool:
         """One decode step at ``t``: read the cache, append a token (reallocating the cache

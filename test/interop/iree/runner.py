@@ -25,12 +25,12 @@ from telamalloc.interop.iree_dynamic import plan_dynamic, write_dynamic
 from telamalloc.interop.iree_packs import (
     IreePlanReport,
     PackLayout,
-    align_up,
     find_packs,
     iree_greedy_layout,
     pack_slices,
     write_pack_layout,
 )
+from telamalloc.runtime.alloc.problem import round_up
 from telamalloc.runtime.alloc.size_expressions import add, const, maximum
 
 
@@ -57,7 +57,7 @@ def overlapping(module) -> IreePlanReport:
     for pack in find_packs(module):
         slices = pack_slices(pack)
         if slices and all(item.size is not None for item in slices):
-            top = max(align_up(item.size, 64) for item in slices)
+            top = max(round_up(item.size, 64) for item in slices)
             write_pack_layout(pack, PackLayout(tuple(0 for _ in slices), top))
         elif slices:  # IREE's layout against "ours" all at 0, in the largest slice's bytes: the run-time
             # choice (the smaller total; IREE's is at least the largest slice) takes ours
