@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from telamalloc.importers.onnx_graph import OnnxImportError, node_label
+from telamalloc.importers.onnx_graph import OnnxImportError, fresh_name, inferred_tensors, node_label
 
 GRADIENT_DOMAIN = "ai.onnx.preview.training"
 
@@ -55,31 +55,12 @@ class _Differentiator:
         self.names = {name for node in graph.node for name in (*node.input, *node.output)}
         self.names |= {value.name for value in (*graph.input, *graph.output, *graph.initializer)}
         self.producer = {name: node for node in graph.node for name in node.output if name}
-        self.shapes: dict[str, tuple[int | None, ...]] = {}
-        self.types: dict[str, int] = {}
-        try:
-            inferred = onnx.shape_inference.infer_shapes(model)
-        except Exception:  # noqa: BLE001 - the import's own inference reports a broken model later
-            inferred = model
-        for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
-            if value.type.HasField("tensor_type"):
-                self.types[value.name] = value.type.tensor_type.elem_type
-                if value.type.tensor_type.HasField("shape"):
-                    self.shapes[value.name] = tuple(dim.dim_value if dim.HasField("dim_value") else None
-                                                    for dim in value.type.tensor_type.shape.dim)
-        for init in inferred.graph.initializer:
-            self.shapes[init.name] = tuple(init.dims)
-            self.types[init.name] = init.data_type
+        self.shapes, self.types = inferred_tensors(model)
         self.emitted: list = []
 
     # -- emitting ------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        name, index = base, 0
-        while name in self.names:
-            index += 1
-            name = f"{base}_{index}"
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, base)
 
     def emit(self, op_type: str, inputs, base: str, **attributes) -> str:
         output = self.fresh(base)

@@ -65,6 +65,41 @@ def outer_scope_reads(node) -> set[str]:
     return read
 
 
+def inferred_tensors(model) -> tuple[dict[str, tuple[int | None, ...]], dict[str, int]]:
+    """Each tensor's shape (a dim: an int, or None) and ONNX element type as ONNX's shape
+    inference gives them, for the import-time rewrites (sequences, gradients) that run
+    before the import's own inference; a model inference rejects gives its declared ones
+    (the import's inference reports the failure later, located)."""
+    import onnx
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - reported by the import's own inference
+        inferred = model
+    shapes: dict[str, tuple[int | None, ...]] = {}
+    types: dict[str, int] = {}
+    for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
+        if value.type.HasField("tensor_type"):
+            types[value.name] = value.type.tensor_type.elem_type
+            if value.type.tensor_type.HasField("shape"):
+                shapes[value.name] = tuple(dim.dim_value if dim.HasField("dim_value") else None
+                                           for dim in value.type.tensor_type.shape.dim)
+    for init in inferred.graph.initializer:
+        shapes[init.name] = tuple(init.dims)
+        types[init.name] = init.data_type
+    return shapes, types
+
+
+def fresh_name(names: set[str], base: str) -> str:
+    """`base`, or `base_1`, `base_2`, ...: the first not in `names` (then added to it)."""
+    name, index = base, 0
+    while name in names:
+        index += 1
+        name = f"{base}_{index}"
+    names.add(name)
+    return name
+
+
 def element_types() -> dict[int, Attribute]:
     from onnx import TensorProto as T
 

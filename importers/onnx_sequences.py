@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from telamalloc.importers.onnx_graph import OnnxImportError, node_label, outer_scope_reads
+from telamalloc.importers.onnx_graph import OnnxImportError, fresh_name, inferred_tensors, node_label, outer_scope_reads
 
 SEQUENCE_OPS = frozenset({
     "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceErase", "SequenceAt", "SequenceLength",
@@ -77,32 +77,11 @@ class _Rewriter:
         self.ranks: dict[str, int] = {}  # the rank of each SplitToSequence element (no inferred shape yet)
         self.names = {name for node in graph.node for name in (*node.input, *node.output)}
         self.names |= {value.name for value in (*graph.input, *graph.output, *graph.initializer)}
-        self.shapes = self._shapes()
-
-    def _shapes(self) -> dict[str, tuple]:
-        """Each tensor's shape as ONNX's inference gives it (a dim: an int, or None)."""
-        onnx = self.onnx
-        try:
-            inferred = onnx.shape_inference.infer_shapes(self.model)
-        except Exception:  # noqa: BLE001 - the import's own inference reports a broken model later
-            inferred = self.model
-        shapes = {}
-        for value in (*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output):
-            if value.type.HasField("tensor_type") and value.type.tensor_type.HasField("shape"):
-                shapes[value.name] = tuple(dim.dim_value if dim.HasField("dim_value") else None
-                                           for dim in value.type.tensor_type.shape.dim)
-        for init in inferred.graph.initializer:
-            shapes[init.name] = tuple(init.dims)
-        return shapes
+        self.shapes = inferred_tensors(model)[0]
 
     # -- helpers -------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        name, index = base, 0
-        while name in self.names:
-            index += 1
-            name = f"{base}_{index}"
-        self.names.add(name)
-        return name
+        return fresh_name(self.names, base)
 
     def node(self, op_type: str, inputs, outputs, name: str = "", **attributes):
         made = self.onnx.helper.make_node(op_type, list(inputs), list(outputs), name=name, **attributes)
