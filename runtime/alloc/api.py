@@ -1,7 +1,9 @@
 """The Python API: ``solve(problem, ...) -> Solution``.
 
 Data flows one way: check the input (user errors raise ``ProblemError``: ``checks``), turn
-persistent buffers and aliases into plain buffers (``marks``: every path honours them), drop
+persistent buffers and aliases into plain buffers (``marks``: every path honours them), solve
+buffers that hold less than their rectangle (in-place groups) as whole rectangles and then
+place them over what they hold (``linked``), drop
 zero-size buffers (``instance``), prove the easy infeasibilities (pins, LOAD: ``proofs``),
 run the mode with the chosen algorithm (``modes``: the exact path in ``exact/``, the large
 planner in ``large/``, the greedy baselines in ``baselines``), check every layout claimed
@@ -16,7 +18,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from telamalloc.runtime.alloc import checks, modes
+from telamalloc.runtime.alloc import checks, linked, modes
 from telamalloc.runtime.alloc.baselines import Baselines
 from telamalloc.runtime.alloc.bounds import base_bound, sub_ids
 from telamalloc.runtime.alloc.checks import ALGORITHMS
@@ -34,7 +36,7 @@ from telamalloc.runtime.alloc.problem import (
     buffer_ids,
 )
 from telamalloc.runtime.alloc.proofs import pin_conflict
-from telamalloc.runtime.alloc.validate import compute_load
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 __all__ = ["ALGORITHMS", "solve"]
 
@@ -81,6 +83,11 @@ def solve(
         marks = normalize(problem)
         solution = solve(marks.problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
         return marked_solution(marks, solution, problem)
+    if isinstance(problem, Problem) and linked.has_occupancy(problem):  # the hulls solved, then placed over their members
+        checks.check_problem(problem)
+        solution = solve(linked.hull(problem), capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
+        capacity = problem.capacity if capacity is None else capacity
+        return linked.improve(problem, solution, capacity, compute_load(problem), _summary, validate)
     columns = checks.fast_columns(problem) if isinstance(problem, Problem) else None
     if columns is None:
         checks.check_problem(problem)
