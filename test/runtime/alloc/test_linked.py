@@ -112,3 +112,16 @@ def test_the_linked_solve_is_deterministic():
     again = solve(problem, mode="minimize")
     assert (first.offsets, first.peak, first.load) == (again.offsets, again.peak, again.load)
     assert validate(problem, first.offsets) == [] and first.peak <= solve(hull(problem), mode="minimize").peak
+
+
+def test_without_a_layout_within_the_capacity_it_is_a_timeout_never_a_proof():
+    # LOAD 20 (at point 1: p, b0, b1, b2). A layout of 20 bytes exists (p at 0, b0 at 4 over
+    # the hole of q's slice, b1 at 10, b2 at 14), but the first-fit orders miss it and the
+    # whole rectangles need more: a TIMEOUT with the lowest layout as its fallback, not
+    # INFEASIBLE (what the hulls prove says nothing of the rectangles).
+    problem = Problem([GROUP, Buffer("b0", 1, 2, 6), Buffer("b1", 0, 3, 4), Buffer("b2", 0, 3, 6)], 20)
+    assert validate(problem, [0, 4, 10, 14]) == []
+    solution = solve(problem)
+    assert solution.status is Status.TIMEOUT and solution.fallback and solution.peak == 24 and solution.load == 20
+    assert validate(problem.with_capacity(None), solution.offsets) == []
+    assert "no layout of the in-place groups' members within capacity '20' found" in solution.message
