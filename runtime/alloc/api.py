@@ -13,6 +13,7 @@ valid with the independent validator, and summarize. The design of each path is 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Hashable
 
@@ -83,11 +84,8 @@ def solve(
         marks = normalize(problem)
         solution = solve(marks.problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
         return marked_solution(marks, solution, problem)
-    if isinstance(problem, Problem) and linked.has_occupancy(problem):  # the hulls solved, then placed over their members
-        checks.check_problem(problem)
-        solution = solve(linked.hull(problem), capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
-        capacity = problem.capacity if capacity is None else capacity
-        return linked.improve(problem, solution, capacity, compute_load(problem), _summary, validate)
+    if isinstance(problem, Problem) and linked.has_occupancy(problem):
+        return _solve_linked(problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
     columns = checks.fast_columns(problem) if isinstance(problem, Problem) else None
     if columns is None:
         checks.check_problem(problem)
@@ -104,6 +102,29 @@ def solve(
     else:
         outcome = modes.minimize(instance, budget, capacity, algorithm, load)
     return _solution(instance, budget, outcome, load, algorithm, mode, time.perf_counter() - started, capacity)
+
+
+def _solve_linked(problem: Problem, capacity: int | None, mode: Mode, time_limit: float | None, algorithm: str,
+                  params: Params, cancel: np.ndarray | None, greedy_first: bool, progress: np.ndarray | None) -> Solution:
+    """``solve`` of a problem whose buffers hold less than their rectangles (``linked``): in
+    fit mode the linked placements first (``greedy_first``: returned when one fits, no
+    search); else the whole rectangles solved (minimize without the capacity: the hulls
+    may need more than the rectangles), then placed over what they hold (``linked.improve``)."""
+    started = time.perf_counter()
+    checks.check_problem(problem)
+    capacity = checks.check_capacity(problem.capacity if capacity is None else capacity)
+    load = compute_load(problem)
+    if mode is Mode.FIT and greedy_first and capacity is not None:
+        unsolved = Solution(Status.TIMEOUT, None, None, load[0], capacity, algorithm, mode,
+                            Stats(seconds=time.perf_counter() - started), ids=buffer_ids(problem))
+        placed = linked.improve(problem, unsolved, capacity, load, _summary, validate)
+        if placed.ok:
+            return placed
+    solution = solve(linked.hull(problem), capacity if mode is Mode.FIT else None, mode, time_limit, algorithm, params,
+                     cancel, greedy_first, progress)
+    solution = dataclasses.replace(solution, capacity=capacity,
+                                   stats=dataclasses.replace(solution.stats, seconds=time.perf_counter() - started))
+    return linked.improve(problem, solution, capacity, load, _summary, validate)
 
 
 def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: tuple, algorithm: str, mode: Mode,

@@ -181,22 +181,22 @@ def _lowest(shape: np.ndarray, alignment: int, starts: np.ndarray, ends: np.ndar
     return int(candidates[np.argmin(blocked)])  # the first candidate not blocked (the largest high never is)
 
 
-def orders(problem: Problem, layout: Sequence[int] | None) -> list[list[int]]:
-    """The orders ``improve`` places the free buffers in, each by index to break ties: the
-    solver's ``layout`` from the bottom up (then by start), decreasing size (then start),
-    by start (then decreasing size). Duplicates dropped."""
+def orders(problem: Problem, layout: Sequence[int] | None) -> list[tuple[str, list[int]]]:
+    """The orders ``improve`` places the free buffers in, named, each by index to break
+    ties: the solver's ``layout`` from the bottom up (then by start), decreasing size (then
+    start), by start (then decreasing size). Duplicates dropped."""
     buffers = problem.buffers
     free = [index for index, buffer in enumerate(buffers) if buffer.offset is None]
-    keys: list[Callable[[int], tuple]] = []
+    keys: list[tuple[str, Callable[[int], tuple]]] = []
     if layout is not None:
-        keys.append(lambda index: (layout[index], buffers[index].start, index))
-    keys.append(lambda index: (-buffers[index].size, buffers[index].start, index))
-    keys.append(lambda index: (buffers[index].start, -buffers[index].size, index))
-    found: list[list[int]] = []
-    for key in keys:
+        keys.append(("the solver's layout from the bottom up", lambda index: (layout[index], buffers[index].start, index)))
+    keys.append(("by decreasing size", lambda index: (-buffers[index].size, buffers[index].start, index)))
+    keys.append(("by start", lambda index: (buffers[index].start, -buffers[index].size, index)))
+    found: list[tuple[str, list[int]]] = []
+    for name, key in keys:
         order = sorted(free, key=key)
-        if order not in found:
-            found.append(order)
+        if all(order != other for _, other in found):
+            found.append((name, order))
     return found
 
 
@@ -212,9 +212,11 @@ def improve(problem: Problem, solution: Solution, capacity: int | None, load: tu
     proofs say nothing of the rectangles). The placements take no time limit: each is one
     pass over the buffers (numpy per buffer), after the solver's time."""
     tops = [(layout_peak(problem, solution.offsets), 0, list(solution.offsets))] if solution.offsets is not None else []
-    for rank, order in enumerate(orders(problem, solution.offsets), start=1):
+    named = orders(problem, solution.offsets)
+    unbounded = problem.with_capacity(None)  # any peak, compared below
+    for rank, (_, order) in enumerate(named, start=1):
         offsets = place(problem, order)
-        if not check(problem, offsets, None):
+        if not check(unbounded, offsets, None):
             tops.append((layout_peak(problem, offsets), rank, offsets))
     peak, rank, offsets = min(tops) if tops else (None, 0, None)
     bound, certificate = _bound(problem, load)
@@ -224,10 +226,9 @@ def improve(problem: Problem, solution: Solution, capacity: int | None, load: tu
     if fits:
         optimal = peak == bound
         if rank:
-            how = f"in-place groups placed over their members' rectangles (order {rank})"
-        else:  # the solver's own layout: its reason kept
-            said = summary(solution.status, solution.peak, solution.load, seconds, algorithm) + ": "
-            how = solution.message[len(said):] if solution.message.startswith(said) else ""
+            how = f"in-place groups placed over their members' rectangles, {named[rank - 1][0]}"
+        else:  # the solver's own layout: its reason kept (what follows its summary, `(algorithm, time)`)
+            how = solution.message.partition(" s): ")[2]
         message = summary(Status.OK, peak, load[0], seconds, algorithm)
         return dataclasses.replace(
             solution, status=Status.OK, offsets=tuple(offsets), peak=peak, load=load[0], optimal=optimal,
