@@ -70,3 +70,21 @@ def test_an_inception_style_block_drops_load_and_peak_by_its_concat_and_verifies
     assert inplace.measure(module, "concat", 5.0) == (14, 8944, 8944, 0)
     assert inplace.verdict(module, "elementwise") == ("ok", True)
     assert inplace.verdict(module, "concat") == ("ok", True)
+
+
+def test_at_a_capacity_the_placements_miss_the_whole_groups_plan_fits():
+    # densenet-block-4 at its LOAD, 356,480 B: with every part in place the groups' whole
+    # rectangles need more and the placements over what they hold reach 401,408 B; the
+    # planner plans the function again with parts only where LOAD over whole groups stays
+    # (`collect_function(whole_groups=True)`), which fits, and keeps that plan.
+    from telamalloc.importers.onnx_import import import_onnx
+    from telamalloc.passes.tela_plan import collect_module, plan_module
+    from telamalloc.runtime.alloc.api import solve
+    from telamalloc.runtime.alloc.problem import Status
+
+    module = import_onnx(inplace.densenet_block(4)).module
+    (linked,) = collect_module(module, capacity=356480)
+    assert solve(linked.problem()).status is Status.TIMEOUT
+    (plan,) = plan_module(module, capacity=356480)
+    assert plan.solution.ok and plan.solution.peak == 356480
+    assert len(plan.problem.buffers) == 63 and inplace.concat_copies(plan.problem) == 150528
