@@ -247,8 +247,8 @@ def improve(problem: Problem, solution: Solution, capacity: int | None, load: tu
         optimal=False, fallback=offsets is not None, overload=None, core=None, core_offsets=None, lower_bound=bound,
         certificate=certificate, optimum=None,
         message=f"{summary(Status.TIMEOUT, peak, load[0], seconds, algorithm)}: no layout of the in-place groups' "
-                f"members within capacity '{capacity}' found (the lowest needs '{peak}'; as whole rectangles: "
-                f"{solution.status.value})")
+                f"members within capacity '{capacity}' found ("
+                + ("" if peak is None else f"the lowest needs '{peak}'; ") + f"as whole rectangles: {solution.status.value})")
 
 
 def layout_peak(problem: Problem, offsets: Sequence[int]) -> int:
