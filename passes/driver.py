@@ -59,9 +59,16 @@ from telamalloc.passes.planning import outputs
 from telamalloc.passes.planning.calls import check_calls
 from telamalloc.passes.planning.memories import assign_memories
 from telamalloc.passes.planning.parametric import fallback_clone, plan_parametric_function, record_parametric
-from telamalloc.passes.planning.plans import FunctionPlan, format_report_line, require_success, solve_function
+from telamalloc.passes.planning.plans import (
+    FunctionPlan,
+    emit_plan_remarks,
+    format_report_line,
+    require_success,
+    solve_function,
+)
 from telamalloc.passes.rewrite.spill import spill_function
 from telamalloc.passes.tela_schedule import scheduled
+from telamalloc.runtime.alloc.problem import Mode
 
 ON_OVERFLOW_ATTR = "scratchpad.on_overflow"  # on a module or function: "error" or "spill"
 
@@ -206,7 +213,8 @@ def _plan_one(view: IRView, module: Any, function_problem: FunctionProblem, opti
                 report.write(format_report_line(fallback) + "\n")
             return [plan, fallback]
     else:
-        plan = solve_function(function_problem, options.mode, options.time_limit, options.algorithm, options.effort)
+        plan = _solve_static(function_problem, options)
+        function_problem = plan.problem
     if plan.parametric is None and policy == "spill" and not plan.solution.ok and options.fit:
         if function_problem.memory is not None and not isinstance(options.memory_space, str):
             raise PassFailedAtOp(
@@ -222,6 +230,35 @@ def _plan_one(view: IRView, module: Any, function_problem: FunctionProblem, opti
         report.write(format_report_line(plan) + "\n")
     require_success(plan, options.time_limit)
     return [plan]
+
+
+def _solve_static(function_problem: FunctionProblem, options: PlanOptions) -> FunctionPlan:
+    """The plan of a static function, its remarks emitted. Where its in-place groups hold
+    less than their whole rectangles (`runtime/alloc/linked.py`) and the plan does not fit
+    (or, minimizing, is not proved optimal), the function is planned again with the
+    concatenations' parts taken only where the groups as whole buffers keep LOAD
+    (`collect_function`'s `whole_groups`: what the exact search places best), and the
+    better plan kept: one that fits, else the lower peak, the first on ties."""
+    def solved(problem: FunctionProblem) -> FunctionPlan:
+        return solve_function(problem, options.mode, options.time_limit, options.algorithm, options.effort,
+                              remarks=False)
+
+    plan = solved(function_problem)
+    solution = plan.solution
+    if solution.ok and (solution.mode is Mode.FIT or solution.optimal) or not any(
+            buffer.occupancy is not None for buffer in function_problem.buffers):
+        emit_plan_remarks(plan, options.time_limit)
+        return plan
+    assert function_problem.selection is not None
+    whole = collect_function(function_problem.func, function_problem.selection, function_problem.capacity,
+                             options.alignment, function_problem.rule, options.ranges, options.inplace, whole_groups=True)
+    if whole.buffers != function_problem.buffers:
+        other = solved(whole)
+        better = other.solution.ok and (not solution.ok or other.solution.peak < solution.peak)
+        if better:
+            plan = other
+    emit_plan_remarks(plan, options.time_limit)
+    return plan
 
 
 def _spill(view: IRView, function_problem: FunctionProblem, options: PlanOptions) -> tuple[Any, FunctionProblem, FunctionPlan]:

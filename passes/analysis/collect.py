@@ -77,6 +77,7 @@ from telamalloc.passes.analysis.liveness import ENDED_PERSISTENT, FIRST_WRITE, F
 from telamalloc.passes.analysis.sizes import FunctionSymbols, SizeNotFollowed, resolve_ranges
 from telamalloc.passes.diagnostics import PassFailedAtOp
 from telamalloc.passes.irview import IRView
+from telamalloc.runtime.alloc.linked import occupancy_of
 from telamalloc.runtime.alloc.marks import normalize
 from telamalloc.runtime.alloc.parametric import SymbolRange
 from telamalloc.runtime.alloc.problem import Buffer, Problem, ProblemError
@@ -227,6 +228,7 @@ class PlannedBuffer:
     members: tuple[PlannedBuffer, ...] = ()  # in place: the group's other buffers (at its offset + their `delta`)
     delta: int = 0  # in place: bytes from its group's offset to its own (a concat part's slice)
     aliases: tuple[PlannedBuffer, ...] = ()  # `scratchpad.alias_of` this buffer: the same bytes (same offset)
+    occupancy: tuple[tuple[int, int, int, int], ...] | None = None  # in place: what the group holds, when less than all
 
     @property
     def op(self) -> Operation:
@@ -245,7 +247,7 @@ class PlannedBuffer:
     def as_buffer(self) -> Buffer:
         pinned = None if self.pinned is None else self.pinned - self.delta  # a group's: its first member's, less its delta
         return Buffer(self.id, self.lifetime.start, self.lifetime.end, self.size, self.alignment, pinned,
-                      persistent=self.persistent)
+                      persistent=self.persistent, occupancy=self.occupancy)
 
 
 @dataclass(frozen=True)
@@ -291,12 +293,15 @@ def collect_function(
     rule: str = FIRST_WRITE,
     dims: Mapping[str, SymbolRange] | None = None,
     inplace: str = INPLACE_NONE,
+    whole_groups: bool = False,
 ) -> FunctionProblem:
     """The problem of `func`; `capacity` / `default_alignment` None: the target's; `rule`:
     where lifetimes start (`passes/analysis/liveness.py`); `dims`: symbol ranges that override the
     argument attributes'; `inplace`: which ops may write their output over a dying input
     (`passes/analysis/inplace.py`): each group of buffers that share bytes so is one buffer
-    of the problem, its first, with the others as its `members` (not with symbolic sizes)."""
+    of the problem, its first, with the others as its `members` (not with symbolic sizes);
+    `whole_groups`: a concat's part joins its group only where LOAD over the groups' whole
+    rectangles stays as copying has it (`inplace_groups`' `whole`)."""
     target = selection.target
     if capacity is None and target is not None:
         capacity = target.capacity.data
@@ -336,7 +341,7 @@ def collect_function(
             )
     else:
         buffers = _aliased(func, buffers, aliases, view)
-        buffers = _in_place(buffers, inplace_groups(buffers, liveness.points, inplace, view))
+        buffers = _in_place(buffers, inplace_groups(buffers, liveness.points, inplace, view, whole_groups))
     return FunctionProblem(func, liveness, buffers, capacity, memory_space, memory, selection, ranges,
                            function_symbols.found, _load_before_schedule(func, view, memory))
 
@@ -437,7 +442,8 @@ def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[tuple[int, i
     """`buffers` with each in-place group (`inplace_groups`: (index, delta) pairs) as its
     first buffer, live from its members' first start to their last end, as large as the
     bytes they span and as aligned as its most aligned member, the others as its `members`,
-    each with its `delta`."""
+    each with its `delta`; its `occupancy` the members' rectangles (`runtime/alloc/linked.py`:
+    every solver places the whole, the linked placement and the validator what it holds)."""
     if not groups:
         return buffers
     merged: dict[int, PlannedBuffer] = {}
@@ -445,13 +451,16 @@ def _in_place(buffers: tuple[PlannedBuffer, ...], groups: list[list[tuple[int, i
     for group in groups:
         placed = [replace(buffers[index], delta=delta) for index, delta in group]
         first = placed[0]
+        start, end = min(buffer.lifetime.start for buffer in placed), max(buffer.lifetime.end for buffer in placed)
+        size = max(buffer.delta + buffer.size for buffer in placed)
         merged[group[0][0]] = replace(
             first,
-            lifetime=replace(first.lifetime, start=min(buffer.lifetime.start for buffer in placed),
-                             end=max(buffer.lifetime.end for buffer in placed)),
-            size=max(buffer.delta + buffer.size for buffer in placed),
+            lifetime=replace(first.lifetime, start=start, end=end),
+            size=size,
             alignment=max(buffer.alignment for buffer in placed),
             members=tuple(placed[1:]),
+            occupancy=occupancy_of(start, end, size, [(buffer.lifetime.start, buffer.lifetime.end, buffer.delta,
+                                                       buffer.size) for buffer in placed]),
         )
         absorbed.update(index for index, _ in group[1:])
     return tuple(merged.get(index, buffer) for index, buffer in enumerate(buffers) if index not in absorbed)

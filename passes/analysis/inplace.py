@@ -6,7 +6,11 @@ groups the buffers that share bytes that way (a chain of element-wise ops then n
 buffer, not one per op; the parts of a concatenation sit in their slices of the result).
 Each member of a group has a byte delta: where its bytes start within the group's. The
 planner places each group as one buffer (`collect.py`): every member at the group's offset
-plus its delta, the group live from the first member's start to the last one's end.
+plus its delta. Every solver sees the group's hull (live from the first member's start to
+the last one's end, as large as the bytes it spans); the group holds its members'
+rectangles only (`Buffer.occupancy`), which LOAD, the validator and the linked placement
+after the solvers count (`runtime/alloc/linked.py`): a part born early holds its slice,
+and the rest of the result's bytes stay free for other buffers until the result is born.
 
 Two kinds of pairs, by rule (`INPLACE_RULES`, each rule taking the ones before it):
 - element-wise (`declared`, `elementwise`; delta 0): a `scratchpad.kernel` that writes
@@ -61,6 +65,7 @@ violation naming both buffers).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +80,7 @@ from telamalloc.dialects.scratchpad_types import element_byte_width, memref_byte
 from telamalloc.passes.analysis.effects import Access, operands_access
 from telamalloc.passes.analysis.liveness import ENDED_LAST_USE, trace_buffer
 from telamalloc.passes.irview import IRView
+from telamalloc.runtime.alloc.linked import occupied
 
 INPLACE_NONE = "none"
 INPLACE_DECLARED = "declared"
@@ -157,19 +163,24 @@ def concat_parts(op: Any, view: IRView) -> list[tuple[int, int]]:
 
 
 def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
-                   view: IRView) -> list[list[tuple[int, int]]]:
+                   view: IRView, whole: bool = False) -> list[list[tuple[int, int]]]:
     """Groups of buffers (`collect.PlannedBuffer`s, program order) that share their bytes:
     per group, (index into `buffers`, byte delta within the group) in program order, the
     group as large as its largest member (whose bytes hold all the others'); buffers in no
     group are left out. `points`: the function's program points.
 
-    Pairs are taken in program order. An element-wise pair never raises the bytes live at
-    any point (the two buffers become one of the same size). A concat part does where its
-    group is born before the result: the group holds the result's bytes from its first
-    member's start, more than the parts held then (the planner places a group as one
-    rectangle); a part is taken only when that keeps the function's LOAD (the most bytes
-    live at one point) where it was, so concatenating in place never asks for a larger
-    arena than copying does.
+    Pairs are taken in program order. No pair raises the bytes live at any point: a group
+    holds its members' rectangles (`runtime/alloc/linked.py`), and their union is at most
+    what the members held apart (an element-wise pair becomes one buffer of the same size;
+    a part that dies at its concat shares its slice with the result there). So every part
+    that dies at its concat is taken (`docs/decisions.md`: measured on every row of
+    `bench/inplace`, the planned peak never grew).
+
+    `whole`: LOAD counts each group as its whole rectangle, as the exact search places it
+    (the planner's fallback where a plan of what the groups hold does not fit,
+    `passes/driver.py`): a part that dies at its concat is taken only when the bytes live
+    at every point stay at most LOAD as it is with the element-wise groups, so the exact
+    search never sees a larger LOAD than copying gives it.
 
     A part that stays live after the concat (`_shares`: a DenseNet feature, read by every
     later concat) is taken per concat, with all the concat's parts at once, as a trial of
@@ -180,16 +191,16 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
     time does not, and make room for the shared ones); a concat all of whose parts were
     taken stays taken whole. Trials run in program order, in sweeps until one takes
     nothing (a concat that raises LOAD alone may not once a later one, holding the same
-    parts, is taken)."""
+    parts, is taken). LOAD counts what the groups hold (`_Groups.load`)."""
     if rule == INPLACE_NONE or not buffers:
         return []
     by_value = {view.results(buffer.op)[0]: index for index, buffer in enumerate(buffers)}
     pairs = _elementwise_pairs(buffers, points, rule, view, by_value)
     if rule != INPLACE_CONCAT:
-        return _grouped(buffers, len(points), pairs, (), frozenset(), None).members()
-    load = int(_grouped(buffers, len(points), pairs, (), frozenset(), None).live.max())  # with the element-wise pairs
+        return _grouped(buffers, len(points), pairs, (), frozenset(), None, whole).members()
+    load = _grouped(buffers, len(points), pairs, (), frozenset(), None, whole).load()  # with the element-wise pairs
     concats = _concats(buffers, points, view, by_value)
-    best = _grouped(buffers, len(points), pairs, concats, frozenset(), load)
+    best = _grouped(buffers, len(points), pairs, concats, frozenset(), load, whole)
     assert best is not None  # without shared parts no join raises LOAD
     chosen = frozenset(concat.point for concat in concats if concat.parts and not best.copied_by(concat))
     offered = []  # a concat with a part that stays live, and then every concat that copies (taken whole it may make room)
@@ -198,7 +209,7 @@ def inplace_groups(buffers: Sequence[Any], points: Sequence[Any], rule: str,
     while offered:  # sweeps in program order: a concat refused alone may fit with later ones taken
         left = []
         for point in offered:
-            trial = _grouped(buffers, len(points), pairs, concats, chosen | {point}, load)
+            trial = _grouped(buffers, len(points), pairs, concats, chosen | {point}, load, whole)
             if trial is not None and trial.copied() < best.copied():
                 chosen, best = chosen | {point}, trial
             else:
@@ -345,12 +356,13 @@ def _copies(buffers: Sequence[Any], points: Sequence[Any], view: IRView, by_valu
 
 
 def _grouped(buffers: Sequence[Any], points: int, pairs: Sequence[tuple[int, int]], concats: Sequence[_Concat],
-             shared: frozenset[int], load: int | None) -> _Groups | None:
+             shared: frozenset[int], load: int | None, whole: bool = False) -> _Groups | None:
     """The groups the element-wise `pairs` and the parts of `concats` make, with the shared
     parts of the concats at the points `shared` (their results then pass no bytes on
-    element-wise); each dying part of another concat where LOAD stays at or under `load`.
-    None when the grouping needs more than `load`."""
-    groups = _Groups(buffers, points)
+    element-wise) and every dying part (`whole`: each where LOAD over whole groups stays at
+    most `load`). None when the grouping's LOAD is above `load` (a join of what groups
+    hold never raises it: a result kept to itself may)."""
+    groups = _Groups(buffers, points, whole)
     kept = {concat.result for concat in concats if concat.point in shared and any(part.shared for part in concat.parts)}
     taken: set[int] = set()  # outputs that took an element-wise input's bytes
     for source, target in pairs:
@@ -360,15 +372,14 @@ def _grouped(buffers: Sequence[Any], points: int, pairs: Sequence[tuple[int, int
         taken.add(target)
     if load is None:
         return groups
-    groups.load = load  # (a result kept to itself may raise LOAD until its parts join it)
     for concat in concats:
         groups.concats.append(concat)
-        whole = concat.point in shared  # its parts taken together: LOAD checked once they all are
+        together = concat.point in shared  # its parts taken at once: LOAD checked once they all are
         for part in concat.parts:
-            if part.shared and not whole:
+            if part.shared and not together:
                 continue
-            groups.place(part.buffer, concat.result, part.delta, concat, keep_load=not whole)
-    return None if int(groups.live.max()) > load else groups
+            groups.place(part.buffer, concat.result, part.delta, concat, keep_load=load if whole and not together else None)
+    return None if groups.load() > load else groups
 
 
 def _pair(by_value: dict[Any, int], operands: Sequence[Any], input_: int, output: int) -> tuple[int, int] | None:
@@ -383,21 +394,39 @@ def _pair(by_value: dict[Any, int], operands: Sequence[Any], input_: int, output
 
 
 class _Groups:
-    """The groups the pairs taken so far make, with the bytes live at each point when each
-    group is one buffer. The root of a group, the buffer that took no other's bytes, spans
-    it: every member sits at a position (bytes) within the root's."""
+    """The groups the pairs taken so far make. The root of a group, the buffer that took no
+    other's bytes, spans it: every member sits at a position (bytes) within the root's. A
+    group holds its members' rectangles (`runtime/alloc/linked.py`), so joining two never
+    raises the bytes live at any point (the union of two sets of rectangles is at most
+    both). `whole`: each group counts as its whole rectangle (`live`, kept per join)."""
 
-    def __init__(self, buffers: Sequence[Any], points: int):
+    def __init__(self, buffers: Sequence[Any], points: int, whole: bool = False):
         self.buffers = buffers
+        self.points = points
         self.parent: dict[int, tuple[int, int]] = {}  # buffer -> (the buffer holding it, delta there)
         self.span = {index: (buffer.lifetime.start, buffer.lifetime.end, buffer.size, buffer.alignment)
                      for index, buffer in enumerate(buffers)}  # per root: start, end, size, alignment
         self.held = {index: [(index, 0)] for index in range(len(buffers))}  # per root: (member, position)
-        self.live = np.zeros(points + 1, dtype=np.int64)
-        for start, end, size, _ in self.span.values():
-            self.live[start:end] += size
-        self.load = int(self.live.max())
         self.concats: list[_Concat] = []  # the concats whose parts were offered, for `copied`
+        self.live = None  # `whole`: the bytes live at each point, each group its whole rectangle
+        if whole:
+            self.live = np.zeros(points + 1, dtype=np.int64)
+            for start, end, size, _ in self.span.values():
+                self.live[start:end] += size
+
+    def load(self) -> int:
+        """LOAD of the groups: the most bytes their members' rectangles (`whole`: the
+        groups' whole rectangles) hold at one point."""
+        if self.live is not None:
+            return int(self.live.max(initial=0))
+        live = np.zeros(self.points + 2, dtype=np.int64)
+        for root, members in self.held.items():
+            rects = _held(tuple(sorted((self.buffers[member].lifetime.start, self.buffers[member].lifetime.end, at,
+                                        self.buffers[member].size) for member, at in members)))
+            for start, end, size in rects:
+                live[start] += size
+                live[end] -= size
+        return int(np.cumsum(live).max(initial=0))
 
     def root(self, index: int) -> tuple[int, int]:
         """The root of `index`'s group and `index`'s position in it."""
@@ -408,13 +437,14 @@ class _Groups:
         return index, position
 
     def place(self, source: int, target: int, delta: int, concat: _Concat | None = None,
-              keep_load: bool = False, handoff: bool = False) -> bool:
+              handoff: bool = False, keep_load: int | None = None) -> bool:
         """Puts `source` at `delta` bytes into `target`, with both groups: the smaller group
         into the root of the larger; not when the two are in one group at other positions,
-        the smaller does not fit, a member's offset would lose its alignment, two members
-        would share bytes while both live (`_coexist`: only a `concat`'s result and its
-        part in its slice may; `handoff`: an element-wise pair, whose input dies where its
-        output is born, `_fits`), nor (`keep_load`) when LOAD would grow."""
+        the smaller does not fit, a member's offset would lose its alignment, nor when two
+        members would share bytes while both live (`_coexist`: only a `concat`'s result and
+        its part in its slice may; `handoff`: an element-wise pair, whose input dies where
+        its output is born, `_fits`), nor (`keep_load`, with `whole`) when the bytes live at
+        some point would exceed it."""
         source_root, source_at = self.root(source)
         target_root, target_at = self.root(target)
         if source_root == target_root:
@@ -434,13 +464,14 @@ class _Groups:
         if not handoff and not all(self._coexist(one, two, concat) for one in moved for two in self.held[outer]):
             return False
         low, high = min(first, start), max(last, end)
-        changed = self.live[low:high].copy()
-        changed[first - low : last - low] -= size
-        changed[start - low : end - low] -= outer_size
-        changed += outer_size
-        if keep_load and high > low and int(changed.max()) > self.load:
-            return False
-        self.live[low:high] = changed
+        if self.live is not None:  # the joined group's whole rectangle replaces the two
+            changed = self.live[low:high].copy()
+            changed[first - low : last - low] -= size
+            changed[start - low : end - low] -= outer_size
+            changed += outer_size
+            if keep_load is not None and high > low and int(changed.max()) > keep_load:
+                return False
+            self.live[low:high] = changed
         self.parent[inner] = (outer, at)
         del self.span[inner]
         self.span[outer] = (low, high, outer_size, max(alignment, outer_alignment))
@@ -482,6 +513,15 @@ class _Groups:
     def members(self) -> list[list[tuple[int, int]]]:
         """Per group of two buffers or more: (buffer, delta from the root) in program order."""
         return sorted(sorted(group) for group in self.held.values() if len(group) > 1)
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(rects: tuple[tuple[int, int, int, int], ...]) -> tuple[tuple[int, int, int], ...]:
+    """(start, end, bytes) of the disjoint rectangles a group's members (start, end,
+    position, size) hold; cached, as trials regroup the same members again and again."""
+    if len(rects) == 1:
+        return ((rects[0][0], rects[0][1], rects[0][3]),)
+    return tuple((start, end, size) for start, end, _, size in occupied(rects))
 
 
 class _WrittenOnce:

@@ -55,8 +55,10 @@ class FunctionPlan:
 
 def solve_function(
     function_problem: FunctionProblem, mode: str | Mode, time_limit: float | None, algorithm: str,
-    effort: int | None = None,
+    effort: int | None = None, remarks: bool = True,
 ) -> FunctionPlan:
+    """The plan of one static function, its layout validated; `remarks`: emit the plan's
+    remarks (`emit_plan_remarks`; a caller choosing between plans emits the chosen one's)."""
     func = function_problem.func
     if Mode(mode) is Mode.FIT and function_problem.capacity is None:
         raise PassFailedAtOp(
@@ -91,7 +93,8 @@ def solve_function(
                 f"{errors[0]}; please report this with the 'dump-problem' CSV",
             )
     plan = FunctionPlan(function_problem, solution)
-    emit_plan_remarks(plan, time_limit)
+    if remarks:
+        emit_plan_remarks(plan, time_limit)
     return plan
 
 
@@ -110,7 +113,16 @@ def emit_plan_remarks(plan: FunctionPlan, time_limit: float | None) -> None:
             "branches), so each is live over the whole region; structured control flow "
             "('scf') gives exact lifetimes",
         )
-    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal:
+    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal and any(
+            buffer.occupancy is not None for buffer in function_problem.buffers):
+        emit_remark(
+            func,
+            f"the plan of '@{name}' is not proved optimal: peak '{solution.peak}' B, LOAD '{solution.load}' B "
+            "(a lower bound); its in-place groups hold less than their whole bytes, and only a heuristic "
+            "places other buffers in the rest (the exact search places whole groups); 'inplace=elementwise' "
+            "plans concatenations by copying",
+        )
+    elif solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal:
         limit = "the time limit" if time_limit is None else f"the time limit of '{time_limit:g}' s"
         emit_remark(
             func,

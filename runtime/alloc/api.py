@@ -1,7 +1,9 @@
 """The Python API: ``solve(problem, ...) -> Solution``.
 
 Data flows one way: check the input (user errors raise ``ProblemError``: ``checks``), turn
-persistent buffers and aliases into plain buffers (``marks``: every path honours them), drop
+persistent buffers and aliases into plain buffers (``marks``: every path honours them), solve
+buffers that hold less than their rectangle (in-place groups) as whole rectangles and then
+place them over what they hold (``linked``), drop
 zero-size buffers (``instance``), prove the easy infeasibilities (pins, LOAD: ``proofs``),
 run the mode with the chosen algorithm (``modes``: the exact path in ``exact/``, the large
 planner in ``large/``, the greedy baselines in ``baselines``), check every layout claimed
@@ -11,12 +13,13 @@ valid with the independent validator, and summarize. The design of each path is 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Hashable
 
 import numpy as np
 
-from telamalloc.runtime.alloc import checks, modes
+from telamalloc.runtime.alloc import checks, linked, modes
 from telamalloc.runtime.alloc.baselines import Baselines
 from telamalloc.runtime.alloc.bounds import base_bound, sub_ids
 from telamalloc.runtime.alloc.checks import ALGORITHMS
@@ -34,7 +37,7 @@ from telamalloc.runtime.alloc.problem import (
     buffer_ids,
 )
 from telamalloc.runtime.alloc.proofs import pin_conflict
-from telamalloc.runtime.alloc.validate import compute_load
+from telamalloc.runtime.alloc.validate import compute_load, validate
 
 __all__ = ["ALGORITHMS", "solve"]
 
@@ -81,6 +84,8 @@ def solve(
         marks = normalize(problem)
         solution = solve(marks.problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
         return marked_solution(marks, solution, problem)
+    if isinstance(problem, Problem) and linked.has_occupancy(problem):
+        return _solve_linked(problem, capacity, mode, time_limit, algorithm, params, cancel, greedy_first, progress)
     columns = checks.fast_columns(problem) if isinstance(problem, Problem) else None
     if columns is None:
         checks.check_problem(problem)
@@ -97,6 +102,29 @@ def solve(
     else:
         outcome = modes.minimize(instance, budget, capacity, algorithm, load)
     return _solution(instance, budget, outcome, load, algorithm, mode, time.perf_counter() - started, capacity)
+
+
+def _solve_linked(problem: Problem, capacity: int | None, mode: Mode, time_limit: float | None, algorithm: str,
+                  params: Params, cancel: np.ndarray | None, greedy_first: bool, progress: np.ndarray | None) -> Solution:
+    """``solve`` of a problem whose buffers hold less than their rectangles (``linked``): in
+    fit mode the linked placements first (``greedy_first``: returned when one fits, no
+    search); else the whole rectangles solved (minimize without the capacity: the hulls
+    may need more than the rectangles), then placed over what they hold (``linked.improve``)."""
+    started = time.perf_counter()
+    checks.check_problem(problem)
+    capacity = checks.check_capacity(problem.capacity if capacity is None else capacity)
+    load = compute_load(problem)
+    if mode is Mode.FIT and greedy_first and capacity is not None:
+        unsolved = Solution(Status.TIMEOUT, None, None, load[0], capacity, algorithm, mode,
+                            Stats(seconds=time.perf_counter() - started), ids=buffer_ids(problem))
+        placed = linked.improve(problem, unsolved, capacity, load, _summary, validate)
+        if placed.ok:
+            return placed
+    solution = solve(linked.hull(problem), capacity if mode is Mode.FIT else None, mode, time_limit, algorithm, params,
+                     cancel, greedy_first, progress)
+    solution = dataclasses.replace(solution, capacity=capacity,
+                                   stats=dataclasses.replace(solution.stats, seconds=time.perf_counter() - started))
+    return linked.improve(problem, solution, capacity, load, _summary, validate)
 
 
 def _solution(instance: Instance, budget: Budget, outcome: Outcome, load: tuple, algorithm: str, mode: Mode,

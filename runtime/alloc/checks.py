@@ -15,6 +15,7 @@ from collections.abc import Hashable
 import numpy as np
 
 from telamalloc.runtime.alloc.config import LargeConfig
+from telamalloc.runtime.alloc.linked import check_occupancy
 from telamalloc.runtime.alloc.problem import INT64_MAX, Mode, Params, Problem, ProblemError, columns_of
 from telamalloc.runtime.alloc.validate import plain_columns
 
@@ -47,6 +48,7 @@ def check_problem(problem: Problem) -> None:
         if duplicate:
             raise ProblemError(f"buffer '{buffer.id}' appears twice; give every buffer a unique id")
         _check_fields(buffer)
+        check_occupancy(buffer)
         start, end, size, alignment = int(buffer.start), int(buffer.end), int(buffer.size), int(buffer.alignment)
         _check_lifetime(buffer.id, start, end)
         if size < 0:

@@ -14,7 +14,8 @@ Two marks on a ``Buffer`` (plain data; the IR's `scratchpad.persistent` and
 ``normalize`` turns a marked problem into a plain one: each alias group becomes one buffer,
 its root's (the member that aliases nothing) id and position, live from the group's first
 start to its last end, aligned to its largest alignment, pinned where a member is pinned;
-a persistent buffer or group gets the whole horizon as its lifetime. Every algorithm (the
+a persistent buffer or group gets the whole horizon as its lifetime; a buffer alone in its
+group and not persistent keeps its ``occupancy`` (a group holds its whole rectangle). Every algorithm (the
 exact search, the large planner, the greedy baselines, spilling's planner) then honours
 the marks by construction, and ``Marks.offsets`` maps a layout back: each buffer gets its
 group's offset. The normalization is deterministic (problem order throughout).
@@ -76,8 +77,9 @@ def normalize(problem: Problem) -> Marks:
         start, end = (horizon if index in persistent_groups
                       else (min(b.start for b in group), max(b.end for b in group)))
         position[index] = len(merged)
+        alone = len(group) == 1 and index not in persistent_groups  # what it holds stays its own (``linked``)
         merged.append(Buffer(buffer.id, start, end, buffer.size, max(b.alignment for b in group),
-                             _group_pin(group)))
+                             _group_pin(group), occupancy=buffer.occupancy if alone else None))
     return Marks(
         Problem(merged, problem.capacity),
         tuple(position[root] for root in root_of),

@@ -62,6 +62,14 @@ class Buffer:
     whole problem (state that survives between runs: nothing else ever takes them);
     ``alias_of=<id>`` makes the buffer the same memory as buffer ``<id>`` (same size, same
     offset), one buffer for the planner live from the first's start to the last's end.
+
+    ``occupancy``: the bytes the buffer really holds over time, when less than its whole
+    rectangle (``runtime/alloc/linked.py``): rectangles ``(start, end, delta, size)``, each
+    live over ``[start, end)`` within the buffer's lifetime, at ``offset + delta`` within its
+    bytes (they may overlap one another: the union counts). An in-place group planned as
+    one buffer (a concatenation's result with its parts in their slices, each live over
+    its own lifetime) holds its members' rectangles, no more: another buffer may take the
+    group's bytes where no member is live. None: the whole ``[start, end) x [0, size)``.
     """
 
     id: Hashable  # a user-chosen name, unique within a problem (CSV: the `id` column)
@@ -72,6 +80,7 @@ class Buffer:
     offset: int | None = None  # a fixed (pinned) offset in bytes, or None to let the solver choose
     persistent: bool = False  # live over the whole problem, its bytes never reused (CSV: `persistent`)
     alias_of: Hashable | None = None  # the id of the buffer whose bytes this one is (CSV: `alias_of`)
+    occupancy: tuple[tuple[int, int, int, int], ...] | None = None  # (start, end, delta, size) held; None: all
 
     def __init__(
         self,
@@ -86,6 +95,7 @@ class Buffer:
         upper: int = _MISSING,  # type: ignore[assignment]
         persistent: bool = False,
         alias_of: Hashable | None = None,
+        occupancy: tuple[tuple[int, int, int, int], ...] | None = None,
     ):
         start = _alias("start", start, "lower", lower)
         end = _alias("end", end, "upper", upper)
@@ -100,11 +110,13 @@ class Buffer:
         setter(self, "offset", offset)
         setter(self, "persistent", persistent)
         setter(self, "alias_of", alias_of)
+        setter(self, "occupancy", None if occupancy is None else tuple(tuple(rect) for rect in occupancy))
 
     def __repr__(self) -> str:  # the marks only when set, so unmarked buffers read as before
         marks = "".join(
             (", persistent=True" if self.persistent else "",
-             "" if self.alias_of is None else f", alias_of={self.alias_of!r}")
+             "" if self.alias_of is None else f", alias_of={self.alias_of!r}",
+             "" if self.occupancy is None else f", occupancy={self.occupancy!r}")
         )
         return (f"Buffer(id={self.id!r}, start={self.start!r}, end={self.end!r}, size={self.size!r}, "
                 f"alignment={self.alignment!r}, offset={self.offset!r}{marks})")

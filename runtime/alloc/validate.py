@@ -23,10 +23,12 @@ import bisect
 import numbers
 import weakref
 from collections.abc import Hashable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from telamalloc.runtime.alloc._sweep import disjoint_by_rank
+from telamalloc.runtime.alloc.linked import check_occupancy, expanded, has_occupancy
 from telamalloc.runtime.alloc.marks import has_marks, normalize
 from telamalloc.runtime.alloc.problem import INT64_MAX, Problem, ProblemError, columns_of
 
@@ -60,6 +62,10 @@ def _check_buffers(problem: Problem) -> list[str]:
             problems.append(f"{name} has negative size '{buffer.size}'")
         if buffer.alignment < 1 or buffer.alignment & (buffer.alignment - 1):
             problems.append(f"{name} has alignment '{buffer.alignment}', which is not a power of two")
+        try:
+            check_occupancy(buffer)
+        except ProblemError as error:
+            problems.append(str(error))
     return problems
 
 
@@ -71,12 +77,13 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
     pinned offsets kept, ``offset + size <= capacity``, and disjoint byte ranges for every
     pair of buffers whose half-open lifetimes intersect (zero-size buffers collide with none).
     Marked buffers (``marks``): an alias at its group's offset, a persistent buffer's bytes
-    disjoint from every other buffer's.
+    disjoint from every other buffer's. A buffer with ``occupancy`` (``linked``) collides
+    only where what it holds, at its offset plus each rectangle's delta, meets another's.
     """
     if capacity is None:
         capacity = problem.capacity
-    marked = has_marks(problem)
-    if not marked and offsets is not None and certainly_valid(problem, offsets, capacity):
+    marked, linked = has_marks(problem), has_occupancy(problem)
+    if not marked and not linked and offsets is not None and certainly_valid(problem, offsets, capacity):
         return []
     violations = _check_buffers(problem)
     if violations:
@@ -107,8 +114,19 @@ def validate(problem: Problem, offsets: Sequence[int] | None, capacity: int | No
         if capacity is not None and offset + buffer.size > capacity:
             violations.append(f"{name} occupies [{offset}, {offset + buffer.size}) beyond capacity '{capacity}'")
         placed.append(index)
+    if linked:  # what each buffer holds (``linked``): its rectangles at its offset plus their deltas
+        pieces, owners, at = expanded(problem, [offset if _is_int(offset) else 0 for offset in offsets])
+        names = [_piece_name(problem.buffers[owner], piece) for owner, piece in zip(owners, pieces)]
+        kept = set(placed)
+        violations.extend(_overlaps(pieces, at, [i for i, owner in enumerate(owners) if owner in kept], owners, names))
+        return violations
     violations.extend(_overlaps(buffers, offsets, placed))
     return violations
+
+
+def _piece_name(buffer, piece) -> str:
+    """A rectangle of a buffer with occupancy, for a message: `g` live over [2, 5)."""
+    return f"{buffer.id}' (held over [{piece.start}, {piece.end}))" if buffer.occupancy is not None else f"{buffer.id}'"
 
 
 def _validate_marked(problem: Problem, offsets: list, capacity: int | None) -> list[str]:
@@ -134,7 +152,10 @@ def _validate_marked(problem: Problem, offsets: list, capacity: int | None) -> l
     return violations + validate(marks.problem, group_offsets, capacity)
 
 
-def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
+def _overlaps(buffers, offsets, indices: list[int], owners: Sequence[int] | None = None,
+              names: Sequence[str] | None = None) -> list[str]:
+    """The colliding pairs among ``indices``; ``owners``: the buffer each one belongs to (the
+    rectangles of one buffer may share bytes), ``names``: how a message names each."""
     events: list[tuple[int, int, int]] = []  # (time, 0 = end / 1 = start, buffer index)
     for index in indices:
         if buffers[index].size == 0:
@@ -168,6 +189,8 @@ def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
             colliding.append(disjoint_keys[right][1])
             right += 1
         colliding.extend(other for other in in_conflict if offsets[other] < high and _end(buffers, offsets, other) > low)
+        if owners is not None:
+            colliding = [other for other in colliding if owners[other] != owners[index]]
         if not colliding:
             disjoint_keys.insert(position, key)
             continue
@@ -175,7 +198,7 @@ def _overlaps(buffers, offsets, indices: list[int]) -> list[str]:
         for other in sorted(colliding):
             found += 1
             if found <= MAX_REPORTED_OVERLAPS:
-                reports.append(_overlap_message(buffers, offsets, other, index, time))
+                reports.append(_overlap_message(buffers, offsets, other, index, time, names))
     if found > MAX_REPORTED_OVERLAPS:
         reports.append(f"... and '{found - MAX_REPORTED_OVERLAPS}' more overlapping pairs")
     return reports
@@ -287,11 +310,12 @@ def _end(buffers, offsets, index: int) -> int:
     return offsets[index] + buffers[index].size
 
 
-def _overlap_message(buffers, offsets, first: int, second: int, time: int) -> str:
+def _overlap_message(buffers, offsets, first: int, second: int, time: int, names: Sequence[str] | None = None) -> str:
     a, b = buffers[first], buffers[second]
+    named_a, named_b = (f"{a.id}'", f"{b.id}'") if names is None else (names[first], names[second])
     return (
-        f"buffers '{a.id}' [{offsets[first]}, {offsets[first] + a.size}) and "
-        f"'{b.id}' [{offsets[second]}, {offsets[second] + b.size}) overlap in bytes "
+        f"buffers '{named_a} [{offsets[first]}, {offsets[first] + a.size}) and "
+        f"'{named_b} [{offsets[second]}, {offsets[second] + b.size}) overlap in bytes "
         f"while both are live at time '{time}'"
     )
 
@@ -307,6 +331,11 @@ def compute_load(problem: Problem) -> tuple[int, int | None, tuple[Hashable, ...
     """
     if has_marks(problem):
         problem = normalize(problem).problem
+    if has_occupancy(problem):  # what each buffer holds (``linked``), named by its buffer
+        pieces, owners, _ = expanded(problem)
+        load, time, _ = compute_load(Problem([replace(piece, id=index) for index, piece in enumerate(pieces)]))
+        held = {owners[index] for index in range(len(pieces)) if time is not None and pieces[index].start <= time < pieces[index].end}
+        return load, time, tuple(problem.buffers[index].id for index in sorted(held))
     fast = _fast_load(problem)
     if fast is not None:
         return fast

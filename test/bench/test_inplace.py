@@ -45,3 +45,46 @@ def test_the_blocks_import_and_concat_in_place_never_raises_load():
         _, load_elementwise, _, copied_elementwise = inplace.measure(module, "elementwise", 1.0)
         _, load_concat, _, copied_concat = inplace.measure(module, "concat", 1.0)
         assert load_concat <= load_elementwise and copied_concat <= copied_elementwise
+
+
+def test_an_inception_style_block_drops_load_and_peak_by_its_concat_and_verifies():
+    # Three branches of x (4x8x8) concatenated, Inception's way: the 1x1 branch finishes
+    # first and waits while the others compute. Copying, the parts (6 KiB) and the result
+    # (6 KiB) are live at the concat: LOAD 12,288 B. In place every part sits in its slice
+    # from its birth, and the group holds only the slices born so far
+    # (runtime/alloc/linked.py): the concat is no longer the busiest point, LOAD and the
+    # planned peak fall to 8,944 B, the concat copies nothing, and both plans verify.
+    from telamalloc.importers.onnx_import import import_onnx
+
+    graph = inplace._Graph(seed=7)
+
+    def relu(value):
+        return graph.node("Relu", [value])
+
+    branches = [relu(graph.conv("x", 4, 8, 1)),
+                relu(graph.conv(relu(graph.conv("x", 4, 4, 1)), 4, 12, 3)),
+                relu(graph.conv(relu(graph.conv("x", 4, 2, 1)), 2, 4, 5))]
+    output = graph.node("Concat", branches, axis=1)
+    module = import_onnx(graph.model("inception_like", "x", 4, 8, output, 24)).module
+    assert inplace.measure(module, "elementwise", 5.0) == (17, 12288, 12288, 6144)
+    assert inplace.measure(module, "concat", 5.0) == (14, 8944, 8944, 0)
+    assert inplace.verdict(module, "elementwise") == ("ok", True)
+    assert inplace.verdict(module, "concat") == ("ok", True)
+
+
+def test_at_a_capacity_the_placements_miss_the_whole_groups_plan_fits():
+    # densenet-block-4 at its LOAD, 356,480 B: with every part in place the groups' whole
+    # rectangles need more and the placements over what they hold reach 401,408 B; the
+    # planner plans the function again with parts only where LOAD over whole groups stays
+    # (`collect_function(whole_groups=True)`), which fits, and keeps that plan.
+    from telamalloc.importers.onnx_import import import_onnx
+    from telamalloc.passes.tela_plan import collect_module, plan_module
+    from telamalloc.runtime.alloc.api import solve
+    from telamalloc.runtime.alloc.problem import Status
+
+    module = import_onnx(inplace.densenet_block(4)).module
+    (linked,) = collect_module(module, capacity=356480)
+    assert solve(linked.problem()).status is Status.TIMEOUT
+    (plan,) = plan_module(module, capacity=356480)
+    assert plan.solution.ok and plan.solution.peak == 356480
+    assert len(plan.problem.buffers) == 63 and inplace.concat_copies(plan.problem) == 150528
