@@ -43,6 +43,7 @@ from telamalloc.runtime.alloc.problem import (
     Solution,
     Status,
     columns_of,
+    round_up,
 )
 
 Rect = tuple[int, int, int, int]  # (start, end, delta, size): live over [start, end) at delta bytes into its buffer
@@ -175,7 +176,7 @@ def _lowest(shape: np.ndarray, alignment: int, starts: np.ndarray, ends: np.ndar
     forbidden_high = highs[columns] - shape[rows, 2]
     order = np.argsort(forbidden_low, kind="stable")
     forbidden_low, reach = forbidden_low[order], np.maximum.accumulate(forbidden_high[order])
-    candidates = np.unique(np.concatenate(([0], -(-np.maximum(forbidden_high, 0) // alignment) * alignment)))
+    candidates = np.unique(np.concatenate(([0], round_up(np.maximum(forbidden_high, 0), alignment))))
     below = np.searchsorted(forbidden_low, candidates, side="left")  # ranges whose low is under the candidate
     blocked = (below > 0) & (reach[np.maximum(below - 1, 0)] > candidates)
     return int(candidates[np.argmin(blocked)])  # the first candidate not blocked (the largest high never is)
