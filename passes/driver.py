@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from time import monotonic
 from typing import Any, TextIO
 
 from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, IntegerAttr, StringAttr, i64
@@ -238,14 +239,18 @@ def _solve_static(function_problem: FunctionProblem, options: PlanOptions) -> Fu
     (or, minimizing, is not proved optimal), the function is planned again with the
     concatenations' parts taken only where the groups as whole buffers keep LOAD
     (`collect_function`'s `whole_groups`: what the exact search places best), and the
-    better plan kept: one that fits, else the lower peak, the first on ties."""
-    def solved(problem: FunctionProblem) -> FunctionPlan:
-        return solve_function(problem, options.mode, options.time_limit, options.algorithm, options.effort,
-                              remarks=False)
+    better plan kept: one that fits, else the lower peak, the first on ties. Under a time
+    limit the second plan gets what the first left of it (none left: no second plan), so
+    the function's planning stays within its limit."""
+    started = monotonic()
 
-    plan = solved(function_problem)
+    def solved(problem: FunctionProblem, time_limit: float | None) -> FunctionPlan:
+        return solve_function(problem, options.mode, time_limit, options.algorithm, options.effort, remarks=False)
+
+    plan = solved(function_problem, options.time_limit)
     solution = plan.solution
-    if solution.ok and (solution.mode is Mode.FIT or solution.optimal) or not any(
+    left = None if options.time_limit is None else options.time_limit - (monotonic() - started)
+    if solution.ok and (solution.mode is Mode.FIT or solution.optimal) or (left is not None and left <= 0) or not any(
             buffer.occupancy is not None for buffer in function_problem.buffers):
         emit_plan_remarks(plan, options.time_limit)
         return plan
@@ -253,7 +258,7 @@ def _solve_static(function_problem: FunctionProblem, options: PlanOptions) -> Fu
     whole = collect_function(function_problem.func, function_problem.selection, function_problem.capacity,
                              options.alignment, function_problem.rule, options.ranges, options.inplace, whole_groups=True)
     if whole.buffers != function_problem.buffers:
-        other = solved(whole)
+        other = solved(whole, left)
         better = other.solution.ok and (not solution.ok or other.solution.peak < solution.peak)
         if better:
             plan = other

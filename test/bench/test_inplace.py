@@ -8,6 +8,8 @@ import importlib.machinery
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from telamalloc.dialects import make_context
 from telamalloc.ir_text import parse_program
 
@@ -88,3 +90,33 @@ def test_at_a_capacity_the_placements_miss_the_whole_groups_plan_fits():
     (plan,) = plan_module(module, capacity=356480)
     assert plan.solution.ok and plan.solution.peak == 356480
     assert len(plan.problem.buffers) == 63 and inplace.concat_copies(plan.problem) == 150528
+
+
+def test_the_whole_groups_plan_gets_what_the_first_left_of_the_time_limit(monkeypatch):
+    # The same function under a time limit of 10 s: the first plan (which misses the
+    # capacity) is taken to use 4 s of it, so the second is given the 6 s left; when the
+    # first is taken to use all of it, there is no second plan and the first is kept.
+    from telamalloc.importers.onnx_import import import_onnx
+    from telamalloc.passes import driver
+    from telamalloc.passes.diagnostics import PassFailedAtOp
+    from telamalloc.passes.tela_plan import plan_module
+
+    for used, expected in ((4.0, [10.0, 6.0]), (10.0, [10.0])):
+        module = import_onnx(inplace.densenet_block(4)).module  # (planning records the plan in it)
+        clock = iter([100.0, 100.0 + used])  # the driver's reads: at the start, after the first plan
+        monkeypatch.setattr(driver, "monotonic", lambda clock=clock: next(clock))
+        limits = []
+        real = driver.solve_function
+
+        def recording(problem, mode, time_limit, *args, real=real, limits=limits, **kwargs):
+            limits.append(time_limit)
+            return real(problem, mode, time_limit, *args, **kwargs)
+
+        monkeypatch.setattr(driver, "solve_function", recording)
+        if used < 10.0:
+            (plan,) = plan_module(module, capacity=356480, time_limit=10.0)
+            assert plan.solution.ok
+        else:  # the limit honoured: the first plan, which does not fit, is the answer
+            with pytest.raises(PassFailedAtOp, match="no plan for '@main' in '356480' bytes found within the time limit"):
+                plan_module(module, capacity=356480, time_limit=10.0)
+        assert [round(limit, 6) for limit in limits] == expected
