@@ -250,8 +250,8 @@ def _solve_static(function_problem: FunctionProblem, options: PlanOptions) -> Fu
     plan = solved(function_problem, options.time_limit)
     solution = plan.solution
     left = None if options.time_limit is None else options.time_limit - (monotonic() - started)
-    if solution.ok and (solution.mode is Mode.FIT or solution.optimal) or (left is not None and left <= 0) or not any(
-            buffer.occupancy is not None for buffer in function_problem.buffers):
+    settled = solution.ok and (solution.mode is Mode.FIT or solution.optimal)
+    if settled or (left is not None and left <= 0) or not function_problem.holds_less:
         emit_plan_remarks(plan, options.time_limit)
         return plan
     assert function_problem.selection is not None

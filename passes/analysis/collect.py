@@ -277,6 +277,12 @@ class FunctionProblem:
         return base if self.memory is None else f"{base}.{self.memory}"
 
     @property
+    def holds_less(self) -> bool:
+        """Some in-place group holds less than its whole rectangle (`PlannedBuffer.occupancy`:
+        placed over what it holds after the solvers, `runtime/alloc/linked.py`)."""
+        return any(buffer.occupancy is not None for buffer in self.buffers)
+
+    @property
     def rule(self) -> str:
         """Where its lifetimes start: 'first-write' or 'alloc' (`passes/analysis/liveness.py`)."""
         return self.liveness.rule

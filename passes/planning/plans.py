@@ -113,8 +113,7 @@ def emit_plan_remarks(plan: FunctionPlan, time_limit: float | None) -> None:
             "branches), so each is live over the whole region; structured control flow "
             "('scf') gives exact lifetimes",
         )
-    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal and any(
-            buffer.occupancy is not None for buffer in function_problem.buffers):
+    if solution.ok and solution.mode is Mode.MINIMIZE and not solution.optimal and function_problem.holds_less:
         emit_remark(
             func,
             f"the plan of '@{name}' is not proved optimal: peak '{solution.peak}' B, LOAD '{solution.load}' B "
