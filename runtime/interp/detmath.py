@@ -203,12 +203,18 @@ def ordered_window_sum(
 
 
 def softmax(values: np.ndarray, axis: int, dtype: np.dtype) -> np.ndarray:
-    """`exp(x - max) / sum(exp(x - max))` along `axis`, in float64, rounded to `dtype` once."""
+    """`exp(x - max) / sum(exp(x - max))` along `axis`, as ONNX defines Softmax: by its
+    function body (Sub, Exp, ReduceSum, Div), every intermediate a tensor of `dtype`. Each
+    step is computed in float64 from its `dtype` operands and rounded to `dtype` (so for
+    float16 the difference, the exponentials and their sum are float16 values, as in ONNX's
+    reference and in a graph that spells the body out); the sum is `ordered_sum`'s."""
+    dtype = np.dtype(dtype)
     wide = _operand(values, dtype)
     with np.errstate(all="ignore"):
-        shifted = exp(wide - wide.max(axis=axis, keepdims=True))
-        total = np.expand_dims(ordered_sum(shifted, axis, np.float64), axis)
-        return (shifted / total).astype(dtype)
+        shifted = (wide - wide.max(axis=axis, keepdims=True)).astype(dtype)
+        powers = exp(shifted.astype(np.float64)).astype(dtype)
+        total = np.expand_dims(ordered_sum(powers, axis, dtype), axis)
+        return (powers.astype(np.float64) / total.astype(np.float64)).astype(dtype)
 
 
 def normalized(values: np.ndarray, axis: int, epsilon: float) -> np.ndarray:

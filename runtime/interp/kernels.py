@@ -74,7 +74,10 @@ reduce-mean x                y         axis=-1 or axes       y = x.mean(axes), a
 softmax     x                y         axis=-1, trailing     y = exp(x - max) / sum(...)
                                        (bool)                over axis, or with trailing
                                                              over the axes from axis on
-                                                             together (ONNX before 13)
+                                                             together (ONNX before 13);
+                                                             each of the four steps
+                                                             rounded to y's type, as
+                                                             ONNX's function body does
 =========== ================ ========= ===============================================
 
 Output sizes: conv2d and the pools, see `image_kernels.py` (windows, padding, ceil_mode).
