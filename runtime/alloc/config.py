@@ -175,6 +175,15 @@ class WholeSearchConfig:
     work_per_buffer: int = 50_000
     """Work per buffer of the problem (a search's nodes times its window's buffers), per
     unit of effort above 1 (0: never run)."""
+    idle_effort: int = 1
+    """Under a time limit, the second lane (``large/lanes.py``) runs the search once its
+    fixed schedule is done, with at least this many units of effort above 1, until the
+    limit or that work is spent: the core it runs on would otherwise be idle while the
+    first lane goes on with seeded random orderings (0: it stops after its schedule). Not
+    above ``LargeConfig.huge_buffers``: the kernel reads its limit and cancel flag every
+    1024 nodes and a node of a window of n buffers costs about n work, so there a window
+    grown to the whole problem answers the stop late (tracegen at 10^6 buffers reached
+    LOAD in 4.8-5.3 s with it, 4.0 s without)."""
 
 
 @dataclass(frozen=True)

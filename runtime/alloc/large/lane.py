@@ -100,14 +100,20 @@ class Lane:
     def _search_whole(self) -> None:
         """With ``effort`` above 1, the whole-problem search (``whole.whole_search``) on the
         best layout once the orderings and their improvements are done; it only takes
-        lower layouts, so the best stays the best."""
+        lower layouts, so the best stays the best. A lane without ``extend`` under a time
+        limit (the second lane) runs it at effort 1 too (``WholeSearchConfig.idle_effort``):
+        its schedule done, its core would be idle until the stop."""
         planning, info = self.planning, self.info
         budget = planning.budget
-        if (not planning.anytime or self.config.effort <= 1 or self.best is None or info.stopped
+        extra = self.config.effort - 1
+        whole = self.config.whole
+        if not self.extend and planning.stop is not None and not self.huge:
+            extra = max(extra, whole.idle_effort)  # the second lane: its core is idle until the stop
+        if (not planning.anytime or extra < 1 or self.best is None or info.stopped
                 or self.best_peak <= planning.goal or budget.cancelled() or (self.done is not None and self.done())):
             return
         self.best = whole_search(planning.instance, budget, self.best, self.best_fixed, planning.goal, planning.stop,
-                                 info.whole)
+                                 info.whole, extra)
         self.best_peak = int((self.best + planning.instance.sizes).max())
         budget.publish_best(self.best_peak)
 

@@ -6,8 +6,10 @@ scaled by the effort (``WholeSearchConfig``).
 Why: where long-lived buffers that grow over time (the growing family) cross every window
 the default search may take, they stay pinned where the orderings put them, and they are
 what has to move; over the whole trace the kernel has the capacity to prune by and moves
-them. Its limit: a search of n buffers costs n work per node, so it is only bought with
-effort (work units, deterministic), never by default.
+them. Its limit: a search of n buffers costs n work per node, so without a time limit it
+is only bought with effort (work units, deterministic), never by default. Under a time
+limit the second lane runs it once its schedule is done (``WholeSearchConfig.idle_effort``),
+on a core that would otherwise be idle.
 """
 
 from __future__ import annotations
@@ -21,17 +23,18 @@ from telamalloc.runtime.alloc.large.windows import WindowStats, window_search
 
 
 def whole_search(instance: Instance, budget: Budget, offsets: np.ndarray, fixed: np.ndarray, goal: int,
-                 stop: float | None, stats: WindowStats) -> np.ndarray:
+                 stop: float | None, stats: WindowStats, extra: int | None = None) -> np.ndarray:
     """The layout ``offsets`` (live offsets, changed in place; ``fixed``: its pins) lowered
     by the whole-problem search when ``LargeConfig.effort`` is above 1; returns it. Its
     work budget is ``(effort - 1) * work_per_buffer`` per buffer, its searches start at
     ``nodes`` nodes (doubled as a window grows, up to the whole problem), and it stops at
     ``goal``, at ``stop`` and on the cancel flag like the window search. It runs only
     where the layout is more than ``gap`` above ``goal`` (the lower bound). Every layout it
-    takes is valid and lower, so the result is never higher than ``offsets``."""
+    takes is valid and lower, so the result is never higher than ``offsets``. ``extra``:
+    the units of effort above 1 to spend instead of ``effort - 1``."""
     large = instance.params.large
     config = large.whole
-    extra = large.effort - 1
+    extra = large.effort - 1 if extra is None else extra
     count = instance.count
     peak = int((offsets + instance.sizes).max()) if count else 0
     if extra < 1 or config.work_per_buffer <= 0 or count < 2 or peak <= max(goal, 0) * (1 + config.gap):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import numpy as np
 
@@ -10,10 +11,13 @@ from telamalloc import solve, validate
 from telamalloc.runtime.alloc.config import WholeSearchConfig
 from telamalloc.runtime.alloc.generators import families
 from telamalloc.runtime.alloc.instance import make_instance
+from telamalloc.runtime.alloc.large._large import planner
+from telamalloc.runtime.alloc.large.lane import Lane, Planning
+from telamalloc.runtime.alloc.large.orderings import orderings_without_limit
 from telamalloc.runtime.alloc.large.whole import whole_search
 from telamalloc.runtime.alloc.large.windows import WindowStats
 
-from .conftest import NO_BOUND, large_params, unlimited
+from .conftest import DEFAULT, NO_BOUND, large_params, unlimited
 
 WHOLE = WholeSearchConfig(work_per_buffer=5_000)  # a small budget: about 1 s here
 
@@ -55,3 +59,28 @@ def test_the_whole_problem_search_holds_its_work_budget_and_gives_the_same_layou
     assert stats.windows > 0 and stats.work <= 2 * 2_000 * instance.count + 1024 * instance.count
     assert int((lowered + instance.sizes).max()) <= before
     assert validate(problem, instance.full_offsets(lowered)) == []
+
+
+def test_the_second_lane_searches_the_whole_problem_once_its_schedule_is_done():
+    """Under a time limit a lane without ``extend`` (the second lane) runs the search at
+    effort 1 after its fixed schedule, on a core that would be idle until the stop; with
+    ``idle_effort=0``, or above ``huge_buffers``, it stops after its schedule as before.
+    The stop here is an hour away: the search ends on its work budget, not the clock."""
+    problem = families.generate("growing", 2000, 0).problem()
+
+    def second_lane(huge_buffers=DEFAULT.huge_buffers, **whole):
+        params = large_params(whole=WholeSearchConfig(work_per_buffer=100_000, **whole), bounds=NO_BOUND,
+                              huge_buffers=huge_buffers)
+        instance = make_instance(problem, params)
+        planning = Planning(instance, unlimited(), -1, time.monotonic() + 3600, anytime=True)
+        made = planner(*instance.arrays, config=params.large.placement)
+        best, peak, info = Lane(planning, made, instance.fixed, orderings_without_limit(instance.count, params.large),
+                                extend=False).plan()
+        assert validate(problem, instance.full_offsets(best)) == []
+        return peak, info.whole
+
+    idle, searched = second_lane()
+    plain, none = second_lane(idle_effort=0)
+    _, skipped = second_lane(huge_buffers=1999)
+    assert searched.windows > 0 and searched.improved > 0 and idle < plain, (idle, plain)
+    assert none.windows == 0 and skipped.windows == 0
