@@ -34,6 +34,8 @@ The rules, for floating-point operands:
   every one of them gave the correctly rounded result on every sample tested.
   `sqrt` is IEEE's, correctly rounded in the input's dtype; `rsqrt` is `1 / sqrt` in
   float64, rounded once more; `sigmoid` is `1 / (1 + exp(-x))` in float64.
+- `softmax` follows ONNX's function body (Sub, Exp, ReduceSum, Div): each of the four
+  steps in float64 from operands of the input's dtype, rounded to it.
 - The normalizations (`normalized` for layer normalization, `local_response` for LRN)
   are float64 compositions of the above in a fixed order; the kernels round their
   results once.
