@@ -275,8 +275,9 @@ class LargeConfig:
     its seeded random orderings when it is above 1, so more effort gives a layout at least
     as low before the improvement steps and the same layout on every run and machine.
     Above 1 the whole-problem search (``whole``) runs after the orderings with
-    ``effort - 1`` units of its work. Under a time limit the clock governs (the orderings
-    run until it and the whole-problem search gets what is left)."""
+    ``effort - 1`` units of its work. Under a time limit the clock governs: the first
+    lane's orderings run until it, and the second lane runs the whole-problem search once
+    its own orderings are done (``WholeSearchConfig.idle_effort``)."""
     eager_orderings: int = 2
     """Under a time limit the first this many orderings run back to back before the window
     search; then each ordering that improves is followed by it at once."""
