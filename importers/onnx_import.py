@@ -484,15 +484,10 @@ def _map_nodes(nodes, context: Graph, graph_outputs: set[str]):
         if not outs:
             raise OnnxImportError(f"{node_label(node)} has no output with a static shape; give its outputs shapes in value_info")
         strings = _string_operands(node, outs, context)
-        if strings and _has_reference(node, context.opset, context.domain_opsets):
-            # strings run on ONNX's reference only: its kernels take them as Python strings
-            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain), strings)
-            runnable[_op_name(node)] = REFERENCE
-            mapped.append(item)
-            continue
+        # strings run on ONNX's reference only: its kernels take them as Python strings
         item = None if strings else _mapped(node, context, outs, reasons)
         if item is None and _has_reference(node, context.opset, context.domain_opsets):
-            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain))
+            item = opaque(node, outs, context.opset, context.domain_opsets.get(node.domain), strings)
             runnable[_op_name(node)] = REFERENCE
         elif item is None:
             item = opaque(node, outs)

@@ -174,7 +174,6 @@ def spill_function(
     )
 
 
-
 def _load(function_problem: FunctionProblem) -> int:
     points = [0] * (function_problem.liveness.end + 1)
     for buffer in function_problem.buffers:

@@ -120,7 +120,6 @@ def release_arena(machine: Machine, value: Any) -> None:
                 return
 
 
-
 def _arena_alignment(op: Operation) -> int:
     """The alignment an arena asks for (`scratchpad.arena align N`, `memref.alloc
     {alignment = N}`: the lowering's, its buffers' largest), else `ARENA_ALIGNMENT`."""
