@@ -42,9 +42,9 @@ class Lane:
     a layout keeps the planner and pins it was made with for its later steps.
 
     ``done``: checked before each further ordering, stops the lane when true (the other lane
-    reached the goal). ``missed``: called once the first ordering is complete above the
-    goal (it starts the other lane: where one ordering reaches LOAD the second lane would
-    only slow the first). ``slots`` False: a first ordering cut short gives no layout
+    reached the goal). ``missed``: called once the first ordering (the floor's first, up to
+    ``huge_buffers``) is complete above the goal (it starts the other lane: where one
+    ordering reaches LOAD the second lane would only slow the first). ``slots`` False: a first ordering cut short gives no layout
     instead of the rest in size-class slots (the second lane: the first lane always has a
     layout by then). When the first ordering is one of ``reswept`` it is re-swept: without
     a limit at once, under one only if its layout is still the best when the search
@@ -125,6 +125,8 @@ class Lane:
         planning, info = self.planning, self.info
         budget, goal = planning.budget, planning.goal
         for name in self.floor:
+            if name in self.skipped:  # the other lane runs it
+                continue
             left = None if planning.stop is None else planning.stop - time.monotonic()
             if self.best is not None and self._should_stop(left):
                 return False
@@ -145,8 +147,16 @@ class Lane:
                 return False
             if self.best_peak <= goal:
                 return False
+            if not self.huge:  # (above ``huge_buffers`` the other lane settles after the schedule's first)
+                self._missed()
         self.searching = planning.anytime  # the improvement steps may start from the floor's best
         return True
+
+    def _missed(self) -> None:
+        """The first complete ordering missed the goal: ``missed`` is called, once."""
+        missed, self.missed = self.missed, None
+        if missed is not None:
+            missed()
 
     def _prove(self) -> bool:
         """The lower bound deferred past the floor (``Planning.prove``: under a time limit the
@@ -215,8 +225,8 @@ class Lane:
             info.stopped = self.best is None  # only the first ordering's cut counts as stopped
             return False
         self.step += 1
-        if self.step == 1 and self.missed is not None and not result["stopped"] and result["peak"] > goal:
-            self.missed()
+        if self.step == 1 and not result["stopped"] and result["peak"] > goal:
+            self._missed()
         if result["stopped"]:
             if self.best is not None:  # a later ordering cut short: dropped
                 return False

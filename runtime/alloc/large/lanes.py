@@ -2,11 +2,12 @@
 orderings run beside the first lane's schedule in a thread with its own planner (the
 planner's placements release the GIL), and the lower layout wins.
 
-Up to ``lane_buffers`` buffers it starts once the first lane's first ordering misses the
-goal. Above ``huge_buffers`` it starts at once and is governed: a governor thread reads both
-lanes' CPU time and drops the second lane (halted, its orderings given back to the first
-lane) when either lane does not get a core, since on a busy machine two lanes would cut the
-first ordering short. Without a time limit there is one lane, so the result does not depend
+Up to ``lane_buffers`` buffers it starts once the first lane's first ordering (the floor's
+first member) misses the goal, and runs the floor's middle members first. Above
+``huge_buffers`` it starts at once and is governed: a governor thread reads both lanes' CPU
+time and drops the second lane (halted, its orderings given back to the first lane) when
+either lane does not get a core, since on a busy machine two lanes would cut the first
+ordering short. Without a time limit there is one lane, so the result does not depend
 on the cores.
 """
 
@@ -49,7 +50,8 @@ RUNNING = _Running()
 
 
 def second_schedule(count: int, config: LargeConfig) -> tuple[str, ...]:
-    """The orderings the second lane runs for ``count`` buffers."""
+    """The orderings the second lane runs for ``count`` buffers (after its floor, if any:
+    ``orderings.floor_middle``)."""
     return config.huge_lane if count > config.huge_buffers else config.second_lane
 
 
@@ -70,15 +72,16 @@ def lane_count(count: int, config: LargeConfig) -> int:
 
 
 class SecondLane(threading.Thread):
-    """The second lane: the orderings of ``schedule`` on their own planner, with the same
-    steps, in a thread; counted in a budget of its own (its own counters, no progress array:
+    """The second lane: the orderings of ``floor`` (each placed whole with no step after it,
+    as the first lane's floor), then those of ``schedule`` on their own planner, with the
+    same steps, in a thread; counted in a budget of its own (its own counters, no progress array:
     the first lane publishes) whose cancel flag is ``halt``, raised by the first lane when it
     is done (at the limit, at the goal or on the caller's cancel) or by the governor.
     ``at_goal``: this lane reached the goal (the first one stops). ``name in lane``: the
     first lane skips this ordering, which this lane runs (not once the lane is ``dropped``:
     not started, or stopped by the governor)."""
 
-    def __init__(self, planning: Planning, arrays: tuple, schedule: tuple[str, ...]):
+    def __init__(self, planning: Planning, arrays: tuple, schedule: tuple[str, ...], floor: tuple[str, ...] = ()):
         super().__init__(name="telamalloc-large-lane", daemon=True)
         self.halt = np.zeros(1, dtype=np.uint8)
         budget = planning.budget
@@ -88,16 +91,18 @@ class SecondLane(threading.Thread):
         self.config = planning.instance.params.large
         self.arrays = arrays
         self.schedule = tuple(schedule)
+        self.floor = tuple(floor)
         self.result = None
         self.at_goal = False
         self.dropped = ""  # why the lane was dropped, if it was
         self.error: BaseException | None = None
         self._settled = threading.Event()  # a first ordering complete (or the lanes done): no more dropping
         self._lock = threading.Lock()
+        self._proved = -1  # the highest goal the first lane proved (``raise_goal``)
         self._watch: threading.Thread | None = None  # the governor's thread, once started
 
     def __contains__(self, name: object) -> bool:
-        return name in self.schedule and not self.dropped
+        return (name in self.schedule or name in self.floor) and not self.dropped
 
     def begin(self) -> None:
         """Start the lane; without a thread to be had (RuntimeError) the first lane goes on
@@ -170,18 +175,27 @@ class SecondLane(threading.Thread):
                 self.drop()
                 return
 
+    def raise_goal(self, goal: int) -> None:
+        """The first lane proved ``goal`` (``Planning.prove``): this lane's goal rises to it,
+        whether it has started (its planning read) or not (read when it starts)."""
+        with self._lock:
+            self._proved = max(self._proved, goal)
+            self.planning.goal = max(self.planning.goal, goal)
+
     def run(self) -> None:
         from telamalloc.runtime.alloc.large._large import planner
 
-        self.planning = dataclasses.replace(self.shared, budget=self.own, prove=None)
+        with self._lock:
+            self.planning = dataclasses.replace(self.shared, budget=self.own, prove=None)
+            self.planning.goal = max(self.planning.goal, self._proved)
         try:
             made = planner(*self.arrays, config=self.config.placement)  # indexed here, beside the first lane's planner
         except MemoryError:  # no room for a second planner: the first lane alone
             self.drop("no memory")
             return
         try:
-            self.result = Lane(self.planning, made, self.arrays[4], list(self.schedule), extend=False, slots=False,
-                               missed=self.settle).plan()
+            self.result = Lane(self.planning, made, self.arrays[4], list(self.schedule), floor=self.floor, extend=False,
+                               slots=False, missed=self.settle).plan()
             self.at_goal = self.result[1] is not None and self.result[1] <= self.planning.goal
         except BaseException as error:  # re-raised by merged() in the caller's thread
             self.error = error

@@ -29,7 +29,7 @@ from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, validat
 from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.lanes import RUNNING, SecondLane, lane_count, second_schedule
-from telamalloc.runtime.alloc.large.orderings import floor_for, orderings_without_limit
+from telamalloc.runtime.alloc.large.orderings import floor_for, floor_middle, orderings_without_limit
 from telamalloc.runtime.alloc.problem import Status
 
 
@@ -64,7 +64,9 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
     planning = Planning(instance, budget, -1 if target is None else target, stop, anytime, prove)
     second = None
     if anytime and stop is not None and lane_count(count, config) > 1:
-        second = SecondLane(planning, arrays, second_schedule(count, config))
+        second = SecondLane(planning, arrays, second_schedule(count, config), floor=floor_middle(count, config))
+        if prove is not None:  # the second lane may run when the bound is proved: its goal rises too
+            planning.prove = lambda left: _shared(second, prove(left))
     try:
         missed = None
         if second is not None and count > config.huge_buffers:  # at once, governed
@@ -93,6 +95,12 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         peak = max(peak, max(offsets[index] for index in zero.tolist()))
     budget.publish_best(peak)
     return offsets, peak, info
+
+
+def _shared(second: SecondLane, goal: int) -> int:
+    """``goal`` (proved by the first lane), given to the second lane too."""
+    second.raise_goal(goal)
+    return goal
 
 
 def lifted(instance: Instance) -> np.ndarray:

@@ -75,6 +75,15 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     return robust + (first,) + others + tuple(rest)
 
 
+def floor_middle(count: int, config: LargeConfig) -> tuple[str, ...]:
+    """The members of the limited floor (``floor_for(..., limited=True)``) that are neither
+    ``ROBUST`` nor a greedy baseline's ordering: with two lanes the second lane runs them,
+    beside the first lane's first-fit (none above ``huge_buffers``)."""
+    if count > config.huge_buffers:
+        return ()
+    return tuple(name for name in floor_for(count, config, limited=True) if name != ROBUST and name not in GREEDY)
+
+
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:
     """The ordering tried at ``step`` for ``count`` buffers: the schedule's, then random ones."""
     schedule = schedule_for(count, config)

@@ -2,6 +2,7 @@
 orderings each lane runs, the lane's own work run without threads, when a second lane runs
 at all, and a lane dropped when it gets no core or no thread."""
 
+import itertools
 import threading
 import time
 from dataclasses import replace
@@ -11,13 +12,13 @@ import pytest
 
 from telamalloc import Params, Problem, solve, validate
 from telamalloc.runtime.alloc.config import ReplacementConfig
-from telamalloc.runtime.alloc.generators.families import deepnet
+from telamalloc.runtime.alloc.generators.families import deepnet, dynamic_storage
 from telamalloc.runtime.alloc.large import _large, lanes, layout
 from telamalloc.runtime.alloc.large._large import plan
 from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.lane import Planning
 from telamalloc.runtime.alloc.large.lanes import SecondLane
-from telamalloc.runtime.alloc.large.orderings import index_of, name_of, orderings_without_limit
+from telamalloc.runtime.alloc.large.orderings import floor_middle, index_of, name_of, orderings_without_limit
 from telamalloc.runtime.alloc.large.windows import WindowStats
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -79,6 +80,65 @@ def test_a_second_lane_runs_its_orderings_beside_the_first_under_a_time_limit(mo
     assert solve(problem, mode="minimize", algorithm="large", params=params).offsets == unlimited_solution.offsets
 
 
+def test_with_two_lanes_the_second_places_the_floors_middle_members_beside_the_first_lanes_greedy_ones(monkeypatch):
+    """Under a time limit with two lanes the first lane's floor is ``start``, first-fit and
+    best-fit; the second lane starts once ``start`` misses LOAD and places the floor's
+    middle members (``floor_middle``) whole, with no step after them (no gravity round
+    between them), then its schedule. Where first-fit takes most of the limit, the cheap
+    members still complete. Which orderings complete within the limit depends on the
+    machine, so only the order is checked."""
+    problem = dynamic_storage(2000, 1).problem()
+    runs = []
+
+    class Recorded:  # the lanes' planners (of every buffer), not those of the improvement's windows
+        def __init__(self, made, whole: bool):
+            self.made, self.whole = made, whole
+
+        def __getattr__(self, name):
+            return getattr(self.made, name)
+
+        def run(self, **options):
+            kind = "sweep" if options.get("swept") is not None else name_of(options["first"])
+            if self.whole:
+                runs.append((threading.current_thread().name, kind))
+            return self.made.run(**options)
+
+        def settle(self, *arguments, **options):
+            if self.whole:
+                runs.append((threading.current_thread().name, "round"))
+            return self.made.settle(*arguments, **options)
+
+    real_planner = _large.planner
+    monkeypatch.setattr(_large, "planner", lambda *arrays, **options: Recorded(real_planner(*arrays, **options),
+                                                                               len(arrays[0]) == problem.buffer_count))
+    monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
+    middle = floor_middle(problem.buffer_count, DEFAULT)
+    assert middle == ("contention-end", "class-2-start-first-fit")
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0, params=large_params())
+    assert solution.ok and validate(problem, solution.offsets) == []
+    second = [kind for thread, kind in runs if thread == "telamalloc-large-lane"]
+    first = [kind for thread, kind in runs if thread != "telamalloc-large-lane"]
+    assert first[:1] == ["start"] and second, "the second lane starts once start misses LOAD"
+    floor = list(itertools.takewhile(lambda kind: kind in ("start", "first-fit", "best-fit"), first))
+    assert floor == ["start", "first-fit", "best-fit"][:len(floor)] and floor
+    placed = list(itertools.takewhile(lambda kind: kind != "round", second))  # before its first improvement
+    assert placed == list(middle + DEFAULT.second_lane)[:len(placed)] and len(placed) >= len(middle)
+
+
+def test_a_goal_the_first_lane_proves_reaches_the_second_lane_started_or_not():
+    problem = deepnet(3000, 1).problem()
+    load = int(compute_load(problem)[0])
+    _, _, lane_thread = second_lane(problem, load, time.monotonic() + 120)
+    lane_thread.raise_goal(load + 10)  # before the lane starts: read when it starts
+    lane_thread.halt[0] = 1
+    lane_thread.run()
+    assert lane_thread.planning.goal == load + 10
+    lane_thread.raise_goal(load + 5)  # a goal only ever rises
+    assert lane_thread.planning.goal == load + 10
+    lane_thread.raise_goal(load + 20)  # once it runs: its planning's goal
+    assert lane_thread.planning.goal == load + 20
+
+
 def second_lane(problem: Problem, goal: int, stop: float, schedule=DEFAULT.second_lane, params: Params | None = None):
     """A SecondLane on ``problem`` as the planner makes one (lifted pins, a budget of its own)."""
     instance = instance_of(problem, params)
@@ -127,6 +187,7 @@ def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_
     assert lanes.lane_count(DEFAULT.huge_buffers + 1, DEFAULT) == 2
     assert lanes.second_schedule(DEFAULT.huge_buffers + 1, DEFAULT) == DEFAULT.huge_lane == ("sweep-32",)
     assert lanes.second_schedule(1000, DEFAULT) == DEFAULT.second_lane
+    assert floor_middle(DEFAULT.huge_buffers + 1, DEFAULT) == ()  # the huge floor stays in the first lane
     assert lanes.lane_count(DEFAULT.huge_buffers + 1, replace(DEFAULT, huge_lane=())) == 1  # nothing to run beside it
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert lanes.lane_count(1000, DEFAULT) == 1
