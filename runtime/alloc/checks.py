@@ -213,7 +213,8 @@ def check_params(params: Params | None) -> Params:
     for where, names in (("floor", large.floor), ("huge_floor", large.huge_floor),
                          ("schedule", large.schedule), ("huge_schedule", large.huge_schedule),
                          ("second_lane", large.second_lane), ("huge_lane", large.huge_lane),
-                         ("reswept", large.reswept), ("replacement.orderings", large.replacement.orderings)):
+                         ("reswept", large.reswept), ("replacement.orderings", large.replacement.orderings),
+                         ("heavy.orderings", large.heavy.orderings)):
         check_names(names, f"params.large.{where}")
     return params
 

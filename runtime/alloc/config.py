@@ -158,6 +158,25 @@ class WindowSearchConfig:
 
 
 @dataclass(frozen=True)
+class HeavyConfig:
+    """Heavy first (``large/heavy.py``): where a few large buffers hold nearly all of the
+    bytes, they are solved alone, pinned, and the rest placed around them."""
+
+    cover: float = 0.99
+    """The heavy buffers: the largest (ties: the lower index) that hold this share of the
+    area (bytes times lifetime)."""
+    max_share: float = 0.25
+    """Run only when the heavy buffers are at most this share of the buffers (0: never)."""
+    time_share: float = 0.5
+    """Under a time limit, the share of the time left their solve may take."""
+    work: int = 60_000_000
+    """Without a time limit, the work of their solve (deterministic): the exact search's
+    nodes times the heavy buffers (a node costs about one unit per buffer searched)."""
+    orderings: tuple[str, ...] = ("start", "first-fit")
+    """The orderings that place the rest around them, the lowest layout kept."""
+
+
+@dataclass(frozen=True)
 class WholeSearchConfig:
     """The whole-problem search that effort above 1 buys after the orderings: the window
     search with windows that may grow to the whole problem (``large/whole.py``)."""
@@ -334,6 +353,8 @@ class LargeConfig:
     """The window search with the exact kernel."""
     whole: WholeSearchConfig = field(default_factory=WholeSearchConfig)
     """The whole-problem search (effort above 1 only)."""
+    heavy: HeavyConfig = field(default_factory=HeavyConfig)
+    """Heavy first: the few large buffers solved alone, the rest placed around them."""
     replacement: ReplacementConfig = field(default_factory=ReplacementConfig)
     """The window re-placement with the planner's orderings."""
     placement: PlacementConfig = field(default_factory=PlacementConfig)
@@ -342,7 +363,9 @@ class LargeConfig:
     @classmethod
     def orderings_only(cls, **changes) -> LargeConfig:
         """A preset: the orderings and nothing after them (no gravity, window search,
-        re-placement or re-sweep): the best of the portfolio as each ordering places it."""
+        re-placement, re-sweep or heavy first): the best of the portfolio as each ordering
+        places it."""
         plain = cls(gravity_first=0, gravity_rounds=0, resweeps=0, huge_rounds=0,
-                    windows=WindowSearchConfig(rounds=0), replacement=ReplacementConfig(rounds=0))
+                    windows=WindowSearchConfig(rounds=0), replacement=ReplacementConfig(rounds=0),
+                    heavy=HeavyConfig(max_share=0.0))
         return replace(plain, **changes)

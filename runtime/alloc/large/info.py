@@ -24,6 +24,7 @@ class LargeInfo:
     resweeps: int = 0  # re-sweeps run
     resweep_won: bool = False  # a re-sweep gave the winning layout
     dropped: str = ""  # why the second lane was dropped, if it was
+    heavy: int = 0  # heavy-first layouts made (large/heavy.py)
 
     def absorb(self, other: LargeInfo) -> None:
         """Add the other lane's counts (not its winner: see ``SecondLane.merged``)."""
@@ -31,6 +32,7 @@ class LargeInfo:
         self.gravity += other.gravity
         self.settled += other.settled
         self.resweeps += other.resweeps
+        self.heavy += other.heavy
         self.windows = self.windows.plus(other.windows)
         self.whole = self.whole.plus(other.whole)
         self.replacement = ReplacementStats(self.replacement.taken + other.replacement.taken,
@@ -55,6 +57,8 @@ def note(info: LargeInfo) -> str:
     if info.gravity:
         searched += f", {info.settled} of {info.gravity} gravity rounds lowered it"
     tried = f" and {info.resweeps} re-sweep{'s' if info.resweeps > 1 else ''}" if info.resweeps else ""
+    if info.heavy:
+        tried += f"{',' if tried else ' and'} a heavy-first layout"
     won = f"{info.ordering}{' re-swept' if info.resweep_won else ''} won"
     dropped = f"; the second lane was dropped ({info.dropped})" if info.dropped else ""
     return f"large planner: best of {info.orderings} orderings{tried} ({won}){searched}{cut}{dropped}"

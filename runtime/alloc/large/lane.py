@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from telamalloc.runtime.alloc.instance import Budget, Instance
+from telamalloc.runtime.alloc.large.heavy import HEAVY, heavy_layout
 from telamalloc.runtime.alloc.large.improve import gravity_rounds, improved, resweeps
 from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.orderings import GREEDY, index_of, lane_orderings
@@ -36,7 +37,11 @@ class Lane:
     """The orderings of ``floor`` (placed first, each a whole layout with no step after it,
     the best kept: ``_run_floor``), then those of ``schedule`` not in the floor (then, with
     ``extend`` under a limit, the further ones of ``orderings.ordering_at``) on the planner
-    ``made``, leaving out ``skipped`` (what the other lane runs). ``fixed``: the pins ``made`` was built with; when they lift buffers
+    ``made``, leaving out ``skipped`` (what the other lane runs); with ``heavy``, heavy first
+    (``large/heavy.py``): under a time limit between the floor and the schedule, without
+    one after the orderings and their improvement (then improved in turn when it is the
+    best: improved orderings' layouts beat it where the heavy buffers alone are hard, as
+    on growing-100000-s0). ``fixed``: the pins ``made`` was built with; when they lift buffers
     the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a planner
     with the user's pins instead, so that they give exactly the greedy baselines' layouts;
     a layout keeps the planner and pins it was made with for its later steps.
@@ -51,7 +56,7 @@ class Lane:
     becomes due (the re-sweep's time would delay the winner's search)."""
 
     def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, floor=(), skipped=(),
-                 extend: bool = True, slots: bool = True, done=None, missed=None):
+                 extend: bool = True, slots: bool = True, done=None, missed=None, heavy: bool = False):
         instance = planning.instance
         config = instance.params.large
         self.floor = tuple(floor)
@@ -72,6 +77,7 @@ class Lane:
         self.searching = False  # the improvement is due on the best layout
         self.resweep: str | None = None  # the first ordering, a sweep: re-swept before the search if still the best
         self.huge = self.count > config.huge_buffers
+        self.heavy = heavy and planning.anytime and not self.huge
         self.eager = (config.huge_eager if self.huge else 1 if self.count > config.eager_buffers
                       else config.eager_orderings)
 
@@ -81,6 +87,8 @@ class Lane:
         if self.floor and not self._run_floor():
             return self.best, self.best_peak, self.info
         if not self._prove():
+            return self.best, self.best_peak, self.info
+        if self.heavy and planning.stop is not None and not self._run_heavy():
             return self.best, self.best_peak, self.info
         names = lane_orderings(self.schedule, self.skipped, self.count, self.config, ran=self.floor)
         while True:
@@ -94,6 +102,8 @@ class Lane:
                 break
             if not self._run_ordering(name, left):
                 break
+        if self.heavy and planning.stop is None and self._run_heavy() and self.searching:
+            self._improve_best()
         self._search_whole()
         return self.best, self.best_peak, self.info
 
@@ -151,6 +161,26 @@ class Lane:
                 self._missed()
         self.searching = planning.anytime  # the improvement steps may start from the floor's best
         return True
+
+    def _run_heavy(self) -> bool:
+        """Heavy first (``heavy.heavy_layout``): its layout kept when it is the best; the later
+        steps improve it on this lane's planner and pins (the heavy buffers free to move:
+        their pins only served to place the rest). False: the lane ends (the goal reached,
+        the time out or cancelled)."""
+        planning, info = self.planning, self.info
+        left = None if planning.stop is None else planning.stop - time.monotonic()
+        if self._should_stop(left):
+            return False
+        made = heavy_layout(planning.instance, planning.budget, self.fixed, planning.stop)
+        if made is not None:
+            offsets, peak = made
+            info.heavy += 1
+            if self.best is None or peak < self.best_peak:
+                self.best, self.best_peak, info.ordering, self.best_rounds = offsets, peak, HEAVY, 0
+                self.best_made, self.best_fixed = self.made, self.fixed
+                planning.budget.publish_best(peak)
+                self.searching = planning.anytime
+        return self.best is None or self.best_peak > planning.goal
 
     def _missed(self) -> None:
         """The first complete ordering missed the goal: ``missed`` is called, once."""

@@ -79,7 +79,7 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         lane = Lane(planning, made, fixed, orderings_without_limit(count, config),
                     floor=floor_for(count, config, limited=stop is not None),
                     skipped=second if second is not None else (),  # its orderings while it runs them
-                    done=None if second is None else (lambda: second.at_goal), missed=missed)
+                    done=None if second is None else (lambda: second.at_goal), missed=missed, heavy=True)
         best, best_peak, info = lane.plan()
     finally:
         if second is not None:

@@ -1,0 +1,89 @@
+"""Heavy first: where a few large buffers hold nearly all of the bytes (caches reallocated
+larger among thousands of small temporaries), those buffers alone are a problem that the
+exact search packs far tighter than any ordering of the whole does, and the small ones then
+fit in the gaps around them (growing at 10^4 buffers: 307 buffers hold 99% of the area).
+
+``heavy_members`` picks them: the largest buffers (ties: the lower index) holding
+``HeavyConfig.cover`` of the area (bytes times lifetime), with every pinned buffer; none
+when they are more than ``max_share`` of the buffers (then they are the problem again).
+``heavy_layout`` solves them alone with our own ``solve`` (minimize: the exact path up to
+its threshold, the large planner above, without heavy first again and without CP-SAT),
+under a time limit with ``time_share`` of the time left, else within ``work`` (search
+nodes times heavy buffers: the same layout on every run and machine); then pins them there and places the rest
+with the pinned planner's ``orderings``, the lowest layout kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+
+from telamalloc.runtime.alloc.config import HeavyConfig
+from telamalloc.runtime.alloc.instance import Budget, Instance
+from telamalloc.runtime.alloc.large.orderings import index_of
+from telamalloc.runtime.alloc.problem import Problem
+
+HEAVY = "heavy-first"  # the name its layout wins under in the message
+
+
+def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) -> np.ndarray | None:
+    """The heavy buffers and the pinned ones (``fixed`` >= 0), as sorted positions into the
+    instance's arrays, or None when they would be more than ``max_share`` of the buffers."""
+    starts, ends, sizes = instance.starts, instance.ends, instance.sizes
+    count = len(sizes)
+    if count < 2 or config.max_share <= 0:
+        return None
+    order = np.lexsort((np.arange(count), -sizes))
+    # float64 sums (products reach 2^60): np.cumsum adds in order, the same bits on every machine
+    area = np.cumsum(sizes[order].astype(np.float64) * (ends[order] - starts[order]))
+    heavy = int(np.searchsorted(area, config.cover * area[-1])) + 1
+    members = np.union1d(order[:heavy], np.flatnonzero(fixed >= 0))
+    if len(members) > config.max_share * count:
+        return None
+    return members
+
+
+def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None):
+    """The heavy buffers solved alone and pinned, the rest placed around them: (offsets,
+    peak), or None (no heavy buffers to speak of, the solve
+    cut short without a layout, or no complete placement of the rest within the stop)."""
+    from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
+    from telamalloc.runtime.alloc.large._large import planner
+
+    params = instance.params
+    config = params.large.heavy
+    members = heavy_members(instance, fixed, config)
+    if members is None:
+        return None
+    starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
+    sub = Problem.from_columns(list(range(len(members))), starts[members], ends[members], sizes[members],
+                               aligns[members], fixed[members])
+    sub_params = dataclasses.replace(
+        params, cpsat=False, node_limit=max(config.work // len(members), 1) if stop is None else params.node_limit,
+        large=dataclasses.replace(params.large, heavy=dataclasses.replace(config, max_share=0.0)))
+    left = None if stop is None else stop - time.monotonic()
+    if left is not None and left <= 0:
+        return None
+    solution = solve(sub, mode="minimize", time_limit=None if left is None else config.time_share * left,
+                     params=sub_params, cancel=budget.cancel)
+    if solution.offsets is None or budget.cancelled():
+        return None
+    pins = fixed.copy()
+    pins[members] = np.asarray(solution.offsets, dtype=np.int64)
+    made = planner(starts, ends, sizes, aligns, pins, config=params.large.placement)
+    best, best_peak = None, None
+    for name in config.orderings:
+        left = None if stop is None else stop - time.monotonic()
+        if left is not None and left <= 0:
+            break
+        offsets, result = made.run(orderings=1, first=index_of(name), time_limit=0.0 if left is None else left,
+                                   seed=params.seed, cancel=budget.cancel, slots=False)
+        if offsets is None or result["stopped"]:
+            break
+        if best is None or result["peak"] < best_peak:
+            best, best_peak = offsets, int(result["peak"])
+    if best is None:
+        return None
+    return best, best_peak

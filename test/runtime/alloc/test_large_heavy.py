@@ -1,0 +1,101 @@
+"""Heavy first (``large/heavy.py``): the few large buffers holding nearly all of the area
+solved alone, pinned, and the rest placed around them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from telamalloc import Buffer, Problem, ProblemError, solve, validate
+from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig
+from telamalloc.runtime.alloc.generators import families
+from telamalloc.runtime.alloc.instance import make_instance
+from telamalloc.runtime.alloc.large import heavy
+from telamalloc.runtime.alloc.large.heavy import heavy_layout, heavy_members
+from telamalloc.runtime.alloc.validate import compute_load
+
+from .conftest import DEFAULT, NO_BOUND, large_params, unlimited
+
+OFF = HeavyConfig(max_share=0.0)
+
+
+def _few_large_among_many_small(pinned: bool = False) -> Problem:
+    """Four large buffers (two of them crossing) among 60 small ones; one small one pinned
+    when ``pinned``."""
+    buffers = [Buffer(f"big{i}", start, end, size) for i, (start, end, size) in
+               enumerate([(0, 10, 4000), (5, 20, 3000), (12, 30, 5000), (25, 40, 2000)])]
+    buffers += [Buffer(f"small{i}", i % 40, i % 40 + 1, 8, offset=0 if pinned and i == 0 else None)
+                for i in range(60)]
+    return Problem(buffers)
+
+
+def test_the_heavy_buffers_are_the_largest_holding_the_cover_with_every_pinned_one():
+    problem = _few_large_among_many_small(pinned=True)
+    instance = make_instance(problem, large_params())
+    members = heavy_members(instance, instance.fixed, DEFAULT.heavy)
+    ids = [problem.buffers[int(instance.live[i])].id for i in members.tolist()]
+    assert sorted(ids) == ["big0", "big1", "big2", "big3", "small0"]
+    assert np.all(np.diff(members) > 0)  # sorted positions
+    assert heavy_members(instance, instance.fixed, OFF) is None  # turned off
+    assert heavy_members(instance, instance.fixed, replace(DEFAULT.heavy, max_share=0.05)) is None  # 5 of 64 > 5%
+    every = replace(DEFAULT.heavy, cover=1.0)  # every buffer holds area: more than a quarter of them
+    assert heavy_members(instance, instance.fixed, every) is None
+
+
+def test_no_heavy_buffers_where_the_bytes_are_spread():
+    problem = families.generate("deepnet", 2000, 0).problem()
+    instance = make_instance(problem, large_params())
+    assert heavy_members(instance, instance.fixed, DEFAULT.heavy) is None
+
+
+def test_the_heavy_layout_is_valid_keeps_the_pins_and_is_the_same_twice_without_a_limit():
+    problem = _few_large_among_many_small(pinned=True)
+    instance = make_instance(problem, large_params())
+    runs = [heavy_layout(instance, unlimited(), instance.fixed, None) for _ in range(2)]
+    (offsets, peak), (again, again_peak) = runs
+    assert np.array_equal(offsets, again) and peak == again_peak
+    assert validate(problem, instance.full_offsets(offsets)) == []
+    assert peak == int((offsets + instance.sizes).max())
+    assert offsets[np.flatnonzero(instance.fixed >= 0)].tolist() == [0]
+    # the large buffers pack at their LOAD (big1 and big2 together: 8000), and the small
+    # ones find room beside them: the whole problem's LOAD (two small ones live there)
+    assert peak == compute_load(problem)[0] == 8016
+
+
+def test_the_solve_of_the_heavy_buffers_runs_no_heavy_first_itself(monkeypatch):
+    """Their solve is the large planner's here (the threshold lowered below their count), and
+    it asks for no heavy buffers of its own."""
+    problem = families.generate("growing", 3000, 1).problem()
+    instance = make_instance(problem, large_params(threshold=10))
+    calls = []
+    real = heavy.heavy_members
+    monkeypatch.setattr(heavy, "heavy_members", lambda *arguments: (calls.append(arguments[2]), real(*arguments))[1])
+    assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
+    assert len(calls) == 2 and calls[0] == DEFAULT.heavy and calls[1].max_share == 0
+
+
+def test_heavy_first_lowers_a_growing_trace_and_the_message_says_so():
+    """On a growing trace (caches reallocated larger among small temporaries) the planner
+    with heavy first reaches a lower peak than without it, without a time limit (the
+    same layout on every run)."""
+    problem = families.generate("growing", 3000, 2).problem()
+    on = solve(problem, mode="minimize", algorithm="large", params=large_params(bounds=NO_BOUND))
+    off = solve(problem, mode="minimize", algorithm="large", params=large_params(bounds=NO_BOUND, heavy=OFF))
+    assert validate(problem, on.offsets) == []
+    assert on.peak < off.peak, (on.peak, off.peak)
+    assert "a heavy-first layout" in on.message and "heavy-first won" in on.message
+    assert "heavy-first" not in off.message
+    assert solve(problem, mode="minimize", algorithm="large", params=large_params(bounds=NO_BOUND)).offsets == on.offsets
+
+
+def test_the_orderings_only_preset_runs_no_heavy_first():
+    assert LargeConfig.orderings_only().heavy.max_share == 0
+
+
+def test_an_unknown_ordering_of_heavy_first_is_an_error():
+    problem = families.generate("deepnet", 50, 0).problem()
+    with pytest.raises(ProblemError, match="params.large.heavy.orderings names an unknown ordering 'nope'"):
+        solve(problem, mode="minimize", algorithm="large",
+              params=large_params(heavy=replace(DEFAULT.heavy, orderings=("start", "nope"))))
