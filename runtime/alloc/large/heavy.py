@@ -9,8 +9,8 @@ when they are more than ``max_share`` of the buffers (then they are the problem 
 ``heavy_layout`` solves them alone with our own ``solve`` (minimize: the exact path up to
 its threshold, the large planner above, without heavy first again and without CP-SAT),
 under a time limit with ``time_share`` of the time left, else within ``work`` (search
-nodes times heavy buffers: the same layout on every run and machine); then pins them there and places the rest
-with the pinned planner's ``orderings``, the lowest layout kept.
+nodes times heavy buffers: the same layout on every run and machine); then pins them there
+and places the rest with the pinned planner's ``orderings``, the lowest layout kept.
 """
 
 from __future__ import annotations
@@ -33,12 +33,18 @@ def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) ->
     instance's arrays, or None when they would be more than ``max_share`` of the buffers."""
     starts, ends, sizes = instance.starts, instance.ends, instance.sizes
     count = len(sizes)
-    if count < 2 or config.max_share <= 0:
+    most = int(config.max_share * count)
+    if count < 2 or most < 1:
+        return None
+    # float64 sums (products reach 2^60): np.cumsum adds in order, the same bits on every machine
+    areas = sizes.astype(np.float64) * (ends - starts)
+    wanted = config.cover * np.cumsum(areas)[-1]
+    # first in O(n): when even every buffer as large as the ``most``-th largest does not hold
+    # the cover, the heavy buffers are too many (a full sort costs 0.7 s at 10^6 buffers)
+    if np.cumsum(areas[sizes >= np.partition(sizes, count - most)[count - most]])[-1] < wanted:
         return None
     order = np.lexsort((np.arange(count), -sizes))
-    # float64 sums (products reach 2^60): np.cumsum adds in order, the same bits on every machine
-    area = np.cumsum(sizes[order].astype(np.float64) * (ends[order] - starts[order]))
-    heavy = int(np.searchsorted(area, config.cover * area[-1])) + 1
+    heavy = int(np.searchsorted(np.cumsum(areas[order]), wanted)) + 1
     members = np.union1d(order[:heavy], np.flatnonzero(fixed >= 0))
     if len(members) > config.max_share * count:
         return None
@@ -47,8 +53,8 @@ def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) ->
 
 def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None):
     """The heavy buffers solved alone and pinned, the rest placed around them: (offsets,
-    peak), or None (no heavy buffers to speak of, the solve
-    cut short without a layout, or no complete placement of the rest within the stop)."""
+    peak), or None (no heavy buffers to speak of, the solve cut short without a layout, no
+    memory for it, or no complete placement of the rest within the stop)."""
     from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
     from telamalloc.runtime.alloc.large._large import planner
 
@@ -66,13 +72,16 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     left = None if stop is None else stop - time.monotonic()
     if left is not None and left <= 0:
         return None
-    solution = solve(sub, mode="minimize", time_limit=None if left is None else config.time_share * left,
-                     params=sub_params, cancel=budget.cancel)
-    if solution.offsets is None or budget.cancelled():
+    try:  # no room for a second planner (or for the solve's): the lane goes on without
+        solution = solve(sub, mode="minimize", time_limit=None if left is None else config.time_share * left,
+                         params=sub_params, cancel=budget.cancel)
+        if solution.offsets is None or budget.cancelled():
+            return None
+        pins = fixed.copy()
+        pins[members] = np.asarray(solution.offsets, dtype=np.int64)
+        made = planner(starts, ends, sizes, aligns, pins, config=params.large.placement)
+    except MemoryError:
         return None
-    pins = fixed.copy()
-    pins[members] = np.asarray(solution.offsets, dtype=np.int64)
-    made = planner(starts, ends, sizes, aligns, pins, config=params.large.placement)
     best, best_peak = None, None
     for name in config.orderings:
         left = None if stop is None else stop - time.monotonic()

@@ -41,19 +41,20 @@ class Lane:
     (``large/heavy.py``): under a time limit between the floor and the schedule, without
     one after the orderings and their improvement (then improved in turn when it is the
     best: improved orderings' layouts beat it where the heavy buffers alone are hard, as
-    on growing-100000-s0). ``fixed``: the pins ``made`` was built with; when they lift buffers
-    the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a planner
-    with the user's pins instead, so that they give exactly the greedy baselines' layouts;
-    a layout keeps the planner and pins it was made with for its later steps.
+    on growing-100000-s0). ``fixed``: the pins ``made`` was built with; when they lift
+    buffers the user left free (``layout.lifted``), "best-fit" and "first-fit" run on a
+    planner with the user's pins instead, so that they give exactly the greedy baselines'
+    layouts; a layout keeps the planner and pins it was made with for its later steps.
 
     ``done``: checked before each further ordering, stops the lane when true (the other lane
     reached the goal). ``missed``: called once the first ordering (the floor's first, up to
     ``huge_buffers``) is complete above the goal (it starts the other lane: where one
-    ordering reaches LOAD the second lane would only slow the first). ``slots`` False: a first ordering cut short gives no layout
-    instead of the rest in size-class slots (the second lane: the first lane always has a
-    layout by then). When the first ordering is one of ``reswept`` it is re-swept: without
-    a limit at once, under one only if its layout is still the best when the search
-    becomes due (the re-sweep's time would delay the winner's search)."""
+    ordering reaches LOAD the second lane would only slow the first). ``slots`` False: a
+    first ordering cut short gives no layout instead of the rest in size-class slots (the
+    second lane: the first lane always has a layout by then). When the first ordering is
+    one of ``reswept`` it is re-swept: without a limit at once, under one only if its
+    layout is still the best when the search becomes due (the re-sweep's time would delay
+    the winner's search)."""
 
     def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, floor=(), skipped=(),
                  extend: bool = True, slots: bool = True, done=None, missed=None, heavy: bool = False):
@@ -77,7 +78,7 @@ class Lane:
         self.searching = False  # the improvement is due on the best layout
         self.resweep: str | None = None  # the first ordering, a sweep: re-swept before the search if still the best
         self.huge = self.count > config.huge_buffers
-        self.heavy = heavy and planning.anytime and not self.huge
+        self.heavy = heavy and planning.anytime
         self.eager = (config.huge_eager if self.huge else 1 if self.count > config.eager_buffers
                       else config.eager_orderings)
 

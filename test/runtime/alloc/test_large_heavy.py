@@ -12,7 +12,7 @@ from telamalloc import Buffer, Problem, ProblemError, solve, validate
 from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig
 from telamalloc.runtime.alloc.generators import families
 from telamalloc.runtime.alloc.instance import make_instance
-from telamalloc.runtime.alloc.large import heavy
+from telamalloc.runtime.alloc.large import _large, heavy
 from telamalloc.runtime.alloc.large.heavy import heavy_layout, heavy_members
 from telamalloc.runtime.alloc.validate import compute_load
 
@@ -99,3 +99,14 @@ def test_an_unknown_ordering_of_heavy_first_is_an_error():
     with pytest.raises(ProblemError, match="params.large.heavy.orderings names an unknown ordering 'nope'"):
         solve(problem, mode="minimize", algorithm="large",
               params=large_params(heavy=replace(DEFAULT.heavy, orderings=("start", "nope"))))
+
+
+def test_without_memory_for_its_planner_heavy_first_gives_nothing_and_the_lane_goes_on(monkeypatch):
+    problem = _few_large_among_many_small()
+    instance = make_instance(problem, large_params())
+
+    def no_memory(*arguments, **options):
+        raise MemoryError
+
+    monkeypatch.setattr(_large, "planner", no_memory)
+    assert heavy_layout(instance, unlimited(), instance.fixed, None) is None
