@@ -3,6 +3,7 @@ solved alone, pinned, and the rest placed around them."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -13,7 +14,11 @@ from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig
 from telamalloc.runtime.alloc.generators import families
 from telamalloc.runtime.alloc.instance import make_instance
 from telamalloc.runtime.alloc.large import _large, heavy
-from telamalloc.runtime.alloc.large.heavy import heavy_layout, heavy_members
+from telamalloc.runtime.alloc.large._large import planner
+from telamalloc.runtime.alloc.large.heavy import HEAVY, heavy_layout, heavy_members
+from telamalloc.runtime.alloc.large.lane import Lane, Planning
+from telamalloc.runtime.alloc.large.layout import lifted
+from telamalloc.runtime.alloc.large.orderings import floor_for
 from telamalloc.runtime.alloc.validate import compute_load
 
 from .conftest import DEFAULT, NO_BOUND, large_params, unlimited
@@ -110,3 +115,34 @@ def test_without_memory_for_its_planner_heavy_first_gives_nothing_and_the_lane_g
 
     monkeypatch.setattr(_large, "planner", no_memory)
     assert heavy_layout(instance, unlimited(), instance.fixed, None) is None
+
+
+def test_under_a_limit_the_heavy_layout_is_parked_and_the_lower_wins_when_the_lane_is_done(monkeypatch):
+    """The lane's own layouts are improved while the heavy-first layout waits (it would
+    keep orderings whose improvement goes lower from being improved), and at the end the
+    lower of the two is the answer: here heavy first's."""
+    problem = families.generate("growing", 3000, 2).problem()
+    instance = make_instance(problem, large_params(bounds=NO_BOUND))
+    fixed = lifted(instance)
+    made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, fixed, config=DEFAULT.placement)
+    planning = Planning(instance, unlimited(), -1, time.monotonic() + 600, anytime=True)
+    winners, parked = [], []
+    real_run, real_take = Lane._run_ordering, Lane._take_parked
+
+    def run(self, name, left):
+        winners.append(self.info.ordering)  # the lane's best while it goes on
+        return real_run(self, name, left)
+
+    def take(self):
+        parked.append(None if self.parked is None else (self.parked[1], self.best_peak))
+        real_take(self)
+
+    monkeypatch.setattr(Lane, "_run_ordering", run)
+    monkeypatch.setattr(Lane, "_take_parked", take)
+    lane = Lane(planning, made, fixed, list(DEFAULT.schedule), floor=floor_for(instance.count, DEFAULT, limited=True),
+                heavy=True, done=lambda: lane.info.orderings >= 6)  # stops the lane after six orderings
+    offsets, peak, info = lane.plan()
+    assert info.heavy == 1 and winners and HEAVY not in winners
+    heavy_peak, own_peak = next(entry for entry in parked if entry is not None)
+    assert heavy_peak < own_peak and peak == heavy_peak and info.ordering == HEAVY
+    assert validate(problem, instance.full_offsets(offsets)) == []
