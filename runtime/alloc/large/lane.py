@@ -188,17 +188,16 @@ class Lane:
         if self._should_stop(left):
             return False
         made = heavy_layout(instance, budget, self.fixed, stop)
-        if made is None:
-            return not self._should_stop(None if stop is None else stop - time.monotonic())
-        offsets, peak = made
-        info.heavy += 1
-        if peak > goal and not budget.cancelled():
-            offsets, peak = improved(instance, budget, self.made, offsets, self.fixed, goal, stop, info, 0)
-        if self.best is None or peak <= goal:
+        if made is not None:
+            offsets, peak = made
+            info.heavy += 1
+            if peak > goal and not budget.cancelled():
+                offsets, peak = improved(instance, budget, self.made, offsets, self.fixed, goal, stop, info, 0)
             self.parked = (offsets, int(peak))
-            self._take_parked()
-            return self.best_peak > goal and not self._should_stop(None if stop is None else stop - time.monotonic())
-        self.parked = (offsets, int(peak))
+            if self.best is None or peak <= goal:
+                self._take_parked()
+                if self.best_peak <= goal:
+                    return False
         return not self._should_stop(None if stop is None else stop - time.monotonic())
 
     def _take_parked(self) -> None:

@@ -74,9 +74,9 @@ def lane_count(count: int, config: LargeConfig) -> int:
 class SecondLane(threading.Thread):
     """The second lane: the orderings of ``floor`` (each placed whole with no step after it,
     as the first lane's floor), then those of ``schedule`` on their own planner, with the
-    same steps, in a thread; counted in a budget of its own (its own counters, no progress array:
-    the first lane publishes) whose cancel flag is ``halt``, raised by the first lane when it
-    is done (at the limit, at the goal or on the caller's cancel) or by the governor.
+    same steps, in a thread; counted in a budget of its own (its own counters, no progress
+    array: the first lane publishes) whose cancel flag is ``halt``, raised by the first lane
+    when it is done (at the limit, at the goal or on the caller's cancel) or by the governor.
     ``at_goal``: this lane reached the goal (the first one stops). ``name in lane``: the
     first lane skips this ordering, which this lane runs (not once the lane is ``dropped``:
     not started, or stopped by the governor)."""
