@@ -84,9 +84,11 @@ class Lane:
                       else config.eager_orderings)
 
     def plan(self) -> tuple[np.ndarray | None, int | None, LargeInfo]:
-        """Run the lane; return the best live layout, its peak and the info."""
+        """Run the lane; return the best live layout, its peak and the info. The parked
+        heavy-first layout is compared after the whole-problem search (effort above 1),
+        which starts from the orderings' best: from the heavy-first layout it stops higher
+        on growing-10000-s0 (1.1096 against 1.0953 at effort 3)."""
         if self._run_orderings():
-            self._take_parked()
             self._search_whole()
         self._take_parked()
         return self.best, self.best_peak, self.info

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from telamalloc import Buffer, Problem, ProblemError, solve, validate
-from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig
+from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig, WholeSearchConfig
 from telamalloc.runtime.alloc.generators import families
 from telamalloc.runtime.alloc.instance import make_instance
 from telamalloc.runtime.alloc.large import _large, heavy
@@ -146,3 +146,25 @@ def test_under_a_limit_the_heavy_layout_is_parked_and_the_lower_wins_when_the_la
     heavy_peak, own_peak = next(entry for entry in parked if entry is not None)
     assert heavy_peak < own_peak and peak == heavy_peak and info.ordering == HEAVY
     assert validate(problem, instance.full_offsets(offsets)) == []
+
+
+def test_with_effort_the_whole_problem_search_starts_from_the_orderings_best_and_heavy_first_is_compared_after(
+        monkeypatch):
+    """From the heavy-first layout the search stopped higher on growing-10000-s0 than from
+    the orderings' best (docs/decisions.md): it starts from the latter, and the lower of its
+    result and the parked layout is the answer."""
+    problem = families.generate("growing", 2000, 0).problem()  # heavy first 1.6% above LOAD here
+    started = []
+    real = Lane._search_whole
+
+    def search(self):
+        if self.count == problem.buffer_count:  # not the lanes of the solves inside
+            started.append((self.info.ordering, self.parked is not None))
+        real(self)
+
+    monkeypatch.setattr(Lane, "_search_whole", search)
+    params = large_params(effort=2, bounds=NO_BOUND, whole=WholeSearchConfig(work_per_buffer=2_000))
+    solution = solve(problem, mode="minimize", algorithm="large", params=params)
+    assert validate(problem, solution.offsets) == []
+    assert len(started) == 1 and started[0][0] != HEAVY and started[0][1]  # the orderings' best, heavy first parked
+    assert "whole-problem searches" in solution.message and "a heavy-first layout" in solution.message
