@@ -160,10 +160,7 @@ class Lane:
                 info.stopped = self.best is None
                 return False
             info.orderings += 1
-            if self.best is None or result["peak"] < self.best_peak:
-                self.best, self.best_peak, info.ordering = offsets, int(result["peak"]), name
-                self.best_made, self.best_fixed = runner, runner_fixed
-                budget.publish_best(self.best_peak)
+            self._keep(offsets, int(result["peak"]), name, runner, runner_fixed)
             if result["stopped"]:
                 info.stopped, info.rest = True, result["rest"]
                 return False
@@ -207,10 +204,20 @@ class Lane:
         if self.parked is None:
             return
         (offsets, peak), self.parked = self.parked, None
-        if self.best is None or peak < self.best_peak:
-            self.best, self.best_peak, self.info.ordering, self.best_rounds = offsets, peak, HEAVY, 0
-            self.best_made, self.best_fixed = self.made, self.fixed
-            self.planning.budget.publish_best(peak)
+        self._keep(offsets, peak, HEAVY, self.made, self.fixed)
+
+    def _keep(self, offsets: np.ndarray, peak: int, name: str, runner, fixed: np.ndarray, rounds: int = 0,
+              reswept: bool = False) -> bool:
+        """``offsets`` (made by ``runner`` on the pins ``fixed``, ``rounds`` gravity rounds
+        run on it, by a re-sweep when ``reswept``) becomes the best layout when it is lower
+        (ties: the one kept); whether it did."""
+        if self.best is not None and peak >= self.best_peak:
+            return False
+        self.best, self.best_peak, self.best_rounds = offsets, peak, rounds
+        self.info.ordering, self.info.resweep_won = name, reswept
+        self.best_made, self.best_fixed = runner, fixed
+        self.planning.budget.publish_best(peak)
+        return True
 
     def _missed(self) -> None:
         """The first complete ordering missed the goal: ``missed`` is called, once."""
@@ -294,11 +301,7 @@ class Lane:
             info.rest = result["rest"]  # how its unplaced buffers were placed: "scanned" or "slots"
         info.orderings += 1
         live_offsets, peak, rounds, reswept = self._first_steps(name, runner, runner_fixed, live_offsets, result)
-        if self.best is None or peak < self.best_peak:
-            self.best, self.best_peak, info.ordering, self.best_rounds = live_offsets, int(peak), name, rounds
-            info.resweep_won = reswept
-            self.best_made, self.best_fixed = runner, runner_fixed
-            budget.publish_best(self.best_peak)
+        if self._keep(live_offsets, int(peak), name, runner, runner_fixed, rounds, reswept):
             self.searching = planning.anytime and self.best_peak > goal and not info.stopped
         return not (info.stopped or self.best_peak <= goal)
 
