@@ -4,6 +4,7 @@ than the floor's best member."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -12,8 +13,12 @@ import pytest
 from telamalloc import Params, ProblemError, solve, validate
 from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.generators.families import generate
-from telamalloc.runtime.alloc.large import _large, improve
+from telamalloc.runtime.alloc.instance import Budget
+from telamalloc.runtime.alloc.large import _large, improve, layout
+from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.orderings import GREEDY_BY_COST, floor_for, name_of, orderings_without_limit
+
+from .conftest import instance_of
 
 DEFAULT = LargeConfig()
 FAMILIES = ("crossing", "growing", "dynamic-storage", "routing", "huge-and-tiny", "deepnet")
@@ -148,3 +153,39 @@ def test_a_limit_right_after_a_greedy_member_keeps_it(monkeypatch, family: str, 
     assert solution.offsets is not None and validate(problem, solution.offsets) == []
     assert tuple(names) == done  # (a floor member may reach LOAD first: not on these families)
     assert solution.peak <= min(peaks), solution.message
+
+
+@pytest.mark.parametrize("family", ["deepnet", "crossing"])
+def test_a_greedy_member_may_use_the_time_kept_for_the_check(family: str):
+    """The planner's stop (the limit less the time kept for checking the layout) passes
+    right after "start": first-fit still runs, up to the solve's own deadline, and its
+    layout (lower than start's on these families) is kept; the members after it, which
+    are not greedy baselines' orderings, do not run."""
+    problem = generate(family, 5000, 0).problem()
+    instance = instance_of(problem)
+    fixed = layout.lifted(instance)
+    arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
+    planning = Planning(instance, Budget(time.monotonic() + 600.0), -1, time.monotonic() + 600.0, anytime=True)
+    names: list[str] = []
+    peaks: list[int] = []
+    made = _large.planner(*arrays, config=DEFAULT.placement)
+
+    class StopAfterStart:
+        def run(self, **options):
+            names.append(name_of(options["first"]))
+            result = made.run(**options)
+            peaks.append(int(result[1]["peak"]))
+            if names == ["start"]:
+                planning.stop = time.monotonic() - 1.0  # the limit less the check's time: passed
+            return result
+
+        def settle(self, *arguments, **options):
+            return made.settle(*arguments, **options)
+
+    floor = floor_for(instance.count, DEFAULT, limited=True)
+    lane = Lane(planning, StopAfterStart(), fixed, list(DEFAULT.schedule), floor=floor)
+    best, peak, info = lane.plan()
+    assert names == ["start", "first-fit"]
+    assert peak == peaks[1] == solve(problem, mode="minimize", algorithm="first-fit").peak < peaks[0]
+    assert info.ordering == "first-fit" and not info.stopped
+    assert validate(problem, instance.full_offsets(best)) == []
