@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from telamalloc.runtime.alloc.config import HeavyConfig
-from telamalloc.runtime.alloc.instance import Budget, Instance
+from telamalloc.runtime.alloc.instance import Budget, Counters, Instance
 from telamalloc.runtime.alloc.large.orderings import index_of
 from telamalloc.runtime.alloc.problem import Problem
 
@@ -75,6 +75,8 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     try:  # no room for a second planner (or for the solve's): the lane goes on without
         solution = solve(sub, mode="minimize", time_limit=None if left is None else config.time_share * left,
                          params=sub_params, cancel=budget.cancel)
+        stats = solution.stats  # the nested solve's search is this solve's work too (Solution.stats)
+        budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
         if solution.offsets is None or budget.cancelled():
             return None
         pins = fixed.copy()

@@ -69,6 +69,14 @@ def test_the_heavy_layout_is_valid_keeps_the_pins_and_is_the_same_twice_without_
     assert peak == compute_load(problem)[0] == 8016
 
 
+def test_the_search_of_the_heavy_buffers_counts_in_the_solves_work():
+    """The nested solve's nodes are added to the caller's counters (its Solution.stats)."""
+    instance = make_instance(families.generate("growing", 3000, 2).problem(), large_params())
+    budget = unlimited()
+    assert heavy_layout(instance, budget, instance.fixed, None) is not None
+    assert budget.counters.nodes > 0 and budget.counters.backtracks > 0
+
+
 def test_the_solve_of_the_heavy_buffers_runs_no_heavy_first_itself(monkeypatch):
     """Their solve is the large planner's here (the threshold lowered below their count), and
     it asks for no heavy buffers of its own."""
