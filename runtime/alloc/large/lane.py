@@ -14,7 +14,7 @@ from telamalloc.runtime.alloc.instance import Budget, Instance
 from telamalloc.runtime.alloc.large.heavy import HEAVY, heavy_layout
 from telamalloc.runtime.alloc.large.improve import gravity_rounds, improved, resweeps
 from telamalloc.runtime.alloc.large.info import LargeInfo
-from telamalloc.runtime.alloc.large.orderings import GREEDY, index_of, lane_orderings
+from telamalloc.runtime.alloc.large.orderings import GREEDY, ROBUST, index_of, lane_orderings
 from telamalloc.runtime.alloc.large.replace import replace_windows
 from telamalloc.runtime.alloc.large.whole import whole_search
 from telamalloc.runtime.alloc.large.windows import window_search
@@ -143,19 +143,23 @@ class Lane:
         """The floor: each of its orderings placed whole, with no step after it, the lowest
         kept as the best layout (ties: the first). A floor ordering cut short by the limit is
         dropped, unless it is the first (then its rest is completed, as the first ordering's
-        always is). A greedy baseline's ordering (``GREEDY``) may run into the time kept
-        for the layout's check (``layout._large_layout``), up to the solve's own deadline:
-        the answer is then never worse than a greedy layout that the time limit allowed
-        (a starved CPU share: deepnet-100000 at 0.5 s, `start` left first-fit 0.15 s where
-        it needed 0.15 s and the reserve held 0.12 s). The check then ends the run past the
-        limit by at most its own time. False: the lane ends (the goal reached, the time
-        out or cancelled)."""
+        always is). The members that make the floor a floor, ``ROBUST`` (a layout whatever
+        the fragmentation) and the greedy baselines' orderings (``GREEDY``), may run into
+        the time kept for the layout's check (``layout._large_layout``), up to the solve's
+        own deadline: the answer is then never worse than a greedy layout that the time
+        limit allowed, and `start` is not cut short into slots because start-up took the
+        planner's time (a starved CPU share: deepnet-100000 at 0.5 s, `start` left
+        first-fit 0.15 s where it needed 0.15 s and the reserve held 0.12 s; growing-100000
+        at 0.5 s on half a CPU, `start` began after the planner's stop). The check then ends
+        the run past the limit by at most its own time. False: the lane ends (the goal
+        reached, the time out or cancelled)."""
         planning, info = self.planning, self.info
         budget, goal = planning.budget, planning.goal
         for name in self.floor:
             if name in self.skipped:  # the other lane runs it
                 continue
-            stop = budget.deadline if name in GREEDY and budget.deadline is not None else planning.stop
+            guarantee = name == ROBUST or name in GREEDY
+            stop = budget.deadline if guarantee and budget.deadline is not None else planning.stop
             left = None if stop is None else stop - time.monotonic()
             if self.best is not None and self._should_stop(left):
                 return False

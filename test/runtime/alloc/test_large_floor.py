@@ -156,27 +156,30 @@ def test_a_limit_right_after_a_greedy_member_keeps_it(monkeypatch, family: str, 
 
 
 @pytest.mark.parametrize("family", ["deepnet", "crossing"])
-def test_a_greedy_member_may_use_the_time_kept_for_the_check(family: str):
+@pytest.mark.parametrize("passed", ["before start", "after start"])
+def test_start_and_the_greedy_members_may_use_the_time_kept_for_the_check(family: str, passed: str):
     """The planner's stop (the limit less the time kept for checking the layout) passes
-    right after "start": first-fit still runs, up to the solve's own deadline, and its
-    layout (lower than start's on these families) is kept; the members after it, which
-    are not greedy baselines' orderings, do not run."""
+    before "start" (start-up took it) or right after it: "start" and first-fit still run
+    whole, up to the solve's own deadline, and first-fit's layout (lower than start's on
+    these families) is kept; the members after it, which are neither, do not run."""
     problem = generate(family, 5000, 0).problem()
     instance = instance_of(problem)
     fixed = layout.lifted(instance)
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
-    planning = Planning(instance, Budget(time.monotonic() + 600.0), -1, time.monotonic() + 600.0, anytime=True)
+    passed_stop = time.monotonic() - 1.0
+    planning = Planning(instance, Budget(time.monotonic() + 600.0), -1,
+                        passed_stop if passed == "before start" else time.monotonic() + 600.0, anytime=True)
     names: list[str] = []
-    peaks: list[int] = []
+    results: list[dict] = []
     made = _large.planner(*arrays, config=DEFAULT.placement)
 
     class StopAfterStart:
         def run(self, **options):
             names.append(name_of(options["first"]))
             result = made.run(**options)
-            peaks.append(int(result[1]["peak"]))
+            results.append(result[1])
             if names == ["start"]:
-                planning.stop = time.monotonic() - 1.0  # the limit less the check's time: passed
+                planning.stop = passed_stop
             return result
 
         def settle(self, *arguments, **options):
@@ -186,6 +189,8 @@ def test_a_greedy_member_may_use_the_time_kept_for_the_check(family: str):
     lane = Lane(planning, StopAfterStart(), fixed, list(DEFAULT.schedule), floor=floor)
     best, peak, info = lane.plan()
     assert names == ["start", "first-fit"]
-    assert peak == peaks[1] == solve(problem, mode="minimize", algorithm="first-fit").peak < peaks[0]
+    assert not any(result["stopped"] for result in results)
+    first_fit = solve(problem, mode="minimize", algorithm="first-fit").peak
+    assert peak == results[1]["peak"] == first_fit < results[0]["peak"]
     assert info.ordering == "first-fit" and not info.stopped
     assert validate(problem, instance.full_offsets(best)) == []
