@@ -146,13 +146,11 @@ class Lane:
         always is). The members that make the floor a floor, ``ROBUST`` (a layout whatever
         the fragmentation) and the greedy baselines' orderings (``GREEDY``), may run into
         the time kept for the layout's check (``layout._large_layout``), up to the solve's
-        own deadline: the answer is then never worse than a greedy layout that the time
-        limit allowed, and `start` is not cut short into slots because start-up took the
-        planner's time (a starved CPU share: deepnet-100000 at 0.5 s, `start` left
-        first-fit 0.15 s where it needed 0.15 s and the reserve held 0.12 s; growing-100000
-        at 0.5 s on half a CPU, `start` began after the planner's stop). The check then ends
-        the run past the limit by at most its own time. False: the lane ends (the goal
-        reached, the time out or cancelled)."""
+        own deadline: on a starved CPU, where start-up takes most of the limit, they get
+        all of the solve's time (`start` placed whole rather than its rest in slots,
+        first-fit's layout kept rather than cut); the check then ends the run past the
+        limit by at most its own time (docs/decisions.md, "The floor's guarantee members").
+        False: the lane ends (the goal reached, the time out or cancelled)."""
         planning, info = self.planning, self.info
         budget, goal = planning.budget, planning.goal
         for name in self.floor:
