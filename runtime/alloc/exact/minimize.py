@@ -1,11 +1,16 @@
 """Minimize on the exact path: the smallest peak, with a proof when the search completes.
 
 Lower bound: LOAD (or the highest pinned top); upper bound: the best heuristic peak. The
-schedule tries LOAD first (most instances pack there), then once per new best peak one byte
-below it (where the proof of optimality is often easiest), then bisects with fit steps;
-every INFEASIBLE raises the lower bound, every OK lowers the upper bound. After a step runs
-out of work the next tries a capacity closer to the best peak; once every capacity up to it
-has, the budgets grow and it starts again from the lower bound.
+schedule tries LOAD first (most instances pack there), then one byte below the best peak
+(where the proof of optimality is often easiest). A fit stops at its first layout within
+the capacity, so a fit one byte below the best peak lowers it by little: after such a fit
+succeeds the next one gallops, a stride below the best peak (a share of the gap to the
+lower bound: 1/64 first, doubled after each success, quartered after each attempt that
+runs out of work), and after a gallop succeeds the next is one byte below the new best
+again, for its proof. Every INFEASIBLE raises the lower bound and the next attempt bisects;
+every OK lowers the upper bound. After a step runs out of work the next tries a capacity
+closer to the best peak; once every capacity up to it has, the budgets grow and it starts
+again from the lower bound.
 
 The schedule depends on work budgets only (each attempt is one ``fit_step`` with the
 budgets of its step); a time limit, the cancel flag or ``Params.node_limit`` only cut it
@@ -36,6 +41,9 @@ from telamalloc.runtime.alloc.exact.fit import fit_step
 from telamalloc.runtime.alloc.exact.race import ExactRun
 from telamalloc.runtime.alloc.instance import Outcome, peak_of
 from telamalloc.runtime.alloc.problem import Certificate, Status
+
+_FIRST_SHIFT = 6  # a gallop's first stride: the gap between the bounds over 2**6
+_LAST_SHIFT = 1  # its largest: half the gap, a bisection
 
 
 @dataclass
@@ -99,7 +107,8 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
     budget.publish_bounds(bounds.high, bounds.low)
     step = 0
     attempt = bounds.low  # LOAD first: most instances pack at LOAD
-    probe = True  # then, once per new best peak, one byte below it
+    probe = True  # then one byte below the best peak
+    shift = _FIRST_SHIFT  # a gallop's stride: the gap between the bounds over 2**shift
     members.running = start_member(run, bounds.low, bounds.high, step)
     while bounds.low < bounds.high and not budget.stopped():
         if not instance.params.group_memory:
@@ -120,9 +129,11 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
         if status is Status.TIMEOUT:
             if budget.stopped():
                 break
+            shift += 2
             if attempt + 1 >= bounds.high:  # every capacity up to the best peak ran out of work: more work
                 step += 1
                 attempt = bounds.low
+                shift = _FIRST_SHIFT
                 if members.running is None:
                     members.running = start_member(run, bounds.low, bounds.high, step)
             elif probe:
@@ -131,16 +142,23 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
                 attempt = attempt + 1 + (bounds.high - attempt - 1) // 2
             continue
         if status is Status.OK:
+            probed = attempt == bounds.high - 1
             bounds.best = run.groups.assemble(attempt)
             bounds.high = peak_of(problem, bounds.best)
-            probe = True
+            probe = False
+            if probed:  # one byte below lowered it by little: gallop
+                attempt = bounds.high - max(1, (bounds.high - bounds.low) >> shift)
+                shift = max(shift - 1, _LAST_SHIFT)
+            else:  # one byte below the new best peak: its proof, if it is the optimum
+                attempt = bounds.high - 1
         else:
             bounds.low = attempt + 1
+            if probe and bounds.low < bounds.high - 1:  # LOAD does not fit: one byte below the best peak
+                attempt, probe = bounds.high - 1, False
+            else:
+                attempt = bounds.low + (bounds.high - 1 - bounds.low) // 2
         budget.publish_bounds(bounds.high, bounds.low)
-        if probe and bounds.low < bounds.high - 1 and attempt != bounds.high - 1:
-            attempt, probe = bounds.high - 1, False
-        else:
-            attempt = bounds.low + (bounds.high - 1 - bounds.low) // 2
+        attempt = max(attempt, bounds.low)
     return bounds
 
 
