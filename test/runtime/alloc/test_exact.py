@@ -268,6 +268,46 @@ def test_minimize_is_monotone_in_the_work_budget(use_cpsat):
         assert bounds == sorted(bounds), (bounds, budgets)
 
 
+def test_minimize_gallops_after_a_fit_one_byte_below_and_probes_after_a_gallop(monkeypatch):
+    """The descent of the exact minimize (exact/minimize.py): LOAD first; one byte below the
+    best peak; after that fits, a stride below the new best (it creeps otherwise: a fit
+    stops at its first layout); after a stride fits, one byte below the new best again, for
+    its proof."""
+    from telamalloc.runtime.alloc.exact import minimize
+    from telamalloc.runtime.alloc.generators.families import generate
+
+    attempts, peaks = [], []
+    real_fit, real_peak = minimize.fit_step, minimize.peak_of
+
+    def fit_step(run, attempt, step, strict=True):
+        status = real_fit(run, attempt, step, strict=strict)
+        attempts.append((attempt, status))
+        return status
+
+    def peak_of(problem, offsets):
+        peaks.append(real_peak(problem, offsets))
+        return peaks[-1]
+
+    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    monkeypatch.setattr(minimize, "peak_of", peak_of)
+    problem = generate("growing", 800, 0).problem()
+    load = compute_load(problem)[0]
+    solution = solve(problem, mode="minimize",
+                     params=Params(cpsat=False, node_limit=20_000, exact=ExactConfig(first_nodes=2048)))
+    assert validate(problem, solution.offsets, None) == []
+    assert attempts[0] == (load, Status.TIMEOUT) and attempts[1] == (peaks[0] - 1, Status.OK)
+    high, found, gallops = peaks[0], iter(peaks[1:]), 0
+    for (attempt, status), (following, _) in zip(attempts, attempts[1:]):
+        if status is not Status.OK:
+            continue
+        probed, high = attempt == high - 1, next(found)
+        if probed:
+            gallops += following < high - 1
+        else:
+            assert following == high - 1
+    assert gallops >= 2 and solution.peak == high < peaks[0]
+
+
 def test_progress_publishes_the_best_peak_and_the_lower_bound():
     progress = np.zeros(4, dtype=np.int64)
     seen = []
