@@ -170,8 +170,9 @@ class HeavyConfig:
     time_share: float = 0.5
     """Under a time limit, the share of the time left their solve may take."""
     work: int = 60_000_000
-    """Without a time limit, the work of their solve (deterministic): the exact search's
-    nodes times the heavy buffers (a node costs about one unit per buffer searched)."""
+    """Without a time limit, the work of their solve (deterministic) at effort 1, times the
+    effort above it: the exact search's nodes times the heavy buffers (a node costs about
+    one unit per buffer searched)."""
     orderings: tuple[str, ...] = ("start", "first-fit")
     """The orderings that place the rest around them, the lowest layout kept."""
 

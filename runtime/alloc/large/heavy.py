@@ -8,9 +8,10 @@ fit in the gaps around them (growing at 10^4 buffers: 307 buffers hold 99% of th
 when they are more than ``max_share`` of the buffers (then they are the problem again).
 ``heavy_layout`` solves them alone with our own ``solve`` (minimize: the exact path up to
 its threshold, the large planner above, without heavy first again and without CP-SAT),
-under a time limit with ``time_share`` of the time left, else within ``work`` (search
-nodes times heavy buffers: the same layout on every run and machine); then pins them there
-and places the rest with the pinned planner's ``orderings``, the lowest layout kept.
+under a time limit with ``time_share`` of the time left, else within ``work`` times the
+effort (search nodes times heavy buffers: the same layout on every run and machine); then
+pins them there and places the rest with the pinned planner's ``orderings``, the lowest
+layout kept.
 """
 
 from __future__ import annotations
@@ -66,9 +67,14 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     sub = Problem.from_columns(list(range(len(members))), starts[members], ends[members], sizes[members],
                                aligns[members], fixed[members])
+    # effort scales the work, from the same start: the nested solve runs at effort 1 (its
+    # first layout, on the large planner, is then the same at every effort), so a larger
+    # effort runs a longer prefix of the same schedule
+    effort = max(params.large.effort, 1)
     sub_params = dataclasses.replace(
-        params, cpsat=False, node_limit=max(config.work // len(members), 1) if stop is None else params.node_limit,
-        large=dataclasses.replace(params.large, heavy=dataclasses.replace(config, max_share=0.0)))
+        params, cpsat=False,
+        node_limit=max(effort * config.work // len(members), 1) if stop is None else params.node_limit,
+        large=dataclasses.replace(params.large, effort=1, heavy=dataclasses.replace(config, max_share=0.0)))
     left = None if stop is None else stop - time.monotonic()
     if left is not None and left <= 0:
         return None

@@ -77,6 +77,29 @@ def test_the_search_of_the_heavy_buffers_counts_in_the_solves_work():
     assert budget.counters.nodes > 0 and budget.counters.backtracks > 0
 
 
+def test_effort_scales_the_work_of_the_heavy_buffers_solve_from_the_same_start(monkeypatch):
+    """Without a limit the nested solve gets ``work`` times the effort and runs at effort 1
+    itself (its first layout the same at every effort), and its layout is no higher."""
+    from telamalloc.runtime.alloc import api
+
+    seen = []
+    real = api.solve
+
+    def recorded(problem, *arguments, params=None, **options):
+        seen.append((params.node_limit, params.large.effort))
+        solution = real(problem, *arguments, params=params, **options)
+        seen[-1] += (solution.peak,)
+        return solution
+
+    monkeypatch.setattr(api, "solve", recorded)
+    problem = families.generate("growing", 3000, 0).problem()
+    for effort in (1, 2):
+        instance = make_instance(problem, large_params(effort=effort))
+        assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
+    (limit_1, effort_1, peak_1), (limit_2, effort_2, peak_2) = seen
+    assert effort_1 == effort_2 == 1 and 0 <= limit_2 - 2 * limit_1 <= 1 and peak_2 <= peak_1
+
+
 def test_the_solve_of_the_heavy_buffers_runs_no_heavy_first_itself(monkeypatch):
     """Their solve is the large planner's here (the threshold lowered below their count), and
     it asks for no heavy buffers of its own."""
