@@ -94,7 +94,7 @@ def _subset_bound(problem: Problem, params, budget) -> int | None:
     run = ExactRun(instance, Budget(budget.deadline, budget.cancel, node_limit=params.node_limit), Groups(instance))
     run.groups.remember_layout(best)
     run.race_steps = False
-    return minimize(run, best, max(load, pinned_top(problem)), load, None).lower_bound
+    return minimize(run, best, max(load, pinned_top(problem)), load, None, scout=False).lower_bound
 
 
 def _stacks(instance, members: np.ndarray) -> bool:

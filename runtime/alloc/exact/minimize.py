@@ -2,7 +2,13 @@
 
 Lower bound: LOAD (or the highest pinned top); upper bound: the best heuristic peak. The
 schedule tries LOAD first (most instances pack there), then one byte below the best peak
-(where the proof of optimality is often easiest). A fit stops at its first layout within
+(where the proof of optimality is often easiest). With ``scout``, that first try at LOAD is
+a scout: a quarter of step 0's nodes. Where it runs out of work, the descent below comes
+first, and LOAD gets step 0's whole budget at the descent's first attempt that runs out of
+work (then the descent goes on where it stood), so a LOAD that does not fit and takes a
+whole step to say so no longer holds back the layouts the descent reaches at once; the
+price: a LOAD that fits only after more than a scout is proved later (docs/decisions.md,
+"The minimize's scout at LOAD"). A fit stops at its first layout within
 the capacity, so a fit one byte below the best peak lowers it by little: after such a fit
 succeeds the next one gallops, a stride below the best peak (a share of the gap to the
 lower bound: 1/64 first, doubled after each success, quartered after each attempt that
@@ -44,6 +50,7 @@ from telamalloc.runtime.alloc.problem import Certificate, Status
 
 _FIRST_SHIFT = 6  # a gallop's first stride: the gap between the bounds over 2**6
 _LAST_SHIFT = 1  # its largest: half the gap, a bisection
+_SCOUT_STEP = -1  # the scout's step: step 0's nodes over step_growth
 
 
 @dataclass
@@ -84,12 +91,14 @@ class _Members:
     finished: list[_Member] = field(default_factory=list)
 
 
-def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None) -> Outcome:
+def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None,
+             scout: bool = True) -> Outcome:
     """The smallest peak from the layout ``best`` down to ``lower`` (see the module docstring);
-    ``capacity``: the caller's bound, if any (``best`` fits it)."""
+    ``capacity``: the caller's bound, if any (``best`` fits it). ``scout`` False: the first
+    attempt at ``lower`` gets step 0's whole budget (a caller after the bound, not a layout)."""
     members = _Members()
     try:
-        bounds = _schedule(run, best, lower, members)
+        bounds = _schedule(run, best, lower, members, scout)
     finally:
         if members.running is not None:  # the limit or the flag ended the schedule: its results are cut
             members.running.halt()
@@ -98,7 +107,7 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
     return _outcome(run, bounds, load, capacity)
 
 
-def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members) -> _Bounds:
+def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members, scout: bool) -> _Bounds:
     """The fit attempts of the module docstring; returns the bounds they reached."""
     instance, budget = run.instance, run.budget
     problem = instance.problem
@@ -108,13 +117,17 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
     step = 0
     attempt = bounds.low  # LOAD first: most instances pack at LOAD
     probe = True  # then one byte below the best peak
+    deferred = False  # the scout ran out of work: LOAD's whole attempt comes at the descent's first TIMEOUT
+    resume = None  # the descent's attempt that ran out of work before that whole attempt
     shift = _FIRST_SHIFT  # a gallop's stride: the gap between the bounds over 2**shift
     members.running = start_member(run, bounds.low, bounds.high, step)
     while bounds.low < bounds.high and not budget.stopped():
         if not instance.params.group_memory:
             run.groups.forget()
             run.groups.remember_layout(bounds.best)
-        status = fit_step(run, attempt, step, strict=True)
+        status = fit_step(run, attempt, _SCOUT_STEP if scout else step, strict=True)
+        if scout:
+            deferred, scout = status is Status.TIMEOUT, False
         if members.running is not None and not timed:  # joined after the first attempt of its step: deterministic
             member, members.running = members.running, None
             status = _join_member(run, member, attempt, status, bounds)
@@ -130,6 +143,11 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
             if budget.stopped():
                 break
             shift += 2
+            if deferred and not probe:  # the descent stalls: LOAD's whole attempt first
+                attempt, resume, deferred = bounds.low, attempt, False
+                continue
+            if resume is not None:  # then on from where the descent stood
+                attempt, resume = resume, None
             if attempt + 1 >= bounds.high:  # every capacity up to the best peak ran out of work: more work
                 step += 1
                 attempt = bounds.low
@@ -141,6 +159,7 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
             else:  # a capacity closer to the best peak is easier; try it next
                 attempt = attempt + 1 + (bounds.high - attempt - 1) // 2
             continue
+        resume = None
         if status is Status.OK:
             probed = attempt == bounds.high - 1
             bounds.best = run.groups.assemble(attempt)

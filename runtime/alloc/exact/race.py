@@ -86,11 +86,19 @@ def uses_cpsat(run: ExactRun, group: Group) -> bool:
     return run.race_steps and len(group.members) <= run.config.cpsat_max_buffers and run.cpsat_ready()
 
 
+def step_nodes(config, step: int) -> int:
+    """The kernel nodes of step ``step``: ``first_nodes * step_growth**step``; a negative step
+    (minimize's scout) gets that share of step 0's, at least one node."""
+    if step >= 0:
+        return config.first_nodes * config.step_growth**step
+    return max(config.first_nodes // config.step_growth**-step, 1)
+
+
 def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: bool = True,
          strict: bool = False, whole: bool = False, cpsat_work: float | None = None) -> tuple[Status, np.ndarray | None]:
     """One step of an exact fit of ``group`` at ``capacity``: (status, offsets of members).
 
-    Step k: the kernel with ``first_nodes * step_growth**k`` nodes (ExactConfig) in this
+    Step k: the kernel with ``first_nodes * step_growth**k`` nodes (ExactConfig; ``step_nodes``) in this
     thread and (with ``Params.cpsat`` and OR-Tools installed) CP-SAT with
     ``cpsat_first_work * step_growth**k`` work units in another. CP-SAT starts only when the
     kernel has neither answered within ``cpsat_delay_seconds`` nor run out of nodes (most
@@ -115,7 +123,7 @@ def race(run: ExactRun, group: Group, capacity: int, step: int, need_layout: boo
     gets the whole schedule at once (``_race_whole``), and ``step`` is not read.
     """
     budget = run.budget
-    nodes = run.config.first_nodes * run.config.step_growth**step
+    nodes = step_nodes(run.config, step)
     limit = budget.node_limit
     if whole and uses_cpsat(run, group):
         return _race_whole(run, group, capacity, need_layout)

@@ -113,3 +113,23 @@ def test_under_a_time_limit_the_bound_runs_after_the_floor(monkeypatch, time_lim
     assert len(seen) == 1 and (seen[0] == -1) == (time_limit is None)
     assert (solution.peak, solution.lower_bound, solution.optimal) == (8, 8, True)
     assert solution.certificate.kind == "subset" and int(progress[3]) == 8
+
+
+def test_a_subsets_minimize_gives_its_load_a_whole_step_first(monkeypatch):
+    """The bound is after the lower side: a subset's minimize tries its LOAD with step 0's
+    whole budget first (``minimize(..., scout=False)``), not the scout a layout's minimize
+    starts with."""
+    from telamalloc.runtime.alloc.bounds import _subset_bound
+    from telamalloc.runtime.alloc.exact import minimize
+    from telamalloc.runtime.alloc.instance import Budget
+
+    steps = []
+    real_fit = minimize.fit_step
+
+    def fit_step(run, attempt, step, strict=True):
+        steps.append((attempt, step))
+        return real_fit(run, attempt, step, strict=strict)
+
+    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    assert _subset_bound(core_copies(1), Params(cpsat=False, node_limit=30_000), Budget(None)) == 8
+    assert steps[0] == (7, 0)

@@ -308,6 +308,37 @@ def test_minimize_gallops_after_a_fit_one_byte_below_and_probes_after_a_gallop(m
     assert gallops >= 2 and solution.peak == high < peaks[0]
 
 
+def test_minimize_scouts_load_and_gives_it_a_whole_step_when_the_descent_first_stalls(monkeypatch):
+    """LOAD first with a scout's budget (step -1: a quarter of step 0's nodes); where it runs
+    out of work, the descent comes first, LOAD gets step 0's whole budget at the descent's
+    first attempt that runs out of work, and the descent then goes on, closer to the best
+    peak than where it stalled."""
+    from telamalloc.runtime.alloc.exact import minimize
+    from telamalloc.runtime.alloc.exact.race import step_nodes
+    from telamalloc.runtime.alloc.generators.families import generate
+
+    attempts = []
+    real_fit = minimize.fit_step
+
+    def fit_step(run, attempt, step, strict=True):
+        status = real_fit(run, attempt, step, strict=strict)
+        attempts.append((attempt, step, status))
+        return status
+
+    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    config = ExactConfig(first_nodes=2048)
+    assert step_nodes(config, -1) == 512 and step_nodes(config, 0) == 2048 and step_nodes(config, 1) == 8192
+    problem = generate("growing", 800, 0).problem()
+    load = compute_load(problem)[0]
+    solution = solve(problem, mode="minimize", params=Params(cpsat=False, node_limit=60_000, exact=config))
+    assert attempts[0] == (load, -1, Status.TIMEOUT)
+    stalled = next(k for k in range(1, len(attempts)) if attempts[k][2] is Status.TIMEOUT)
+    assert all(status is Status.OK for _, _, status in attempts[1:stalled])  # the descent went first
+    assert attempts[stalled][0] > load and attempts[stalled + 1][:2] == (load, 0)
+    assert attempts[stalled + 1][2] is Status.TIMEOUT and attempts[stalled + 2][0] > attempts[stalled][0]
+    assert solution.optimal and solution.peak == load  # LOAD fits, found by a later step's whole attempt
+
+
 def test_progress_publishes_the_best_peak_and_the_lower_bound():
     progress = np.zeros(4, dtype=np.int64)
     seen = []
