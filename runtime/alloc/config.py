@@ -39,6 +39,12 @@ class ExactConfig:
     ``_race_whole``), the kernel's search running once without restarts."""
     cpsat_first_work: float = 0.25
     """CP-SAT's deterministic work units (about a second each) at step 0."""
+    planner_buffers: int = 1000
+    """Minimize under a time limit on at least this many buffers: where LOAD's scout runs
+    out of work, the large planner's improvement steps lower the descent's start (there the
+    kernel's nodes, each costing about one unit per buffer, are dear) ..."""
+    planner_share: float = 0.25
+    """... for this share of the time left (0: never)."""
     cpsat_delay_seconds: float = 0.02
     """Seconds the kernel runs alone before CP-SAT joins a step (when CP-SAT starts changes
     how soon it answers, never what)."""
@@ -65,9 +71,10 @@ class ExactConfig:
     sections' floors in a segment tree (fewer: a flat array)."""
     dynamic_decomposition_limit: int = 4096
     """Kernel: groups above this many buffers are not split dynamically during the search."""
-    pair_seconds: float = 100e-9
-    """Kernel: seconds a group's preparation takes per overlapping pair; a group that would
-    outlast the time left is not prepared (a timeout instead of an overrun)."""
+    pair_seconds: float = 250e-9
+    """Kernel: seconds a group's preparation takes per overlapping pair, its first in a
+    process included (page faults); a group that would outlast the time left is not
+    prepared (a timeout instead of an overrun)."""
     restart_base_nodes: int = 1000
     """Kernel: run k > 0 of the restart portfolio may expand ``restart_base_nodes * luby(k)``
     nodes; groups above this many buffers first dive once per fixed ordering."""

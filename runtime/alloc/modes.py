@@ -11,6 +11,8 @@ proofs that need none: LOAD above the capacity, or pins that conflict.
 
 from __future__ import annotations
 
+import time
+
 from telamalloc.runtime.alloc.baselines import GREEDY_ALGORITHMS, Baselines, is_large, producer
 from telamalloc.runtime.alloc.exact.fit import fit_search
 from telamalloc.runtime.alloc.exact.groups import Groups
@@ -77,7 +79,27 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
     # under a time limit the kernel's steps are its own (CP-SAT works beside them, never
     # taking their time: see exact/minimize.py); without one CP-SAT races inside the steps
     run.race_steps = budget.deadline is None
-    return minimize_exact(run, best, lower, load[0], capacity)
+    return minimize_exact(run, best, lower, load[0], capacity, improve=_planner_steps(instance, budget, lower))
+
+
+def _planner_steps(instance: Instance, budget: Budget, lower: int):
+    """Under a time limit on at least ``ExactConfig.planner_buffers`` buffers: a call that
+    runs the large planner with its improvement steps within ``planner_share`` of the time
+    left (stopping at ``lower``) and returns its layout, for the exact minimize to start its
+    descent from where LOAD's scout runs out of work (on thousands of buffers the planner's
+    steps lower a layout faster than the kernel's fits). None otherwise: without a limit
+    the answer depends on work budgets only."""
+    config = instance.params.exact
+    if budget.deadline is None or instance.count < config.planner_buffers or config.planner_share <= 0:
+        return None
+
+    def steps() -> tuple[int, ...]:
+        share = Budget(time.monotonic() + config.planner_share * max(budget.remaining(), 0.0), budget.cancel)
+        offsets, _, _ = large_layout(instance, share, lower, anytime=True)
+        budget.counters.absorb(share.counters)
+        return validated(instance, offsets, None, "the large planner")
+
+    return steps
 
 
 def _greedy_outcome(instance: Instance, baselines: Baselines, algorithm: str, capacity: int | None,

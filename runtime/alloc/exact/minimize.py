@@ -8,7 +8,10 @@ first, and LOAD gets step 0's whole budget at the descent's first attempt that r
 work (then the descent goes on where it stood), so a LOAD that does not fit and takes a
 whole step to say so no longer holds back the layouts the descent reaches at once; the
 price: a LOAD that fits only after more than a scout is proved later (docs/decisions.md,
-"The minimize's scout at LOAD"). A fit stops at its first layout within
+"The minimize's scout at LOAD"). With ``improve`` (the exact path under a time limit on
+thousands of buffers) the scout is shorter (step 0's nodes over step_growth^2), and when it
+runs out of work ``improve`` (the large planner's improvement steps for a share of the time
+left) may lower the layout the descent starts from. A fit stops at its first layout within
 the capacity, so a fit one byte below the best peak lowers it by little: after such a fit
 succeeds the next one gallops, a stride below the best peak (a share of the gap to the
 lower bound: 1/64 first, doubled after each success, quartered after each attempt that
@@ -51,6 +54,7 @@ from telamalloc.runtime.alloc.problem import Certificate, Status
 _FIRST_SHIFT = 6  # a gallop's first stride: the gap between the bounds over 2**6
 _LAST_SHIFT = 1  # its largest: half the gap, a bisection
 _SCOUT_STEP = -1  # the scout's step: step 0's nodes over step_growth
+_SHORT_SCOUT_STEP = -2  # with ``improve``: a shorter scout, the planner's steps cost less time than its nodes
 
 
 @dataclass
@@ -92,13 +96,15 @@ class _Members:
 
 
 def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None,
-             scout: bool = True) -> Outcome:
+             scout: bool = True, improve=None) -> Outcome:
     """The smallest peak from the layout ``best`` down to ``lower`` (see the module docstring);
     ``capacity``: the caller's bound, if any (``best`` fits it). ``scout`` False: the first
-    attempt at ``lower`` gets step 0's whole budget (a caller after the bound, not a layout)."""
+    attempt at ``lower`` gets step 0's whole budget (a caller after the bound, not a layout).
+    ``improve``: called once when the scout runs out of work, returns a layout the descent
+    starts from when it is lower than ``best`` (the exact path's large planner steps)."""
     members = _Members()
     try:
-        bounds = _schedule(run, best, lower, members, scout)
+        bounds = _schedule(run, best, lower, members, scout, improve)
     finally:
         if members.running is not None:  # the limit or the flag ended the schedule: its results are cut
             members.running.halt()
@@ -107,7 +113,8 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
     return _outcome(run, bounds, load, capacity)
 
 
-def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members, scout: bool) -> _Bounds:
+def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members, scout: bool,
+              improve) -> _Bounds:
     """The fit attempts of the module docstring; returns the bounds they reached."""
     instance, budget = run.instance, run.budget
     problem = instance.problem
@@ -120,14 +127,17 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
     deferred = False  # the scout ran out of work: LOAD's whole attempt comes at the descent's first TIMEOUT
     resume = None  # the descent's attempt that ran out of work before that whole attempt
     shift = _FIRST_SHIFT  # a gallop's stride: the gap between the bounds over 2**shift
+    scout_step = _SCOUT_STEP if improve is None else _SHORT_SCOUT_STEP
     members.running = start_member(run, bounds.low, bounds.high, step)
     while bounds.low < bounds.high and not budget.stopped():
         if not instance.params.group_memory:
             run.groups.forget()
             run.groups.remember_layout(bounds.best)
-        status = fit_step(run, attempt, _SCOUT_STEP if scout else step, strict=True)
+        status = fit_step(run, attempt, scout_step if scout else step, strict=True)
         if scout:
             deferred, scout = status is Status.TIMEOUT, False
+            if deferred and improve is not None and not budget.stopped():
+                _improve_start(run, bounds, improve())
         if members.running is not None and not timed:  # joined after the first attempt of its step: deterministic
             member, members.running = members.running, None
             status = _join_member(run, member, attempt, status, bounds)
@@ -179,6 +189,15 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
         budget.publish_bounds(bounds.high, bounds.low)
         attempt = max(attempt, bounds.low)
     return bounds
+
+
+def _improve_start(run: ExactRun, bounds: _Bounds, offsets: tuple[int, ...]) -> None:
+    """Take ``offsets`` as the best layout when its peak is lower (the groups remember it)."""
+    peak = peak_of(run.instance.problem, offsets)
+    if peak < bounds.high:
+        bounds.best, bounds.high = offsets, peak
+        run.groups.remember_layout(offsets)
+        run.budget.publish_bounds(bounds.high, bounds.low)
 
 
 def _outcome(run: ExactRun, bounds: _Bounds, load: int, capacity: int | None) -> Outcome:

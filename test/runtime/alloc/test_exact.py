@@ -339,6 +339,58 @@ def test_minimize_scouts_load_and_gives_it_a_whole_step_when_the_descent_first_s
     assert solution.optimal and solution.peak == load  # LOAD fits, found by a later step's whole attempt
 
 
+def _recorded_minimize(monkeypatch, problem, time_limit, exact):
+    """Solve ``problem`` (minimize, CP-SAT off, 60,000 nodes) with the large planner's layout
+    calls and the fit attempts recorded: (calls, attempts); a call with the improvement
+    steps (``anytime``) returns the planner's orderings' layout, so no time is spent."""
+    from telamalloc.runtime.alloc import modes
+    from telamalloc.runtime.alloc.exact import minimize
+
+    calls, attempts = [], []
+    real_layout, real_fit = modes.large_layout, minimize.fit_step
+
+    def large_layout(instance, budget, target, anytime, prove=None):
+        calls.append((anytime, budget.deadline, attempts[:]))
+        return real_layout(instance, budget, target, anytime=False)
+
+    def fit_step(run, attempt, step, strict=True):
+        status = real_fit(run, attempt, step, strict=strict)
+        attempts.append((attempt, step, status))
+        return status
+
+    monkeypatch.setattr(modes, "large_layout", large_layout)
+    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    solution = solve(problem, mode="minimize", time_limit=time_limit,
+                     params=Params(cpsat=False, node_limit=60_000, exact=exact))
+    assert validate(problem, solution.offsets, None) == []
+    return calls, attempts
+
+
+def test_under_a_limit_the_planners_steps_follow_a_short_scout_on_thousands_of_buffers(monkeypatch):
+    """The exact minimize under a time limit on at least ``planner_buffers`` buffers: LOAD's
+    scout is shorter (step -2), and when it runs out of work the large planner runs with its
+    improvement steps (``anytime``) within ``planner_share`` of the time left, once, before
+    the descent; below ``planner_buffers`` buffers or without a limit it never does (the
+    planner's orderings alone make the start, before the schedule)."""
+    import time
+
+    from telamalloc.runtime.alloc.generators.families import generate
+
+    problem = generate("growing", 800, 0).problem()
+    load = compute_load(problem)[0]
+    config = ExactConfig(first_nodes=2048, planner_buffers=800)
+    began = time.monotonic()
+    calls, attempts = _recorded_minimize(monkeypatch, problem, 600.0, config)
+    assert [anytime for anytime, _, _ in calls] == [False, True]
+    _, deadline, before = calls[1]
+    assert before == [(load, -2, Status.TIMEOUT)] and deadline < began + 0.25 * 600.0 + 1.0
+    assert attempts[1][1] == 0  # then the descent, at step 0
+
+    for time_limit, exact in ((600.0, replace(config, planner_buffers=801)), (None, config)):
+        calls, attempts = _recorded_minimize(monkeypatch, problem, time_limit, exact)
+        assert [anytime for anytime, _, _ in calls] == [False] and attempts[0][:2] == (load, -1)
+
+
 def test_progress_publishes_the_best_peak_and_the_lower_bound():
     progress = np.zeros(4, dtype=np.int64)
     seen = []
