@@ -40,6 +40,7 @@ member thread is joined before ``minimize`` returns.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -96,7 +97,7 @@ class _Members:
 
 
 def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capacity: int | None,
-             scout: bool = True, improve=None) -> Outcome:
+             scout: bool = True, improve: Callable[[], tuple[int, ...]] | None = None) -> Outcome:
     """The smallest peak from the layout ``best`` down to ``lower`` (see the module docstring);
     ``capacity``: the caller's bound, if any (``best`` fits it). ``scout`` False: the first
     attempt at ``lower`` gets step 0's whole budget (a caller after the bound, not a layout).
@@ -114,7 +115,7 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
 
 
 def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members, scout: bool,
-              improve) -> _Bounds:
+              improve: Callable[[], tuple[int, ...]] | None) -> _Bounds:
     """The fit attempts of the module docstring; returns the bounds they reached."""
     instance, budget = run.instance, run.budget
     problem = instance.problem
