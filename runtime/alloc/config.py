@@ -44,7 +44,10 @@ class ExactConfig:
     out of work, the large planner's improvement steps lower the descent's start (there the
     kernel's nodes, each costing about one unit per buffer, are dear) ..."""
     planner_share: float = 0.25
-    """... for this share of the time left (0: never)."""
+    """... for this share of the time left (0: never) ..."""
+    planner_seconds: float = 1.0
+    """... and at most this many seconds (the steps lower the layout within the first
+    second or so; a longer limit is the descent's)."""
     cpsat_delay_seconds: float = 0.02
     """Seconds the kernel runs alone before CP-SAT joins a step (when CP-SAT starts changes
     how soon it answers, never what)."""

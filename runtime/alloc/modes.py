@@ -85,7 +85,7 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
 def _planner_steps(instance: Instance, budget: Budget, lower: int):
     """Under a time limit on at least ``ExactConfig.planner_buffers`` buffers: a call that
     runs the large planner with its improvement steps within ``planner_share`` of the time
-    left (stopping at ``lower``) and returns its layout, for the exact minimize to start its
+    left, at most ``planner_seconds`` (stopping at ``lower``) and returns its layout, for the exact minimize to start its
     descent from where LOAD's scout runs out of work (on thousands of buffers the planner's
     steps lower a layout faster than the kernel's fits). None otherwise: without a limit
     the answer depends on work budgets only."""
@@ -94,7 +94,8 @@ def _planner_steps(instance: Instance, budget: Budget, lower: int):
         return None
 
     def steps() -> tuple[int, ...]:
-        share = Budget(time.monotonic() + config.planner_share * max(budget.remaining(), 0.0), budget.cancel)
+        seconds = min(config.planner_share * max(budget.remaining(), 0.0), config.planner_seconds)
+        share = Budget(time.monotonic() + seconds, budget.cancel)
         offsets, _, _ = large_layout(instance, share, lower, anytime=True)
         budget.counters.absorb(share.counters)
         return validated(instance, offsets, None, "the large planner")

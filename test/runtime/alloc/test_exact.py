@@ -369,8 +369,8 @@ def _recorded_minimize(monkeypatch, problem, time_limit, exact):
 def test_under_a_limit_the_planners_steps_follow_a_short_scout_on_thousands_of_buffers(monkeypatch):
     """The exact minimize under a time limit on at least ``planner_buffers`` buffers: LOAD's
     scout is shorter (step -2), and when it runs out of work the large planner runs with its
-    improvement steps (``anytime``) within ``planner_share`` of the time left, once, before
-    the descent; below ``planner_buffers`` buffers or without a limit it never does (the
+    improvement steps (``anytime``) within ``planner_share`` of the time left and at most
+    ``planner_seconds``, once, before the descent; below ``planner_buffers`` buffers or without a limit it never does (the
     planner's orderings alone make the start, before the schedule)."""
     import time
 
@@ -383,7 +383,7 @@ def test_under_a_limit_the_planners_steps_follow_a_short_scout_on_thousands_of_b
     calls, attempts = _recorded_minimize(monkeypatch, problem, 600.0, config)
     assert [anytime for anytime, _, _ in calls] == [False, True]
     _, deadline, before = calls[1]
-    assert before == [(load, -2, Status.TIMEOUT)] and deadline < began + 0.25 * 600.0 + 1.0
+    assert before == [(load, -2, Status.TIMEOUT)] and deadline < began + config.planner_seconds + 1.0
     assert attempts[1][1] == 0  # then the descent, at step 0
 
     for time_limit, exact in ((600.0, replace(config, planner_buffers=801)), (None, config)):
