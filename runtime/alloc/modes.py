@@ -85,10 +85,10 @@ def minimize(instance: Instance, budget: Budget, capacity: int | None, algorithm
 def _planner_steps(instance: Instance, budget: Budget, lower: int):
     """Under a time limit on at least ``ExactConfig.planner_buffers`` buffers: a call that
     runs the large planner with its improvement steps within ``planner_share`` of the time
-    left, at most ``planner_seconds`` (stopping at ``lower``) and returns its layout, for the exact minimize to start its
-    descent from where LOAD's scout runs out of work (on thousands of buffers the planner's
-    steps lower a layout faster than the kernel's fits). None otherwise: without a limit
-    the answer depends on work budgets only."""
+    left and at most ``planner_seconds`` (stopping at ``lower``) and returns its layout, for
+    the exact minimize to start its descent from where LOAD's scout runs out of work (on
+    thousands of buffers the planner's steps lower a layout faster than the kernel's fits).
+    None otherwise: without a limit the answer depends on work budgets only."""
     config = instance.params.exact
     if budget.deadline is None or instance.count < config.planner_buffers or config.planner_share <= 0:
         return None

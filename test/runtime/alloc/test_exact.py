@@ -370,8 +370,9 @@ def test_under_a_limit_the_planners_steps_follow_a_short_scout_on_thousands_of_b
     """The exact minimize under a time limit on at least ``planner_buffers`` buffers: LOAD's
     scout is shorter (step -2), and when it runs out of work the large planner runs with its
     improvement steps (``anytime``) within ``planner_share`` of the time left and at most
-    ``planner_seconds``, once, before the descent; below ``planner_buffers`` buffers or without a limit it never does (the
-    planner's orderings alone make the start, before the schedule)."""
+    ``planner_seconds``, once, before the descent; below ``planner_buffers`` buffers or
+    without a limit it never does (the planner's orderings alone make the start, before the
+    schedule)."""
     import time
 
     from telamalloc.runtime.alloc.generators.families import generate
