@@ -268,6 +268,22 @@ def test_minimize_is_monotone_in_the_work_budget(use_cpsat):
         assert bounds == sorted(bounds), (bounds, budgets)
 
 
+def _recorded_fit_steps(monkeypatch) -> list:
+    """The exact minimize's fit attempts from now on, recorded as (capacity, step, status)."""
+    from telamalloc.runtime.alloc.exact import minimize
+
+    attempts = []
+    real_fit = minimize.fit_step
+
+    def fit_step(run, attempt, step, strict=True):
+        status = real_fit(run, attempt, step, strict=strict)
+        attempts.append((attempt, step, status))
+        return status
+
+    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    return attempts
+
+
 def test_minimize_gallops_after_a_fit_one_byte_below_and_probes_after_a_gallop(monkeypatch):
     """The descent of the exact minimize (exact/minimize.py): LOAD first; one byte below the
     best peak; after that fits, a stride below the new best (it creeps otherwise: a fit
@@ -276,28 +292,22 @@ def test_minimize_gallops_after_a_fit_one_byte_below_and_probes_after_a_gallop(m
     from telamalloc.runtime.alloc.exact import minimize
     from telamalloc.runtime.alloc.generators.families import generate
 
-    attempts, peaks = [], []
-    real_fit, real_peak = minimize.fit_step, minimize.peak_of
-
-    def fit_step(run, attempt, step, strict=True):
-        status = real_fit(run, attempt, step, strict=strict)
-        attempts.append((attempt, status))
-        return status
+    attempts, peaks = _recorded_fit_steps(monkeypatch), []
+    real_peak = minimize.peak_of
 
     def peak_of(problem, offsets):
         peaks.append(real_peak(problem, offsets))
         return peaks[-1]
 
-    monkeypatch.setattr(minimize, "fit_step", fit_step)
     monkeypatch.setattr(minimize, "peak_of", peak_of)
     problem = generate("growing", 800, 0).problem()
     load = compute_load(problem)[0]
     solution = solve(problem, mode="minimize",
                      params=Params(cpsat=False, node_limit=20_000, exact=ExactConfig(first_nodes=2048)))
     assert validate(problem, solution.offsets, None) == []
-    assert attempts[0] == (load, Status.TIMEOUT) and attempts[1] == (peaks[0] - 1, Status.OK)
+    assert attempts[0][::2] == (load, Status.TIMEOUT) and attempts[1][::2] == (peaks[0] - 1, Status.OK)
     high, found, gallops = peaks[0], iter(peaks[1:]), 0
-    for (attempt, status), (following, _) in zip(attempts, attempts[1:]):
+    for (attempt, _, status), (following, _, _) in zip(attempts, attempts[1:]):
         if status is not Status.OK:
             continue
         probed, high = attempt == high - 1, next(found)
@@ -313,19 +323,10 @@ def test_minimize_scouts_load_and_gives_it_a_whole_step_when_the_descent_first_s
     out of work, the descent comes first, LOAD gets step 0's whole budget at the descent's
     first attempt that runs out of work, and the descent then goes on, closer to the best
     peak than where it stalled."""
-    from telamalloc.runtime.alloc.exact import minimize
     from telamalloc.runtime.alloc.exact.race import step_nodes
     from telamalloc.runtime.alloc.generators.families import generate
 
-    attempts = []
-    real_fit = minimize.fit_step
-
-    def fit_step(run, attempt, step, strict=True):
-        status = real_fit(run, attempt, step, strict=strict)
-        attempts.append((attempt, step, status))
-        return status
-
-    monkeypatch.setattr(minimize, "fit_step", fit_step)
+    attempts = _recorded_fit_steps(monkeypatch)
     config = ExactConfig(first_nodes=2048)
     assert step_nodes(config, -1) == 512 and step_nodes(config, 0) == 2048 and step_nodes(config, 1) == 8192
     problem = generate("growing", 800, 0).problem()
@@ -344,22 +345,15 @@ def _recorded_minimize(monkeypatch, problem, time_limit, exact):
     calls and the fit attempts recorded: (calls, attempts); a call with the improvement
     steps (``anytime``) returns the planner's orderings' layout, so no time is spent."""
     from telamalloc.runtime.alloc import modes
-    from telamalloc.runtime.alloc.exact import minimize
 
-    calls, attempts = [], []
-    real_layout, real_fit = modes.large_layout, minimize.fit_step
+    calls, attempts = [], _recorded_fit_steps(monkeypatch)
+    real_layout = modes.large_layout
 
     def large_layout(instance, budget, target, anytime, prove=None):
         calls.append((anytime, budget.deadline, attempts[:]))
         return real_layout(instance, budget, target, anytime=False)
 
-    def fit_step(run, attempt, step, strict=True):
-        status = real_fit(run, attempt, step, strict=strict)
-        attempts.append((attempt, step, status))
-        return status
-
     monkeypatch.setattr(modes, "large_layout", large_layout)
-    monkeypatch.setattr(minimize, "fit_step", fit_step)
     solution = solve(problem, mode="minimize", time_limit=time_limit,
                      params=Params(cpsat=False, node_limit=60_000, exact=exact))
     assert validate(problem, solution.offsets, None) == []
