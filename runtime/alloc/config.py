@@ -249,7 +249,7 @@ SCHEDULE = (
     "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
     "class-1.4-start", "class-8-start-first-fit", "class-4-start", "class-4-lifetime", "class-2-start-first-fit",
     "class-8-start", "class-4-start-first-fit", "class-1.4-start-first-fit", "class-2-start",
-    "contention-first-fit", "sweep-medium-8", "sweep-medium-32",
+    "contention-first-fit", "sweep-medium-8", "sweep-medium-32", "size-start-first-fit",
 )
 
 

@@ -637,7 +637,10 @@ def _index(starts, ends):
 # "sweep-medium-D" add a medium tier (PlacementConfig.sweep_medium_factor); the classic
 # single-key orderings of greedy allocators: "start" (earlier start first), "duration"
 # (longer lifetime first), "area" (larger size x lifetime first) and "degree" (more
-# overlapping buffers first), each best-fit or first-fit, ties by larger size, then index.
+# overlapping buffers first), each best-fit or first-fit, ties by larger size, then index;
+# "size-start-first-fit" the decreasing-size order with ties by earlier start (then index),
+# first-fit: what a stable sort by size of buffers listed in program order places. It is
+# appended last so that the indices before it stay.
 FIXED_ORDERINGS = (
     ("best-fit", 0.0, "", False),
     ("first-fit", 0.0, "", True),
@@ -666,6 +669,7 @@ FIXED_ORDERINGS = (
     ("area-first-fit", 0.0, "by-area", True),
     ("degree", 0.0, "by-degree", False),
     ("degree-first-fit", 0.0, "by-degree", True),
+    ("size-start-first-fit", 0.0, "start", True),
 )
 # The random orderings draw from (seed, RANDOM_BASE + N) for "random-N": their layouts stay
 # the same when fixed orderings are added.
@@ -757,7 +761,8 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
 
     Below ``len(FIXED_ORDERINGS)`` the fixed orderings (see there): the classic order is
     decreasing size, ties by longer lifetime, then index (so "best-fit" and "first-fit"
-    place exactly as the greedy baselines do); class orderings sort by size class (powers
+    place exactly as the greedy baselines do; "size-start-first-fit" breaks the ties by
+    earlier start instead); class orderings sort by size class (powers
     of the base, largest first), then start time or longer lifetime, then index;
     contention orderings sort by bucket of ``contention()`` (``config.contention_bucket`` x
     LOAD wide, highest first), then longer lifetime (or later end), then larger size, then
@@ -800,7 +805,8 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
         if tie in CLASSIC_KEYS:
             return np.lexsort((position, -sizes, _classic_key(tie, starts, ends, sizes, lengths))).astype(np.int64), first_fit
         if base == 0.0:
-            return np.lexsort((position, -lengths, -sizes)).astype(np.int64), first_fit
+            key = starts if tie == "start" else -lengths
+            return np.lexsort((position, key, -sizes)).astype(np.int64), first_fit
         classes = np.floor(magnitude / np.log2(base))
         key = starts if tie == "start" else -lengths
         return np.lexsort((position, key, -classes)).astype(np.int64), first_fit

@@ -22,6 +22,7 @@ _INDEX = {name: index for index, name in enumerate(NAMES)}
 GREEDY = ("best-fit", "first-fit")  # exactly the greedy baselines' layouts
 ROBUST = "start"  # placed by the start sweep: O(log m) per buffer whatever the fragmentation
 GREEDY_BY_COST = ("first-fit", "best-fit")  # the greedy orderings, the cheaper first (it stops at the first gap)
+STABLE_BY_SIZE = "size-start-first-fit"  # decreasing size, ties in program order: a third greedy of the same cost
 
 
 def index_of(name: str) -> int:
@@ -58,10 +59,12 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     """The floor for ``count`` buffers (``huge_floor`` above ``huge_buffers``). ``limited``
     (under a time limit): cheapest-robust first, so that the limit, striking anywhere, has
     the cheapest layouts done and kept: ``ROBUST`` (when in the floor: its cost never
-    depends on the fragmentation), then first-fit, the floor's other members in their
-    order, and best-fit last (the greedy baselines' orderings, in the floor or not: the
-    answer is never worse than a greedy layout complete within the limit; best-fit costs
-    more than first-fit and its layout was below first-fit's on no family of the suite).
+    depends on the fragmentation), then first-fit and ``STABLE_BY_SIZE``, the floor's other
+    members in their order, and best-fit last (the greedy orderings, in the floor or not:
+    the answer is never worse than a greedy layout complete within the limit; best-fit costs
+    more than first-fit and its layout was below first-fit's on no family of the suite;
+    ``STABLE_BY_SIZE`` is what a stable sort by size of buffers listed in program order
+    places, omnimalloc's greedy_by_size: docs/decisions.md).
     Above ``huge_buffers`` the configured huge floor (the greedy orderings' queries take
     4-10 s of a 10 s limit there: added, even after the floor's others, they left deepnet
     at 10^6 at 1.0620 where the schedule reaches 1.0110, below first-fit's 1.0177;
@@ -70,18 +73,19 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     if not limited or not floor or count > config.huge_buffers:
         return floor
     robust = (ROBUST,) if ROBUST in floor else ()
-    others = tuple(name for name in floor if name != ROBUST and name not in GREEDY)
+    others = tuple(name for name in floor if name not in (ROBUST, STABLE_BY_SIZE) and name not in GREEDY)
     first, *rest = GREEDY_BY_COST
-    return robust + (first,) + others + tuple(rest)
+    return robust + (first, STABLE_BY_SIZE) + others + tuple(rest)
 
 
 def floor_middle(count: int, config: LargeConfig) -> tuple[str, ...]:
     """The members of the limited floor (``floor_for(..., limited=True)``) that are neither
-    ``ROBUST`` nor a greedy baseline's ordering: with two lanes the second lane runs them,
-    beside the first lane's first-fit (none above ``huge_buffers``)."""
+    ``ROBUST`` nor a greedy ordering: with two lanes the second lane runs them, beside the
+    first lane's first-fit and ``STABLE_BY_SIZE`` (none above ``huge_buffers``)."""
     if count > config.huge_buffers:
         return ()
-    return tuple(name for name in floor_for(count, config, limited=True) if name != ROBUST and name not in GREEDY)
+    limited = floor_for(count, config, limited=True)
+    return tuple(name for name in limited if name not in (ROBUST, STABLE_BY_SIZE) and name not in GREEDY)
 
 
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:

@@ -170,8 +170,9 @@ def test_under_a_limit_the_heavy_layout_is_parked_and_the_lower_wins_when_the_la
 
     monkeypatch.setattr(Lane, "_run_ordering", run)
     monkeypatch.setattr(Lane, "_take_parked", take)
-    lane = Lane(planning, made, fixed, list(DEFAULT.schedule), floor=floor_for(instance.count, DEFAULT, limited=True),
-                heavy=True, done=lambda: lane.info.orderings >= 6)  # stops the lane after six orderings
+    floor = floor_for(instance.count, DEFAULT, limited=True)
+    lane = Lane(planning, made, fixed, list(DEFAULT.schedule), floor=floor,
+                heavy=True, done=lambda: lane.info.orderings > len(floor))  # stops the lane after the floor and one more
     offsets, peak, info = lane.plan()
     assert info.heavy == 1 and winners and HEAVY not in winners
     heavy_peak, own_peak = next(entry for entry in parked if entry is not None)

@@ -128,6 +128,17 @@ def test_the_classic_orderings_sort_by_one_key_then_size():
             assert order.tolist() == row and rule == first_fit, variant
 
 
+def test_size_start_first_fit_breaks_the_size_ties_by_earlier_start_where_first_fit_takes_the_longer_lifetime():
+    #                   0   1   2   3   4
+    starts = np.array([4, 0, 2, 1, 3], dtype=np.int64)
+    ends = np.array([5, 9, 3, 6, 4], dtype=np.int64)
+    sizes = np.array([8, 8, 8, 20, 1], dtype=np.int64)
+    order, first_fit = ordering(index_of("size-start-first-fit"), starts, ends, sizes)
+    assert order.tolist() == [3, 1, 2, 0, 4] and first_fit
+    order, first_fit = ordering(index_of("first-fit"), starts, ends, sizes)
+    assert order.tolist() == [3, 1, 0, 2, 4] and first_fit  # lifetimes 9, 1, 1: then index
+
+
 def test_random_orderings_keep_their_draws_when_fixed_orderings_are_added():
     """"random-N" draws from (seed, RANDOM_BASE + N), not from its position after the fixed
     orderings: the same permutation for the same name whatever the fixed list holds."""
