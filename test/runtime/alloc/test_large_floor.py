@@ -16,7 +16,15 @@ from telamalloc.runtime.alloc.generators.families import generate
 from telamalloc.runtime.alloc.instance import Budget
 from telamalloc.runtime.alloc.large import _large, improve, layout
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
-from telamalloc.runtime.alloc.large.orderings import GREEDY_BY_COST, floor_for, name_of, orderings_without_limit
+from telamalloc.runtime.alloc.large.orderings import (
+    GREEDY_BY_COST,
+    STABLE_BY_SIZE,
+    floor_for,
+    floor_middle,
+    index_of,
+    name_of,
+    orderings_without_limit,
+)
 
 from .conftest import instance_of
 
@@ -126,7 +134,8 @@ def test_under_a_time_limit_the_floor_runs_cheapest_robust_first():
     the floor's others, best-fit last (above huge_buffers the configured floor); without a limit (and so every deterministic layout)
     the floor is the configured one."""
     limited = floor_for(5000, DEFAULT, limited=True)
-    assert limited[:2] == ("start", "first-fit") and limited[-1] == "best-fit"
+    assert limited[:3] == ("start", "first-fit", STABLE_BY_SIZE) and limited[-1] == "best-fit"
+    assert STABLE_BY_SIZE not in DEFAULT.floor and STABLE_BY_SIZE not in floor_middle(5000, DEFAULT)  # the first lane's
     assert len(set(limited)) == len(limited) and set(DEFAULT.floor) <= set(limited)
     # above huge_buffers the greedy orderings' queries take seconds: the configured floor
     assert floor_for(DEFAULT.huge_buffers + 1, DEFAULT, limited=True) == DEFAULT.huge_floor
@@ -153,6 +162,25 @@ def test_a_limit_right_after_a_greedy_member_keeps_it(monkeypatch, family: str, 
     assert solution.offsets is not None and validate(problem, solution.offsets) == []
     assert tuple(names) == done  # (a floor member may reach LOAD first: not on these families)
     assert solution.peak <= min(peaks), solution.message
+
+
+def test_a_limit_right_after_the_stable_greedy_by_size_keeps_it(monkeypatch):
+    """On dynamic-storage(5000, 0) decreasing size with ties in program order (omnimalloc's
+    greedy_by_size) places lower than first-fit, whose ties go to the longer lifetime: the
+    limit striking right after it keeps its layout."""
+    problem = generate("dynamic-storage", 5000, 0).problem()
+    instance = instance_of(problem)
+    made = _large.planner(instance.starts, instance.ends, instance.sizes, instance.aligns, layout.lifted(instance))
+    stable = made.run(orderings=1, first=index_of(STABLE_BY_SIZE))[1]["peak"]
+    assert stable < solve(problem, mode="minimize", algorithm="first-fit").peak
+    limited = floor_for(5000, DEFAULT, limited=True)
+    done = limited[: limited.index(STABLE_BY_SIZE) + 1]
+    cancel = np.zeros(1, dtype=np.uint8)
+    names = _recorded_orderings(monkeypatch, cancel, len(done))
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=600.0, cancel=cancel,
+                     params=Params(large=replace(DEFAULT, lanes=1)))
+    assert tuple(names) == done and validate(problem, solution.offsets) == []
+    assert solution.peak <= stable, solution.message
 
 
 @pytest.mark.parametrize("family", ["deepnet", "crossing"])
