@@ -292,9 +292,9 @@ def _assert_a_softmax_of(written: np.ndarray, logits: np.ndarray, axis: int, rto
     to 1 and its log-ratios to its largest entry are the logits' differences to theirs, within
     twice that tolerance (an entry of 0 only where the logit is far enough below to underflow).
     Comparing the outputs themselves would compare summation orders: the light models' logits
-    are about 10^10, 512 apart in float32, and exp magnifies a difference of one such step
-    into a factor of e^512 (ONNX's reference, on numpy, gives 1/32 to 32 classes where the
-    logits it sums in another order are all equal)."""
+    are about 10^10, where float32 steps are 512-1,024 apart, and exp turns one step into a
+    factor of e^512 or more (at batch 2 ONNX's reference, on numpy, gave 1/32 to 32 classes
+    where our interpreter's logits, summed in another order, were all equal)."""
     assert written.shape == logits.shape
     rows = written.reshape(int(np.prod(written.shape[:axis])), -1).astype(np.float64)
     reference = logits.reshape(rows.shape).astype(np.float64)
