@@ -804,11 +804,10 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
             return row, first_fit
         if tie in CLASSIC_KEYS:
             return np.lexsort((position, -sizes, _classic_key(tie, starts, ends, sizes, lengths))).astype(np.int64), first_fit
+        key = starts if tie == "start" else -lengths
         if base == 0.0:
-            key = starts if tie == "start" else -lengths
             return np.lexsort((position, key, -sizes)).astype(np.int64), first_fit
         classes = np.floor(magnitude / np.log2(base))
-        key = starts if tie == "start" else -lengths
         return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, RANDOM_BASE + int(index) - len(FIXED_ORDERINGS) + 1])
     base = 2.0 ** rng.uniform(np.log2(1.25), 4.0)

@@ -23,6 +23,7 @@ GREEDY = ("best-fit", "first-fit")  # exactly the greedy baselines' layouts
 ROBUST = "start"  # placed by the start sweep: O(log m) per buffer whatever the fragmentation
 GREEDY_BY_COST = ("first-fit", "best-fit")  # the greedy orderings, the cheaper first (it stops at the first gap)
 STABLE_BY_SIZE = "size-start-first-fit"  # decreasing size, ties in program order: a third greedy of the same cost
+_FIRST_LANE = (ROBUST, STABLE_BY_SIZE, *GREEDY)  # the limited floor's members no second lane takes
 
 
 def index_of(name: str) -> int:
@@ -73,7 +74,7 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
     if not limited or not floor or count > config.huge_buffers:
         return floor
     robust = (ROBUST,) if ROBUST in floor else ()
-    others = tuple(name for name in floor if name not in (ROBUST, STABLE_BY_SIZE) and name not in GREEDY)
+    others = tuple(name for name in floor if name not in _FIRST_LANE)
     first, *rest = GREEDY_BY_COST
     return robust + (first, STABLE_BY_SIZE) + others + tuple(rest)
 
@@ -84,8 +85,7 @@ def floor_middle(count: int, config: LargeConfig) -> tuple[str, ...]:
     first lane's first-fit and ``STABLE_BY_SIZE`` (none above ``huge_buffers``)."""
     if count > config.huge_buffers:
         return ()
-    limited = floor_for(count, config, limited=True)
-    return tuple(name for name in limited if name not in (ROBUST, STABLE_BY_SIZE) and name not in GREEDY)
+    return tuple(name for name in floor_for(count, config, limited=True) if name not in _FIRST_LANE)
 
 
 def ordering_at(step: int, count: int, config: LargeConfig) -> str:
