@@ -250,7 +250,20 @@ def test_bench_truegap_prints_the_planner_beside_the_exact_answers():
     assert bound <= best <= large  # the proved bound never above a layout found
 
 
-def test_bench_truegap_rejects_a_fit_below_load():
-    result = subprocess.run([sys.executable, str(ROOT / "bench" / "truegap"), "--fit", "0.9"],
+def test_bench_truegap_heavy_first_with_the_exact_fit_bounds_the_optimum_from_above():
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "truegap"), "--families", "growing", "--buffers",
+                             "1000", "--seconds", "5", "--heavy", "1.1", "--no-cpsat"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    header, _, row = result.stdout.splitlines()
+    names, cells = header.split(), row.split()
+    assert names[7:9] == ["fit", "heavy"] and cells[5:7] == ["-", "-"]  # no CP-SAT
+    heavy, best, bound = (float(cells[names.index(name)]) for name in ("heavy", "best", "bound"))
+    assert bound <= best <= heavy  # a whole layout, counted among those found
+
+
+@pytest.mark.parametrize("option", ["--fit", "--heavy"])
+def test_bench_truegap_rejects_a_factor_below_load(option):
+    result = subprocess.run([sys.executable, str(ROOT / "bench" / "truegap"), option, "0.9"],
                             capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "--fit" in result.stderr and "Traceback" not in result.stderr
+    assert result.returncode == 2 and option in result.stderr and "Traceback" not in result.stderr

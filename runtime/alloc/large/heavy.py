@@ -10,8 +10,9 @@ when they are more than ``max_share`` of the buffers (then they are the problem 
 its threshold, the large planner above, without heavy first again and without CP-SAT),
 under a time limit with ``time_share`` of the time left, else within ``work`` times the
 effort (search nodes times heavy buffers: the same layout on every run and machine); then
-pins them there and places the rest with the pinned planner's ``orderings``, the lowest
-layout kept.
+``placed_around`` pins them there and places the rest with the pinned planner's
+``orderings``, the lowest layout kept (``bench/truegap --heavy`` uses it after an exact fit
+of the heavy buffers instead of their minimize).
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     peak), or None (no heavy buffers to speak of, the solve cut short without a layout, no
     memory for it, or no complete placement of the rest within the stop)."""
     from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
-    from telamalloc.runtime.alloc.large._large import planner
 
     params = instance.params
     config = params.large.heavy
@@ -85,22 +85,36 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
         budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
         if solution.offsets is None or budget.cancelled():
             return None
-        pins = fixed.copy()
-        pins[members] = np.asarray(solution.offsets, dtype=np.int64)
-        made = planner(starts, ends, sizes, aligns, pins, config=params.large.placement)
+        return placed_around(instance, fixed, members, np.asarray(solution.offsets, dtype=np.int64), stop,
+                             budget.cancel)
     except MemoryError:
         return None
+
+
+def placed_around(instance: Instance, fixed: np.ndarray, members: np.ndarray, offsets: np.ndarray,
+                  stop: float | None, cancel=None):
+    """The buffers ``members`` pinned at ``offsets`` (with the pins ``fixed``), the rest placed
+    around them by each of ``HeavyConfig.orderings``, the lowest layout kept: (offsets, peak),
+    or None when no ordering completes before ``stop``. Raises MemoryError when there is no
+    room for the planner."""
+    from telamalloc.runtime.alloc.large._large import planner
+
+    params = instance.params
+    pins = fixed.copy()
+    pins[members] = offsets
+    made = planner(instance.starts, instance.ends, instance.sizes, instance.aligns, pins,
+                   config=params.large.placement)
     best, best_peak = None, None
-    for name in config.orderings:
+    for name in params.large.heavy.orderings:
         left = None if stop is None else stop - time.monotonic()
         if left is not None and left <= 0:
             break
-        offsets, result = made.run(orderings=1, first=index_of(name), time_limit=0.0 if left is None else left,
-                                   seed=params.seed, cancel=budget.cancel, slots=False)
-        if offsets is None or result["stopped"]:
+        placed, result = made.run(orderings=1, first=index_of(name), time_limit=0.0 if left is None else left,
+                                  seed=params.seed, cancel=cancel, slots=False)
+        if placed is None or result["stopped"]:
             break
         if best is None or result["peak"] < best_peak:
-            best, best_peak = offsets, int(result["peak"])
+            best, best_peak = placed, int(result["peak"])
     if best is None:
         return None
     return best, best_peak
