@@ -177,8 +177,9 @@ class HeavyConfig:
     area (bytes times lifetime)."""
     max_share: float = 0.25
     """Run only when the heavy buffers are at most this share of the buffers (0: never)."""
-    time_share: float = 0.5
-    """Under a time limit, the share of the time left their solve may take."""
+    time_share: float = 0.8
+    """Under a time limit, the share of the time left their solve may take (with two lanes of
+    its own: ``lanes._Running``)."""
     work: int = 60_000_000
     """Without a time limit, the work of their solve (deterministic) at effort 1, times the
     effort above it: the exact search's nodes times the heavy buffers (a node costs about

@@ -29,21 +29,32 @@ from telamalloc.runtime.alloc.large.lane import Lane, Planning
 
 class _Running:
     """How many large planner calls run in this process now (threads of one process share its
-    cores: a second lane is for a call that has the machine's second core to itself)."""
+    cores: a second lane is for a call that has the machine's second core to itself). A call
+    made inside another one in the same thread (heavy first's solve of its heavy buffers,
+    ``large/heavy.py``) is part of that call and is not counted: it may run a second lane
+    while its caller's first lane waits for it (the caller's second lane goes on beside
+    them, three threads on two cores: docs/decisions.md, "Heavy first's solve with two
+    lanes")."""
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._depth = threading.local()  # calls open in this thread
         self.count = 0
 
     @contextlib.contextmanager
     def call(self):
-        with self._lock:
-            self.count += 1
+        depth = getattr(self._depth, "value", 0)
+        if depth == 0:
+            with self._lock:
+                self.count += 1
+        self._depth.value = depth + 1
         try:
             yield
         finally:
-            with self._lock:
-                self.count -= 1
+            self._depth.value = depth
+            if depth == 0:
+                with self._lock:
+                    self.count -= 1
 
 
 RUNNING = _Running()
@@ -59,7 +70,7 @@ def lane_count(count: int, config: LargeConfig) -> int:
     """How many lanes the large planner runs under a time limit: two when there are at most
     ``lane_buffers`` buffers or more than ``huge_buffers`` (with orderings for the second
     lane), this process may use at least two cores, and no other planner call runs in this
-    process (``RUNNING``), else one."""
+    process (``RUNNING``: a call nested in this one's thread does not count), else one."""
     if config.lanes < 2 or config.lane_buffers < count <= config.huge_buffers or not second_schedule(count, config):
         return 1
     if RUNNING.count > 1:

@@ -195,6 +195,35 @@ def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_
     assert lanes.lane_count(1000, replace(DEFAULT, lanes=1)) == 1
 
 
+def test_a_call_nested_in_its_callers_thread_may_run_a_second_lane_but_a_call_in_another_thread_may_not(monkeypatch):
+    """Heavy first's solve (``large/heavy.py``) runs in the thread of the planner call that
+    makes it: it is part of that call, not another one, so it may run a second lane of its
+    own; a call from another thread at the same time is another call and gets one lane."""
+    monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    running = lanes._Running()
+    monkeypatch.setattr(lanes, "RUNNING", running)
+    seen = []
+
+    def enter(who: str) -> None:
+        with running.call():
+            seen.append((who, running.count, lanes.lane_count(1000, DEFAULT)))
+
+    with running.call():
+        seen.append(("caller", running.count, lanes.lane_count(1000, DEFAULT)))
+        with running.call():  # nested, in the caller's thread
+            seen.append(("nested", running.count, lanes.lane_count(1000, DEFAULT)))
+            other = threading.Thread(target=enter, args=("other",))
+            other.start()
+            other.join()
+        enter("nested again")
+    assert seen == [("caller", 1, 2), ("nested", 1, 2), ("other", 2, 1), ("nested again", 1, 2)]
+    assert running.count == 0
+    thread = threading.Thread(target=enter, args=("alone",))  # once the caller is done, a call alone
+    thread.start()
+    thread.join()
+    assert seen[-1] == ("alone", 1, 2)
+
+
 def _huge_lane_runs(monkeypatch, drop: bool):
     """deepnet(6000, 3) through solve() under a 2 s limit with huge_buffers lowered to 1000
     and two lanes, the second lane dropped at once by its governor when ``drop`` (else never
