@@ -183,7 +183,8 @@ class HeavyConfig:
     work: int = 60_000_000
     """Without a time limit, the work of their solve (deterministic) at effort 1, times the
     effort above it: the exact search's nodes times the heavy buffers (a node costs about
-    one unit per buffer searched)."""
+    one unit per buffer searched). Above ``LargeConfig.threshold`` heavy buffers their solve
+    is the large planner, which this does not bound: it runs at the caller's effort."""
     orderings: tuple[str, ...] = ("start", "first-fit")
     """The orderings that place the rest around them, the lowest layout kept."""
 

@@ -67,14 +67,19 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
     sub = Problem.from_columns(list(range(len(members))), starts[members], ends[members], sizes[members],
                                aligns[members], fixed[members])
-    # effort scales the work, from the same start: the nested solve runs at effort 1 (its
-    # first layout, on the large planner, is then the same at every effort), so a larger
-    # effort runs a longer prefix of the same schedule
+    # without a limit effort scales the work, from the same start: on the exact path the
+    # nested solve runs at effort 1 (its first layout, on the large planner, is then the same
+    # at every effort), so a larger effort runs a longer prefix of the same schedule; above
+    # the exact path's threshold the nested solve is the large planner itself, which the node
+    # budget does not bound, and it runs at the caller's effort (above 1: its whole-problem
+    # search, docs/decisions.md "Heavy first's solve with two lanes")
     effort = max(params.large.effort, 1)
+    planner_solve = stop is None and np.count_nonzero(sizes[members]) > params.large.threshold
     sub_params = dataclasses.replace(
         params, cpsat=False,
         node_limit=max(effort * config.work // len(members), 1) if stop is None else params.node_limit,
-        large=dataclasses.replace(params.large, effort=1, heavy=dataclasses.replace(config, max_share=0.0)))
+        large=dataclasses.replace(params.large, effort=effort if planner_solve else 1,
+                                  heavy=dataclasses.replace(config, max_share=0.0)))
     left = None if stop is None else stop - time.monotonic()
     if left is not None and left <= 0:
         return None

@@ -12,7 +12,7 @@ import pytest
 from telamalloc import Buffer, Problem, ProblemError, solve, validate
 from telamalloc.runtime.alloc.config import HeavyConfig, LargeConfig, WholeSearchConfig
 from telamalloc.runtime.alloc.generators import families
-from telamalloc.runtime.alloc.instance import make_instance
+from telamalloc.runtime.alloc.instance import Budget, make_instance
 from telamalloc.runtime.alloc.large import _large, heavy
 from telamalloc.runtime.alloc.large._large import planner
 from telamalloc.runtime.alloc.large.heavy import HEAVY, heavy_layout, heavy_members
@@ -98,6 +98,30 @@ def test_effort_scales_the_work_of_the_heavy_buffers_solve_from_the_same_start(m
         assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
     (limit_1, effort_1, peak_1), (limit_2, effort_2, peak_2) = seen
     assert effort_1 == effort_2 == 1 and 0 <= limit_2 - 2 * limit_1 <= 1 and peak_2 <= peak_1
+
+
+def test_above_the_exact_threshold_the_heavy_buffers_solve_runs_at_the_callers_effort(monkeypatch):
+    """There their solve is the large planner's, which the node budget does not bound: without
+    a limit it runs at the caller's effort (its whole-problem search above 1); under a limit
+    at effort 1, the clock governing."""
+    from telamalloc.runtime.alloc import api
+
+    seen = []
+    real = api.solve
+
+    def recorded(problem, *arguments, params=None, **options):
+        seen.append(params.large.effort)
+        return real(problem, *arguments, params=params, **options)
+
+    monkeypatch.setattr(api, "solve", recorded)
+    problem = families.generate("growing", 3000, 1).problem()
+    for effort in (1, 2):
+        instance = make_instance(problem, large_params(threshold=10, effort=effort))
+        assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
+    instance = make_instance(problem, large_params(threshold=10, effort=2))
+    stop = time.monotonic() + 0.5
+    heavy_layout(instance, Budget(stop), instance.fixed, stop)
+    assert seen == [1, 2, 1]
 
 
 def test_the_solve_of_the_heavy_buffers_runs_no_heavy_first_itself(monkeypatch):
