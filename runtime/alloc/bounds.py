@@ -62,7 +62,7 @@ def prove_bound(instance, base: Certificate, target: int | None, budget, config:
         if key in tried or len(members) > config.max_buffers[-1] or _stacks(instance, members):
             continue
         tried.add(key)
-        proved = _subset_bound(_subset_problem(instance, members), sub_params, budget)
+        proved = _subset_bound(subset_problem(instance, members), sub_params, budget)
         if proved is not None and proved > best.bound:
             best = Certificate("subset", int(proved), tuple(sub_ids(instance, members)), prover="exact search")
             if target is not None and best.bound >= target:
@@ -111,8 +111,10 @@ def sub_ids(instance, members: np.ndarray) -> list[Hashable]:
     return [every[int(live[i])] for i in members.tolist()]
 
 
-def _subset_problem(instance, members: np.ndarray) -> Problem:
-    pins = instance.fixed[members]
+def subset_problem(instance, members: np.ndarray, fixed: np.ndarray | None = None) -> Problem:
+    """The buffers ``members`` (positions into the instance's arrays) as a problem of their
+    own, ids 0..len-1, pinned as ``fixed`` says (None: the instance's pins)."""
+    pins = (instance.fixed if fixed is None else fixed)[members]
     return Problem.from_columns(list(range(len(members))), instance.starts[members], instance.ends[members],
                                 instance.sizes[members], instance.aligns[members], pins)
 

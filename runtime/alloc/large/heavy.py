@@ -22,10 +22,10 @@ import time
 
 import numpy as np
 
+from telamalloc.runtime.alloc.bounds import subset_problem
 from telamalloc.runtime.alloc.config import HeavyConfig
 from telamalloc.runtime.alloc.instance import Budget, Counters, Instance
 from telamalloc.runtime.alloc.large.orderings import index_of
-from telamalloc.runtime.alloc.problem import Problem
 
 HEAVY = "heavy-first"  # the name its layout wins under in the message
 
@@ -64,9 +64,7 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     members = heavy_members(instance, fixed, config)
     if members is None:
         return None
-    starts, ends, sizes, aligns = instance.starts, instance.ends, instance.sizes, instance.aligns
-    sub = Problem.from_columns(list(range(len(members))), starts[members], ends[members], sizes[members],
-                               aligns[members], fixed[members])
+    sub = subset_problem(instance, members, fixed)
     # without a limit effort scales the work, from the same start: on the exact path the
     # nested solve runs at effort 1 (its first layout, on the large planner, is then the same
     # at every effort), so a larger effort runs a longer prefix of the same schedule; above
@@ -74,7 +72,7 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     # budget does not bound, and it runs at the caller's effort (above 1: its whole-problem
     # search, docs/decisions.md "Heavy first's solve with two lanes")
     effort = max(params.large.effort, 1)
-    planner_solve = stop is None and np.count_nonzero(sizes[members]) > params.large.threshold
+    planner_solve = stop is None and np.count_nonzero(instance.sizes[members]) > params.large.threshold
     sub_params = dataclasses.replace(
         params, cpsat=False,
         node_limit=max(effort * config.work // len(members), 1) if stop is None else params.node_limit,
