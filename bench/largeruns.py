@@ -195,12 +195,18 @@ def launch(arguments: list[str], timeout: float | None = None, address_space: in
     return Launched(process.returncode, stdout, stderr[:measured.start()], float(measured[2]), int(measured[1]))
 
 
-def run_tela_alloc(path: Path, output: Path, options: list[str], problem) -> Measure:
+def run_tela_alloc(path: Path, output: Path, options: list[str], problem, check_bound: bool = False) -> Measure:
     """One whole `tela-alloc --minimize OPTIONS` process on ``path``; its written layout is
-    validated against ``problem``."""
-    if output.exists():
-        output.unlink()
-    done = launch(["-m", "telamalloc.tools.tela_alloc", "--minimize", *options, f"--input={path}", f"--output={output}"])
+    validated against ``problem``. ``check_bound``: it also writes a JSON report, whose
+    certificate of the lower bound `tela-alloc --check-bound` then checks in a process of its
+    own, not timed (``Measure.checked``)."""
+    report = output.with_name(output.name + ".report.json")
+    for written in (output, report):
+        if written.exists():
+            written.unlink()
+    extra = [f"--report={report}", "--report-format=json"] if check_bound else []
+    done = launch(["-m", "telamalloc.tools.tela_alloc", "--minimize", *options, *extra, f"--input={path}",
+                   f"--output={output}"])
     fields = dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
     if done.seconds is None or done.status != 0 or fields.get("peak", "-") == "-" or not output.exists():
         message = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]
@@ -211,7 +217,21 @@ def run_tela_alloc(path: Path, output: Path, options: list[str], problem) -> Mea
     if invalid:
         return Measure(note=f"failed: INVALID: {invalid[0]}")
     bound = fields.get("lower bound", "").split(" ", 1)[0]
-    return Measure(int(fields["peak"]), done.seconds, done.kib, bound=int(bound) if bound.isdigit() else None)
+    return Measure(int(fields["peak"]), done.seconds, done.kib, bound=int(bound) if bound.isdigit() else None,
+                   checked=check_report(path, report) if check_bound else "")
+
+
+def check_report(path: Path, report: Path) -> str:
+    """What `tela-alloc --check-bound=REPORT` says of the certificate in ``report``:
+    "confirmed", "not settled: ...", "refuted: ..." or "check failed: ..."."""
+    done = launch(["-m", "telamalloc.tools.tela_alloc", f"--input={path}", f"--check-bound={report}"])
+    said = next((line for line in done.stdout.splitlines() if line.startswith("bound check: ")), "")
+    if done.status == 0 and f" {largesuite.CONFIRMED}: " in said:
+        return largesuite.CONFIRMED
+    if done.status == 3 and " not settled: " in said:
+        return "not settled: " + said.split(" not settled: ", 1)[1]
+    message = (done.stderr.strip() or done.stdout.strip() or "no output").splitlines()[0]
+    return ("refuted: " if done.status == 4 else f"check failed: exit {done.status}: ") + message
 
 
 OMNIMALLOC_CHILD = r"""
@@ -326,13 +346,17 @@ class Bench:
     def planner(self, path: Path, output: Path, instance, timeout: float) -> Measure:
         """The median of ``runs`` planner runs (the middle peak; seconds: the median; memory:
         the largest); a failure when any run fails."""
-        measures = [run_tela_alloc(path, output, [f"--timeout={timeout:g}s"], instance) for _ in range(self.runs)]
+        measures = [run_tela_alloc(path, output, [f"--timeout={timeout:g}s"], instance, check_bound=True)
+                    for _ in range(self.runs)]
         failed = [measure for measure in measures if measure.peak is None]
         if failed:
             return failed[0]
-        bounds = [m.bound for m in measures if m.bound is not None]
+        bounded = [m for m in measures if m.bound is not None]
+        highest = max(bounded, key=lambda m: m.bound) if bounded else None  # every bound is proved: the highest
+        unconfirmed = [m.checked for m in measures if m.checked != largesuite.CONFIRMED]
         return Measure(statistics.median_low(m.peak for m in measures), statistics.median(m.seconds for m in measures),
-                       max(m.kib for m in measures), bound=max(bounds) if bounds else None)  # every bound is proved: the highest
+                       max(m.kib for m in measures), bound=None if highest is None else highest.bound,
+                       checked=unconfirmed[0] if unconfirmed else largesuite.CONFIRMED)
 
     def cached(self, digest: str, key: str, compute: Callable[[], Measure], run: bool = True) -> Measure | None:
         """The cached result of ``key`` on the file ``digest``, else ``compute()`` (when

@@ -62,6 +62,7 @@ class Measure:
     kib: int | None = None
     note: str = ""  # why there is no peak ("failed: ..."), or "misaligned N" (omnimalloc ignores alignments)
     bound: int | None = None  # ours: the proved lower bound tela-alloc printed (`lower bound:`)
+    checked: str = ""  # ours: what `tela-alloc --check-bound` said of the bound's certificate ("": not asked)
 
     def ratio(self, load: int) -> float | None:
         return None if self.peak is None else self.peak / max(load, 1)
@@ -71,11 +72,13 @@ class Measure:
         return None if self.peak is None or not self.bound else self.peak / self.bound - 1
 
     def to_json(self) -> dict:
-        return {"peak": self.peak, "seconds": self.seconds, "kib": self.kib, "note": self.note, "bound": self.bound}
+        return {"peak": self.peak, "seconds": self.seconds, "kib": self.kib, "note": self.note, "bound": self.bound,
+                "checked": self.checked}
 
     @staticmethod
     def from_json(data: dict) -> Measure:
-        return Measure(data.get("peak"), data.get("seconds"), data.get("kib"), data.get("note", ""), data.get("bound"))
+        return Measure(data.get("peak"), data.get("seconds"), data.get("kib"), data.get("note", ""), data.get("bound"),
+                       data.get("checked", ""))
 
 
 @dataclass
@@ -282,6 +285,20 @@ def beaten_lines(rows: Sequence[Row]) -> list[str]:
     return lines
 
 
+CONFIRMED = "confirmed"
+
+
+def bound_lines(rows: Sequence[Row]) -> list[str]:
+    """How many of the planner's bounds `tela-alloc --check-bound` confirmed from their
+    certificates, and every file where it did not (not settled, refuted, or the check failed)."""
+    asked = [row for row in rows if row.planner.checked]
+    others = [row for row in asked if row.planner.checked != CONFIRMED]
+    lines = [f"Lower bounds whose certificate `tela-alloc --check-bound` confirmed: {len(asked) - len(others)} of "
+             f"{len(asked)}" + (":" if others else "")]
+    lines += [f"  {row.name}: bound {row.planner.bound}: {row.planner.checked}" for row in others]
+    return lines
+
+
 def report(rows: Sequence[Row]) -> list[str]:
     """Every table after the per-file one: omnimalloc's allocators, the aggregate, the
     files where a baseline beats the planner."""
@@ -293,6 +310,7 @@ def report(rows: Sequence[Row]) -> list[str]:
               *aggregate_table(rows)]
     lines += ["", "The planner's gaps: to LOAD and to its proved lower bound (geometric means; the optimum lies between bound and peak):",
               *gap_table(rows)]
+    lines += ["", *bound_lines(rows)]
     beaten = beaten_lines(rows)
     lines += ["", f"Files where a baseline beats large: {len(beaten)} of {len(rows)}" + (":" if beaten else "")
               + (" (the bytes each saves; * an omnimalloc layout that breaks an alignment)" if beaten else "")]

@@ -1,6 +1,6 @@
 """bench/largesuite.py, the reporting half of bench/large: which baseline beats the planner
-where, the aggregate per size, the tables and the baselines' cache; and bench/large's
-option helpers. No timings: rows are made by hand."""
+where, the aggregate per size, the tables and the baselines' cache; bench/large's option
+helpers; and largeruns' check of a planner run's bound. No timings: rows are made by hand."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))  # as bench/large does: its modules import each other by name
+import largeruns  # noqa: E402
 import largesuite  # noqa: E402
+
+from telamalloc.runtime.alloc.csv_io import read_csv, write_problem  # noqa: E402
+from telamalloc.runtime.alloc.generators.families import generate  # noqa: E402
 
 _LOADER = importlib.machinery.SourceFileLoader("bench_large_script", str(ROOT / "bench" / "large"))
 bench_large = importlib.util.module_from_spec(importlib.util.spec_from_loader("bench_large_script", _LOADER))
@@ -126,6 +130,33 @@ def test_the_gap_table_sets_the_load_gap_against_the_proved_gap_per_family():
     assert growing[3] == f"{100 * (math.sqrt(1.2 * 1.1) - 1):.2f}%" and growing[5:] == ["20.00%", "10.00%"]
     assert lines[3].split()[:5] == ["deepnet", "10000", "1", "0.00%", "0.00%"]
     assert lines[4].split()[:3] == ["idealloc", "-", "1"] and len(lines) == 5  # no bound: not counted
+
+
+def test_the_bound_lines_count_the_confirmed_certificates_and_name_the_others():
+    rows = [Row("a", "g", 1, 100, 2.0, Measure(110, bound=100, checked="confirmed")),
+            Row("b", "g", 1, 100, 2.0, Measure(110, bound=105, checked="not settled: CP-SAT settled nothing")),
+            Row("c", "g", 1, 100, 2.0, Measure(110, bound=100)),  # not asked (a baseline's, or from a cache)
+            Row("d", "g", 1, 100, 2.0, Measure(110, bound=100, checked="confirmed"))]
+    assert largesuite.bound_lines(rows) == [
+        "Lower bounds whose certificate `tela-alloc --check-bound` confirmed: 2 of 3:",
+        "  b: bound 105: not settled: CP-SAT settled nothing"]
+    assert largesuite.bound_lines(rows[:1]) == ["Lower bounds whose certificate `tela-alloc --check-bound` confirmed: 1 of 1"]
+    assert Measure.from_json(rows[1].planner.to_json()) == rows[1].planner
+
+
+def test_the_planner_runs_bound_is_checked_from_its_report_and_a_wrong_one_is_refuted(tmp_path):
+    path = tmp_path / "unet.csv"
+    write_problem(path, generate("unet", 300, 0).problem())
+    output = tmp_path / "out.csv"
+    measure = largeruns.run_tela_alloc(path, output, ["--timeout=5s"], read_csv(path).problem, check_bound=True)
+    assert measure.peak is not None and measure.bound is not None and measure.checked == "confirmed"
+    report = output.with_name(output.name + ".report.json")
+    data = json.loads(report.read_text())
+    data["reports"][0]["certificate"]["bound"] += 1  # one byte more than its buffers take
+    report.write_text(json.dumps(data))
+    said = largeruns.check_report(path, report)
+    assert said.startswith("refuted: ") and "is refuted" in said
+    assert largeruns.run_tela_alloc(path, output, ["--timeout=5s"], read_csv(path).problem).checked == ""  # not asked
 
 
 def test_a_misaligned_omnimalloc_layout_is_marked():
