@@ -30,7 +30,7 @@ start to the root; (b) a tree over the buffers sorted by start, whose nodes at h
 buffers; the run of buffers starting inside i's lifetime is read as those blocks plus
 single buffers at the ragged ends. Buffers that start together meet in (a)'s one union,
 merged, so many buffers live at once cost no more per placement than a few. Each union is sorted and read in place, the single buffers are sorted into one
-run, and a k-way merge (a heap of run heads) feeds the best-fit / first-fit scan of
+run, and a k-way merge (a tournament of run heads) feeds the best-fit / first-fit scan of
 _spans.pxi in increasing order without sorting the rest (first-fit stops at its gap). A
 query reads a few unions instead of every neighbour, so one ordering costs
 about O(n log n) union operations plus the sizes of the unions read, and memory stays
@@ -137,15 +137,10 @@ cdef int _cover_add(Cover* cover, int64_t lo, int64_t hi) except -1 nogil:
 
 
 # A sorted run of byte ranges read in place (a union's own array, or the sorted single
-# buffers of a query), and a heap entry of the k-way merge: a run and the ``lo`` of its head.
+# buffers of a query).
 ctypedef struct Run:
     Span* cur
     Span* end
-
-
-ctypedef struct Head:
-    int64_t lo
-    int64_t run
 
 
 cdef class _Planner:
@@ -166,10 +161,15 @@ cdef class _Planner:
     cdef Span* spans  # the single buffers (not unions) a query reads
     cdef int64_t span_capacity
     # The ranges a query reads come as sorted runs (each union is sorted; the single buffers
-    # are sorted into one run), read in place, and a heap of runs for the k-way merge of
-    # _merged_offset.
+    # are sorted into one run), read in place, and the k-way merge of _merged_offset's
+    # tournament: per leaf its run and the ``lo`` of the run's head (``leaves``, ``keys``),
+    # per inner node the leaf that lost there (``losers``); ``winners`` is scratch for
+    # building it.
     cdef Run* runs
-    cdef Head* heap
+    cdef int64_t* keys
+    cdef int64_t* leaves
+    cdef int64_t* losers
+    cdef int64_t* winners
     cdef int64_t run_count
     cdef int64_t run_capacity
     cdef int64_t work  # byte ranges read so far
@@ -315,7 +315,10 @@ cdef class _Planner:
         self.spans = NULL
         self.span_capacity = 0
         self.runs = NULL
-        self.heap = NULL
+        self.keys = NULL
+        self.leaves = NULL
+        self.losers = NULL
+        self.winners = NULL
         self.run_count = 0
         self.run_capacity = 0
         self.work = 0
@@ -333,7 +336,10 @@ cdef class _Planner:
         free(self.placed)
         free(self.spans)
         free(self.runs)
-        free(self.heap)
+        free(self.keys)
+        free(self.leaves)
+        free(self.losers)
+        free(self.winners)
         if self.position_covers != NULL:
             for v in range(self.position_width):
                 free(self.position_covers[v].data)
@@ -469,24 +475,37 @@ cdef class _Planner:
         return 0
 
     cdef int _add_run(self, Span* begin, Span* end) except -1 nogil:
-        cdef Run* grown_runs
-        cdef Head* grown_heap
         cdef int64_t capacity
         if self.run_count == self.run_capacity:
             capacity = self.run_capacity * 2 + 64
             with gil:
-                grown_runs = <Run*>realloc(self.runs, capacity * sizeof(Run))
-                if grown_runs == NULL:
-                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-                self.runs = grown_runs
-                grown_heap = <Head*>realloc(self.heap, capacity * sizeof(Head))
-                if grown_heap == NULL:
-                    raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-                self.heap = grown_heap
+                self._grow_runs(capacity)
             self.run_capacity = capacity
         self.runs[self.run_count].cur = begin
         self.runs[self.run_count].end = end
         self.run_count += 1
+        return 0
+
+    cdef int _grow_runs(self, int64_t capacity) except -1:
+        """Room for ``capacity`` runs and a tournament over them (at most 2 x capacity leaves,
+        a power of two)."""
+        cdef void* grown
+        grown = realloc(self.runs, capacity * sizeof(Run))
+        if grown != NULL:
+            self.runs = <Run*>grown
+            grown = realloc(self.keys, 2 * capacity * sizeof(int64_t))
+        if grown != NULL:
+            self.keys = <int64_t*>grown
+            grown = realloc(self.leaves, 2 * capacity * sizeof(int64_t))
+        if grown != NULL:
+            self.leaves = <int64_t*>grown
+            grown = realloc(self.losers, 2 * capacity * sizeof(int64_t))
+        if grown != NULL:
+            self.losers = <int64_t*>grown
+            grown = realloc(self.winners, 4 * capacity * sizeof(int64_t))
+        if grown == NULL:
+            raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
+        self.winners = <int64_t*>grown
         return 0
 
     cdef int64_t _best_fit(self, int64_t i) except -1 nogil:
@@ -495,31 +514,24 @@ cdef class _Planner:
         self._gather_covers(i)
         return self._merged_offset(self.sizes[i], self.aligns[i])
 
-    cdef void _sift_down(self, int64_t at, int64_t length) noexcept nogil:
-        cdef int64_t child
-        cdef Head item = self.heap[at]
-        while True:
-            child = 2 * at + 1
-            if child >= length:
-                break
-            if child + 1 < length and self.heap[child + 1].lo < self.heap[child].lo:
-                child += 1
-            if not self.heap[child].lo < item.lo:
-                break
-            self.heap[at] = self.heap[child]
-            at = child
-        self.heap[at] = item
-
     cdef int64_t _merged_offset(self, int64_t size, int64_t alignment) noexcept nogil:
         """_choose_offset of _spans.pxi on the gathered runs, without sorting them: a k-way
-        merge of the sorted runs (a heap by ``lo`` of their heads; the longest run is read
-        beside the heap, a comparison per range instead of a sift) feeds the same scan in
-        increasing ``lo`` order (ties in any order give the same answer), so the offset is
-        exactly _choose_offset's. First-fit stops at the first gap that fits, best-fit at a
-        gap of exactly the size (no smaller one can fit; ties keep the lowest) or, with
-        ``gaps``, after that many gaps that fit."""
+        merge of the sorted runs feeds the same scan in increasing ``lo`` order (ties in any
+        order give the same answer), so the offset is exactly _choose_offset's. The merge is
+        a tournament of the runs' heads (a loser tree: the next head replays one path, a
+        comparison per level, where a binary heap's sift makes two and branches on both),
+        its comparisons made with selects: which run comes next is data, which a branch
+        predictor mostly gets wrong on fragmented layouts (thousands of interleaved ranges a
+        query). The longest run is read beside it, a comparison per range. First-fit stops
+        at the first gap that fits, best-fit at a gap of exactly the size (no smaller one can
+        fit; ties keep the lowest) or, with ``gaps``, after that many gaps that fit."""
         cdef int64_t runs = self.run_count, r, length = 0, floor = 0, candidate, gap, longest = -1
         cdef int64_t best_offset = -1, best_gap = INT64_MAX_C, fitting = 0
+        cdef int64_t width = 1, node, winner = 0, key = INT64_MAX_C, contender, a, b, other, mask, flip
+        cdef int64_t* keys = self.keys
+        cdef int64_t* leaves = self.leaves
+        cdef int64_t* losers = self.losers
+        cdef int64_t* winners = self.winners
         cdef Span span
         cdef Run* run
         cdef Span* big = NULL
@@ -530,29 +542,49 @@ cdef class _Planner:
                 big = self.runs[r].cur
                 big_end = self.runs[r].end
         for r in range(runs):
-            if r != longest and self.runs[r].cur < self.runs[r].end:  # never empty today; kept out of the heap if so
-                self.heap[length].lo = self.runs[r].cur.lo
-                self.heap[length].run = r
+            if r != longest and self.runs[r].cur < self.runs[r].end:  # never empty today; kept out if so
+                leaves[length] = r
+                keys[length] = self.runs[r].cur.lo
                 length += 1
-        r = length // 2 - 1
-        while r >= 0:
-            self._sift_down(r, length)
-            r -= 1
-        while True:
-            if big < big_end and (length == 0 or big.lo <= self.heap[0].lo):
+        if length:
+            while width < length:
+                width <<= 1
+            for r in range(length, width):  # empty leaves: an end that never wins
+                leaves[r] = -1
+                keys[r] = INT64_MAX_C
+            for r in range(width):
+                winners[width + r] = r
+            node = width - 1
+            while node >= 1:  # each inner node keeps the loser, passes the winner up
+                a = winners[2 * node]
+                b = winners[2 * node + 1]
+                if keys[b] < keys[a]:
+                    a, b = b, a
+                winners[node], losers[node] = a, b
+                node -= 1
+            winner = winners[1]
+            key = keys[winner]
+        while True:  # ``key``: the lo of the winner's head (INT64_MAX_C: every run read)
+            if big < big_end and big.lo <= key:
                 span = big[0]
                 big += 1
-            elif length > 0:
-                run = &self.runs[self.heap[0].run]
+            elif key != INT64_MAX_C:
+                run = &self.runs[leaves[winner]]
                 span = run.cur[0]
                 run.cur += 1
-                if run.cur == run.end:
-                    length -= 1
-                    self.heap[0] = self.heap[length]
-                else:
-                    self.heap[0].lo = run.cur.lo
-                if length > 1:
-                    self._sift_down(0, length)
+                key = run.cur.lo if run.cur < run.end else INT64_MAX_C
+                keys[winner] = key
+                node = (width + winner) >> 1
+                while node >= 1:  # replay the winner's path: it meets the losers stored there
+                    # selects, not branches: which run wins a node is data, not a pattern
+                    contender = losers[node]
+                    other = keys[contender]
+                    mask = -<int64_t>(other < key)  # all ones when the contender wins
+                    flip = (winner ^ contender) & mask
+                    losers[node] = contender ^ flip
+                    winner ^= flip
+                    key ^= (key ^ other) & mask
+                    node >>= 1
             else:
                 break
             if span.lo > floor:
