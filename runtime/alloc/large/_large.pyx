@@ -136,6 +136,15 @@ cdef int _cover_add(Cover* cover, int64_t lo, int64_t hi) except -1 nogil:
     return 0
 
 
+cdef void* _grown(void* data, size_t size) except NULL:
+    """``data`` reallocated to ``size`` bytes (MemoryError when there is no room: ``data``
+    stays as it was)."""
+    cdef void* grown = realloc(data, size)
+    if grown == NULL:
+        raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
+    return grown
+
+
 # A sorted run of byte ranges read in place (a union's own array, or the sorted single
 # buffers of a query).
 ctypedef struct Run:
@@ -489,23 +498,11 @@ cdef class _Planner:
     cdef int _grow_runs(self, int64_t capacity) except -1:
         """Room for ``capacity`` runs and a tournament over them (at most 2 x capacity leaves,
         a power of two)."""
-        cdef void* grown
-        grown = realloc(self.runs, capacity * sizeof(Run))
-        if grown != NULL:
-            self.runs = <Run*>grown
-            grown = realloc(self.keys, 2 * capacity * sizeof(int64_t))
-        if grown != NULL:
-            self.keys = <int64_t*>grown
-            grown = realloc(self.leaves, 2 * capacity * sizeof(int64_t))
-        if grown != NULL:
-            self.leaves = <int64_t*>grown
-            grown = realloc(self.losers, 2 * capacity * sizeof(int64_t))
-        if grown != NULL:
-            self.losers = <int64_t*>grown
-            grown = realloc(self.winners, 4 * capacity * sizeof(int64_t))
-        if grown == NULL:
-            raise MemoryError("the large planner ran out of memory for neighbour byte ranges")
-        self.winners = <int64_t*>grown
+        self.runs = <Run*>_grown(self.runs, capacity * sizeof(Run))
+        self.keys = <int64_t*>_grown(self.keys, 2 * capacity * sizeof(int64_t))
+        self.leaves = <int64_t*>_grown(self.leaves, 2 * capacity * sizeof(int64_t))
+        self.losers = <int64_t*>_grown(self.losers, 2 * capacity * sizeof(int64_t))
+        self.winners = <int64_t*>_grown(self.winners, 4 * capacity * sizeof(int64_t))
         return 0
 
     cdef int64_t _best_fit(self, int64_t i) except -1 nogil:
