@@ -43,7 +43,9 @@ The orderings in start order ("start", "start-first-fit") need no queries: a buf
 placed neighbours are then the ones live at its start (and the pins), so one sweep over time
 places each buffer into an index of the free gaps of the live byte ranges
 (``_start_construct``, ``_gaps.pxi``): the same layouts in O(log m) per placement for m
-live buffers, however fragmented the layout (``PlacementConfig.start_sweep``).
+live buffers, however fragmented the layout (``PlacementConfig.start_sweep``). The
+orderings in end order ("end", "end-first-fit": the latest end first) are the same sweep
+over the trace reversed in time, where their neighbours are the ones live at their end.
 
 Gravity (``_Planner.gravity``, ``settle``) improves a layout afterwards: buffers re-placed
 first-fit in the order of their offsets never move up (each one's old place still fits),
@@ -699,6 +701,8 @@ FIXED_ORDERINGS = (
     ("degree", 0.0, "by-degree", False),
     ("degree-first-fit", 0.0, "by-degree", True),
     ("size-start-first-fit", 0.0, "start", True),
+    ("end", 0.0, "by-end", False),
+    ("end-first-fit", 0.0, "by-end", True),
 )
 # The random orderings draw from (seed, RANDOM_BASE + N) for "random-N": their layouts stay
 # the same when fixed orderings are added.
@@ -849,15 +853,18 @@ def ordering(index, starts, ends, sizes, seed=0, load=None, load_point=None, swe
     return np.lexsort((position, key, -classes)).astype(np.int64), first_fit
 
 
-CLASSIC_KEYS = ("by-start", "by-duration", "by-area", "by-degree")
+CLASSIC_KEYS = ("by-start", "by-end", "by-duration", "by-area", "by-degree")
 
 
 def _classic_key(tie, starts, ends, sizes, lengths):
-    """The sort key (ascending) of a classic ordering: earlier start, longer lifetime, larger
-    area (size x lifetime, in floats: the product can pass 64 bits) or more overlapping
-    buffers (the conflict degree, counted with two binary searches per buffer)."""
+    """The sort key (ascending) of a classic ordering: earlier start, later end (start order
+    on the trace reversed in time), longer lifetime, larger area (size x lifetime, in floats:
+    the product can pass 64 bits) or more overlapping buffers (the conflict degree, counted
+    with two binary searches per buffer)."""
     if tie == "by-start":
         return starts
+    if tie == "by-end":
+        return -ends
     if tie == "by-duration":
         return -lengths
     if tie == "by-area":
@@ -1014,14 +1021,15 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_lim
             high = np.flatnonzero(planner.load[sequence] >= config.short_tail_share * planner.load.max())
             tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
         swept_start = (orders is None and config.start_sweep and index < len(FIXED_ORDERINGS)
-                       and FIXED_ORDERINGS[index][2] == "by-start")
+                       and FIXED_ORDERINGS[index][2] in ("by-start", "by-end"))
         placed_count = -1
         if out_of_time:
             placed_count = 0
         elif tail:
             placed_count = _construct_tail(planner, sequence, tail, deadline, cancel, info)
         elif swept_start:  # -1 when the sweep does not apply (pins meeting each other)
-            placed_count = _start_construct(planner, sequence, len(pinned), deadline, cancel)
+            placed_count = _start_construct(planner, sequence, len(pinned), deadline, cancel,
+                                            FIXED_ORDERINGS[index][2] == "by-end")
             info["swept"] += placed_count >= 0
         if placed_count < 0:
             placed_count = _construct(planner, sequence, deadline, cancel)
@@ -1096,11 +1104,16 @@ ctypedef struct SweepCursor:
     int64_t pinned  # ... and pin_order positions
 
 
-cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, object deadline, object cancel) except -2:
+cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, object deadline, object cancel,
+                              bint reversed_time=False) except -2:
     """``_construct`` for the orderings in start order ("start", "start-first-fit"), in one
     sweep over time: the same layout in O(log m) per placement (m: the byte ranges live at
     once) however fragmented the layout, where the neighbour queries read every range
-    between a buffer's placed neighbours.
+    between a buffer's placed neighbours. ``reversed_time``: the same sweep on the trace
+    reversed in time (each lifetime [s, e) taken as [H - e, H - s), H the latest end), for
+    the orderings in end order ("end", "end-first-fit"): reversal keeps every pair that
+    overlaps and no other, so the layout is valid for the trace as given, and it is the
+    neighbour queries' layout for that order.
 
     Why it is the same layout: in start order every buffer placed before i started at or
     before i, so its placed neighbours are the free buffers live at i's start and the pins
@@ -1123,6 +1136,11 @@ cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, obj
     cdef SweepCursor cursor
     cdef int status = 0
     starts, ends, sizes = np.asarray(planner.starts), np.asarray(planner.ends), np.asarray(planner.sizes)
+    if reversed_time:
+        horizon = int(ends.max())
+        starts, ends = horizon - ends, horizon - starts
+    cdef const int64_t[::1] start_view = starts
+    cdef const int64_t[::1] end_view = ends
     row = np.ascontiguousarray(sequence[pin_count:], dtype=np.int64)
     if count > 1 and np.any(starts[row[1:]] < starts[row[:count - 1]]):
         return -1
@@ -1150,8 +1168,8 @@ cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, obj
                 break
             chunk_end = min(count, (placed + 1) | 1023)
             with nogil:
-                status = _sweep_places(planner, &gaps, row_view, lows, highs, ending_view, pin_view, placed, chunk_end,
-                                       &cursor)
+                status = _sweep_places(planner, &gaps, start_view, end_view, row_view, lows, highs, ending_view, pin_view,
+                                       placed, chunk_end, &cursor)
             if status:
                 return -1
             placed = chunk_end
@@ -1161,7 +1179,8 @@ cdef int64_t _start_construct(_Planner planner, sequence, int64_t pin_count, obj
     return pin_count + placed
 
 
-cdef int _sweep_places(_Planner planner, Gaps* gaps, const int64_t[::1] row, const int64_t[::1] future_lo,
+cdef int _sweep_places(_Planner planner, Gaps* gaps, const int64_t[::1] starts, const int64_t[::1] ends,
+                       const int64_t[::1] row, const int64_t[::1] future_lo,
                        const int64_t[::1] future_hi, const int64_t[::1] end_order, const int64_t[::1] pin_order,
                        int64_t first, int64_t last, SweepCursor* cursor) except -1 nogil:
     """Place row[first:last] (in start order) after the events before each one's start: the
@@ -1171,15 +1190,15 @@ cdef int _sweep_places(_Planner planner, Gaps* gaps, const int64_t[::1] row, con
     cdef int64_t r, i, j, t, size, offset, ended_count = end_order.shape[0], pin_count = pin_order.shape[0]
     for r in range(first, last):
         i = row[r]
-        t = planner.starts[i]
+        t = starts[i]
         while True:
-            if cursor.ended < ended_count and planner.ends[end_order[cursor.ended]] <= t and (
+            if cursor.ended < ended_count and ends[end_order[cursor.ended]] <= t and (
                     cursor.pinned == pin_count
-                    or planner.ends[end_order[cursor.ended]] <= planner.starts[pin_order[cursor.pinned]]):
+                    or ends[end_order[cursor.ended]] <= starts[pin_order[cursor.pinned]]):
                 j = end_order[cursor.ended]
                 _gaps_release(gaps, planner.offsets[j], planner.offsets[j] + planner.sizes[j])
                 cursor.ended += 1
-            elif cursor.pinned < pin_count and planner.starts[pin_order[cursor.pinned]] <= t:
+            elif cursor.pinned < pin_count and starts[pin_order[cursor.pinned]] <= t:
                 j = pin_order[cursor.pinned]
                 if _gaps_occupy(gaps, planner.offsets[j], planner.offsets[j] + planner.sizes[j]):
                     return 1

@@ -1,5 +1,6 @@
 """The sweep of the orderings in start order ("start", "start-first-fit": ``_start_construct``
-in runtime/alloc/large/_large.pyx, the free gaps in ``_gaps.pxi``): the same layouts as the
+in runtime/alloc/large/_large.pyx, the free gaps in ``_gaps.pxi``) and in end order ("end",
+"end-first-fit": the same sweep on the trace reversed in time): the same layouts as the
 neighbour queries (``PlacementConfig(start_sweep=False)``), byte for byte, valid, a flat
 cost per placement, and a whole layout when cut short."""
 
@@ -16,7 +17,7 @@ from telamalloc.runtime.alloc.large.orderings import index_of
 
 from .conftest import FlagAfter, problem_of
 
-START_ORDERINGS = ("start", "start-first-fit")
+START_ORDERINGS = ("start", "start-first-fit", "end", "end-first-fit")
 QUERIES = PlacementConfig(start_sweep=False)
 
 
@@ -62,6 +63,22 @@ def test_the_sweep_places_exactly_as_the_neighbour_queries(seed):
         assert offsets.tolist() == expected.tolist(), (name, pins)
         assert info["swept"] == 1 and expected_info["swept"] == 0
         assert info["peak"] == expected_info["peak"]
+        assert validate(problem_of(arrays), offsets.tolist()) == []
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_end_orderings_are_the_start_orderings_of_the_trace_reversed_in_time(seed):
+    """"end" places as "start" does on the lifetimes [H - e, H - s) (H: the latest end),
+    pins included, and the layout is valid for the trace as given."""
+    pins = ("none", "lifted", "anywhere", "both")[seed % 4]
+    arrays = random_arrays(500 + seed, int(np.random.default_rng(seed).integers(1, 400)), pins)
+    starts, ends = arrays[:2]
+    horizon = int(ends.max())
+    reversed_arrays = (horizon - ends, horizon - starts) + arrays[2:]
+    for name, mirrored in (("end", "start"), ("end-first-fit", "start-first-fit")):
+        offsets, info = planner(*arrays).run(orderings=1, first=index_of(name))
+        expected, _ = planner(*reversed_arrays).run(orderings=1, first=index_of(mirrored))
+        assert info["swept"] == 1 and offsets.tolist() == expected.tolist(), (name, pins)
         assert validate(problem_of(arrays), offsets.tolist()) == []
 
 
