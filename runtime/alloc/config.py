@@ -122,7 +122,8 @@ class PlacementConfig:
     buffers down costs at most this many union insertions per buffer."""
     start_sweep: bool = True
     """The orderings in start order ("start", "start-first-fit") place their buffers in one
-    sweep over time, into an index of the free gaps: O(log m) per placement (m: the buffers
+    sweep over time, and those in end order ("end", "end-first-fit") in the same sweep over
+    the trace reversed in time, into an index of the free gaps: O(log m) per placement (m: the buffers
     live at once) however fragmented the layout, where the neighbour queries of the other
     orderings read every byte range between a buffer's placed neighbours. The same layouts
     either way; False: the neighbour queries (for the tests and benchmarks comparing the two)."""
@@ -242,10 +243,12 @@ class ReplacementConfig:
     ranges (fewer buffers for the planner; False: every crossing buffer pinned)."""
 
 
-FLOOR = ("start", "contention-end", "class-2-start-first-fit", "first-fit")
+FLOOR = ("start", "end", "contention-end", "class-2-start-first-fit", "first-fit")
 """Chosen on the tuning suite (docs/decisions.md, "The floor"): "start" is placed by the start
 sweep in O(log m) per placement whatever the fragmentation, so a layout exists early on every
-shape; the others are the cheap orderings whose best covers the most files."""
+shape; "end" is the same sweep on the trace reversed in time, as cheap, lower than "start" on
+a third of the suite's files; the others are the cheap orderings whose best covers the most
+files."""
 
 SCHEDULE = (
     "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
@@ -290,8 +293,10 @@ class LargeConfig:
     never worse than its best member. Orderings of the floor are not run again in the
     schedule. Under a time limit it runs cheapest-robust first, with both greedy baselines'
     orderings (``orderings.floor_for``; not above ``huge_buffers``)."""
-    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit")
-    """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit there)."""
+    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name not in ("first-fit", "end"))
+    """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit
+    there; "end", a second sweep of a second or more there, goes to the second lane:
+    ``huge_lane_floor``)."""
     schedule: tuple[str, ...] = SCHEDULE
     """The orderings in the order tried after the floor; seeded random ones ("random-1", ...) follow."""
     huge_schedule: tuple[str, ...] = ("sweep-medium-8", "sweep-32") + tuple(
@@ -345,7 +350,10 @@ class LargeConfig:
     second_lane: tuple[str, ...] = ("sweep-16", "contention", "sweep-32")
     """... these orderings, once the first lane's first ordering misses the goal."""
     huge_lane: tuple[str, ...] = ("sweep-32",)
-    """Above ``huge_buffers`` the second lane starts at once with these orderings, governed."""
+    """Above ``huge_buffers`` the second lane starts at once with these orderings, governed ..."""
+    huge_lane_floor: tuple[str, ...] = ("end",)
+    """... after placing these whole, with no step after them (the cheap sweep the huge floor
+    leaves out: in the first lane it delayed the rest by its second or more)."""
     govern_seconds: float = 0.25
     """Seconds between the governor's reads of both lanes' CPU time ..."""
     govern_share: float = 0.75

@@ -80,11 +80,12 @@ def floor_for(count: int, config: LargeConfig, limited: bool = False) -> tuple[s
 
 
 def floor_middle(count: int, config: LargeConfig) -> tuple[str, ...]:
-    """The members of the limited floor (``floor_for(..., limited=True)``) that are neither
-    ``ROBUST`` nor a greedy ordering: with two lanes the second lane runs them, beside the
-    first lane's first-fit and ``STABLE_BY_SIZE`` (none above ``huge_buffers``)."""
+    """The second lane's floor: the members of the limited floor (``floor_for(...,
+    limited=True)``) that are neither ``ROBUST`` nor a greedy ordering, which it runs beside
+    the first lane's first-fit and ``STABLE_BY_SIZE``; above ``huge_buffers``, where the
+    floor is the huge floor in the first lane, ``huge_lane_floor``."""
     if count > config.huge_buffers:
-        return ()
+        return config.huge_lane_floor
     return tuple(name for name in floor_for(count, config, limited=True) if name not in _FIRST_LANE)
 
 

@@ -113,7 +113,7 @@ def test_with_two_lanes_the_second_places_the_floors_middle_members_beside_the_f
                                                                                len(arrays[0]) == problem.buffer_count))
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
     middle = floor_middle(problem.buffer_count, DEFAULT)
-    assert middle == ("contention-end", "class-2-start-first-fit")
+    assert middle == ("end", "contention-end", "class-2-start-first-fit")
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0, params=large_params())
     assert solution.ok and validate(problem, solution.offsets) == []
     second = [kind for thread, kind in runs if thread == "telamalloc-large-lane"]
@@ -187,7 +187,9 @@ def test_the_second_lane_needs_two_cores_and_a_problem_of_at_most_the_lane_size_
     assert lanes.lane_count(DEFAULT.huge_buffers + 1, DEFAULT) == 2
     assert lanes.second_schedule(DEFAULT.huge_buffers + 1, DEFAULT) == DEFAULT.huge_lane == ("sweep-32",)
     assert lanes.second_schedule(1000, DEFAULT) == DEFAULT.second_lane
-    assert floor_middle(DEFAULT.huge_buffers + 1, DEFAULT) == ()  # the huge floor stays in the first lane
+    # the huge floor stays in the first lane; the second places the sweep it leaves out
+    assert floor_middle(DEFAULT.huge_buffers + 1, DEFAULT) == DEFAULT.huge_lane_floor == ("end",)
+    assert "end" not in DEFAULT.huge_floor and "end" in DEFAULT.floor
     assert lanes.lane_count(DEFAULT.huge_buffers + 1, replace(DEFAULT, huge_lane=())) == 1  # nothing to run beside it
     monkeypatch.setattr(lanes.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     assert lanes.lane_count(1000, DEFAULT) == 1
@@ -224,11 +226,11 @@ def test_a_call_nested_in_its_callers_thread_may_run_a_second_lane_but_a_call_in
     assert seen[-1] == ("alone", 1, 2)
 
 
-def _huge_lane_runs(monkeypatch, drop: bool):
+def _huge_lane_runs(monkeypatch, drop: bool, lane_floor: tuple[str, ...] = ()):
     """deepnet(6000, 3) through solve() under a 2 s limit with huge_buffers lowered to 1000
     and two lanes, the second lane dropped at once by its governor when ``drop`` (else never
-    governed), without window re-placements; return the solution and the orderings each
-    thread ran. ("sweep-medium-8"'s layout, its window search and round stay above LOAD
+    governed), without window re-placements, the second lane's floor ``lane_floor``; return
+    the solution and the orderings each thread ran. ("sweep-medium-8"'s layout, its window search and round stay above LOAD
     there, so the first lane goes on.)"""
     problem = deepnet(6000, 3).problem()
     runs = []
@@ -250,7 +252,7 @@ def _huge_lane_runs(monkeypatch, drop: bool):
     monkeypatch.setattr(SecondLane, "govern", (lambda self, first: self.drop()) if drop else (lambda self, first: None))
     params = large_params(replacement=ReplacementConfig(rounds=0),  # (their windows' planners would be recorded too)
                           huge_buffers=1000, eager_buffers=1000,  # (every huge size is past the eager size)
-                          huge_floor=())  # the lanes' schedules alone
+                          huge_floor=(), huge_lane_floor=lane_floor)  # the lanes' schedules alone, by default
     solution = solve(problem, mode="minimize", algorithm="large", time_limit=2.0, params=params)
     assert solution.ok and validate(problem, solution.offsets) == []
     return solution, runs
@@ -267,6 +269,16 @@ def test_above_the_huge_size_the_second_lane_runs_its_ordering_from_the_start_an
     assert second == ["sweep-32"]
     assert first[0] == "sweep-medium-8" and "sweep-32" not in first
     assert "dropped" not in solution.message
+
+
+def test_above_the_huge_size_the_second_lane_places_its_floor_first(monkeypatch):
+    """With huge_lane_floor ("end", the default) the second lane places "end" whole before
+    its schedule; the first lane never runs it."""
+    solution, runs = _huge_lane_runs(monkeypatch, drop=False, lane_floor=("end",))
+    second = [name for thread, name in runs if thread == "telamalloc-large-lane"]
+    first = [name for thread, name in runs if thread == "MainThread"]
+    assert second[:1] == ["end"] and second == ["end", "sweep-32"][:len(second)]
+    assert first[0] == "sweep-medium-8" and "end" not in first
 
 
 @pytest.mark.slow
