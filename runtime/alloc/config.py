@@ -123,9 +123,9 @@ class PlacementConfig:
     start_sweep: bool = True
     """The orderings in start order ("start", "start-first-fit") place their buffers in one
     sweep over time, and those in end order ("end", "end-first-fit") in the same sweep over
-    the trace reversed in time, into an index of the free gaps: O(log m) per placement (m: the buffers
-    live at once) however fragmented the layout, where the neighbour queries of the other
-    orderings read every byte range between a buffer's placed neighbours. The same layouts
+    the trace reversed in time, into an index of the free gaps: O(log m) per placement (m:
+    the buffers live at once) however fragmented the layout, where the neighbour queries of
+    the other orderings read every byte range between a buffer's placed neighbours. The same layouts
     either way; False: the neighbour queries (for the tests and benchmarks comparing the two)."""
 
 

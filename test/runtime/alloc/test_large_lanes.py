@@ -230,8 +230,8 @@ def _huge_lane_runs(monkeypatch, drop: bool, lane_floor: tuple[str, ...] = ()):
     """deepnet(6000, 3) through solve() under a 2 s limit with huge_buffers lowered to 1000
     and two lanes, the second lane dropped at once by its governor when ``drop`` (else never
     governed), without window re-placements, the second lane's floor ``lane_floor``; return
-    the solution and the orderings each thread ran. ("sweep-medium-8"'s layout, its window search and round stay above LOAD
-    there, so the first lane goes on.)"""
+    the solution and the orderings each thread ran. ("sweep-medium-8"'s layout, its window
+    search and round stay above LOAD there, so the first lane goes on.)"""
     problem = deepnet(6000, 3).problem()
     runs = []
 

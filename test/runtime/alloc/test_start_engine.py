@@ -68,8 +68,8 @@ def test_the_sweep_places_exactly_as_the_neighbour_queries(seed):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_end_orderings_are_the_start_orderings_of_the_trace_reversed_in_time(seed):
-    """"end" places as "start" does on the lifetimes [H - e, H - s) (H: the latest end),
-    pins included, and the layout is valid for the trace as given."""
+    """The "end" orderings place as the "start" ones do on the lifetimes [H - e, H - s) (H:
+    the latest end), pins included, and the layout is valid for the trace as given."""
     pins = ("none", "lifted", "anywhere", "both")[seed % 4]
     arrays = random_arrays(500 + seed, int(np.random.default_rng(seed).integers(1, 400)), pins)
     starts, ends = arrays[:2]
