@@ -125,8 +125,9 @@ class PlacementConfig:
     sweep over time, and those in end order ("end", "end-first-fit") in the same sweep over
     the trace reversed in time, into an index of the free gaps: O(log m) per placement (m:
     the buffers live at once) however fragmented the layout, where the neighbour queries of
-    the other orderings read every byte range between a buffer's placed neighbours. The same layouts
-    either way; False: the neighbour queries (for the tests and benchmarks comparing the two)."""
+    the other orderings read every byte range between a buffer's placed neighbours. The same
+    layouts either way; False: the neighbour queries (for the tests and benchmarks comparing
+    the two)."""
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,9 @@ shape; "end" is the same sweep on the trace reversed in time, as cheap, lower th
 a third of the suite's files; the others are the cheap orderings whose best covers the most
 files."""
 
+HUGE_LANE_FLOOR = ("end",)
+"""The floor's members the second lane places above ``huge_buffers`` (``huge_lane_floor``)."""
+
 SCHEDULE = (
     "sweep-8", "contention-end", "first-fit", "best-fit", "sweep-16", "contention", "sweep-32",
     "class-1.4-start", "class-8-start-first-fit", "class-4-start", "class-4-lifetime", "class-2-start-first-fit",
@@ -293,7 +297,7 @@ class LargeConfig:
     never worse than its best member. Orderings of the floor are not run again in the
     schedule. Under a time limit it runs cheapest-robust first, with both greedy baselines'
     orderings (``orderings.floor_for``; not above ``huge_buffers``)."""
-    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name not in ("first-fit", "end"))
+    huge_floor: tuple[str, ...] = tuple(name for name in FLOOR if name != "first-fit" and name not in HUGE_LANE_FLOOR)
     """The floor above ``huge_buffers`` buffers (first-fit's queries take most of the limit
     there; "end", a second sweep of a second or more there, goes to the second lane:
     ``huge_lane_floor``)."""
@@ -351,7 +355,7 @@ class LargeConfig:
     """... these orderings, once the first lane's first ordering misses the goal."""
     huge_lane: tuple[str, ...] = ("sweep-32",)
     """Above ``huge_buffers`` the second lane starts at once with these orderings, governed ..."""
-    huge_lane_floor: tuple[str, ...] = ("end",)
+    huge_lane_floor: tuple[str, ...] = HUGE_LANE_FLOOR
     """... after placing these whole, with no step after them (the cheap sweep the huge floor
     leaves out: in the first lane it delayed the rest by its second or more)."""
     govern_seconds: float = 0.25

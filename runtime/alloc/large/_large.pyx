@@ -1014,22 +1014,20 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_lim
                 every_gap = FIXED_ORDERINGS[index][2].startswith("sweep") and count <= config.sweep_every_gap_buffers
                 planner.gaps = 0 if every_gap else config.contention_gaps
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
+        tie = FIXED_ORDERINGS[index][2] if orders is None and index < len(FIXED_ORDERINGS) else ""
         out_of_time = _should_stop(deadline, cancel)
         tail = 0
-        if (not out_of_time and orders is None and count > config.short_tail_buffers and index < len(FIXED_ORDERINGS)
-                and FIXED_ORDERINGS[index][2] == "sweep-medium"):
+        if not out_of_time and count > config.short_tail_buffers and tie == "sweep-medium":
             high = np.flatnonzero(planner.load[sequence] >= config.short_tail_share * planner.load.max())
             tail = len(sequence) - (int(high[-1]) + 1 if len(high) else 0)
-        swept_start = (orders is None and config.start_sweep and index < len(FIXED_ORDERINGS)
-                       and FIXED_ORDERINGS[index][2] in ("by-start", "by-end"))
         placed_count = -1
         if out_of_time:
             placed_count = 0
         elif tail:
             placed_count = _construct_tail(planner, sequence, tail, deadline, cancel, info)
-        elif swept_start:  # -1 when the sweep does not apply (pins meeting each other)
-            placed_count = _start_construct(planner, sequence, len(pinned), deadline, cancel,
-                                            FIXED_ORDERINGS[index][2] == "by-end")
+        elif config.start_sweep and tie in ("by-start", "by-end"):
+            # -1 when the sweep does not apply (pins meeting each other)
+            placed_count = _start_construct(planner, sequence, len(pinned), deadline, cancel, tie == "by-end")
             info["swept"] += placed_count >= 0
         if placed_count < 0:
             placed_count = _construct(planner, sequence, deadline, cancel)
