@@ -107,6 +107,7 @@ class Budget:
     node_limit: int = 0  # kernel nodes the exact path may charge (0: no limit)
     work_used: int = 0  # kernel nodes charged so far
     out_of_work: bool = False  # node_limit reached: the exact schedule ends
+    out_of_time: bool = False  # a kernel call had too little time to prepare its group: the exact schedule ends
     setup_seconds: float = 0.0  # what the checks and LOAD took in this call (wall clock)
 
     def remaining(self) -> float | None:
@@ -127,8 +128,10 @@ class Budget:
         return self.cancelled() or (remaining is not None and remaining <= 0)
 
     def stopped(self) -> bool:
-        """The time limit, the cancel flag or the node budget ends the exact schedule."""
-        return self.out_of_work or self.interrupted()
+        """The time limit, the cancel flag or the node budget ends the exact schedule; so
+        does a kernel call left too little time to prepare its group (``out_of_time``): the
+        attempts after it would each answer TIMEOUT at once, until the limit."""
+        return self.out_of_work or self.out_of_time or self.interrupted()
 
     def why_stopped(self, search: str | None = "the search") -> str:
         """Why the exact schedule ended before its answer: the cancel flag, the node budget or

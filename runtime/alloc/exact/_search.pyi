@@ -17,8 +17,9 @@ class SearchResult:
     backtracks: int
     restarts: int
     cancelled: bool
+    unprepared: bool  # TIMEOUT: a group's preparation would have outlasted the time left
     def __init__(self, status: int, offsets: np.ndarray | None, nodes: int, backtracks: int, restarts: int,
-                 cancelled: bool) -> None: ...
+                 cancelled: bool, unprepared: bool = False) -> None: ...
 
 def static_groups(starts: ArrayLike, ends: ArrayLike) -> list[list[int]]: ...
 def search(starts: ArrayLike, ends: ArrayLike, sizes: ArrayLike, aligns: ArrayLike, fixed: ArrayLike, capacity: int,

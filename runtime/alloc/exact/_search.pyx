@@ -214,20 +214,23 @@ include "../_ranges.pxi"
 class SearchResult:
     """What one call of :func:`search` found; plain attributes, no behaviour."""
 
-    __slots__ = ("status", "offsets", "nodes", "backtracks", "restarts", "cancelled")
+    __slots__ = ("status", "offsets", "nodes", "backtracks", "restarts", "cancelled", "unprepared")
 
-    def __init__(self, status, offsets, nodes, backtracks, restarts, cancelled):
+    def __init__(self, status, offsets, nodes, backtracks, restarts, cancelled, unprepared=False):
         self.status = status  # STATUS_OK, STATUS_INFEASIBLE or STATUS_TIMEOUT
         self.offsets = offsets  # int64 array of n offsets when OK, else None
         self.nodes = nodes  # search nodes expanded, over all groups and runs
         self.backtracks = backtracks  # decisions undone
         self.restarts = restarts  # portfolio runs started after the first one
         self.cancelled = cancelled  # stopped by the cancel flag or Ctrl-C
+        # TIMEOUT because a group's preparation would have outlasted the time left (or did):
+        # a call with less time left cannot search that group either
+        self.unprepared = unprepared
 
     def __repr__(self):
         return (f"SearchResult(status={self.status}, nodes={self.nodes}, "
                 f"backtracks={self.backtracks}, restarts={self.restarts}, "
-                f"cancelled={self.cancelled})")
+                f"cancelled={self.cancelled}, unprepared={self.unprepared})")
 
 
 ctypedef struct Frame:
@@ -1694,7 +1697,10 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     set, the call answers TIMEOUT without reporting a cancellation. ``node_limit`` (>= 0):
     a work budget, the call answers TIMEOUT after about that many nodes (checked at fixed
     node counts, every 1024 nodes on small groups, so the answer is deterministic); -1:
-    none. ``gate``: None or a numpy int64 array of at least 1 entry (for a caller that
+    none. Under ``time_limit`` a group whose preparation is estimated to outlast the time
+    left is not prepared (see the module docstring): the call answers TIMEOUT with
+    ``unprepared`` set, since a later call with less time cannot search it either.
+    ``gate``: None or a numpy int64 array of at least 1 entry (for a caller that
     paces this search against another solver): once the call has expanded more than
     ``gate[0]`` nodes (>= 0) it waits, without the GIL, until another thread raises
     ``gate[0]`` or sets it to -1; the stop and cancel flags and the time limit still end it.
@@ -1734,6 +1740,7 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
     cdef int64_t backtracks = 0
     cdef int result = R_OK
     cdef int cancelled = 0
+    cdef bint unprepared = False
     cdef _Group g
     offsets = np.zeros(n, dtype=np.int64)
     # the table of failed states: 2**20 slots (16 MiB) for real problems, small for tiny ones
@@ -1753,6 +1760,7 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         g = _make_group(index, starts, ends, sizes, aligns, fixed, int(capacity), params, deadline)
         if g is None or (deadline > 0 and _now() >= deadline):
             result = R_TIMEOUT  # the preparation of a huge group used up the time
+            unprepared = True
             break
         result = _solve_group(g, params, deadline, cancel_ptr, &restarts, memo, len(index) + salt,
                               progress_ptr, nodes_before + nodes, backtracks_before + backtracks,
@@ -1772,4 +1780,4 @@ def search(starts, ends, sizes, aligns, fixed, capacity, params, time_limit=0.0,
         return SearchResult(STATUS_OK, offsets, nodes, backtracks, restarts, False)
     if result == R_INFEASIBLE:
         return SearchResult(STATUS_INFEASIBLE, None, nodes, backtracks, restarts, False)
-    return SearchResult(STATUS_TIMEOUT, None, nodes, backtracks, restarts, bool(cancelled))
+    return SearchResult(STATUS_TIMEOUT, None, nodes, backtracks, restarts, bool(cancelled), unprepared)

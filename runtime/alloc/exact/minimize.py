@@ -106,12 +106,26 @@ def minimize(run: ExactRun, best: tuple[int, ...], lower: int, load: int, capaci
     members = _Members()
     try:
         bounds = _schedule(run, best, lower, members, scout, improve)
+        if members.running is not None and run.budget.out_of_time:
+            _wait_for_member(run, members)
     finally:
         if members.running is not None:  # the limit or the flag ended the schedule: its results are cut
             members.running.halt()
     if members.finished:
         _merge_members(run, members.finished, bounds)
     return _outcome(run, bounds, load, capacity)
+
+
+def _wait_for_member(run: ExactRun, members: _Members) -> None:
+    """The schedule ended because the kernel has too little time left to prepare a group
+    (``Budget.out_of_time``): the running CP-SAT member gets the time left to itself and is
+    kept when it finishes before the limit or the cancel flag (never waited for otherwise)."""
+    member = members.running
+    while member.thread.is_alive() and not run.budget.interrupted():
+        member.thread.join(0.01)
+    if not member.thread.is_alive():
+        members.finished.append(member)
+        members.running = None
 
 
 def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Members, scout: bool,
@@ -137,7 +151,7 @@ def _schedule(run: ExactRun, best: tuple[int, ...], lower: int, members: _Member
         status = fit_step(run, attempt, scout_step if scout else step, strict=True)
         if scout:
             deferred, scout = status is Status.TIMEOUT, False
-            if deferred and improve is not None and not budget.stopped():
+            if deferred and improve is not None and not budget.interrupted():  # (not a kernel call)
                 _improve_start(run, bounds, improve())
         if members.running is not None and not timed:  # joined after the first attempt of its step: deterministic
             member, members.running = members.running, None

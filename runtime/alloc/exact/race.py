@@ -48,7 +48,10 @@ def kernel_search(run: ExactRun, members: np.ndarray | None, capacity: int, time
     """One kernel call on ``members`` (positions into the instance's arrays; None: all), with
     at most ``node_limit`` nodes (-1: no work budget), ``stop`` as a second stop flag and
     ``gate`` pacing it (see the kernel's ``search``); ``progress`` (default: the budget's)
-    receives the running node count.
+    receives the running node count. ``time_limit``: the budget's time left (every caller
+    passes it), so a group the kernel leaves unprepared for lack of time could not be
+    searched by any later attempt either: that sets ``budget.out_of_time``, which ends the
+    exact schedule (``Budget.stopped``).
 
     Returns the SearchResult, or None when the time or the cancel flag left no room to call.
     """
@@ -67,6 +70,8 @@ def kernel_search(run: ExactRun, members: np.ndarray | None, capacity: int, time
         budget.progress if progress is None else progress, stop, node_limit, gate,
     )
     budget.counters.add(result)
+    if result.unprepared:
+        budget.out_of_time = True
     return result
 
 

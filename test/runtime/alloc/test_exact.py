@@ -386,6 +386,48 @@ def test_under_a_limit_the_planners_steps_follow_a_short_scout_on_thousands_of_b
         assert [anytime for anytime, _, _ in calls] == [False] and attempts[0][:2] == (load, -1)
 
 
+def _kernel_calls(monkeypatch) -> list:
+    """Every kernel call of the exact path from now on, recorded as its SearchResult."""
+    from telamalloc.runtime.alloc.exact import race
+
+    results = []
+    real = race.kernel_search
+
+    def kernel_search(*args, **kwargs):
+        results.append(real(*args, **kwargs))
+        return results[-1]
+
+    monkeypatch.setattr(race, "kernel_search", kernel_search)
+    return results
+
+
+def test_a_group_the_kernel_has_no_time_to_prepare_ends_the_schedule(monkeypatch):
+    """Where the kernel declines a group because its preparation would outlast the time left
+    (here every pair is costed at 1,000 s), every later attempt would be declined too: the
+    minimize ends after that attempt with its best layout (it used to go on attempt after
+    attempt until the limit, its steps' node budgets growing past the kernel's integers),
+    and so does the fit. Without a limit nothing is declined."""
+    from telamalloc.runtime.alloc.generators.families import generate
+
+    problem = generate("growing", 800, 0).problem()
+    load = compute_load(problem)[0]
+    slow = ExactConfig(pair_seconds=1000.0)
+    calls, attempts = _kernel_calls(monkeypatch), _recorded_fit_steps(monkeypatch)
+    solution = solve(problem, mode="minimize", time_limit=600.0, params=Params(cpsat=False, exact=slow))
+    assert attempts == [(load, -1, Status.TIMEOUT)] and len(calls) == 1 and calls[0].unprepared
+    assert solution.status is Status.OK and not solution.optimal and validate(problem, solution.offsets, None) == []
+    assert "time limit reached" in solution.message
+
+    calls.clear()
+    fitted = solve(problem, mode="fit", capacity=load, time_limit=600.0, params=Params(cpsat=False, exact=slow))
+    assert len(calls) == 1 and calls[0].unprepared and fitted.status is Status.TIMEOUT
+
+    calls.clear()
+    budgeted = solve(problem, mode="minimize", params=Params(cpsat=False, exact=slow, node_limit=60_000))
+    assert calls and not any(result.unprepared for result in calls)
+    assert budgeted.optimal and budgeted.peak == load
+
+
 def test_progress_publishes_the_best_peak_and_the_lower_bound():
     progress = np.zeros(4, dtype=np.int64)
     seen = []

@@ -305,8 +305,27 @@ def test_a_group_too_big_to_prepare_in_the_time_left_is_a_timeout_not_an_overrun
     fixed = np.full(n, -1, dtype=np.int64)
     result = search(starts, ends, sizes, aligns, fixed, 16 * n - 1, Params(), time_limit=0.02)
     assert result.status == STATUS_TIMEOUT and result.nodes == 0  # declined: no node searched
+    assert result.unprepared
     solved = search(starts, ends, sizes, aligns, fixed, 16 * n, Params(), time_limit=60)
-    assert solved.status == STATUS_OK  # with time enough, the same group is prepared and solved
+    assert solved.status == STATUS_OK and not solved.unprepared  # with time enough, prepared and solved
+
+
+def test_a_declined_group_is_reported_unprepared():
+    """A group whose preparation is estimated to outlast the time left is declined and the
+    result says so (``unprepared``), whatever the time limit: here every pair is costed at
+    1,000 s. Without a time limit nothing is declined; a search that runs out of its time
+    or its nodes is not unprepared."""
+    slow = Params(exact=ExactConfig(pair_seconds=1000.0))
+    declined = run(**HOPELESS, params=slow, time_limit=600.0)
+    assert declined.status == STATUS_TIMEOUT and declined.nodes == 0 and declined.unprepared
+    assert not declined.cancelled and "unprepared=True" in repr(declined)
+    unlimited = run([0, 0], [1, 1], [2, 3], 5, params=slow)
+    assert unlimited.status == STATUS_OK and not unlimited.unprepared
+    n = len(HOPELESS["starts"])
+    arrays = [np.array(v, dtype=np.int64) for v in (HOPELESS["starts"], HOPELESS["ends"], HOPELESS["sizes"])]
+    budgeted = search(*arrays, np.ones(n, dtype=np.int64), np.full(n, -1, dtype=np.int64), HOPELESS["capacity"],
+                      BLIND, node_limit=2048)
+    assert budgeted.status == STATUS_TIMEOUT and budgeted.nodes >= 2048 and not budgeted.unprepared
 
 
 def test_cancel_flag_from_another_thread():
