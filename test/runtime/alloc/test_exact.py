@@ -406,7 +406,8 @@ def test_a_group_the_kernel_has_no_time_to_prepare_ends_the_schedule(monkeypatch
     (here every pair is costed at 1,000 s), every later attempt would be declined too: the
     minimize ends after that attempt with its best layout (it used to go on attempt after
     attempt until the limit, its steps' node budgets growing past the kernel's integers),
-    and so does the fit. Without a limit nothing is declined."""
+    and so does the fit; the large planner's steps after the scout still run. Without a
+    limit nothing is declined."""
     from telamalloc.runtime.alloc.generators.families import generate
 
     problem = generate("growing", 800, 0).problem()
@@ -426,6 +427,10 @@ def test_a_group_the_kernel_has_no_time_to_prepare_ends_the_schedule(monkeypatch
     budgeted = solve(problem, mode="minimize", params=Params(cpsat=False, exact=slow, node_limit=60_000))
     assert calls and not any(result.unprepared for result in calls)
     assert budgeted.optimal and budgeted.peak == load
+
+    # the large planner's steps after the scout are no kernel call: they still run
+    planned, attempts = _recorded_minimize(monkeypatch, problem, 600.0, replace(slow, planner_buffers=800))
+    assert [anytime for anytime, _, _ in planned] == [False, True] and attempts == [(load, -2, Status.TIMEOUT)]
 
 
 def test_progress_publishes_the_best_peak_and_the_lower_bound():
