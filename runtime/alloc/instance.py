@@ -130,7 +130,9 @@ class Budget:
     def stopped(self) -> bool:
         """The time limit, the cancel flag or the node budget ends the exact schedule; so
         does a kernel call left too little time to prepare its group (``out_of_time``): the
-        attempts after it would each answer TIMEOUT at once, until the limit."""
+        attempts after it that need that group would each answer TIMEOUT at once, until the
+        limit. (An attempt needing only smaller groups could still search them in that
+        time, shorter than the declined group's preparation; the schedule gives it up.)"""
         return self.out_of_work or self.out_of_time or self.interrupted()
 
     def why_stopped(self, search: str | None = "the search") -> str:
