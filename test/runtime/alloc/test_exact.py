@@ -403,7 +403,7 @@ def _kernel_calls(monkeypatch) -> list:
 
 def test_a_group_the_kernel_has_no_time_to_prepare_ends_the_schedule(monkeypatch):
     """Where the kernel declines a group because its preparation would outlast the time left
-    (here every pair is costed at 1,000 s), every later attempt would be declined too: the
+    (here every pair is costed at 1,000 s), every later attempt needing it would be too: the
     minimize ends after that attempt with its best layout (it used to go on attempt after
     attempt until the limit, its steps' node budgets growing past the kernel's integers),
     and so does the fit; the large planner's steps after the scout still run. Without a

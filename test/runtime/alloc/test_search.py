@@ -313,8 +313,8 @@ def test_a_group_too_big_to_prepare_in_the_time_left_is_a_timeout_not_an_overrun
 def test_a_declined_group_is_reported_unprepared():
     """A group whose preparation is estimated to outlast the time left is declined and the
     result says so (``unprepared``), whatever the time limit: here every pair is costed at
-    1,000 s. Without a time limit nothing is declined; a search that runs out of its time
-    or its nodes is not unprepared."""
+    1,000 s. Without a time limit nothing is declined, and a search that runs out of its
+    nodes is not unprepared."""
     slow = Params(exact=ExactConfig(pair_seconds=1000.0))
     declined = run(**HOPELESS, params=slow, time_limit=600.0)
     assert declined.status == STATUS_TIMEOUT and declined.nodes == 0 and declined.unprepared
