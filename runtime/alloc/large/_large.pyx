@@ -999,22 +999,23 @@ cdef object _run(_Planner planner, orderings, first, orders, first_fit, time_lim
         if row_index > 0 and _should_stop(deadline, cancel):
             break
         planner.gaps = 0
+        tie = ""  # the fixed ordering's tie key ("" for the rest)
         if row_index == 0 and _should_stop(deadline, cancel):  # no time even to order: every buffer into slots
             row, planner.first_fit, index = np.arange(count, dtype=np.int64), bool(first_fit), first
         elif orders is not None:
             row, planner.first_fit = orders[row_index], bool(first_fit)
         else:
             index = first if row_index == 0 else (row_index - 1 if row_index <= first else row_index)
-            contended = index < len(FIXED_ORDERINGS) and FIXED_ORDERINGS[index][2] in CONTENTION_TIES
+            tie = FIXED_ORDERINGS[index][2] if index < len(FIXED_ORDERINGS) else ""
+            contended = tie in CONTENTION_TIES
             if contended and planner.load is None:
                 planner.load, planner.load_point = contention(starts, ends, sizes)
             row, planner.first_fit = ordering(index, starts, ends, sizes, seed, planner.load, planner.load_point, swept,
                                               config)
             if contended and not planner.first_fit:
-                every_gap = FIXED_ORDERINGS[index][2].startswith("sweep") and count <= config.sweep_every_gap_buffers
+                every_gap = tie.startswith("sweep") and count <= config.sweep_every_gap_buffers
                 planner.gaps = 0 if every_gap else config.contention_gaps
         sequence = np.concatenate((pinned, row[fixed[row] < 0]))
-        tie = FIXED_ORDERINGS[index][2] if orders is None and index < len(FIXED_ORDERINGS) else ""
         out_of_time = _should_stop(deadline, cancel)
         tail = 0
         if not out_of_time and count > config.short_tail_buffers and tie == "sweep-medium":
