@@ -127,7 +127,7 @@ def candidates(instance, config: BoundConfig):
     ``max_buffers`` buffers each, then the buffers live during the lifetime of the heaviest
     buffer live there (the smallest first when they are too many). Deterministic."""
     starts, ends, sizes = instance.starts, instance.ends, instance.sizes
-    times, live = _profile(starts, ends, sizes)
+    times, live = load_profile(starts, ends, sizes)
     order = np.lexsort((times, -live))
     points: list[int] = []
     for index in order[: 64 * config.points].tolist():
@@ -177,7 +177,7 @@ def _window(starts: np.ndarray, ends: np.ndarray, t: int, cap: int) -> np.ndarra
         d *= 2
 
 
-def _profile(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def load_profile(starts: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The program points where buffers start and the bytes live at each."""
     times = np.unique(starts)
     delta = np.zeros(len(times) + 1, dtype=np.int64)

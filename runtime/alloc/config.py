@@ -189,6 +189,22 @@ class HeavyConfig:
     is the large planner, which this does not bound: it runs at the caller's effort."""
     orderings: tuple[str, ...] = ("start", "first-fit")
     """The orderings that place the rest around them, the lowest layout kept."""
+    rolling_buffers: int = 1000
+    """Up to this many heavy buffers (with the large ones: ``rolling_large``), they are packed
+    by the rolling fit first (``heavy.rolling_layout``), the solve of them all taking over
+    only when it is cut short (0: never). Above, its windows near the peak cost more than
+    a short limit holds (growing at 10^5: 3,053 buffers, 11.6 s; docs/decisions.md)."""
+    rolling_window: int = 30
+    """The rolling fit's buffers kept per window."""
+    rolling_ahead: int = 60
+    """The buffers after them (farther from the peak) fitted with them but not kept: the
+    window's layout leaves room for what comes next."""
+    rolling_nodes: int = 1_000_000
+    """Kernel nodes per fit of a window (its minimize too, when the fit fails), times the
+    effort above 1."""
+    rolling_large: float = 0.01
+    """Buffers of at least this share of the goal (LOAD) join the heavy ones in the rolling
+    fit: few, and too large for the holes the greedy orderings find around the others."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,15 @@ effort (search nodes times heavy buffers: the same layout on every run and machi
 ``placed_around`` pins them there and places the rest with the pinned planner's
 ``orderings``, the lowest layout kept (``bench/truegap --heavy`` uses it after an exact fit
 of the heavy buffers instead of their minimize).
+
+Up to ``rolling_buffers`` heavy buffers (with every buffer of at least ``rolling_large`` of
+the goal), ``rolling_layout`` packs them first: window by window outward from their most
+contended point, each window fitted by the exact search at the highest top kept so far
+(never below the goal), with the buffers kept before pinned, so the tight windows near the
+peak are packed first and the ones with room after them. Where the heavy buffers' solve as
+one problem runs out of nodes far above LOAD (growing-10000-s0: 1.0751 in 2 s), windows of
+90 of them are proved at once. Its limit: a window kept early is never moved again, so a
+later one may not fit at the level and lifts it (its minimize then decides).
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import time
 
 import numpy as np
 
-from telamalloc.runtime.alloc.bounds import subset_problem
+from telamalloc.runtime.alloc.bounds import load_profile, subset_problem
 from telamalloc.runtime.alloc.config import HeavyConfig
 from telamalloc.runtime.alloc.instance import Budget, Counters, Instance
 from telamalloc.runtime.alloc.large.orderings import index_of
@@ -53,10 +62,13 @@ def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) ->
     return members
 
 
-def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None):
+def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None, goal: int = -1):
     """The heavy buffers solved alone and pinned, the rest placed around them: (offsets,
     peak), or None (no heavy buffers to speak of, the solve cut short without a layout, no
-    memory for it, or no complete placement of the rest within the stop)."""
+    memory for it, or no complete placement of the rest within the stop). ``goal``: the
+    planner's (its lower bound; -1: none), the rolling fit's first level. The rolling fit
+    (where the heavy buffers are few) comes first; when it is cut short by its share of the
+    time, the solve of the heavy buffers as one problem gets the time left."""
     from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
 
     params = instance.params
@@ -64,6 +76,17 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     members = heavy_members(instance, fixed, config)
     if members is None:
         return None
+    rolled = rolling_members(instance, members, goal, config)
+    if rolled is not None:
+        offsets = rolling_layout(instance, budget, rolled, fixed, goal,
+                                 None if stop is None else time.monotonic() + config.time_share * (stop - time.monotonic()))
+        if budget.cancelled():
+            return None
+        if offsets is not None:
+            try:
+                return placed_around(instance, fixed, rolled, offsets, stop, budget.cancel)
+            except MemoryError:
+                return None
     sub = subset_problem(instance, members, fixed)
     # without a limit effort scales the work, from the same start: on the exact path the
     # nested solve runs at effort 1 (its first layout, on the large planner, is then the same
@@ -121,3 +144,77 @@ def placed_around(instance: Instance, fixed: np.ndarray, members: np.ndarray, of
     if best is None:
         return None
     return best, best_peak
+
+
+def rolling_members(instance: Instance, members: np.ndarray, goal: int, config: HeavyConfig) -> np.ndarray | None:
+    """The buffers the rolling fit packs: ``members`` (the heavy ones) and every buffer of at
+    least ``rolling_large`` x ``goal`` bytes (with no goal, of the largest bytes live at
+    once), as sorted positions; None when they are more than ``rolling_buffers``."""
+    if len(members) > config.rolling_buffers:
+        return None
+    if goal < 0:
+        goal = int(load_profile(instance.starts, instance.ends, instance.sizes)[1].max())
+    large = np.flatnonzero(instance.sizes >= max(config.rolling_large * goal, 1))
+    rolled = np.union1d(members, large)
+    return rolled if len(rolled) <= config.rolling_buffers else None
+
+
+def rolling_layout(instance: Instance, budget: Budget, members: np.ndarray, fixed: np.ndarray, goal: int,
+                   stop: float | None) -> np.ndarray | None:
+    """The offsets of ``members`` (sorted positions; the pinned ones at their pins) packed by
+    the rolling fit, or None when ``stop`` or the cancel flag cuts it short.
+
+    The free members go in order of their distance in time from the point where the members'
+    bytes live at once are most (the lower position first among equals), ``rolling_window``
+    at a time: each window with the next ``rolling_ahead`` buffers and the members kept so
+    far that meet them in time (pinned) is fitted at the level (the highest top kept so far,
+    at least ``goal`` and the members' LOAD) by the exact search, greedy first, within
+    ``rolling_nodes`` nodes; when that finds no layout, its minimize (the same nodes)
+    decides, and the level rises to the tops kept. Only the window's own buffers are kept:
+    the ones after them were placed to show that room is left for them. The same layout on
+    every run without a time limit (node budgets only)."""
+    from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
+    from telamalloc.runtime.alloc.problem import Problem, Status
+
+    params = instance.params
+    config = params.large.heavy
+    starts, ends = instance.starts[members], instance.ends[members]
+    sizes, aligns = instance.sizes[members], instance.aligns[members]
+    offsets = fixed[members].copy()
+    times, live = load_profile(starts, ends, sizes)
+    point = int(times[int(np.argmax(live))])
+    distance = np.maximum(0, np.maximum(starts - point, point - (ends - 1)))
+    order = np.lexsort((np.arange(len(members)), distance))
+    free = order[offsets[order] < 0]
+    pinned = offsets >= 0
+    level = max(goal, int(live.max()), int((offsets[pinned] + sizes[pinned]).max()) if pinned.any() else 0)
+    sub_params = dataclasses.replace(params, cpsat=False,
+                                     node_limit=config.rolling_nodes * max(params.large.effort, 1),
+                                     large=dataclasses.replace(params.large, heavy=dataclasses.replace(config, max_share=0.0)))
+    window = max(config.rolling_window, 1)
+    for first in range(0, len(free), window):
+        if budget.cancelled() or (stop is not None and time.monotonic() >= stop):
+            return None
+        fitted = free[first:first + window + max(config.rolling_ahead, 0)]
+        low, high = int(starts[fitted].min()), int(ends[fitted].max())
+        kept = np.flatnonzero((offsets >= 0) & (starts < high) & (ends > low))
+        together = np.concatenate([kept, fitted])
+        problem = Problem.from_columns(list(range(len(together))), starts[together], ends[together],
+                                       sizes[together], aligns[together], offsets[together])
+        solution = None
+        for mode in ("fit", "minimize"):
+            left = None if stop is None else stop - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            solution = solve(problem, capacity=level if mode == "fit" else None, mode=mode, time_limit=left,
+                             params=sub_params, cancel=budget.cancel)
+            stats = solution.stats
+            budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
+            if solution.status is Status.OK:
+                break
+        if solution.offsets is None or budget.cancelled():
+            return None
+        window_members = fitted[:window]
+        offsets[window_members] = np.asarray(solution.offsets, dtype=np.int64)[len(kept):len(kept) + len(window_members)]
+        level = max(level, int((offsets[window_members] + sizes[window_members]).max()))
+    return offsets

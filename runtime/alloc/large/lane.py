@@ -195,7 +195,7 @@ class Lane:
         left = None if stop is None else stop - time.monotonic()
         if self._should_stop(left):
             return False
-        made = heavy_layout(instance, budget, self.fixed, stop)
+        made = heavy_layout(instance, budget, self.fixed, stop, goal)
         if made is not None:
             offsets, peak = made
             info.heavy += 1

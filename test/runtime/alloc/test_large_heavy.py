@@ -24,6 +24,7 @@ from telamalloc.runtime.alloc.validate import compute_load
 from .conftest import DEFAULT, NO_BOUND, large_params, unlimited
 
 OFF = HeavyConfig(max_share=0.0)
+NESTED = replace(DEFAULT.heavy, rolling_buffers=0)  # the heavy buffers solved as one problem, no rolling fit
 
 
 def _few_large_among_many_small(pinned: bool = False) -> Problem:
@@ -94,7 +95,7 @@ def test_effort_scales_the_work_of_the_heavy_buffers_solve_from_the_same_start(m
     monkeypatch.setattr(api, "solve", recorded)
     problem = families.generate("growing", 3000, 0).problem()
     for effort in (1, 2):
-        instance = make_instance(problem, large_params(effort=effort))
+        instance = make_instance(problem, large_params(effort=effort, heavy=NESTED))
         assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
     (limit_1, effort_1, peak_1), (limit_2, effort_2, peak_2) = seen
     assert effort_1 == effort_2 == 1 and 0 <= limit_2 - 2 * limit_1 <= 1 and peak_2 <= peak_1
@@ -116,9 +117,9 @@ def test_above_the_exact_threshold_the_heavy_buffers_solve_runs_at_the_callers_e
     monkeypatch.setattr(api, "solve", recorded)
     problem = families.generate("growing", 3000, 1).problem()
     for effort in (1, 2):
-        instance = make_instance(problem, large_params(threshold=10, effort=effort))
+        instance = make_instance(problem, large_params(threshold=10, effort=effort, heavy=NESTED))
         assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
-    instance = make_instance(problem, large_params(threshold=10, effort=2))
+    instance = make_instance(problem, large_params(threshold=10, effort=2, heavy=NESTED))
     stop = time.monotonic() + 0.5
     heavy_layout(instance, Budget(stop), instance.fixed, stop)
     assert seen == [1, 2, 1]
@@ -128,12 +129,12 @@ def test_the_solve_of_the_heavy_buffers_runs_no_heavy_first_itself(monkeypatch):
     """Their solve is the large planner's here (the threshold lowered below their count), and
     it asks for no heavy buffers of its own."""
     problem = families.generate("growing", 3000, 1).problem()
-    instance = make_instance(problem, large_params(threshold=10))
+    instance = make_instance(problem, large_params(threshold=10, heavy=NESTED))
     calls = []
     real = heavy.heavy_members
     monkeypatch.setattr(heavy, "heavy_members", lambda *arguments: (calls.append(arguments[2]), real(*arguments))[1])
     assert heavy_layout(instance, unlimited(), instance.fixed, None) is not None
-    assert len(calls) == 2 and calls[0] == DEFAULT.heavy and calls[1].max_share == 0
+    assert len(calls) == 2 and calls[0] == NESTED and calls[1].max_share == 0
 
 
 def test_heavy_first_lowers_a_growing_trace_and_the_message_says_so():
@@ -209,7 +210,7 @@ def test_with_effort_the_whole_problem_search_starts_from_the_orderings_best_and
     """From the heavy-first layout the search stopped higher on growing-10000-s0 than from
     the orderings' best (docs/decisions.md): it starts from the latter, and the lower of its
     result and the parked layout is the answer."""
-    problem = families.generate("growing", 2000, 0).problem()  # heavy first 1.6% above LOAD here
+    problem = families.generate("growing", 2000, 0).problem()  # heavy first solved as one: 1.6% above LOAD here
     started = []
     real = Lane._search_whole
 
@@ -219,8 +220,82 @@ def test_with_effort_the_whole_problem_search_starts_from_the_orderings_best_and
         real(self)
 
     monkeypatch.setattr(Lane, "_search_whole", search)
-    params = large_params(effort=2, bounds=NO_BOUND, whole=WholeSearchConfig(work_per_buffer=2_000))
+    params = large_params(effort=2, bounds=NO_BOUND, whole=WholeSearchConfig(work_per_buffer=2_000), heavy=NESTED)
     solution = solve(problem, mode="minimize", algorithm="large", params=params)
     assert validate(problem, solution.offsets) == []
     assert len(started) == 1 and started[0][0] != HEAVY and started[0][1]  # the orderings' best, heavy first parked
     assert "whole-problem searches" in solution.message and "a heavy-first layout" in solution.message
+
+
+def test_the_rolling_fit_packs_growing_at_load_where_the_heavy_buffers_solved_as_one_do_not():
+    """growing-2000-s0: the heavy buffers fitted window by window outward from their peak
+    reach LOAD; solved as one problem (within the same work) they stop 1.6% above it. The
+    same layout twice without a limit, valid, the rest placed around."""
+    problem = families.generate("growing", 2000, 0).problem()
+    load = compute_load(problem)[0]
+    rolled = make_instance(problem, large_params())
+    runs = [heavy_layout(rolled, unlimited(), rolled.fixed, None, load) for _ in range(2)]
+    (offsets, peak), (again, again_peak) = runs
+    assert np.array_equal(offsets, again) and peak == again_peak == load
+    assert validate(problem, rolled.full_offsets(offsets)) == []
+    nested = make_instance(problem, large_params(heavy=NESTED))
+    assert heavy_layout(nested, unlimited(), nested.fixed, None, load)[1] > load
+
+
+def test_the_rolling_fit_takes_the_large_buffers_too_and_only_up_to_its_count():
+    """Buffers of at least ``rolling_large`` of the goal join the heavy ones (here a
+    mid-sized one the cover leaves out); more than ``rolling_buffers`` in all: no rolling fit."""
+    problem = _few_large_among_many_small()
+    buffers = list(problem.buffers) + [Buffer("mid", 30, 31, 100)]
+    problem = Problem(buffers)
+    instance = make_instance(problem, large_params())
+    members = heavy_members(instance, instance.fixed, DEFAULT.heavy)
+
+    def ids(positions):
+        return sorted(problem.buffers[int(instance.live[i])].id for i in positions.tolist())
+
+    assert "mid" not in ids(members)
+    rolled = heavy.rolling_members(instance, members, 8000, DEFAULT.heavy)
+    assert ids(rolled) == sorted(ids(members) + ["mid"])  # 100 B >= 1% of 8000 B; the 8 B ones are not
+    assert heavy.rolling_members(instance, members, -1, DEFAULT.heavy).tolist() == rolled.tolist()  # goal: LOAD
+    assert heavy.rolling_members(instance, members, 8000, replace(DEFAULT.heavy, rolling_buffers=len(rolled) - 1)) is None
+
+
+def test_a_window_that_does_not_fit_at_the_level_is_minimized_and_lifts_it(monkeypatch):
+    """Fitted one buffer at a time with nothing ahead, a window kept early leaves a later one
+    no room at the level: its fit finds no layout, its minimize places it, the level rises,
+    and the layout is valid."""
+    from telamalloc.runtime.alloc import api
+
+    problem = Problem([Buffer("a", 0, 3, 4), Buffer("b", 1, 4, 2), Buffer("c", 3, 5, 2), Buffer("d", 1, 4, 2),
+                       Buffer("e", 3, 4, 3)])
+    modes = []
+    real = api.solve
+
+    def recorded(problem, *arguments, mode="fit", **options):
+        modes.append(mode)
+        return real(problem, *arguments, mode=mode, **options)
+
+    monkeypatch.setattr(api, "solve", recorded)
+    config = replace(DEFAULT.heavy, rolling_window=1, rolling_ahead=0)
+    instance = make_instance(problem, large_params(heavy=config))
+    offsets = heavy.rolling_layout(instance, unlimited(), np.arange(instance.count), instance.fixed,
+                                   compute_load(problem)[0], None)
+    assert modes.count("minimize") >= 1 and modes.count("fit") == instance.count
+    assert validate(problem, instance.full_offsets(offsets)) == []
+
+
+def test_a_rolling_fit_cut_short_gives_the_time_left_to_the_solve_of_them_all(monkeypatch):
+    """Its share of the limit spent (here: none left for it), the rolling fit gives nothing,
+    and the heavy buffers' solve as one problem runs with the time left."""
+    problem = families.generate("growing", 2000, 0).problem()
+    instance = make_instance(problem, large_params())
+    assert heavy.rolling_layout(instance, unlimited(), np.arange(10), instance.fixed, -1, time.monotonic() - 1) is None
+    solved = []
+    real = heavy.subset_problem
+    monkeypatch.setattr(heavy, "subset_problem", lambda *arguments: (solved.append(1), real(*arguments))[1])
+    monkeypatch.setattr(heavy, "rolling_layout", lambda *arguments: None)
+    stop = time.monotonic() + 60
+    made = heavy_layout(instance, Budget(stop), instance.fixed, stop)
+    assert solved == [1] and made is not None
+    assert validate(problem, instance.full_offsets(made[0])) == []
