@@ -37,6 +37,7 @@ from telamalloc.runtime.alloc.instance import Budget, Counters, Instance
 from telamalloc.runtime.alloc.large.orderings import index_of
 
 HEAVY = "heavy-first"  # the name its layout wins under in the message
+BOTH, ROLLING, NESTED = "both", "rolling", "nested"  # how ``heavy_layout`` packs the heavy buffers
 
 
 def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) -> np.ndarray | None:
@@ -62,13 +63,16 @@ def heavy_members(instance: Instance, fixed: np.ndarray, config: HeavyConfig) ->
     return members
 
 
-def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None, goal: int = -1):
+def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: float | None, goal: int = -1,
+                 how: str = BOTH):
     """The heavy buffers solved alone and pinned, the rest placed around them: (offsets,
     peak), or None (no heavy buffers to speak of, the solve cut short without a layout, no
     memory for it, or no complete placement of the rest within the stop). ``goal``: the
-    planner's (its lower bound; -1: none), the rolling fit's first level. The rolling fit
-    (where the heavy buffers are few) comes first; when it is cut short by its share of the
-    time, the solve of the heavy buffers as one problem gets the time left."""
+    planner's (its lower bound; -1: none), the rolling fit's first level. ``how``: ``BOTH``,
+    the rolling fit where it applies (``rolling_set``) with ``time_share`` of the time left,
+    and when it does not apply or is cut short, the solve of the heavy buffers as one
+    problem with the time left; ``ROLLING``, the rolling fit alone, with all of the time
+    (the second lane's: ``lanes.SecondLane``); ``NESTED``, their solve alone."""
     from telamalloc.runtime.alloc.api import solve  # imported here: the solve imports this planner
 
     params = instance.params
@@ -76,10 +80,11 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     members = heavy_members(instance, fixed, config)
     if members is None:
         return None
-    rolled = rolling_members(instance, members, goal, config)
+    rolled = None if how == NESTED else rolling_members(instance, members, goal, config)
     if rolled is not None:
+        share = 1.0 if how == ROLLING else config.time_share
         offsets = rolling_layout(instance, budget, rolled, fixed, goal,
-                                 None if stop is None else time.monotonic() + config.time_share * (stop - time.monotonic()))
+                                 None if stop is None else time.monotonic() + share * (stop - time.monotonic()))
         if budget.cancelled():
             return None
         if offsets is not None:
@@ -87,6 +92,8 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
                 return placed_around(instance, fixed, rolled, offsets, stop, budget.cancel)
             except MemoryError:
                 return None
+    if how == ROLLING:
+        return None
     sub = subset_problem(instance, members, fixed)
     # without a limit effort scales the work, from the same start: on the exact path the
     # nested solve runs at effort 1 (its first layout, on the large planner, is then the same
@@ -144,6 +151,14 @@ def placed_around(instance: Instance, fixed: np.ndarray, members: np.ndarray, of
     if best is None:
         return None
     return best, best_peak
+
+
+def rolling_set(instance: Instance, fixed: np.ndarray, goal: int) -> np.ndarray | None:
+    """The buffers the rolling fit would pack with the pins ``fixed`` (``rolling_members`` of
+    the heavy ones), None when it does not apply."""
+    config = instance.params.large.heavy
+    members = heavy_members(instance, fixed, config)
+    return None if members is None else rolling_members(instance, members, goal, config)
 
 
 def rolling_members(instance: Instance, members: np.ndarray, goal: int, config: HeavyConfig) -> np.ndarray | None:

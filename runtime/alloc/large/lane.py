@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from telamalloc.runtime.alloc.instance import Budget, Instance
-from telamalloc.runtime.alloc.large.heavy import HEAVY, heavy_layout
+from telamalloc.runtime.alloc.large.heavy import BOTH, HEAVY, heavy_layout
 from telamalloc.runtime.alloc.large.improve import gravity_rounds, improved, resweeps
 from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.orderings import GREEDY, ROBUST, index_of, lane_orderings
@@ -57,7 +57,8 @@ class Lane:
     the winner's search)."""
 
     def __init__(self, planning: Planning, made, fixed: np.ndarray, schedule: list[str], *, floor=(), skipped=(),
-                 extend: bool = True, slots: bool = True, done=None, missed=None, heavy: bool = False):
+                 extend: bool = True, slots: bool = True, done=None, missed=None, heavy: bool = False,
+                 heavy_how: str = BOTH, heavy_at_once: bool = False):
         instance = planning.instance
         config = instance.params.large
         self.floor = tuple(floor)
@@ -80,6 +81,8 @@ class Lane:
         self.huge = self.count > config.huge_buffers
         self.parked: tuple[np.ndarray, int] | None = None  # heavy first's layout, until the lane is done
         self.heavy = heavy and planning.anytime
+        self.heavy_how = heavy_how  # how heavy first packs the heavy buffers (``heavy.heavy_layout``)
+        self.heavy_at_once = heavy_at_once  # under a limit, before the floor (the second lane's rolling fit)
         self.eager = (config.huge_eager if self.huge else 1 if self.count > config.eager_buffers
                       else config.eager_orderings)
 
@@ -97,11 +100,13 @@ class Lane:
         """The floor, the bound, the orderings and their improvement, and heavy first; False:
         the lane ended early (the goal reached, the time out or cancelled)."""
         planning = self.planning
+        if self.heavy and self.heavy_at_once and planning.stop is not None and not self._run_heavy():
+            return False
         if self.floor and not self._run_floor():
             return False
         if not self._prove():
             return False
-        if self.heavy and planning.stop is not None and not self._run_heavy():
+        if self.heavy and not self.heavy_at_once and planning.stop is not None and not self._run_heavy():
             return False
         names = lane_orderings(self.schedule, self.skipped, self.count, self.config, ran=self.floor)
         while True:
@@ -195,7 +200,7 @@ class Lane:
         left = None if stop is None else stop - time.monotonic()
         if self._should_stop(left):
             return False
-        made = heavy_layout(instance, budget, self.fixed, stop, goal)
+        made = heavy_layout(instance, budget, self.fixed, stop, goal, self.heavy_how)
         if made is not None:
             offsets, peak = made
             info.heavy += 1

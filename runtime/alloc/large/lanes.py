@@ -23,6 +23,7 @@ import numpy as np
 
 from telamalloc.runtime.alloc.config import LargeConfig
 from telamalloc.runtime.alloc.instance import Budget, Counters
+from telamalloc.runtime.alloc.large.heavy import ROLLING
 from telamalloc.runtime.alloc.large.info import LargeInfo
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 
@@ -92,7 +93,8 @@ class SecondLane(threading.Thread):
     first lane skips this ordering, which this lane runs (not once the lane is ``dropped``:
     not started, or stopped by the governor)."""
 
-    def __init__(self, planning: Planning, arrays: tuple, schedule: tuple[str, ...], floor: tuple[str, ...] = ()):
+    def __init__(self, planning: Planning, arrays: tuple, schedule: tuple[str, ...], floor: tuple[str, ...] = (),
+                 rolling: bool = False):
         super().__init__(name="telamalloc-large-lane", daemon=True)
         self.halt = np.zeros(1, dtype=np.uint8)
         budget = planning.budget
@@ -103,6 +105,7 @@ class SecondLane(threading.Thread):
         self.arrays = arrays
         self.schedule = tuple(schedule)
         self.floor = tuple(floor)
+        self.rolling = rolling  # heavy first's rolling fit before the floor (``heavy.ROLLING``)
         self.result = None
         self.at_goal = False
         self.dropped = ""  # why the lane was dropped, if it was
@@ -206,7 +209,8 @@ class SecondLane(threading.Thread):
             return
         try:
             self.result = Lane(self.planning, made, self.arrays[4], list(self.schedule), floor=self.floor, extend=False,
-                               slots=False, missed=self.settle).plan()
+                               slots=False, missed=self.settle, heavy=self.rolling, heavy_how=ROLLING,
+                               heavy_at_once=True).plan()
             self.at_goal = self.result[1] is not None and self.result[1] <= self.planning.goal
         except BaseException as error:  # re-raised by merged() in the caller's thread
             self.error = error

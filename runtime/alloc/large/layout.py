@@ -26,6 +26,7 @@ import numpy as np
 
 from telamalloc.runtime.alloc.bounds import base_bound, prove_bound
 from telamalloc.runtime.alloc.instance import Budget, Instance, Outcome, validated
+from telamalloc.runtime.alloc.large.heavy import BOTH, NESTED, rolling_set
 from telamalloc.runtime.alloc.large.info import LargeInfo, note
 from telamalloc.runtime.alloc.large.lane import Lane, Planning
 from telamalloc.runtime.alloc.large.lanes import RUNNING, SecondLane, lane_count, second_schedule
@@ -63,8 +64,13 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
     planning = Planning(instance, budget, -1 if target is None else target, stop, anytime, prove)
     second = None
+    rolling = False
     if anytime and stop is not None and lane_count(count, config) > 1:
-        second = SecondLane(planning, arrays, second_schedule(count, config), floor=floor_middle(count, config))
+        # where heavy first's rolling fit applies, the second lane runs it before its floor
+        # with all of its time, and the first lane's heavy first solves them as one problem
+        rolling = rolling_set(instance, fixed, planning.goal) is not None
+        second = SecondLane(planning, arrays, second_schedule(count, config), floor=floor_middle(count, config),
+                            rolling=rolling)
         if prove is not None:  # the second lane may run when the bound is proved: its goal rises too
             planning.prove = lambda left: _shared(second, prove(left))
     try:
@@ -79,7 +85,8 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
         lane = Lane(planning, made, fixed, orderings_without_limit(count, config),
                     floor=floor_for(count, config, limited=stop is not None),
                     skipped=second if second is not None else (),  # its orderings while it runs them
-                    done=None if second is None else (lambda: second.at_goal), missed=missed, heavy=True)
+                    done=None if second is None else (lambda: second.at_goal), missed=missed, heavy=True,
+                    heavy_how=NESTED if rolling else BOTH)
         best, best_peak, info = lane.plan()
     finally:
         if second is not None:

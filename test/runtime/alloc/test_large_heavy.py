@@ -3,6 +3,7 @@ solved alone, pinned, and the rest placed around them."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import replace
 
@@ -299,3 +300,31 @@ def test_a_rolling_fit_cut_short_gives_the_time_left_to_the_solve_of_them_all(mo
     made = heavy_layout(instance, Budget(stop), instance.fixed, stop)
     assert solved == [1] and made is not None
     assert validate(problem, instance.full_offsets(made[0])) == []
+
+
+def test_with_two_lanes_the_second_runs_the_rolling_fit_and_the_first_solves_the_heavy_buffers_as_one(monkeypatch):
+    """Under a limit with two lanes, where the rolling fit applies, the second lane runs it
+    before its floor with all of its time and the first lane's heavy first takes the solve
+    of them all (which it may not reach: the second lane's LOAD stops it); with one lane,
+    heavy first does both in turn."""
+    from telamalloc.runtime.alloc.large import lane as lane_module
+    from telamalloc.runtime.alloc.large import layout
+
+    problem = families.generate("growing", 2000, 0).problem()
+    calls = []
+    real = lane_module.heavy_layout
+
+    def recorded(*arguments):
+        calls.append((threading.current_thread().name, arguments[-1]))
+        return real(*arguments)
+
+    monkeypatch.setattr(lane_module, "heavy_layout", recorded)
+    monkeypatch.setattr(layout, "lane_count", lambda count, config: 2)
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=30.0, params=large_params(bounds=NO_BOUND))
+    assert validate(problem, solution.offsets) == [] and solution.peak == compute_load(problem)[0]
+    assert ("telamalloc-large-lane", heavy.ROLLING) in calls
+    assert all(how == heavy.NESTED for thread, how in calls if thread != "telamalloc-large-lane")
+    calls.clear()
+    monkeypatch.setattr(layout, "lane_count", lambda count, config: 1)
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=30.0, params=large_params(bounds=NO_BOUND))
+    assert calls == [(threading.current_thread().name, heavy.BOTH)] and solution.peak == compute_load(problem)[0]
