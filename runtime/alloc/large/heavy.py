@@ -155,9 +155,12 @@ def placed_around(instance: Instance, fixed: np.ndarray, members: np.ndarray, of
 
 def rolling_set(instance: Instance, fixed: np.ndarray, goal: int) -> np.ndarray | None:
     """The buffers the rolling fit would pack with the pins ``fixed`` (``rolling_members`` of
-    the heavy ones), None when it does not apply."""
+    the heavy ones), None when it does not apply. Asked with a share of at most
+    ``rolling_buffers`` buffers, ``heavy_members`` answers in linear time where the heavy
+    buffers are more (no sort: 0.7 s at 10^6 buffers)."""
     config = instance.params.large.heavy
-    members = heavy_members(instance, fixed, config)
+    share = min(config.max_share, config.rolling_buffers / max(instance.count, 1))
+    members = heavy_members(instance, fixed, dataclasses.replace(config, max_share=share))
     return None if members is None else rolling_members(instance, members, goal, config)
 
 

@@ -260,6 +260,9 @@ def test_the_rolling_fit_takes_the_large_buffers_too_and_only_up_to_its_count():
     assert ids(rolled) == sorted(ids(members) + ["mid"])  # 100 B >= 1% of 8000 B; the 8 B ones are not
     assert heavy.rolling_members(instance, members, -1, DEFAULT.heavy).tolist() == rolled.tolist()  # goal: LOAD
     assert heavy.rolling_members(instance, members, 8000, replace(DEFAULT.heavy, rolling_buffers=len(rolled) - 1)) is None
+    assert heavy.rolling_set(instance, instance.fixed, 8000).tolist() == rolled.tolist()
+    few = make_instance(problem, large_params(heavy=replace(DEFAULT.heavy, rolling_buffers=3)))
+    assert heavy.rolling_set(few, few.fixed, 8000) is None  # four heavy buffers
 
 
 def test_a_window_that_does_not_fit_at_the_level_is_minimized_and_lifts_it(monkeypatch):
