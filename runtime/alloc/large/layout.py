@@ -64,13 +64,11 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
     arrays = (instance.starts, instance.ends, instance.sizes, instance.aligns, fixed)
     planning = Planning(instance, budget, -1 if target is None else target, stop, anytime, prove)
     second = None
-    rolling = False
     if anytime and stop is not None and lane_count(count, config) > 1:
         # where heavy first's rolling fit applies, the second lane runs it before its floor
-        # with all of its time, and the first lane's heavy first solves them as one problem
-        rolling = rolling_set(instance, fixed, planning.goal) is not None
+        # with all of its time
         second = SecondLane(planning, arrays, second_schedule(count, config), floor=floor_middle(count, config),
-                            rolling=rolling)
+                            rolling=rolling_set(instance, fixed, planning.goal) is not None)
         if prove is not None:  # the second lane may run when the bound is proved: its goal rises too
             planning.prove = lambda left: _shared(second, prove(left))
     try:
@@ -86,7 +84,10 @@ def _large_layout(instance: Instance, budget: Budget, target: int | None,
                     floor=floor_for(count, config, limited=stop is not None),
                     skipped=second if second is not None else (),  # its orderings while it runs them
                     done=None if second is None else (lambda: second.at_goal), missed=missed, heavy=True,
-                    heavy_how=NESTED if rolling else BOTH)
+                    # under a limit the first lane solves the heavy buffers as one problem: the
+                    # rolling fit, cut short in its share, would leave that solve too little
+                    # time (docs/decisions.md, "The rolling fit of the heavy buffers")
+                    heavy_how=BOTH if stop is None else NESTED)
         best, best_peak, info = lane.plan()
     finally:
         if second is not None:

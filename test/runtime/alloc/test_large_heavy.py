@@ -308,8 +308,9 @@ def test_a_rolling_fit_cut_short_gives_the_time_left_to_the_solve_of_them_all(mo
 def test_with_two_lanes_the_second_runs_the_rolling_fit_and_the_first_solves_the_heavy_buffers_as_one(monkeypatch):
     """Under a limit with two lanes, where the rolling fit applies, the second lane runs it
     before its floor with all of its time and the first lane's heavy first takes the solve
-    of them all (which it may not reach: the second lane's LOAD stops it); with one lane,
-    heavy first does both in turn."""
+    of them all (which it may not reach: the second lane's LOAD stops it); with one lane
+    under a limit, the solve of them all alone, as before the rolling fit; without a limit,
+    both in turn (the rolling fit first)."""
     from telamalloc.runtime.alloc.large import lane as lane_module
     from telamalloc.runtime.alloc.large import layout
 
@@ -329,5 +330,8 @@ def test_with_two_lanes_the_second_runs_the_rolling_fit_and_the_first_solves_the
     assert all(how == heavy.NESTED for thread, how in calls if thread != "telamalloc-large-lane")
     calls.clear()
     monkeypatch.setattr(layout, "lane_count", lambda count, config: 1)
-    solution = solve(problem, mode="minimize", algorithm="large", time_limit=30.0, params=large_params(bounds=NO_BOUND))
+    solution = solve(problem, mode="minimize", algorithm="large", time_limit=3.0, params=large_params(bounds=NO_BOUND))
+    assert calls == [(threading.current_thread().name, heavy.NESTED)] and validate(problem, solution.offsets) == []
+    calls.clear()
+    solution = solve(problem, mode="minimize", algorithm="large", params=large_params(bounds=NO_BOUND))
     assert calls == [(threading.current_thread().name, heavy.BOTH)] and solution.peak == compute_load(problem)[0]
