@@ -20,8 +20,10 @@ contended point, each window fitted by the exact search at the highest top kept 
 (never below the goal), with the buffers kept before pinned, so the tight windows near the
 peak are packed first and the ones with room after them. Where the heavy buffers' solve as
 one problem runs out of nodes far above LOAD (growing-10000-s0: 1.0751 in 2 s), windows of
-90 of them are proved at once. Its limit: a window kept early is never moved again, so a
-later one may not fit at the level and lifts it (its minimize then decides).
+90 of them fit at LOAD in a fraction of a second each. Its limit: a window kept early is
+never moved again, so a later one may not fit at the level and lifts it (its minimize then
+decides). Without a time limit it runs first (``BOTH``); under one, the planner's second
+lane runs it and the first lane keeps the solve of them all (``large/layout.py``).
 """
 
 from __future__ import annotations

@@ -230,7 +230,7 @@ def test_with_effort_the_whole_problem_search_starts_from_the_orderings_best_and
 
 def test_the_rolling_fit_packs_growing_at_load_where_the_heavy_buffers_solved_as_one_do_not():
     """growing-2000-s0: the heavy buffers fitted window by window outward from their peak
-    reach LOAD; solved as one problem (within the same work) they stop 1.6% above it. The
+    reach LOAD; solved as one problem (within its own work budget) they stop 1.6% above it. The
     same layout twice without a limit, valid, the rest placed around."""
     problem = families.generate("growing", 2000, 0).problem()
     load = compute_load(problem)[0]
