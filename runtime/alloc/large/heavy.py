@@ -122,14 +122,19 @@ def heavy_layout(instance: Instance, budget: Budget, fixed: np.ndarray, stop: fl
     try:  # no room for a second planner (or for the solve's): the lane goes on without
         solution = solve(sub, mode="minimize", time_limit=None if left is None else config.time_share * left,
                          params=sub_params, cancel=budget.cancel)
-        stats = solution.stats  # the nested solve's search is this solve's work too (Solution.stats)
-        budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
+        _count(budget, solution)
         if solution.offsets is None or budget.cancelled():
             return None
         return placed_around(instance, fixed, members, np.asarray(solution.offsets, dtype=np.int64), stop,
                              budget.cancel)
     except MemoryError:
         return None
+
+
+def _count(budget: Budget, solution) -> None:
+    """A nested solve's search is this solve's work too (its Solution.stats, counted)."""
+    stats = solution.stats
+    budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
 
 
 def placed_around(instance: Instance, fixed: np.ndarray, members: np.ndarray, offsets: np.ndarray,
@@ -234,8 +239,7 @@ def rolling_layout(instance: Instance, budget: Budget, members: np.ndarray, fixe
                 return None
             solution = solve(problem, capacity=level if mode == "fit" else None, mode=mode, time_limit=left,
                              params=sub_params, cancel=budget.cancel)
-            stats = solution.stats
-            budget.counters.absorb(Counters(stats.nodes, stats.backtracks, stats.restarts))
+            _count(budget, solution)
             if solution.status is Status.OK:
                 break
         if solution.offsets is None or budget.cancelled():
